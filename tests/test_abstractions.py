@@ -1,0 +1,79 @@
+"""Abstractions (SPEC section 2) and windows (SPEC section 3) on hand-computed cases."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from helpers import make_trace
+from pytest_rnncov import InvalidArgument
+from pytest_rnncov.abstractions import resolve_window, signal
+
+# one input, 3 steps, 2 units:
+#   step 0: [0.5, -0.25]  pos 0.5   neg -0.25  net |0.25| = 0.25  avg 0.125
+#   step 1: [0.75, -0.5]  pos 0.75  neg -0.5   net 0.25           avg 0.125
+#   step 2: [0, 0]        pos 0     neg 0      net 0              avg 0
+H = [[[0.5, -0.25], [0.75, -0.5], [0.0, 0.0]]]
+
+
+@pytest.mark.parametrize(
+    ("abstraction", "expected"),
+    [
+        ("pos", [0.5, 0.75, 0.0]),
+        ("neg", [-0.25, -0.5, 0.0]),
+        ("net", [0.25, 0.25, 0.0]),
+        ("avg", [0.125, 0.125, 0.0]),
+        # delta_t = |pos_t - pos_t-1| + |neg_t - neg_t-1|, zeros before step 0:
+        # t0: 0.5 + 0.25 = 0.75; t1: 0.25 + 0.25 = 0.5; t2: 0.75 + 0.5 = 1.25
+        ("delta", [0.75, 0.5, 1.25]),
+        # delta_net_t = |(pos+neg)_t - (pos+neg)_t-1|: t0 0.25, t1 0, t2 0.25
+        ("delta_net", [0.25, 0.0, 0.25]),
+    ],
+)
+def test_abstractions_by_hand(abstraction, expected):
+    trace = make_trace(h=H)
+    np.testing.assert_allclose(signal(trace, "h", abstraction, (0, 2)), [expected])
+
+
+def test_delta_inside_a_window_uses_the_step_before_it():
+    trace = make_trace(h=H)
+    # window (1, 2): delta at step 1 still compares with step 0
+    np.testing.assert_allclose(signal(trace, "h", "delta", (1, 2)), [[0.5, 1.25]])
+    np.testing.assert_allclose(signal(trace, "h", "pos", (2, 2)), [[0.0]])
+
+
+@pytest.mark.parametrize(
+    ("window", "steps", "expected"),
+    [
+        (None, 28, (0, 27)),
+        ((4, 24), 28, (4, 24)),
+        ((-20, -1), 28, (8, 27)),
+        ((0, -1), 5, (0, 4)),
+        ((3, 3), 5, (3, 3)),
+    ],
+)
+def test_resolve_window(window, steps, expected):
+    assert resolve_window(window, steps) == expected
+
+
+@pytest.mark.parametrize(
+    ("window", "message"),
+    [
+        ((4, 28), r"outside the layer's 28 steps; steps are 0\.\.27 \(or -28\.\.-1"),
+        ((-29, 3), "outside"),
+        ((10, 4), "starts after it ends"),
+        ((1, 2, 3), "not a pair"),
+        ("ab", "not a pair"),
+    ],
+)
+def test_bad_windows(window, message):
+    with pytest.raises(InvalidArgument, match=message):
+        resolve_window(window, 28)
+
+
+def test_unknown_component_or_abstraction():
+    trace = make_trace(h=H)
+    with pytest.raises(InvalidArgument, match="unknown LSTM component 'x'"):
+        signal(trace, "x", "avg", (0, 2))
+    with pytest.raises(InvalidArgument, match="unknown abstraction 'mean'.*avg"):
+        signal(trace, "h", "mean", (0, 2))

@@ -1,0 +1,230 @@
+"""RNNModel / load_model: trace exactness against the frameworks, and clear errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pytest_rnncov import InvalidArgument, InvalidInput, ModelError, RNNModel, load_model
+from reference import layer_states
+
+H_TOL, C_TOL = 1e-5, 1e-4
+
+
+def assert_matches_framework(rnn, x):
+    trace = rnn.trace(x)
+    h_seq, h_last, c_last = layer_states(rnn, x)
+    np.testing.assert_allclose(trace.h, h_seq, atol=H_TOL, rtol=0)
+    np.testing.assert_allclose(trace.h[:, -1], h_last, atol=H_TOL, rtol=0)
+    np.testing.assert_allclose(trace.c[:, -1], c_last, atol=C_TOL, rtol=0)
+    return trace
+
+
+def test_keras3_sigmoid_lstm_return_sequences_false(keras, seq_inputs):
+    keras.utils.set_random_seed(3)
+    model = keras.Sequential(
+        [keras.Input((7, 3)), keras.layers.LSTM(4, name="only"), keras.layers.Dense(2)]
+    )
+    rnn = RNNModel(model)
+    assert rnn.layer_name == "only" and rnn.units == 4
+    trace = assert_matches_framework(rnn, seq_inputs)
+    assert trace.h.shape == trace.f.shape == (12, 7, 4)
+    # the model's own (return_sequences=False) LSTM output is the last h
+    last = keras.Model(model.inputs, model.get_layer("only").output).predict_on_batch(seq_inputs)
+    np.testing.assert_allclose(trace.h[:, -1], last, atol=H_TOL, rtol=0)
+    # the gates follow Eq. 1: c_t = f_t c_{t-1} + i_t c~_t, so gates lie in (0, 1)
+    for gate in (trace.f, trace.i, trace.o):
+        assert ((gate > 0) & (gate < 1)).all()
+
+
+def test_predict_and_run_agree_with_model(keras, stacked_model, seq_inputs):
+    rnn = RNNModel(stacked_model, "lstm_b", batch_size=5)  # three batches: 5, 5, 2
+    outputs, trace = rnn.run(seq_inputs)
+    expected = stacked_model.predict_on_batch(seq_inputs)
+    np.testing.assert_allclose(outputs, expected, atol=1e-6)
+    np.testing.assert_allclose(rnn.predict(seq_inputs), expected, atol=1e-6)
+    assert trace.batch_size == 12
+
+
+def test_second_of_two_stacked_lstms(keras, stacked_model, seq_inputs):
+    rnn = RNNModel(stacked_model, "lstm_b")
+    trace = assert_matches_framework(rnn, seq_inputs)
+    own = keras.Model(stacked_model.inputs, stacked_model.get_layer("lstm_b").output)
+    np.testing.assert_allclose(trace.h, own.predict_on_batch(seq_inputs), atol=H_TOL, rtol=0)
+    assert RNNModel(stacked_model, 1).layer_name == "lstm_b"
+    assert RNNModel(stacked_model).layer_name == "lstm_a"
+
+
+def test_use_bias_false_and_relu_activation(keras, seq_inputs):
+    keras.utils.set_random_seed(4)
+    model = keras.Sequential(
+        [keras.Input((7, 3)), keras.layers.LSTM(4, use_bias=False, activation="relu",
+                                                 recurrent_activation="hard_sigmoid")]
+    )
+    assert_matches_framework(RNNModel(model), seq_inputs)
+
+
+def test_masked_embedding_front_end(keras, token_inputs):
+    keras.utils.set_random_seed(5)
+    model = keras.Sequential(
+        [
+            keras.Input((8,), dtype="int32"),
+            keras.layers.Embedding(30, 4, mask_zero=True),
+            keras.layers.LSTM(5, return_sequences=True, name="lstm"),
+            keras.layers.GlobalAveragePooling1D(),
+            keras.layers.Dense(1),
+        ]
+    )
+    rnn = RNNModel(model)
+    trace = assert_matches_framework(rnn, token_inputs)
+    np.testing.assert_array_equal(trace.mask, token_inputs != 0)
+    # masked steps carry h and c over: left padding holds zeros, right padding repeats
+    assert np.all(trace.h[0, :3] == 0) and np.all(trace.c[0, :3] == 0)
+    np.testing.assert_array_equal(trace.h[1, 5:], np.repeat(trace.h[1, 4:5], 3, axis=0))
+    np.testing.assert_array_equal(trace.f[1, 5:], np.repeat(trace.f[1, 4:5], 3, axis=0))
+    assert np.all(trace.h[2] == 0)
+
+
+def test_go_backwards_trace_is_in_processing_order(keras, seq_inputs):
+    keras.utils.set_random_seed(6)
+    model = keras.Sequential(
+        [keras.Input((7, 3)), keras.layers.LSTM(4, go_backwards=True, return_sequences=True)]
+    )
+    rnn = RNNModel(model)
+    trace = assert_matches_framework(rnn, seq_inputs)
+    # step 0 of the trace consumed the last input step: same as a forward LSTM on x reversed
+    forward = keras.Sequential([keras.Input((7, 3)), keras.layers.LSTM(4, return_sequences=True)])
+    forward.set_weights(model.get_weights())
+    np.testing.assert_allclose(
+        trace.h, RNNModel(forward).trace(seq_inputs[:, ::-1]).h, atol=1e-6
+    )
+
+
+def test_bidirectional_each_direction(keras, seq_inputs):
+    keras.utils.set_random_seed(7)
+    model = keras.Sequential(
+        [
+            keras.Input((7, 3)),
+            keras.layers.Bidirectional(keras.layers.LSTM(4, return_sequences=True), name="bi"),
+        ]
+    )
+    own = model.predict_on_batch(seq_inputs)  # concat of forward and (re-reversed) backward
+    forward = RNNModel(model, "bi")
+    backward = RNNModel(model, "bi", direction="backward")
+    assert (forward.layer_name, backward.layer_name) == ("bi/forward", "bi/backward")
+    np.testing.assert_allclose(forward.trace(seq_inputs).h, own[..., :4], atol=H_TOL, rtol=0)
+    np.testing.assert_allclose(
+        backward.trace(seq_inputs).h[:, ::-1], own[..., 4:], atol=H_TOL, rtol=0
+    )
+    assert_matches_framework(backward, seq_inputs)
+    assert forward.fingerprint() != backward.fingerprint()
+
+
+def test_keras2_h5_with_hard_sigmoid_loads_through_tf_keras(tmp_path, seq_inputs):
+    import tf_keras  # installed by the test extra: a missing one must fail, not skip
+
+    tf_keras.utils.set_random_seed(8)
+    model = tf_keras.Sequential(
+        [
+            tf_keras.Input((7, 3)),
+            tf_keras.layers.LSTM(6, return_sequences=True, recurrent_activation="hard_sigmoid",
+                                 name="legacy"),
+            tf_keras.layers.Dense(2),
+        ]
+    )
+    path = tmp_path / "legacy.h5"
+    model.save(path)
+    loaded = load_model(path)
+    assert type(loaded).__module__.startswith("tf_keras")
+    rnn = RNNModel(loaded)
+    assert rnn.framework == "tf_keras"
+    trace = assert_matches_framework(rnn, seq_inputs)
+    own = tf_keras.Model(loaded.inputs, loaded.get_layer("legacy").output)(seq_inputs)
+    np.testing.assert_allclose(trace.h, np.asarray(own), atol=H_TOL, rtol=0)
+    # the gate function taken from the loaded layer is Keras 2's clip(0.2 x + 0.5, 0, 1),
+    # not Keras 3's relu6(x + 3) / 6 (which gives 1/3 and 2/3 at -1 and 1)
+    z = np.array([-2.7, -1.0, 0.0, 1.0, 2.7], np.float32)
+    np.testing.assert_allclose(rnn._recurrent_activation(z), [0, 0.3, 0.5, 0.7, 1], atol=1e-7)
+
+
+def test_tf_keras_masked_stack(token_inputs):
+    import tf_keras
+
+    tf_keras.utils.set_random_seed(9)
+    model = tf_keras.Sequential(
+        [
+            tf_keras.Input((8,), dtype="int32"),
+            tf_keras.layers.Embedding(30, 4, mask_zero=True),
+            tf_keras.layers.LSTM(5, return_sequences=True),
+            tf_keras.layers.LSTM(3, return_sequences=True, name="top"),
+        ]
+    )
+    rnn = RNNModel(model, "top")
+    trace = assert_matches_framework(rnn, token_inputs)
+    np.testing.assert_array_equal(trace.mask, token_inputs != 0)
+
+
+def test_keras3_model_saved_and_loaded(keras, tmp_path, stacked_model, seq_inputs):
+    path = tmp_path / "m.keras"
+    stacked_model.save(path)
+    loaded = load_model(path)
+    a = RNNModel(stacked_model, "lstm_b")
+    b = RNNModel(loaded, "lstm_b")
+    assert a.fingerprint() == b.fingerprint()
+    np.testing.assert_allclose(a.trace(seq_inputs).c, b.trace(seq_inputs).c, atol=1e-6)
+
+
+# -- errors ---------------------------------------------------------------------------------
+def test_model_without_lstm(keras):
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2, name="d")], name="plain")
+    with pytest.raises(ModelError, match="has no LSTM layer.*'d'"):
+        RNNModel(model)
+
+
+def test_unknown_layer_lists_the_lstms(stacked_model):
+    with pytest.raises(ModelError, match=r"'lstm_a' \(index 0\), 'lstm_b' \(index 1\)"):
+        RNNModel(stacked_model, "lstm_c")
+    with pytest.raises(ModelError, match="not an LSTM layer"):
+        RNNModel(stacked_model, "head")
+    with pytest.raises(InvalidArgument, match="direction"):
+        RNNModel(stacked_model, direction="up")
+
+
+def test_not_a_keras_model():
+    with pytest.raises(InvalidArgument, match="needs a Keras model"):
+        RNNModel(object())
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        (np.zeros((7, 3), np.float32), r"expects \(batch, 7, 3\) \(add a batch axis"),
+        (np.zeros((2, 6, 3), np.float32), r"shape \(2, 6, 3\)"),
+        (np.array([["a"] * 3] * 7)[None], "dtype <U1"),
+        (np.full((2, 7, 3), np.nan, np.float32), r"NaN or inf \(rows \[0, 1\]"),
+        (np.full((1, 7, 3), np.inf), "NaN or inf"),
+        (np.zeros((0, 7, 3)), "empty batch"),
+    ],
+)
+def test_bad_inputs(stacked_model, bad, message):
+    rnn = RNNModel(stacked_model, "lstm_b")
+    with pytest.raises(InvalidInput, match=message):
+        rnn.trace(bad)
+
+
+def test_token_model_refuses_fractional_ids(keras):
+    model = keras.Sequential(
+        [keras.Input((4,), dtype="int32"), keras.layers.Embedding(9, 2), keras.layers.LSTM(2)]
+    )
+    with pytest.raises(InvalidInput, match="integer token ids"):
+        RNNModel(model).trace(np.full((1, 4), 1.5))
+    assert RNNModel(model).trace(np.ones((1, 4))).n_steps == 4
+
+
+def test_load_model_errors(tmp_path):
+    with pytest.raises(InvalidArgument, match="no model file"):
+        load_model(tmp_path / "missing.keras")
+    other = tmp_path / "model.pb"
+    other.write_text("x")
+    with pytest.raises(InvalidArgument, match=r"expected a \.keras or \.h5 file"):
+        load_model(other)

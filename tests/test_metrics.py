@@ -1,0 +1,251 @@
+"""BC, SC, TC and the neuron metrics on hand-worked traces, plus property tests."""
+
+from __future__ import annotations
+
+from statistics import NormalDist
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from helpers import fit_profile, make_trace
+from pytest_rnncov import BC, KMNC, NBC, NC, SC, SNAC, TC, DegenerateProfile, InvalidArgument
+from pytest_rnncov.metrics import Signals, make_metric
+from pytest_rnncov import sax
+
+
+def update(metric, trace, window, start=0):
+    return metric.update(Signals(trace, window), np.arange(start, start + trace.batch_size))
+
+
+# -- BC -----------------------------------------------------------------------------------
+# training f, 2 inputs x 3 steps x 2 units; f/avg per step: x0 = 0.25, 0.5, 0.75;
+# x1 = 0.5, 0.5, 0.5  ->  min 0.25, max 0.75 over the window (0, 2)
+F_TRAIN = [
+    [[0.25, 0.25], [0.5, 0.5], [0.75, 0.75]],
+    [[0.5, 0.5], [0.5, 0.5], [0.5, 0.5]],
+]
+# test input f/avg per step 0.75, 0.625, 0.5 -> N_m = (v - 0.25) / 0.5 = 1.0, 0.75, 0.5
+F_TEST = [[[0.75, 0.75], [0.5, 0.75], [0.5, 0.5]]]
+
+
+def test_bc_by_hand():
+    profile = fit_profile(make_trace(f=F_TRAIN))
+    assert (profile.stats("f", "avg").min, profile.stats("f", "avg").max) == (0.25, 0.75)
+    bc = BC(alpha_max=0.8, alpha_min=0.5).bind(profile)
+    assert bc.total == 6  # 3 steps x (max, min)
+    fitness = bc.fitness(Signals(make_trace(f=F_TEST), (0, 2)))
+    # max: 0.8 - N = -0.2, 0.05, 0.3 ; min: N - 0.5 = 0.5, 0.25, 0.0
+    np.testing.assert_allclose(fitness, [[-0.2, 0.05, 0.3, 0.5, 0.25, 0.0]], atol=1e-12)
+    assert update(bc, make_trace(f=F_TEST), (0, 2)) == 2
+    assert bc.covered_ids() == [0, 5]  # t=0 N>=0.8 and t=2 N<=0.5 (on the bound counts)
+    assert bc.rate == pytest.approx(2 / 6)
+    assert [bc.label(i) for i in (0, 5)] == ["t=0 N>=0.8", "t=2 N<=0.5"]
+    assert bc.best_input_[1] == 0 and bc.best_fitness_[1] == pytest.approx(0.05)
+
+
+# -- SC -----------------------------------------------------------------------------------
+# training h: x0 = [[0.5,-0.25],[0.25,-0.5],[0,0]] -> delta 0.75, 0.5, 0.75 ; net 0.25,0.25,0
+#             x1 = [[1,0],[0,0],[0,0]]               -> delta 1, 1, 0          ; net 1, 0, 0
+# delta: min 0, max 1.  delta_net: x0 0.25, 0, 0.25 ; x1 1, 1, 0 -> min 0, max 1
+H_TRAIN = [[[0.5, -0.25], [0.25, -0.5], [0.0, 0.0]], [[1.0, 0.0], [0.0, 0.0], [0.0, 0.0]]]
+# test h: pos 0.5, 0.75, 0 ; neg -0.25, -0.5, 0 -> delta 0.75, 0.5, 1.25 ; delta_net .25, 0, .25
+H_TEST = [[[0.5, -0.25], [0.75, -0.5], [0.0, 0.0]]]
+
+
+def test_sc_paper_and_testrnn_variants_by_hand():
+    profile = fit_profile(make_trace(h=H_TRAIN))
+    sc = SC(alpha_sc=0.6).bind(profile)
+    np.testing.assert_allclose(
+        sc.fitness(Signals(make_trace(h=H_TEST), (0, 2))), [[0.6 - 0.75, 0.6 - 0.5, 0.6 - 1.25]]
+    )
+    update(sc, make_trace(h=H_TEST), (0, 2))
+    assert sc.covered_ids() == [0, 2]
+    sc_tool = make_metric("SC", preset="testrnn").bind(profile)
+    assert sc_tool.describe() == "SC(h/delta_net, alpha_sc=0.6)"
+    update(sc_tool, make_trace(h=H_TEST), (0, 2))
+    assert sc_tool.covered == 0  # N_m = 0.25, 0, 0.25 < 0.6
+
+
+# -- TC -----------------------------------------------------------------------------------
+def test_tc_by_hand():
+    # training h/net is 1 at every step of x0 and 3 at every step of x1: mu 2, sigma 1
+    train = make_trace(h=[[[1.0]] * 4, [[3.0]] * 4])
+    profile = fit_profile(train)
+    assert profile.zscore("h", "net") == (2.0, 1.0)
+    tc = TC(w=2, a=3).bind(profile)
+    assert tc.total == 9
+    # test curve 2, 2, 4, 4 -> z 0, 0, 2, 2 -> PAA 0, 2 -> symbols b, c -> word "bc" = 1*3 + 2
+    test = make_trace(h=[[[2.0], [2.0], [4.0], [4.0]]])
+    signals = Signals(test, (0, 3))
+    assert tc.words(signals).tolist() == [5]
+    assert tc.label(5) == "bc"
+    cut = NormalDist().inv_cdf(2 / 3)  # 0.4307
+    fitness = tc.fitness(signals)[0]
+    # to "aa": 0 is cut above a's upper end, 2 is 2 + cut above it
+    assert fitness[0] == pytest.approx(cut + 2 + cut)
+    # to "cb": 0 is cut below c's lower end; 2 is 2 - cut above b's upper end
+    assert fitness[2 * 3 + 1] == pytest.approx(cut + (2 - cut))
+    assert fitness[5] == 0
+    update(tc, test, (0, 3))
+    assert tc.covered_ids() == [5]
+
+
+def test_tc_w_larger_than_window_is_refused():
+    profile = fit_profile(make_trace(h=[[[1.0]] * 4, [[3.0]] * 4]))
+    with pytest.raises(InvalidArgument, match=r"w=5 is larger than the window \[0, 3\] \(4 steps\)"):
+        TC(w=5).bind(profile)
+
+
+# -- neuron metrics -------------------------------------------------------------------------
+def test_neuron_metrics_by_hand():
+    # training h (2 inputs, 1 step, 2 units): unit 0 spans [0, 1], unit 1 is constant 0.5
+    profile = fit_profile(make_trace(h=[[[0.0, 0.5]], [[1.0, 0.5]]]))
+    test = make_trace(h=[[[0.95, -0.8]], [[0.05, 0.0]]])
+    window = (0, 0)
+    nc = NC().bind(profile)
+    update(nc, test, window)
+    assert nc.covered_ids() == [0]  # 0.95 > 0 ; unit 1 never > 0 (0.0 is not > 0)
+    kmnc = KMNC(k=10).bind(profile)
+    assert kmnc.total == 10  # unit 1 is constant: no sections
+    update(kmnc, test, window)
+    assert kmnc.covered_ids() == [0, 9]  # 0.05 -> section 0, 0.95 -> section 9
+    nbc = NBC().bind(profile)  # conditions: lower (u0, u1), upper (u0, u1)
+    update(nbc, test, window)
+    assert nbc.covered_ids() == [1, 2]  # -0.8 < -0.7 on unit 1 ; 0.95 > 0.7 on unit 0
+    snac = SNAC().bind(profile)
+    update(snac, test, window)
+    assert snac.covered_ids() == [0]
+    nbc_profile = NBC(bounds="profile").bind(profile)
+    update(nbc_profile, test, window)
+    assert nbc_profile.covered_ids() == [1]  # only -0.8 leaves [0.5, 0.5]; 0.95 < 1
+
+
+def test_kmnc_top_of_range_is_in_the_last_section():
+    profile = fit_profile(make_trace(h=[[[0.0]], [[1.0]]]))
+    kmnc = KMNC(k=4).bind(profile)
+    update(kmnc, make_trace(h=[[[1.0]], [[0.5]], [[1.5]]]), (0, 0))
+    assert kmnc.covered_ids() == [2, 3]
+
+
+# -- parameters and profiles ----------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: BC(alpha_max=1.5), r"alpha_max=1\.5 must be a number in \[0, 1\]"),
+        (lambda: BC(alpha_min=-0.1), "alpha_min=-0.1"),
+        (lambda: SC(alpha_sc=90), "alpha_sc=90"),
+        (lambda: TC(w=0), "w=0 must be an integer >= 1"),
+        (lambda: TC(a=1), "a=1 must be an integer >= 2"),
+        (lambda: BC(component="z"), "unknown LSTM component"),
+        (lambda: make_metric("XYZ"), "unknown metric 'XYZ'"),
+        (lambda: make_metric("BC", preset="tool"), "preset='tool'"),
+        (lambda: NBC(lower=1, upper=0), "must be below"),
+    ],
+)
+def test_bad_parameters(make, message):
+    with pytest.raises(InvalidArgument, match=message):
+        make()
+
+
+def test_degenerate_signal_is_refused_by_name():
+    profile = fit_profile(make_trace(f=F_TRAIN))  # h is all zeros
+    with pytest.raises(DegenerateProfile, match=r"signal h/delta is constant \(0\.0\)"):
+        SC().bind(profile)
+    with pytest.raises(DegenerateProfile, match="signal h/net has sigma == 0"):
+        TC(w=2).bind(profile)
+
+
+# -- properties -------------------------------------------------------------------------------
+RNG = np.random.default_rng(42)
+TRAIN = make_trace(**{c: RNG.normal(size=(20, 6, 3)) for c in "fioch"})
+PROFILE = fit_profile(TRAIN, window=(1, 5))
+ALL = [BC(alpha_min=0.3), SC(), TC(w=3), NC(), KMNC(k=4), NBC(), SNAC()]
+batches = hnp.arrays(
+    np.float32, st.tuples(st.integers(1, 6), st.just(6), st.just(3)),
+    elements=st.floats(-3, 3, width=32),
+)
+
+
+def as_trace(values):
+    return make_trace(**{c: values * (1 + k) for k, c in enumerate("fioch")})
+
+
+@given(st.lists(batches, min_size=1, max_size=3))
+def test_rates_in_unit_interval_and_monotone(batch_list):
+    metrics = [m.bind(PROFILE) for m in ALL]
+    previous = {m.name: m.covered_.copy() for m in metrics}
+    start = 0
+    for values in batch_list:
+        trace = as_trace(values)
+        for m in metrics:
+            update(m, trace, PROFILE.window_, start)
+            assert 0 <= m.rate <= 1
+            assert (m.covered_ >= previous[m.name]).all()  # nothing is ever uncovered
+            previous[m.name] = m.covered_.copy()
+        start += len(values)
+
+
+@given(batches, batches)
+def test_merge_equals_union(first, second):
+    for spec in ALL:
+        a, b, both = spec.bind(PROFILE), spec.bind(PROFILE), spec.bind(PROFILE)
+        update(a, as_trace(first), PROFILE.window_)
+        update(b, as_trace(second), PROFILE.window_)
+        update(both, as_trace(first), PROFILE.window_)
+        update(both, as_trace(second), PROFILE.window_, len(first))
+        union = a.covered_ | b.covered_
+        a.merge(b)
+        np.testing.assert_array_equal(a.covered_, union)
+        np.testing.assert_array_equal(a.covered_, both.covered_)
+        np.testing.assert_array_equal(a.times_, both.times_)
+        c = spec.bind(PROFILE)
+        c.merge_state(both.state())
+        np.testing.assert_array_equal(c.covered_, both.covered_)
+
+
+@given(batches)
+def test_fitness_nonpositive_exactly_when_covered(values):
+    trace = as_trace(values)
+    signals = Signals(trace, PROFILE.window_)
+    for spec in ALL:
+        m = spec.bind(PROFILE)
+        fitness = m.fitness(signals)
+        if isinstance(m, (BC, SC)):
+            n = m.normalised(signals)
+            hit = n >= m.alpha_max if isinstance(m, BC) else n >= m.alpha_sc
+            if isinstance(m, BC):
+                hit = np.concatenate([hit, n <= m.alpha_min], axis=1)
+            np.testing.assert_array_equal(fitness <= 0, hit)
+        if isinstance(m, TC):
+            onehot = np.zeros_like(fitness, bool)
+            onehot[np.arange(len(values)), m.words(signals)] = True
+            np.testing.assert_array_equal(fitness <= 0, onehot)
+        if type(m) is NBC:
+            v = signals.neurons().astype(np.float64)
+            np.testing.assert_array_equal(fitness <= 0, np.concatenate([v < -0.7, v > 0.7], 1))
+        if isinstance(m, NC):
+            np.testing.assert_array_equal(fitness <= 0, signals.neurons() > 0)
+        update(m, trace, PROFILE.window_)
+        np.testing.assert_array_equal(m.covered_, (fitness <= 0).any(axis=0))
+        np.testing.assert_array_equal(m.best_fitness_ <= 0, m.covered_)
+
+
+@given(batches, st.integers(2, 5), st.integers(2, 4))
+def test_tc_words_equal_independent_paa_sax(values, w, a):
+    trace = as_trace(values)
+    tc = TC(w=w, a=a).bind(PROFILE)
+    signals = Signals(trace, PROFILE.window_)
+    mu, sigma = PROFILE.zscore("h", "net")
+    cuts = [NormalDist().inv_cdf(k / a) for k in range(1, a)]
+    for row, word in zip(signals.get("h", "net"), tc.words(signals)):
+        z = (row - mu) / sigma
+        repeated = np.repeat(z, w)
+        paa = repeated.reshape(w, len(z)).mean(axis=1)
+        if np.min(np.abs(paa[:, None] - np.array(cuts)[None])) < 1e-9:
+            continue  # on a breakpoint up to rounding
+        letters = [sum(v >= c for c in cuts) for v in paa]
+        assert word == sum(d * a ** (w - 1 - j) for j, d in enumerate(letters))
+        assert tc.label(word) == sax.word_label(np.array(letters))
