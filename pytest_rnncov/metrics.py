@@ -101,6 +101,10 @@ class Metric:
         """The metric's configuration in a few words."""
         raise NotImplementedError
 
+    def detail(self) -> dict[str, Any]:
+        """JSON-ready facts a report needs to name conditions without the profile."""
+        return {}
+
     # -- shared --------------------------------------------------------------------------
     def update(self, signals: Signals, input_ids: np.ndarray) -> int:
         """Add a batch; return how many conditions became covered."""
@@ -186,6 +190,9 @@ class _StepMetric(Metric):
         self.window_ = profile.window_
         self.min_, self.max_ = profile.minmax(self.component, self.abstraction)
         self.steps_ = np.arange(self.window_[0], self.window_[1] + 1)
+
+    def detail(self) -> dict[str, Any]:
+        return {"steps": self.steps_.tolist(), "labels": [self.label(i) for i in range(self.total)]}
 
     def normalised(self, signals: Signals, rows: slice = slice(None)) -> np.ndarray:
         """N_m of the signal at each window step: (rows, |window|)."""
@@ -315,6 +322,9 @@ class TC(Metric):
 
     def label(self, condition: int) -> str:
         return sax.word_label(self.digits_[condition])
+
+    def detail(self) -> dict[str, Any]:
+        return {"w": self.w, "a": self.a}
 
     def describe(self) -> str:
         return f"TC({self.component}/{self.abstraction}, w={self.w}, a={self.a})"

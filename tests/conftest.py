@@ -59,3 +59,6 @@ def stacked_model(keras):
         ],
         name="stacked",
     )
+
+
+pytest_plugins = ["pytester"]

@@ -1,0 +1,277 @@
+"""The pytest plugin, run end to end in pytester projects."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import keras  # noqa: F401  (loaded once here: pytester's in-process runs must not re-import TF)
+import pytest
+
+from pytest_rnncov import plugin
+from pytest_rnncov.metrics import METRICS
+
+CONFTEST = '''
+import os
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+import numpy as np
+import pytest
+
+
+@pytest.fixture(scope="session")
+def tiny(rnncov):
+    import keras
+
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential(
+        [keras.Input((6, 2)), keras.layers.LSTM(4, return_sequences=True, name="lstm"),
+         keras.layers.Flatten(), keras.layers.Dense(2)],
+        name="tiny",
+    )
+    x_train = np.random.default_rng(0).normal(size=(64, 6, 2)).astype("float32")
+    return rnncov.track(model, x_train=x_train, window=(1, 5), name="tiny")
+
+
+def inputs(seed, n=16):
+    return np.random.default_rng(seed).normal(size=(n, 6, 2)).astype("float32")
+'''
+
+TESTS = '''
+from conftest import inputs
+
+
+def test_one(tiny):
+    assert tiny.predict(inputs(1)).shape == (16, 2)
+
+
+def test_two(tiny):
+    tiny.observe(inputs(2))
+'''
+
+
+@pytest.fixture
+def project(pytester):
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_feed=TESTS)
+    return pytester
+
+
+def test_metric_names_match_the_engine():
+    assert set(plugin.METRIC_NAMES) == set(METRICS)
+
+
+def test_gate_met_exits_zero_and_prints_the_section(project):
+    result = project.runpytest("--rnn-coverage=0.05")
+    result.assert_outcomes(passed=2)
+    assert result.ret == 0
+    result.stdout.fnmatch_lines([
+        "*- RNN coverage -*",
+        "model*layer*window*inputs*BC*SC*TC",
+        "tiny*lstm*[[]1, 5]*32*% (*/5)*% (*/5)*% (*/243)",
+        "Required RNN coverage of 5% reached.",
+    ])
+
+
+def test_gate_missed_exits_one_naming_the_metric(project):
+    result = project.runpytest("--rnn-coverage=1.0")
+    result.assert_outcomes(passed=2)
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["FAIL Required RNN coverage of 100% not reached: *TC *% (*/243)*"])
+
+
+def test_gate_with_no_tracked_model_fails(pytester):
+    pytester.makepyfile("def test_nothing():\n    pass\n")
+    result = pytester.runpytest("--rnn-coverage=0.5")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["*not reached: no model was tracked*"])
+
+
+def test_no_section_when_plugin_unused(pytester):
+    pytester.makepyfile("def test_nothing():\n    pass\n")
+    result = pytester.runpytest()
+    assert result.ret == 0
+    assert "RNN coverage" not in result.stdout.str()
+
+
+def test_gate_metrics_option_restricts_the_gate(project):
+    # NC is added to the tracked metrics because the gate names it
+    result = project.runpytest("--rnn-coverage=0.01", "--rnn-metrics=NC")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["model*BC*SC*TC*NC*"])
+
+
+def test_json_report_schema(project):
+    result = project.runpytest("--rnn-coverage=1.0", "--rnn-report=json:out/cov.json",
+                               "--rnn-report=term")
+    assert result.ret == 1
+    data = json.loads((project.path / "out" / "cov.json").read_text())
+    assert data["format"] == "pytest-rnncov-report" and data["version"] == 1
+    assert data["required"] == 1.0 and data["gate_metrics"] == ["BC", "SC", "TC"]
+    assert data["passed"] is False
+    tiny = data["models"]["tiny"]
+    assert tiny["layer"] == "lstm" and tiny["window"] == [1, 5] and tiny["inputs"] == 32
+    tc = tiny["metrics"]["TC"]
+    assert tc["total"] == 243 and tc["covered"] == len(tc["covered_ids"])
+    assert tc["rate"] == pytest.approx(tc["covered"] / 243)
+    assert tc["threshold"] == 1.0 and tc["pass"] is False
+    assert data["adversarial"] == []
+    result.stdout.fnmatch_lines(["RNN coverage JSON written to out/cov.json"])
+
+
+def test_term_detail_lists_uncovered_steps_and_word_spread(project):
+    result = project.runpytest("--rnn-report=term-detail")
+    result.stdout.fnmatch_lines([
+        "tiny:",
+        "  BC(f/avg, alpha_max=0.8): uncovered steps *",
+        "  SC(h/delta, alpha_sc=0.6): uncovered steps *",
+        "  TC(h/net, w=5, a=3): * of 243 words; covered words by symbol at each position: 1: a *",
+    ])
+
+
+def test_ini_options(project):
+    project.makeini("[pytest]\nrnn_coverage = 1.0\nrnn_report =\n    json:ini.json\n    term\n")
+    result = project.runpytest()
+    assert result.ret == 1
+    assert json.loads((project.path / "ini.json").read_text())["required"] == 1.0
+    project.makeini("[pytest]\nrnn_coverage = 90\n")
+    result = project.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*rnn_coverage = '90': 90 is not a fraction in [[]0, 1]; for 90% use 0.9*"])
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--rnn-coverage=90"], "*--rnn-coverage: 90 is not a fraction in [[]0, 1]; for 90% use 0.9"),
+        (["--rnn-coverage=-0.1"], "*--rnn-coverage: -0.1 is not a fraction in [[]0, 1]"),
+        (["--rnn-coverage=high"], "*'high' is not a number*"),
+        (["--rnn-metrics=BC,XX"], "*--rnn-metrics: unknown metric XX; choose from BC,SC,TC*"),
+        (["--rnn-report=xml"], "*unknown report type 'xml'*"),
+        (["--rnn-seed=x"], "*'x' is not an integer seed*"),
+    ],
+)
+def test_bad_option_values(pytester, args, message):
+    result = pytester.runpytest(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+
+
+def test_no_rnn_switches_everything_off(project):
+    result = project.runpytest("--no-rnn", "--rnn-coverage=1.0")
+    assert result.ret == 0
+    assert "RNN coverage" not in result.stdout.str()
+
+
+MARKED = '''
+import pytest
+from conftest import inputs
+
+
+@pytest.mark.rnn_coverage(min=0.01, metrics=["BC", "TC"], model="tiny")
+def test_enough(tiny):
+    tiny.predict(inputs(3))
+
+
+@pytest.mark.rnn_coverage(min=1.0, metrics=["TC"])
+def test_too_little(tiny):
+    tiny.predict(inputs(4, n=3))
+
+
+@pytest.mark.rnn_coverage(min=0.5)
+def test_feeds_nothing(tiny):
+    pass
+
+
+def test_unmarked_feeds_more(tiny):
+    tiny.predict(inputs(5))
+'''
+
+
+def test_marker_passes_and_fails_with_a_message(pytester):
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_marked=MARKED)
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=2, failed=2)
+    result.stdout.fnmatch_lines([
+        "*RNN coverage of the inputs this test fed is below 100%:",
+        "*  tiny: TC *% (*/243, * uncovered)",
+    ])
+    result.stdout.fnmatch_lines(["*this test fed no inputs to a tracked model*"])
+    # 3 + 16 + 16 inputs reached the session coverage
+    result.stdout.fnmatch_lines(["tiny*lstm*35*"])
+
+
+def test_plugin_import_loads_nothing_heavy(pytester):
+    pytester.makepyfile("def test_nothing():\n    pass\n")
+    code = (
+        "import sys, pytest\n"
+        f"code = pytest.main([{str(pytester.path)!r}, '-q', '-p', 'no:cacheprovider'])\n"
+        "heavy = [m for m in ('tensorflow', 'keras', 'tf_keras', 'rdkit', 'nltk') if m in sys.modules]\n"
+        "assert 'pytest_rnncov.plugin' in sys.modules, 'plugin not loaded'\n"
+        "print('HEAVY', heavy)\n"
+        "sys.exit(code)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "HEAVY []" in done.stdout
+
+
+XDIST_TESTS = '''
+import pytest
+from conftest import inputs
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_feed(tiny, seed):
+    tiny.predict(inputs(seed, n=4 + seed))
+'''
+
+
+def test_xdist_workers_merge_to_the_same_numbers(pytester):
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_x=XDIST_TESTS)
+    serial = pytester.runpytest_subprocess("-n", "0", "--rnn-report=json:serial.json", "-p", "xdist")
+    assert serial.ret == 0
+    parallel = pytester.runpytest_subprocess(
+        "-n", "2", "--rnn-report=json:parallel.json", "--rnn-report=term"
+    )
+    assert parallel.ret == 0
+    a = json.loads((pytester.path / "serial.json").read_text())["models"]["tiny"]
+    b = json.loads((pytester.path / "parallel.json").read_text())["models"]["tiny"]
+    assert a["inputs"] == b["inputs"] == sum(4 + s for s in range(6))
+    for name in ("BC", "SC", "TC"):
+        assert a["metrics"][name]["covered_ids"] == b["metrics"][name]["covered_ids"]
+    parallel.stdout.fnmatch_lines(["*- RNN coverage -*", "tiny*lstm*39*"])
+
+
+CRASHING = '''
+import os
+from conftest import inputs
+
+
+def test_crashes(tiny):
+    tiny.predict(inputs(2))
+    os._exit(1)
+'''
+
+FEEDING = '''
+from conftest import inputs
+
+
+def test_feeds(tiny):
+    tiny.predict(inputs(1))
+'''
+
+
+def test_crashing_worker_keeps_other_workers_data(pytester):
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_a_crash=CRASHING, test_b_feed=FEEDING)
+    # --dist loadfile: each file goes to its own worker
+    result = pytester.runpytest_subprocess(
+        "-n", "2", "--dist", "loadfile", "--max-worker-restart=0", "--rnn-report=json:c.json"
+    )
+    assert result.ret == 1  # the crashed test fails
+    result.stdout.fnmatch_lines(["*worker 'gw?' crashed while running*"])
+    data = json.loads((pytester.path / "c.json").read_text())
+    assert data["models"]["tiny"]["inputs"] == 16  # the other worker's inputs survive
