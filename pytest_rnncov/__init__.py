@@ -25,6 +25,20 @@ _EXPORTS = {
     "NBC": "metrics",
     "SNAC": "metrics",
     "Metric": "metrics",
+    "Campaign": "campaign",
+    "CampaignResult": "campaign",
+    "GAConfig": "campaign",
+    "Mutator": "mutators",
+    "GaussianMutator": "mutators",
+    "EDAMutator": "mutators",
+    "SmilesMutator": "mutators",
+    "Oracle": "oracle",
+    "CharEncoder": "encoders",
+    "WordEncoder": "encoders",
+    "Mutant": "strategies",
+    "random_mutants": "strategies",
+    "targeted_mutants": "strategies",
+    "model_settings": "strategies",
     "RNNCovError": "errors",
     "InvalidArgument": "errors",
     "InvalidInput": "errors",
@@ -32,6 +46,7 @@ _EXPORTS = {
     "ProfileError": "errors",
     "StaleProfile": "errors",
     "DegenerateProfile": "errors",
+    "MissingResource": "errors",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

@@ -64,13 +64,27 @@ class Coverage:
         _, trace = self.model.run(x)
         return self.update_trace(trace, x)
 
-    def update_trace(self, trace: Trace, inputs: np.ndarray | None = None) -> dict[str, int]:
-        """Add an already computed trace (``inputs`` kept for ``best_input`` when given)."""
+    def update_trace(
+        self,
+        trace: Trace,
+        inputs: np.ndarray | None = None,
+        hits: dict[str, np.ndarray] | None = None,
+    ) -> dict[str, int]:
+        """Add an already computed trace (``inputs`` kept for ``best_input`` when given).
+
+        With a ``hits`` dict, each metric's (B, conditions) boolean matrix of which input
+        satisfied which condition is stored in it.
+        """
         check_steps(trace, self.profile)
         ids = np.arange(self.n_inputs_, self.n_inputs_ + trace.batch_size)
         self.n_inputs_ += trace.batch_size
         signals = Signals(trace, self.profile.window_)
-        gained = {name: metric.update(signals, ids) for name, metric in self.metrics.items()}
+        gained = {}
+        for name, metric in self.metrics.items():
+            blocks: list[np.ndarray] | None = [] if hits is not None else None
+            gained[name] = metric.update(signals, ids, blocks)
+            if hits is not None and blocks is not None:
+                hits[name] = np.concatenate(blocks)
         if inputs is not None:
             self._keep_best(inputs, ids)
         return gained

@@ -213,6 +213,12 @@ class TrackedModel:
             test[self.name].update_trace(trace)
         return gained
 
+    def campaign(self, seeds: Any, mutator: Any, oracle: Any, **options: Any) -> Any:
+        """A :class:`~pytest_rnncov.campaign.Campaign` on this model (see its options)."""
+        from .campaign import Campaign
+
+        return Campaign(self, seeds, mutator, oracle, **options)
+
     def record(self) -> ModelRecord:
         return ModelRecord.from_coverage(self.name, self.coverage)
 

@@ -14,6 +14,7 @@ __all__ = [
     "ProfileError",
     "StaleProfile",
     "DegenerateProfile",
+    "MissingResource",
 ]
 
 
@@ -43,3 +44,7 @@ class StaleProfile(ProfileError):
 
 class DegenerateProfile(ProfileError):
     """A statistic of the profile cannot normalise (max == min or sigma == 0)."""
+
+
+class MissingResource(RNNCovError):
+    """Data a component needs (WordNet, stop words) is not installed."""

@@ -106,8 +106,14 @@ class Metric:
         return {}
 
     # -- shared --------------------------------------------------------------------------
-    def update(self, signals: Signals, input_ids: np.ndarray) -> int:
-        """Add a batch; return how many conditions became covered."""
+    def update(
+        self, signals: Signals, input_ids: np.ndarray, hits: list[np.ndarray] | None = None
+    ) -> int:
+        """Add a batch; return how many conditions became covered.
+
+        With ``hits``, the (rows, conditions) boolean blocks of which input satisfied which
+        condition are appended to it.
+        """
         self._check_bound()
         before = int(self.covered_.sum())
         rows = max(1, BLOCK // max(self.n_conditions, 1))
@@ -115,6 +121,8 @@ class Metric:
             block = slice(start, start + rows)
             fit = self.fitness(signals, block)
             hit = fit <= 0
+            if hits is not None:
+                hits.append(hit)
             self.covered_ |= hit.any(axis=0)
             self.times_ += hit.sum(axis=0)
             best = fit.argmin(axis=0)

@@ -275,3 +275,33 @@ def test_crashing_worker_keeps_other_workers_data(pytester):
     result.stdout.fnmatch_lines(["*worker 'gw?' crashed while running*"])
     data = json.loads((pytester.path / "c.json").read_text())
     assert data["models"]["tiny"]["inputs"] == 16  # the other worker's inputs survive
+
+
+CAMPAIGN_TESTS = '''
+import numpy as np
+from pytest_rnncov import GaussianMutator, Oracle
+
+
+def test_generate(tiny, rnncov, tmp_path_factory):
+    seeds = rnncov.rng().random((8, 6, 2)).astype("float32")
+    campaign = tiny.campaign(seeds, GaussianMutator(variance=(0.1, 0.2)), Oracle(radius=None),
+                             budget=120, output_dir="adv-out")
+    result = campaign.run()
+    assert result.test_cases == 120
+'''
+
+
+def test_campaign_results_reach_the_adversarial_section_and_json(pytester):
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_gen=CAMPAIGN_TESTS)
+    result = pytester.runpytest("--rnn-report=term", "--rnn-report=json:r.json", "--rnn-seed=3")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines([
+        "*- RNN adversarial samples -*",
+        "model*test cases*adversarial*adversary rate*unique seeds*avg perturbation*saved to",
+        "tiny*120*adv-out",
+    ])
+    data = json.loads((pytester.path / "r.json").read_text())
+    (campaign,) = data["adversarial"]
+    assert campaign["test_cases"] == 120 and campaign["saved_to"] == "adv-out"
+    assert data["models"]["tiny"]["inputs"] == 128  # seeds + generated cases fed the session

@@ -1,0 +1,155 @@
+"""Campaigns (Alg. 1) and the GA (Alg. 2) on small constructed models."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from pytest_rnncov import (
+    BC, Campaign, GAConfig, GaussianMutator, InvalidArgument, InvalidInput, Mutator, Oracle,
+    Profile, RNNModel,
+)
+
+STEPS, FEATURES = 5, 64
+
+
+@pytest.fixture(scope="module")
+def ramp_model(keras):
+    """LSTM(1) whose forget gate is sigmoid(sum(x_t) / 8 - 4): 0.5 at x_t = 0.5 everywhere.
+
+    Pushing f_t up needs many features raised together: a directed search does that, a
+    random walk of small noise almost never does.
+    """
+    model = keras.Sequential(
+        [keras.Input((STEPS, FEATURES)), keras.layers.LSTM(1, name="lstm"),
+         keras.layers.Dense(2, name="head")],
+        name="ramp",
+    )
+    kernel = np.zeros((FEATURES, 4), np.float32)
+    kernel[:, 1] = 1 / 8  # forget gate block (i, f, c~, o)
+    bias = np.zeros(4, np.float32)
+    bias[1] = -4.0
+    model.get_layer("lstm").set_weights([kernel, np.zeros((1, 4), np.float32), bias])
+    model.get_layer("head").set_weights([np.array([[1.0, -1.0]], np.float32), np.zeros(2, np.float32)])
+    return model
+
+
+@pytest.fixture(scope="module")
+def ramp(ramp_model):
+    rnn = RNNModel(ramp_model)
+    train = np.random.default_rng(0).random((100, STEPS, FEATURES), dtype=np.float32)
+    return rnn, Profile().fit(rnn, train)
+
+
+SEEDS = np.full((4, STEPS, FEATURES), 0.5, np.float32)
+SMALL_NOISE = GaussianMutator(variance=(0.002, 0.004))
+
+
+def run(ramp, **options):
+    rnn, profile = ramp
+    campaign = Campaign(rnn, SEEDS, SMALL_NOISE, Oracle(radius=10.0), profile=profile,
+                        metrics=[BC(alpha_max=0.9)], **options)
+    return campaign, campaign.run()
+
+
+def test_ga_covers_what_random_misses_at_the_same_budget(ramp):
+    _, random_only = run(ramp, budget=600, patience=10**9, seed=1)
+    targeted, ga = run(ramp, budget=600, patience=1, ga=GAConfig(k=4, n=8, gamma=12), seed=1)
+    assert random_only.covered["BC"] == 0
+    assert ga.covered["BC"] >= 1
+    assert ga.test_cases == random_only.test_cases == 600
+    assert any(step["phase"] == "targeted" for step in targeted.growth)
+
+
+def test_same_seed_same_suite(ramp):
+    a, result_a = run(ramp, budget=300, patience=1, seed=5)
+    b, result_b = run(ramp, budget=300, patience=1, seed=5)
+    np.testing.assert_array_equal(a._cases.all(), b._cases.all())
+    assert result_a.growth == result_b.growth
+    c, _ = run(ramp, budget=300, patience=1, seed=6)
+    assert not np.array_equal(a._cases.all(), c._cases.all())
+
+
+def test_statistics_and_saved_samples(stacked_model, seq_inputs, tmp_path):
+    rnn = RNNModel(stacked_model, "lstm_b")
+    profile = Profile().fit(rnn, seq_inputs)
+    seeds = (seq_inputs[:6] - seq_inputs.min()) / (seq_inputs.max() - seq_inputs.min())
+    campaign = Campaign(rnn, seeds, GaussianMutator(variance=(0.05, 0.1)), Oracle(radius=None),
+                        profile=profile, budget=250, batch_size=50, output_dir=tmp_path / "adv")
+    result = campaign.run()
+    assert result.test_cases == 250
+    assert result.adversarial > 0  # big noise flips the untrained model's class
+    ids = np.array(result.adversarial_ids)
+    seeds_of = campaign._seed_of[ids]
+    assert result.unique == len(set(seeds_of.tolist()))
+    assert result.adversary_rate == pytest.approx(result.adversarial / 250)
+    decisions = Oracle().decisions
+    cases = campaign._cases.take(ids)
+    assert (decisions(rnn.predict(cases)) != decisions(rnn.predict(seeds[seeds_of]))).all()
+    distances = np.linalg.norm((cases - seeds[seeds_of]).reshape(len(ids), -1), axis=1)
+    assert result.average_perturbation == pytest.approx(distances.mean(), rel=1e-5)
+    # the minimal suite keeps every covered condition of every metric
+    for key in ("BC", "SC", "TC"):
+        hits = np.concatenate(campaign._hits[key])
+        assert (hits[result.minimal_suite].any(0) == campaign.coverage[key].covered_).all()
+        assert sum(result.coverage_times[key]) == hits.sum()
+    saved = np.load(tmp_path / "adv" / "adversarial.npz")
+    assert saved["cases"].shape == (result.adversarial, 7, 3)
+    assert len(list((tmp_path / "adv").glob("adv_*.png"))) == result.adversarial
+    summary = json.loads((tmp_path / "adv" / "summary.json").read_text())
+    assert summary["adversarial"] == result.adversarial and summary["oracle"] == "classification, radius none"
+
+
+class InterruptAfter(Mutator):
+    def __init__(self, calls):
+        self.inner, self.calls = GaussianMutator(variance=(0.05, 0.1)), calls
+
+    def mutate(self, cases, rng):
+        self.calls -= 1
+        if self.calls < 0:
+            raise KeyboardInterrupt
+        return self.inner.mutate(cases, rng)
+
+
+def test_interrupted_campaign_keeps_its_samples(stacked_model, seq_inputs, tmp_path):
+    rnn = RNNModel(stacked_model, "lstm_b")
+    profile = Profile().fit(rnn, seq_inputs)
+    seeds = (seq_inputs[:6] - seq_inputs.min()) / (seq_inputs.max() - seq_inputs.min())
+    campaign = Campaign(rnn, seeds, InterruptAfter(3), Oracle(), profile=profile, budget=10_000,
+                        batch_size=40, output_dir=tmp_path / "out")
+    with pytest.raises(KeyboardInterrupt):
+        campaign.run()
+    result = campaign.result
+    assert result is not None and result.interrupted and result.test_cases == 120
+    saved = np.load(tmp_path / "out" / "adversarial.npz")
+    assert len(saved["cases"]) == result.adversarial
+    assert json.loads((tmp_path / "out" / "summary.json").read_text())["interrupted"] is True
+
+
+def test_bad_campaigns(ramp):
+    rnn, profile = ramp
+    oracle = Oracle()
+
+    def make(seeds, mutator=SMALL_NOISE, **options):
+        options.setdefault("profile", profile)
+        return Campaign(rnn, seeds, mutator, oracle, metrics=[BC()], **options)
+
+    with pytest.raises(InvalidInput, match="non-empty batch"):
+        make(np.zeros((0, STEPS, FEATURES)))
+    with pytest.raises(InvalidInput, match=r"expects \(batch, 5, 64\)"):
+        make(np.zeros((3, STEPS, 8))).run()
+    with pytest.raises(InvalidArgument, match="needs profile"):
+        make(SEEDS, profile=None)
+    with pytest.raises(InvalidArgument, match="budget=0"):
+        make(SEEDS, budget=0)
+    with pytest.raises(InvalidArgument, match="k=0"):
+        GAConfig(k=0)
+
+    class Shrinks(Mutator):
+        def mutate(self, cases, rng):
+            return cases[:1]
+
+    with pytest.raises(InvalidArgument, match="Shrinks.mutate returned shape"):
+        make(SEEDS, Shrinks()).run()

@@ -1,0 +1,157 @@
+"""Mutators: validity of what they produce, reproducibility, and clear errors."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pytest_rnncov import (
+    CharEncoder, EDAMutator, GaussianMutator, InvalidArgument, InvalidInput, Mutator,
+    SmilesMutator, WordEncoder,
+)
+from pytest_rnncov.mutators import checked_mutate
+
+SHARED_NLTK = Path(__file__).resolve().parents[2] / "shared" / "data" / "nltk_data"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def nltk_data():
+    """Use the offline NLTK corpora (CI sets NLTK_DATA; default: ../shared/data)."""
+    if "NLTK_DATA" not in os.environ:
+        os.environ["NLTK_DATA"] = str(SHARED_NLTK)
+    import nltk
+
+    nltk.data.path.insert(0, os.environ["NLTK_DATA"])
+
+
+def test_gaussian_stays_in_range_and_is_reproducible():
+    seeds = np.random.default_rng(0).random((50, 28, 28), dtype=np.float32)
+    mutator = GaussianMutator(variance=(0.005, 0.02))
+    a = mutator.mutate(seeds, np.random.default_rng(7))
+    b = mutator.mutate(seeds, np.random.default_rng(7))
+    assert a.shape == seeds.shape and a.dtype == np.float32
+    assert a.min() >= 0 and a.max() <= 1
+    np.testing.assert_array_equal(a, b)
+    noise = (a - seeds)[(a > 0) & (a < 1)]
+    assert 0.005**0.5 * 0.9 < noise.std() < 0.02**0.5 * 1.1  # one variance for the batch
+    np.testing.assert_allclose(mutator.distance(seeds, a),
+                               np.linalg.norm((a - seeds).reshape(50, -1), axis=1), rtol=1e-6)
+
+
+def test_gaussian_refuses_seeds_outside_the_clip_range():
+    with pytest.raises(InvalidInput, match=r"outside clip=\(0\.0, 1\.0\)"):
+        GaussianMutator().check_seeds(np.full((2, 3, 3), 255.0))
+    with pytest.raises(InvalidInput, match="non-empty batch"):
+        GaussianMutator().check_seeds(np.zeros((0, 3, 3)))
+    with pytest.raises(InvalidArgument, match="variance"):
+        GaussianMutator(variance=(0.2, 0.1))
+
+
+TEXTS = [
+    "the movie was a good and funny story about a brave dog",
+    "an awful film with a boring plot and bad acting",
+    "i really enjoyed the music",
+]
+
+
+def test_eda_keeps_text_in_the_seed_vocabulary_plus_synonyms():
+    mutator = EDAMutator(alpha=0.2)
+    rng = np.random.default_rng(1)
+    allowed = {w for t in TEXTS for w in t.split()}
+    for w in list(allowed):
+        allowed |= {part for syn in mutator.synonyms(w) for part in syn.split()}
+    changed = 0
+    for _ in range(20):
+        out = mutator.mutate(TEXTS, rng)
+        assert len(out) == 3 and all(isinstance(t, str) and t for t in out)
+        for seed, text in zip(TEXTS, out):
+            assert set(text.split()) <= allowed
+            changed += text != seed
+    assert changed > 30
+    assert EDAMutator(alpha=0.2).mutate(TEXTS, np.random.default_rng(5)) == \
+        EDAMutator(alpha=0.2).mutate(TEXTS, np.random.default_rng(5))
+
+
+def test_synonym_replacement_leaves_stop_words_alone():
+    from collections import Counter
+
+    mutator = EDAMutator(alpha=0.5, operations=["synonym"])
+    stop = mutator.synonyms("film") and mutator._stopwords
+    rng = np.random.default_rng(2)
+    for _ in range(20):
+        for seed, text in zip(TEXTS, mutator.mutate(TEXTS, rng)):
+            before = Counter(w for w in seed.split() if w in stop)
+            after = Counter(w for w in text.split() if w in stop)
+            assert after >= before  # every stop word of the seed is still there
+
+
+def test_eda_operations_by_hand():
+    rng = np.random.default_rng(0)
+    swap = EDAMutator(alpha=0.1, operations=["swap"]).mutate(["a b c d"], rng)[0]
+    assert sorted(swap.split()) == ["a", "b", "c", "d"] and swap != "a b c d"
+    deleted = EDAMutator(alpha=0.5, operations=["delete"]).mutate(["one two three four"], rng)[0]
+    assert 1 <= len(deleted.split()) < 4
+    synonym = EDAMutator(alpha=0.1, operations=["synonym"])
+    out = synonym.mutate(["the film"], rng)[0]
+    assert out.split()[0] == "the" and out.split()[1] in {p for s in synonym.synonyms("film") for p in s.split()} | {"film"}
+
+
+def test_eda_distance_is_the_share_of_words_changed():
+    mutator = EDAMutator()
+    # one substitution in four words; one deletion from four words
+    np.testing.assert_allclose(
+        mutator.distance(["a b c d", "a b c d"], ["a x c d", "a b d"]), [0.25, 0.25]
+    )
+
+
+def test_word_encoder_and_eda_encode():
+    encoder = WordEncoder.fit(TEXTS, max_words=10, length=6)
+    ids = EDAMutator(encoder=encoder).encode(["the movie", "zzz unknown"])
+    assert ids.shape == (2, 6) and (ids[:, :4] == 0).all() and ids[1, -1] == 1
+
+
+SMILES = ["CC(=O)Oc1ccccc1C(=O)O", "c1ccc2ccccc2c1", "CCN(CC)CCOC(=O)c1ccc(N)cc1"]
+
+
+def test_smiles_reenumeration_is_the_same_molecule():
+    from rdkit import Chem
+
+    mutator = SmilesMutator()
+    out = mutator.mutate(SMILES * 5, np.random.default_rng(3))
+    assert len(set(out)) > len(SMILES)  # really other spellings
+    for seed, smiles in zip(SMILES * 5, out):
+        assert Chem.CanonSmiles(smiles) == Chem.CanonSmiles(seed)
+    assert out == SmilesMutator().mutate(SMILES * 5, np.random.default_rng(3))
+
+
+def test_smiles_encoder_errors_on_unknown_characters():
+    encoder = CharEncoder.fit(["CCO", "c1ccccc1"], length=12)
+    c, o = encoder.index["C"], encoder.index["O"]
+    assert encoder(["CCO"]).tolist() == [[0] * 9 + [c, c, o]]  # left padding
+    with pytest.raises(InvalidInput, match=r"characters the encoder does not know: 'N'"):
+        encoder(["CCN"])
+    with pytest.raises(InvalidInput, match="more than the encoder's 12"):
+        encoder(["C" * 13])
+    with pytest.raises(InvalidInput, match="does not know: 'N'"):
+        SmilesMutator(encoder=encoder).check_seeds(["CCN"])
+    with pytest.raises(InvalidInput, match="not a valid SMILES"):
+        SmilesMutator().check_seeds(["C1CC"])
+
+
+def test_smiles_mutator_respects_the_encoder():
+    encoder = CharEncoder.fit(SMILES, length=40)
+    out = SmilesMutator(encoder=encoder).mutate(SMILES * 3, np.random.default_rng(0))
+    assert encoder(out).shape == (9, 40)
+
+
+class WrongShape(Mutator):
+    def mutate(self, cases, rng):
+        return np.asarray(cases)[:, :-1]
+
+
+def test_a_mutator_returning_the_wrong_shape_is_named():
+    with pytest.raises(InvalidArgument, match=r"WrongShape\.mutate returned shape \(2, 2\) for cases of shape \(2, 3\)"):
+        checked_mutate(WrongShape(), np.zeros((2, 3)), np.random.default_rng(0))

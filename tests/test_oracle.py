@@ -1,0 +1,42 @@
+"""The oracle on hand-worked cases."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pytest_rnncov import InvalidArgument, Oracle
+
+
+def test_classification_within_radius():
+    oracle = Oracle(radius=1.0)
+    seeds = np.array([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4]])
+    cases = np.array([[0.4, 0.6], [0.3, 0.7], [0.1, 0.9]])
+    # case 0: class 0 -> 1, distance 0.5 <= 1: adversarial
+    # case 1: class 1 -> 1: not adversarial
+    # case 2: class 0 -> 1 but distance 1.5 > 1: outside the norm ball, not adversarial
+    assert oracle.fails(seeds, cases, np.array([0.5, 0.2, 1.5])).tolist() == [True, False, False]
+    # on the radius counts as inside
+    assert oracle.fails(seeds[:1], cases[:1], np.array([1.0])).tolist() == [True]
+
+
+def test_single_output_uses_the_threshold():
+    oracle = Oracle(radius=None)
+    assert oracle.fails(np.array([[0.7], [0.3]]), np.array([[0.4], [0.2]]),
+                        np.array([9.0, 9.0])).tolist() == [True, False]
+
+
+def test_regression_tolerance():
+    oracle = Oracle(task="regression", tolerance=0.5)
+    seeds, cases = np.array([[6.0], [6.0], [6.0]]), np.array([[6.6], [5.5], [6.4]])
+    # moved 0.6 > 0.5 ; 0.5 is not more than 0.5 ; 0.4
+    assert oracle.fails(seeds, cases, np.zeros(3)).tolist() == [True, False, False]
+
+
+def test_bad_oracles():
+    with pytest.raises(InvalidArgument, match="needs tolerance > 0"):
+        Oracle(task="regression")
+    with pytest.raises(InvalidArgument, match="radius=-1"):
+        Oracle(radius=-1)
+    with pytest.raises(InvalidArgument, match="task='ranking'"):
+        Oracle(task="ranking")

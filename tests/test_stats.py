@@ -1,0 +1,46 @@
+"""Diversity and minimal test suites on hand-worked cases."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pytest_rnncov.stats import angular_diversity, minimal_suite
+
+
+def test_angular_diversity_by_hand():
+    seed = np.zeros(2)
+    # two opposite directions: cos matrix [[1, -1], [-1, 1]] sums to 0 -> diversity 0
+    assert angular_diversity(np.array([[1.0, 0], [-2.0, 0]]), seed) == 0
+    # two equal directions: all cosines 1 -> -(4)/4 = -1 (the least diverse)
+    assert angular_diversity(np.array([[1.0, 1], [3.0, 3]]), seed) == pytest.approx(-1)
+    # orthogonal pair: [[1,0],[0,1]] sums to 2 -> -2/4
+    assert angular_diversity(np.array([[1.0, 0], [0, 5.0]]), seed) == -0.5
+
+
+def test_minimal_suite_keeps_every_covered_condition_and_is_irredundant():
+    # conditions:        c0 c1 c2 c3   (c3 never covered)
+    hits = {"M": np.array([
+        [1, 1, 0, 0],  # case 0
+        [0, 1, 0, 0],  # case 1: redundant
+        [0, 0, 1, 0],  # case 2
+        [1, 0, 1, 0],  # case 3: greedy picks first? ties -> case 0 (2 conditions)
+    ], bool)}
+    suite = minimal_suite(hits)
+    matrix = hits["M"]
+    assert (matrix[suite].any(axis=0) == matrix.any(axis=0)).all()
+    for i in range(len(suite)):
+        rest = np.delete(suite, i)
+        assert (matrix[rest].any(axis=0) != matrix.any(axis=0)).any()
+    assert suite.tolist() == [0, 2]
+
+
+def test_minimal_suite_reverse_pass_drops_members_made_redundant():
+    # greedy picks A (4 conditions), then B (gains c4) and C (gains c5); B and C together
+    # cover everything A covers, so the reverse pass drops A
+    hits = {"M": np.array([
+        [1, 1, 1, 1, 0, 0],  # A
+        [1, 1, 0, 0, 1, 0],  # B
+        [0, 0, 1, 1, 0, 1],  # C
+    ], bool)}
+    assert minimal_suite(hits).tolist() == [1, 2]

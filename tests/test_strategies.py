@@ -1,0 +1,92 @@
+"""Hypothesis strategies: targeted and random mutants, replay from the database."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis.database import InMemoryExampleDatabase
+
+from pytest_rnncov import GAConfig, GaussianMutator, InvalidArgument, Oracle, model_settings
+from pytest_rnncov import random_mutants, targeted_mutants
+from pytest_rnncov.engine import RNNCovSession
+
+
+@pytest.fixture(scope="module")
+def tracked(stacked_model, seq_inputs):
+    session = RNNCovSession()
+    return session.track(stacked_model, layer="lstm_b", x_train=seq_inputs, name="stacked")
+
+
+def unit_seeds(seq_inputs):
+    return (seq_inputs[:4] - seq_inputs.min()) / (seq_inputs.max() - seq_inputs.min())
+
+
+def test_targeted_mutants_feed_the_tracked_coverage_and_replay_the_same(tracked, seq_inputs):
+    strategy = targeted_mutants(tracked, unit_seeds(seq_inputs), GaussianMutator(), metric="TC",
+                                ga=GAConfig(k=2, n=3, gamma=2))
+    runs: list[list[tuple]] = []
+    for _ in range(2):
+        seen: list[tuple] = []
+        before = tracked.coverage.n_inputs_
+
+        @settings(model_settings, max_examples=15, derandomize=True, database=None)
+        @given(strategy)
+        def check(mutant):
+            seen.append((mutant.seed_index, mutant.generations, mutant.target,
+                         np.asarray(mutant.case).tobytes()))
+            assert mutant.case.shape == (7, 3)
+            assert mutant.target.startswith("TC:") and len(mutant.target) == 8
+            if mutant.generations == 0:
+                np.testing.assert_array_equal(mutant.case, mutant.seed)
+            else:
+                assert mutant.fitness is not None
+
+        check()
+        assert tracked.coverage.n_inputs_ > before  # every bred input was observed
+        runs.append(seen)
+    assert runs[0] == runs[1]  # a pure function of the draws
+
+
+def test_failing_example_replays_from_the_database_and_shrinks_toward_its_seed(tracked, seq_inputs):
+    seeds = unit_seeds(seq_inputs)
+    oracle = Oracle()
+    strategy = targeted_mutants(tracked, seeds, GaussianMutator(variance=(0.2, 0.3)),
+                                metric="SC", ga=GAConfig(k=2, n=4, gamma=4))
+    db = InMemoryExampleDatabase()
+    runs: list[list[tuple]] = []
+    for _ in range(2):
+        seen: list[tuple] = []
+
+        @settings(model_settings, max_examples=60, database=db, derandomize=False)
+        @given(strategy)
+        def label_is_stable(mutant):
+            seen.append((mutant.seed_index, mutant.generations, np.asarray(mutant.case).tobytes()))
+            outputs = tracked.predict(np.stack([mutant.seed, mutant.case]))
+            assert oracle.decisions(outputs[:1]) == oracle.decisions(outputs[1:])
+
+        with pytest.raises(AssertionError):
+            label_is_stable()
+        runs.append(seen)
+    shrunk = runs[0][-1]  # Hypothesis re-runs the minimal failing example last
+    assert shrunk[1] == 1  # one generation away from the seed: the seed itself never fails
+    assert runs[1][0] == shrunk  # the second run starts by replaying it from the database
+
+
+def test_random_mutants_without_model_calls(seq_inputs):
+    seeds = unit_seeds(seq_inputs)
+
+    @settings(model_settings, max_examples=20, derandomize=True, database=None)
+    @given(random_mutants(seeds, GaussianMutator(), max_rounds=2))
+    def check(mutant):
+        assert 0 <= mutant.case.min() and mutant.case.max() <= 1
+        np.testing.assert_array_equal(mutant.seed, seeds[mutant.seed_index])
+
+    check()
+
+
+def test_strategy_errors(stacked_model, seq_inputs):
+    with pytest.raises(InvalidArgument, match="needs a tracked model"):
+        targeted_mutants(stacked_model, seq_inputs, GaussianMutator())
+    with pytest.raises(InvalidArgument, match="max_rounds=-1"):
+        random_mutants(unit_seeds(seq_inputs), GaussianMutator(), max_rounds=-1)
