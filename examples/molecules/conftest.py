@@ -1,0 +1,42 @@
+"""Molecules example: pIC50 regression from SMILES, tested with SMILES re-enumeration."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+sys.path.insert(0, str(Path(__file__).parent))
+
+import train  # noqa: E402
+from data import split  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def molecules():
+    """(train SMILES, pIC50), (held-out SMILES, pIC50)."""
+    return split()
+
+
+@pytest.fixture(scope="session")
+def encoder():
+    if not (train.ARTIFACTS / "encoder.json").exists():
+        train.train()
+    return train.encoder_from(train.ARTIFACTS / "encoder.json")
+
+
+@pytest.fixture(scope="session")
+def pic50(rnncov, encoder, molecules):
+    from pytest_rnncov import load_model
+
+    (s_train, _), _ = molecules
+    return rnncov.track(
+        load_model(train.ARTIFACTS / "model.keras"),
+        profile=train.ARTIFACTS / "profile.json",
+        x_train=encoder(s_train),
+        window=train.WINDOW,
+        name="pic50",
+    )
