@@ -68,30 +68,36 @@ def lstm_forward(
         mask = None if mask is None else mask[:, ::-1]
     batch, steps, _ = x.shape
     units = weights.recurrent.shape[0]
-    z_in = x.reshape(batch * steps, -1) @ weights.kernel
+    # time-major, so every step reads and writes contiguous blocks
+    z_in = np.ascontiguousarray(x.transpose(1, 0, 2)).reshape(steps * batch, -1) @ weights.kernel
     if weights.bias is not None:
         z_in += weights.bias
-    z_in = z_in.reshape(batch, steps, 4 * units)
+    z_in = z_in.reshape(steps, batch, 4 * units)
     out = np.zeros((5, steps, batch, units), dtype=np.float32)
     f_all, i_all, o_all, c_all, h_all = out
     h = np.zeros((batch, units), dtype=np.float32)
     c = np.zeros((batch, units), dtype=np.float32)
-    gates = np.zeros((3, batch, units), dtype=np.float32)
+    z = np.empty((batch, 4 * units), dtype=np.float32)
+    keep_all = None if mask is None else np.ascontiguousarray(mask.T)[:, :, None]
     for t in range(steps):
-        z = z_in[:, t] + h @ weights.recurrent
+        np.matmul(h, weights.recurrent, out=z)
+        z += z_in[t]
         i_t = recurrent_activation(z[:, :units])
         f_t = recurrent_activation(z[:, units : 2 * units])
         o_t = recurrent_activation(z[:, 3 * units :])
         c_new = f_t * c + i_t * activation(z[:, 2 * units : 3 * units])
         h_new = o_t * activation(c_new)
-        if mask is None:
+        if keep_all is None:
+            f_all[t], i_all[t], o_all[t] = f_t, i_t, o_t
             c, h = c_new, h_new
-            gates = np.stack((f_t, i_t, o_t))
         else:
-            keep = mask[:, t, None]
+            keep = keep_all[t]
+            previous = t - 1 if t else None
+            for gate, values in ((f_all, f_t), (i_all, i_t), (o_all, o_t)):
+                gate[t] = values if previous is None else np.where(keep, values, gate[previous])
+                if previous is None:
+                    gate[t] *= keep
             c = np.where(keep, c_new, c)
             h = np.where(keep, h_new, h)
-            gates = np.where(keep[None], np.stack((f_t, i_t, o_t)), gates)
-        f_all[t], i_all[t], o_all[t] = gates
         c_all[t], h_all[t] = c, h
     return GateArrays(*(np.swapaxes(a, 0, 1) for a in out))

@@ -209,7 +209,12 @@ class RNNModel:
         )
 
     # -- running the model -----------------------------------------------------------
-    def _build_probe(self) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray | None, np.ndarray]]:
+    def _build_probe(self) -> Callable[[np.ndarray, bool], tuple[np.ndarray, np.ndarray | None, np.ndarray | None]]:
+        """A function x, with_outputs -> (layer input, its mask or None, model outputs or None).
+
+        Two sub-models share the model's layers: one stops at the traced layer's input (for
+        traces alone), one also returns the model's output (one call for both).
+        """
         model, wrapper = self.model, self.wrapper
         if self.framework == "keras":
             import keras
@@ -224,12 +229,16 @@ class RNNModel:
             sequence = args[0] if args else kwargs.get("sequences", kwargs.get("inputs"))
             mask = kwargs.get("mask")
             self._layer_input_shape = tuple(sequence.shape)
-            outputs = [sequence, model.outputs[0]] + ([mask] if mask is not None else [])
-            sub = keras.Model(model.inputs, outputs)
+            head = [sequence] + ([mask] if mask is not None else [])
+            subs = {False: keras.Model(model.inputs, head),
+                    True: keras.Model(model.inputs, head + [model.outputs[0]])}
 
-            def probe(x: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
-                result = sub.predict_on_batch(x)
-                return result[0], (result[2] if len(result) > 2 else None), result[1]
+            def probe(x: np.ndarray, with_outputs: bool) -> tuple[Any, Any, Any]:
+                result = subs[with_outputs].predict_on_batch(x)
+                result = result if isinstance(result, (list, tuple)) else [result]
+                has_mask = mask is not None
+                return (result[0], result[1] if has_mask else None,
+                        result[-1] if with_outputs else None)
 
             return probe
 
@@ -244,17 +253,31 @@ class RNNModel:
             )
         self._layer_input_shape = tuple(sequence.shape)
         sub = tf_keras.Model(model.inputs, [sequence, model.outputs[0]])
+        head = tf_keras.Model(model.inputs, sequence)
+
+        def with_mask(seq: Any) -> Any:
+            mask = getattr(seq, "_keras_mask", None)
+            return tf.zeros((0,), tf.bool) if mask is None else mask
 
         @tf.function(reduce_retracing=True)
-        def run(x: Any) -> Any:
+        def run_all(x: Any) -> Any:
             seq, out = sub(x, training=False)
-            mask = getattr(seq, "_keras_mask", None)
-            return seq, out, (tf.zeros((0,), tf.bool) if mask is None else mask)
+            return seq, with_mask(seq), out
 
-        def probe(x: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
-            seq, out, mask = run(tf.convert_to_tensor(x))
+        @tf.function(reduce_retracing=True)
+        def run_head(x: Any) -> Any:
+            seq = head(x, training=False)
+            return seq, with_mask(seq)
+
+        def probe(x: np.ndarray, with_outputs: bool) -> tuple[Any, Any, Any]:
+            tensor = tf.convert_to_tensor(x)
+            if with_outputs:
+                seq, mask, out = run_all(tensor)
+                out = out.numpy()
+            else:
+                (seq, mask), out = run_head(tensor), None
             mask_np = mask.numpy()
-            return seq.numpy(), (mask_np if mask_np.size else None), out.numpy()
+            return seq.numpy(), (mask_np if mask_np.size else None), out
 
         return probe
 
@@ -298,11 +321,21 @@ class RNNModel:
 
     def run(self, x: Any) -> tuple[np.ndarray, Trace]:
         """Model outputs and the trace of the layer for ``x``, from one model call per batch."""
+        outputs, trace = self._run(x, with_outputs=True)
+        assert outputs is not None
+        return outputs, trace
+
+    def trace(self, x: Any) -> Trace:
+        """The trace (f, i, o, c, h) of the layer for inputs ``x``."""
+        return self._run(x, with_outputs=False)[1]
+
+    def _run(self, x: Any, with_outputs: bool) -> tuple[np.ndarray | None, Trace]:
         x = self.check_input(x)
         outputs, traces = [], []
         for start in range(0, len(x), self.batch_size):
-            sequence, mask, out = self._probe(x[start : start + self.batch_size])
-            outputs.append(np.asarray(out))
+            sequence, mask, out = self._probe(x[start : start + self.batch_size], with_outputs)
+            if with_outputs:
+                outputs.append(np.asarray(out))
             mask = None if mask is None else np.asarray(mask, bool)
             gates = _lstm.lstm_forward(
                 np.asarray(sequence),
@@ -315,11 +348,7 @@ class RNNModel:
             if mask is not None and self.go_backwards:
                 mask = mask[:, ::-1]
             traces.append(Trace(*gates, mask=mask))
-        return np.concatenate(outputs), _concat_traces(traces)
-
-    def trace(self, x: Any) -> Trace:
-        """The trace (f, i, o, c, h) of the layer for inputs ``x``."""
-        return self.run(x)[1]
+        return (np.concatenate(outputs) if with_outputs else None), _concat_traces(traces)
 
     def predict(self, x: Any) -> np.ndarray:
         """The model's outputs for ``x`` (validated, batched)."""

@@ -14,7 +14,7 @@ def layer_states(rnn, x):
     layer = rnn.layer
     config = dict(layer.get_config(), return_sequences=True, return_state=True, name="reference")
     clone = type(layer).from_config(config)
-    sequence, mask, _ = rnn._probe(rnn.check_input(x))
+    sequence, mask, _ = rnn._probe(rnn.check_input(x), False)
     if rnn.framework == "tf_keras":
         import tensorflow as tf
 

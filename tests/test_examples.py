@@ -1,0 +1,42 @@
+"""The three example projects, run as a user runs them (README's main command included)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NLTK_DATA = os.environ.get("NLTK_DATA", str(ROOT.parent / "shared" / "data" / "nltk_data"))
+
+#: The bars README gives for each example (the MNIST one is README's main command).
+BARS = {"mnist": "0.6", "sentiment": "0.3", "molecules": "0.15"}
+
+
+def run_example(name: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, NLTK_DATA=NLTK_DATA)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", f"examples/{name}", "-p", "no:cacheprovider", *args],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
+    )
+
+
+@pytest.mark.parametrize("name", sorted(BARS))
+def test_example_passes_its_gate(name):
+    done = run_example(name, f"--rnn-coverage={BARS[name]}")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "3 passed" in done.stdout
+    assert f"Required RNN coverage of {float(BARS[name]):.0%} reached." in done.stdout
+    assert "RNN adversarial samples" in done.stdout
+
+
+def test_main_command_fails_when_the_bar_is_above_what_it_reaches():
+    done = run_example("mnist", "--rnn-coverage=1.0")
+    assert done.returncode == 1, done.stdout[-3000:]
+    assert "3 passed" in done.stdout  # every test passed: the gate alone fails the session
+    assert re.search(r"FAIL Required RNN coverage of 100% not reached: .*TC \d+% \(\d+/243\)",
+                     done.stdout)
