@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Any, Iterable
 import numpy as np
 
 from .errors import InvalidArgument
-from .metrics import Metric, Signals, check_steps, make_metric
+from .metrics import Metric, Signals, check_steps
+from .registry import make_metric
 from .profile import Profile
 from .trace import Trace
 

@@ -44,6 +44,11 @@ class MetricRecord:
 
     @property
     def rate(self) -> float:
+        """covered / total, or the covered share of ``detail["weights"]`` (WT)."""
+        weights = self.detail.get("weights")
+        if weights is not None:
+            w = np.asarray(weights, np.float64)
+            return float(w[self.covered].sum() / w.sum()) if w.sum() else 1.0
         return self.n_covered / self.total if self.total else 1.0
 
     def merge(self, other: "MetricRecord") -> None:

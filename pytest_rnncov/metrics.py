@@ -476,31 +476,6 @@ class SNAC(NBC):
         return f"SNAC(h, UB={self.upper:g})"
 
 
-METRICS: dict[str, type[Metric]] = {m.name: m for m in (BC, SC, TC, NC, KMNC, NBC, SNAC)}
-
-PRESETS: dict[str, dict[str, dict[str, Any]]] = {
-    "paper": {},
-    "testrnn": {
-        "BC": {"component": "h", "abstraction": "net"},
-        "SC": {"component": "h", "abstraction": "delta_net"},
-    },
-}
-
-
-def make_metric(spec: str | Metric, preset: str = "paper") -> Metric:
-    """A metric from a name ("BC", "TC", ...) under ``preset``, or a configured instance."""
-    if isinstance(spec, Metric):
-        return spec
-    if preset not in PRESETS:
-        raise InvalidArgument(f"preset={preset!r}; use one of {', '.join(PRESETS)}")
-    if not isinstance(spec, str) or spec.upper() not in METRICS:
-        raise InvalidArgument(
-            f"unknown metric {spec!r}; use one of {', '.join(METRICS)} or a Metric instance"
-        )
-    name = spec.upper()
-    return METRICS[name](**PRESETS[preset].get(name, {}))
-
-
 def check_steps(trace: Trace, profile: Profile) -> None:
     """Refuse a trace whose length differs from the profile's."""
     if trace.n_steps != profile.n_steps_:

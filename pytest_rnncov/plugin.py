@@ -13,7 +13,7 @@ import pytest
 if TYPE_CHECKING:
     from .engine import RNNCovSession
 
-METRIC_NAMES = ("BC", "SC", "TC", "NC", "KMNC", "NBC", "SNAC")
+METRIC_NAMES = ("BC", "SC", "TC", "NC", "KMNC", "NBC", "SNAC", "BS", "SBC", "BT", "WT")
 REPORT_TYPES = ("term", "term-detail", "json")
 DEFAULT_JSON = "rnncov.json"
 

@@ -59,13 +59,20 @@ class Profile:
     """Statistics of an LSTM layer over training inputs, for normalising its signals.
 
     Configure with ``window`` (inclusive, 0-based ``(t1, t2)``; negatives count from the
-    end; ``None`` = all steps), then ``fit(rnn_model, x_train)``. Fitted attributes end in
+    end; ``None`` = all steps) and the DeepStellar state abstraction (``state_components``
+    PCA directions, ``state_intervals`` intervals each), then ``fit(rnn_model, x_train)``. Fitted attributes end in
     an underscore. ``save`` / ``load`` use a human-readable JSON file that records the layer
     and a fingerprint of its weights, so a profile of other weights is refused.
     """
 
-    def __init__(self, window: Sequence[int] | None = None) -> None:
+    def __init__(self, window: Sequence[int] | None = None, *, state_components: int = 5,
+                 state_intervals: int = 10) -> None:
+        from .deepstellar import check_state_parameters
+
+        check_state_parameters(state_components, state_intervals)
         self.window = None if window is None else tuple(window)
+        self.state_components = state_components
+        self.state_intervals = state_intervals
 
     # -- fitting ---------------------------------------------------------------------
     def fit(self, model: "RNNModel", x: Any) -> "Profile":
@@ -83,6 +90,7 @@ class Profile:
         neurons: _Running | None = None
         window: Window | None = None
         n_samples = 0
+        hidden: list[np.ndarray] = []
         for trace in traces:
             if window is None:
                 self.n_steps_, self.units_ = trace.n_steps, trace.units
@@ -99,6 +107,7 @@ class Profile:
             if neurons is None:
                 neurons = _Running(h.shape[1:])
             neurons.add(h, axis=0)
+            hidden.append(np.array(h, np.float32))
             n_samples += trace.batch_size
         if window is None or neurons is None:
             raise InvalidArgument("no training inputs: pass at least one input to fit")
@@ -112,6 +121,13 @@ class Profile:
         }
         self.neuron_min_ = neurons.min
         self.neuron_max_ = neurons.max
+        from .deepstellar import StateModel
+
+        try:
+            self.states_: StateModel | None = StateModel.fit(
+                np.concatenate(hidden), self.state_components, self.state_intervals)
+        except ProfileError:  # refused by name when a DeepStellar metric asks for it
+            self.states_ = None
         return self
 
     # -- use ---------------------------------------------------------------------------
@@ -193,6 +209,7 @@ class Profile:
                 "min": self.neuron_min_.tolist(),
                 "max": self.neuron_max_.tolist(),
             },
+            "states": None if self.states_ is None else self.states_.to_dict(),
         }
 
     def save(self, path: str | os.PathLike[str]) -> None:
@@ -215,7 +232,14 @@ class Profile:
                 f"{str(path)!r} has profile format version {data.get('version')!r}; this "
                 f"pytest-rnncov reads version {VERSION}: refit and save the profile"
             )
+        from .deepstellar import StateModel
+
+        states = None if data.get("states") is None else StateModel.from_dict(data["states"])
         profile = cls(window=data["window_requested"])
+        if states is not None:
+            profile.state_components = len(states.components)
+            profile.state_intervals = states.intervals
+        profile.states_ = states
         profile.window_ = tuple(data["window"])
         layer = data["layer"]
         profile.layer_, profile.units_ = layer["name"], layer["units"]

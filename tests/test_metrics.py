@@ -12,7 +12,8 @@ from hypothesis.extra import numpy as hnp
 
 from helpers import fit_profile, make_trace
 from pytest_rnncov import BC, KMNC, NBC, NC, SC, SNAC, TC, DegenerateProfile, InvalidArgument
-from pytest_rnncov.metrics import Signals, make_metric
+from pytest_rnncov.metrics import Signals
+from pytest_rnncov.registry import make_metric
 from pytest_rnncov import sax
 
 

@@ -10,7 +10,7 @@ import keras  # noqa: F401  (loaded once here: pytester's in-process runs must n
 import pytest
 
 from pytest_rnncov import plugin
-from pytest_rnncov.metrics import METRICS
+from pytest_rnncov.registry import METRICS
 
 CONFTEST = '''
 import os

@@ -63,5 +63,15 @@ def train(out: Path = ARTIFACTS, epochs: int = 8, seed: int = 0) -> dict:
     return metrics
 
 
+def refit_profile(out: Path = ARTIFACTS) -> None:
+    """Refit only the profile of the saved model (no training)."""
+    from data import split
+    from pytest_rnncov import Profile, RNNModel, load_model
+
+    (x_train, _), _ = split()
+    rnn = RNNModel(load_model(out / "model.keras"), LAYER)
+    Profile(window=WINDOW).fit(rnn, x_train).save(out / "profile.json")
+
+
 if __name__ == "__main__":
-    train()
+    refit_profile() if "--profile-only" in sys.argv else train()

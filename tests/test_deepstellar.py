@@ -1,0 +1,81 @@
+"""DeepStellar metrics on hand-built traces: grid cells and transitions counted by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from helpers import make_trace
+from pytest_rnncov import BS, BT, SBC, WT, Profile, ProfileError
+from pytest_rnncov.metrics import Signals
+
+
+def states(values):
+    """h with unit 0 = values and unit 1 = 0: every state lies on one line."""
+    v = np.asarray(values, np.float32)
+    return make_trace(h=np.stack([v, np.zeros_like(v)], axis=-1))
+
+
+# training states v: x0 = 0, 1, 2 and x1 = 2, 3, 4. Mean 2, so PC1 = unit 0 and z = v - 2 in
+# [-2, 2]; 4 intervals of width 1: z -2 -> cell 0, -1 -> 1, 0 -> 2, 1 -> 3, 2 (top edge) -> 3.
+# cells: x0 = 0, 1, 2 ; x1 = 2, 3, 3 -> training cells {0, 1, 2, 3}
+# transitions (id = from * 4 + to): 0->1 = 1, 1->2 = 6, 2->3 = 11, 3->3 = 15, once each
+PROFILE = Profile(state_components=1, state_intervals=4).fit_traces(
+    [states([[0, 1, 2], [2, 3, 4]])], layer="hand", fingerprint="hand")
+
+
+def covered(metric, values):
+    m = metric.bind(PROFILE)
+    trace = states(values)
+    m.update(Signals(trace, PROFILE.window_), np.arange(trace.batch_size))
+    return m
+
+
+def test_the_state_model_by_hand():
+    model = PROFILE.states_
+    np.testing.assert_allclose(np.abs(model.components), [[1, 0]])
+    assert (model.low[0], model.high[0]) == (-2, 2)
+    assert model.cells.tolist() == [0, 1, 2, 3]
+    assert model.transitions.tolist() == [1, 6, 11, 15]
+    assert model.transition_counts.tolist() == [1, 1, 1, 1]
+
+
+def test_basic_state_and_transition_coverage():
+    # v = 0, 0, 3.5 -> z -2, -2, 1.5 -> cells 0, 0, 3: BS {0, 3}; transitions 0->0, 0->3 are new
+    bs = covered(BS(), [[0, 0, 3.5]])
+    assert bs.covered_ids() == [0, 3] and bs.rate == 0.5
+    assert covered(BT(), [[0, 0, 3.5]]).covered == 0
+    # v = 1, 2, 3 -> cells 1, 2, 3: transitions 1->2 and 2->3
+    bt = covered(BT(), [[1, 2, 3]])
+    assert bt.covered_ids() == [1, 2] and bt.label(1) == "cell 1 -> cell 2"
+    assert covered(WT(), [[1, 2, 3]]).rate == 0.5
+
+
+def test_weighted_transitions_weigh_by_training_counts():
+    # training: x0 = 0,1,0,1 (0->1 twice, 1->0 once); x1 = 4, 4 (3->3 once) [z = v - mean]
+    profile = Profile(state_components=1, state_intervals=4).fit_traces(
+        [states([[0, 1, 0, 1], [4, 4, 4, 4]])], layer="hand", fingerprint="hand")
+    assert profile.states_.transition_counts.tolist() == [2, 1, 3]  # 0->1, 1->0, 3->3
+    wt = WT().bind(profile)
+    trace = states([[0, 1, 1, 1]])  # only 0->1 (and 1->1, not a training transition)
+    wt.update(Signals(trace, profile.window_), np.arange(1))
+    assert wt.covered == 1 and wt.rate == pytest.approx(2 / 6)
+
+
+def test_k_step_boundary_coverage():
+    # v = -0.5 -> z -2.5: interval -1, one below; v = 5.5 -> z 3.5: interval 5, two above
+    one = covered(SBC(k=1), [[-0.5, 5.5, 2]])
+    assert one.total == 2 and one.covered_ids() == [0]  # PC1 below by 1
+    two = covered(SBC(k=2), [[-0.5, 5.5, 2]])
+    assert [two.label(i) for i in two.covered_ids()] == ["PC1 below by 1", "PC1 above by 2"]
+    # the top of the training range is inside, not a boundary
+    assert covered(SBC(k=1), [[4, 4, 4]]).covered == 0
+
+
+def test_profile_without_a_state_model_is_refused_by_name(tmp_path):
+    flat = Profile(state_components=1).fit_traces([states([[1, 1, 1], [1, 1, 1]])],
+                                                  layer="hand", fingerprint="hand")
+    with pytest.raises(ProfileError, match="BS needs the profile's state abstraction"):
+        BS().bind(flat)
+    PROFILE.save(tmp_path / "p.json")
+    assert Profile.load(tmp_path / "p.json").states_.cells.tolist() == [0, 1, 2, 3]
