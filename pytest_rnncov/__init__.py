@@ -43,6 +43,8 @@ _EXPORTS = {
     "random_mutants": "strategies",
     "targeted_mutants": "strategies",
     "model_settings": "strategies",
+    "coverage_delta": "delta",
+    "DeltaReport": "delta",
     "RNNCovError": "errors",
     "InvalidArgument": "errors",
     "InvalidInput": "errors",

@@ -224,6 +224,15 @@ class TrackedModel:
 
         return Campaign(self, seeds, mutator, oracle, **options)
 
+    def delta(self, reference: Any, suspect: Any, metrics: Sequence[Any] | None = None) -> Any:
+        """:func:`~pytest_rnncov.delta.coverage_delta` on this model and profile. Neither set
+        feeds the session coverage."""
+        from .delta import coverage_delta
+
+        return coverage_delta(self.rnn, self.profile, reference, suspect,
+                              metrics if metrics is not None else self._metric_specs,
+                              preset=self._preset)
+
     def record(self) -> ModelRecord:
         return ModelRecord.from_coverage(self.name, self.coverage)
 
