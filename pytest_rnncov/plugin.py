@@ -77,6 +77,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="term (default), term-detail or json:PATH; repeatable (ini: rnn_report)")
     group.addoption("--rnn-seed", metavar="N", type=seed, default=None,
                     help="seed of everything random in pytest-rnncov (default 0; ini: rnn_seed)")
+    group.addoption("--rnn-save", metavar="NAME", default=None,
+                    help="save this run's coverage as baseline NAME (.rnncov/NAME.json, or a "
+                         "path ending in .json)")
+    group.addoption("--rnn-compare", metavar="NAME", default=None,
+                    help="fail when coverage falls below baseline NAME by more than "
+                         "--rnn-compare-tolerance")
+    group.addoption("--rnn-compare-tolerance", metavar="FRACTION", type=fraction, default=None,
+                    help="allowed drop below the baseline, a fraction (default 0; "
+                         "ini: rnn_compare_tolerance)")
     group.addoption("--no-rnn", action="store_true", default=False,
                     help="switch pytest-rnncov off: no gate, no report, marker not enforced")
     parser.addini("rnn_coverage", "default of --rnn-coverage", default=None)
@@ -84,6 +93,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("rnn_report", "default of --rnn-report (one per line)", type="linelist",
                   default=[])
     parser.addini("rnn_seed", "default of --rnn-seed", default=None)
+    parser.addini("rnn_compare_tolerance", "default of --rnn-compare-tolerance", default=None)
 
 
 def _option(config: pytest.Config, name: str, ini: str, convert: Any) -> Any:
@@ -112,10 +122,13 @@ def pytest_configure(config: pytest.Config) -> None:
     metrics = _option(config, "rnn_metrics", "rnn_metrics", metric_list)
     reports = _option(config, "rnn_report", "rnn_report", report_spec) or [("term", None)]
     session_seed = _option(config, "rnn_seed", "rnn_seed", seed)
-    config.pluginmanager.register(
-        RNNCovPlugin(config, required, metrics, reports, 0 if session_seed is None else session_seed),
-        "_rnncov",
+    plugin = RNNCovPlugin(config, required, metrics, reports,
+                          0 if session_seed is None else session_seed)
+    plugin.configure_baselines(
+        config.getoption("rnn_save"), config.getoption("rnn_compare"),
+        _option(config, "rnn_compare_tolerance", "rnn_compare_tolerance", fraction) or 0.0,
     )
+    config.pluginmanager.register(plugin, "_rnncov")
 
 
 class RNNCovPlugin:
@@ -137,6 +150,24 @@ class RNNCovPlugin:
         self.gate_message: str | None = None
         self.gate_passed = True
         self.json_written: list[str] = []
+
+    def configure_baselines(self, save: str | None, compare: str | None, tolerance: float) -> None:
+        from pathlib import Path
+
+        from .baseline import baseline_path, load_baseline
+        from .errors import InvalidArgument
+
+        directory = Path(self.config.rootpath) / ".rnncov"
+        try:
+            self.save_to = None if save is None else baseline_path(save, directory)
+            self.compare_to = None if compare is None else baseline_path(compare, directory)
+            self.baseline = None if self.compare_to is None else load_baseline(self.compare_to)
+        except InvalidArgument as exc:
+            raise pytest.UsageError(str(exc)) from None
+        self.tolerance = tolerance
+        self.baseline_failures: list[str] = []
+        if save is not None or compare is not None:
+            self.explicit = True
 
     def pytest_report_header(self, config: pytest.Config) -> str:
         gate = "off" if self.required is None else (
@@ -215,6 +246,13 @@ class RNNCovPlugin:
             )
             if not self.gate_passed:
                 session.testsfailed += 1
+        if not self.is_worker and self.baseline is not None:
+            from .baseline import regressions
+
+            self.baseline_failures = regressions(self.baseline, self.engine.records(),
+                                                 self.tolerance)
+            if self.baseline_failures:
+                session.testsfailed += 1
         return result
 
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
@@ -231,6 +269,10 @@ class RNNCovPlugin:
         from .report import JsonReport
 
         records = self.engine.records()
+        if self.save_to is not None:
+            from .baseline import save_baseline
+
+            save_baseline(self.save_to, records)
         for kind, dest in self.reports:
             if kind == "json" and dest is not None:
                 path = JsonReport(dest).report(records, self.required, self.gate_metrics,
@@ -250,6 +292,17 @@ class RNNCovPlugin:
             terminalreporter.write_line(f"RNN coverage JSON written to {path}")
         if self.engine.campaigns:
             AdversarialTermReport(self.engine.campaigns).report(terminalreporter)
+        if self.save_to is not None:
+            terminalreporter.write_line(f"RNN coverage baseline saved to {self.save_to}")
+        if self.compare_to is not None:
+            if self.baseline_failures:
+                terminalreporter.write_line(
+                    f"FAIL RNN coverage fell below baseline {self.compare_to} (tolerance "
+                    f"{self.tolerance:g}): " + "; ".join(self.baseline_failures),
+                    red=True, bold=True)
+            else:
+                terminalreporter.write_line(
+                    f"RNN coverage is not below baseline {self.compare_to}.", green=True)
         if self.gate_message is not None:
             if self.gate_passed:
                 terminalreporter.write_line(self.gate_message, green=True)

@@ -305,3 +305,40 @@ def test_campaign_results_reach_the_adversarial_section_and_json(pytester):
     (campaign,) = data["adversarial"]
     assert campaign["test_cases"] == 120 and campaign["saved_to"] == "adv-out"
     assert data["models"]["tiny"]["inputs"] == 128  # seeds + generated cases fed the session
+
+
+FEW = '''
+from conftest import inputs
+
+
+def test_one(tiny):
+    tiny.predict(inputs(1, n=2))
+'''
+
+
+def test_baseline_save_and_compare(project):
+    saved = project.runpytest("--rnn-save=main")
+    assert saved.ret == 0
+    path = project.path / ".rnncov" / "main.json"
+    data = json.loads(path.read_text())
+    assert data["format"] == "pytest-rnncov-baseline"
+    assert data["models"]["tiny"]["metrics"]["TC"]["total"] == 243
+    saved.stdout.fnmatch_lines(["RNN coverage baseline saved to *main.json"])
+    same = project.runpytest("--rnn-compare=main")
+    assert same.ret == 0
+    same.stdout.fnmatch_lines(["RNN coverage is not below baseline *main.json."])
+    # fewer inputs: lower coverage than the baseline
+    project.makepyfile(test_feed=FEW)
+    worse = project.runpytest("--rnn-compare=main")
+    assert worse.ret == 1
+    worse.stdout.fnmatch_lines(
+        ["FAIL RNN coverage fell below baseline *main.json (tolerance 0): *tiny TC *% < *% (*/243 vs */243)*"]
+    )
+    tolerated = project.runpytest("--rnn-compare=main", "--rnn-compare-tolerance=1.0")
+    assert tolerated.ret == 0
+
+
+def test_compare_with_a_missing_baseline_is_a_usage_error(project):
+    result = project.runpytest("--rnn-compare=nothing")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*no coverage baseline at *nothing.json*; create it with --rnn-save*"])
