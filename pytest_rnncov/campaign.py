@@ -31,6 +31,10 @@ if TYPE_CHECKING:
     from .trace import Trace
 
 
+#: How many adversarial samples a result carries for reports (all are saved to disk).
+GALLERY = 8
+
+
 @dataclass(frozen=True)
 class GAConfig:
     """Targeted mutation: ``k`` parents, ``n`` offspring each, at most ``gamma`` generations."""
@@ -76,6 +80,7 @@ class CampaignResult:
     saved_to: str | None
     interrupted: bool = False
     adversarial_ids: list[int] = field(default_factory=list)
+    gallery: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def adversary_rate(self) -> float:
@@ -96,6 +101,8 @@ class CampaignResult:
             "minimal_suite_size": len(self.minimal_suite),
             "saved_to": self.saved_to,
             "interrupted": self.interrupted,
+            "growth": self.growth,
+            "gallery": self.gallery,
         }
 
 
@@ -359,6 +366,7 @@ class Campaign:
             saved_to=None if self.output_dir is None else str(self.output_dir),
             interrupted=self.interrupted,
             adversarial_ids=adversarial.tolist(),
+            gallery=self._gallery(adversarial[:GALLERY]),
         )
         self.result = result
         if self.output_dir is not None:
@@ -366,6 +374,26 @@ class Campaign:
         if self.tracked is not None:
             self.tracked.session.campaigns.append(result.summary(self.name))
         return result
+
+    def _gallery(self, ids: np.ndarray) -> list[dict[str, Any]]:
+        """A few adversarial samples beside their seeds, JSON-ready (for reports)."""
+        out = []
+        outputs = np.concatenate(self._outputs)
+        distances = np.concatenate(self._distances)
+        for i in ids.tolist():
+            seed_id = int(self._seed_of[i])
+            case, seed = self._case(i), self.mutator.take(self.seeds, [seed_id])[0]
+            if self.mutator.array_cases:
+                case = np.round(np.asarray(case, np.float64), 4).tolist()
+                seed = np.round(np.asarray(seed, np.float64), 4).tolist()
+            out.append({
+                "seed_index": seed_id, "seed": seed, "case": case,
+                "seed_decision": self._decision(self._seed_outputs[seed_id : seed_id + 1]),
+                "case_decision": self._decision(outputs[i : i + 1]),
+                "distance": float(distances[i]),
+                "clip": list(getattr(self.mutator, "clip", None) or []),
+            })
+        return out
 
     def _diversity(self, n_seeds: int) -> float | None:
         """Mean angular diversity of the generated cases around each seed (continuous cases)."""

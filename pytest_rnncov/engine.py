@@ -86,6 +86,8 @@ class ModelRecord:
     window: tuple[int, int]
     n_inputs: int
     metrics: dict[str, MetricRecord]
+    #: normalised signals of the first inputs seen (for the HTML report's signal plots)
+    signals: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_coverage(cls, name: str, coverage: "Coverage") -> "ModelRecord":
@@ -112,6 +114,8 @@ class ModelRecord:
             else:
                 self.metrics[key] = metric
         self.n_inputs += other.n_inputs
+        if not self.signals:
+            self.signals = other.signals
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -120,6 +124,7 @@ class ModelRecord:
             "window": list(self.window),
             "n_inputs": self.n_inputs,
             "metrics": {k: m.to_dict() for k, m in self.metrics.items()},
+            "signals": self.signals,
         }
 
     @classmethod
@@ -127,6 +132,7 @@ class ModelRecord:
         return cls(
             data["name"], data["layer"], tuple(data["window"]), int(data["n_inputs"]),
             {k: MetricRecord.from_dict(m) for k, m in data["metrics"].items()},
+            data.get("signals", {}),
         )
 
 
@@ -167,6 +173,37 @@ def shortfalls(
     return missing
 
 
+#: How many inputs the HTML report plots the internal signals of.
+SIGNAL_SAMPLES = 4
+
+
+def sample_signals(trace: "Trace", profile: "Profile") -> dict[str, Any]:
+    """The paper's signal figure for the first inputs: z-normalised h/net, min-max normalised
+    f/avg and h/delta over the window (signals the profile cannot normalise are left out)."""
+    from .abstractions import signal
+    from .errors import DegenerateProfile
+
+    rows = trace[: SIGNAL_SAMPLES]
+    window = profile.window_
+    out: dict[str, Any] = {"steps": list(range(window[0], window[1] + 1))}
+    for key, component, abstraction, kind in (
+        ("h_net_z", "h", "net", "z"), ("f_avg_minmax", "f", "avg", "m"),
+        ("h_delta_minmax", "h", "delta", "m"),
+    ):
+        try:
+            values = signal(rows, component, abstraction, window)
+            if kind == "z":
+                mu, sigma = profile.zscore(component, abstraction)
+                values = (values - mu) / sigma
+            else:
+                low, high = profile.minmax(component, abstraction)
+                values = (values - low) / (high - low)
+        except DegenerateProfile:
+            continue
+        out[key] = np.round(values, 5).tolist()
+    return out
+
+
 class TrackedModel:
     """A model registered with the session: every input fed through it counts toward the
     session coverage of ``name`` (and toward the running test's, for the marker)."""
@@ -179,6 +216,7 @@ class TrackedModel:
         self.coverage = coverage
         self._metric_specs = tuple(metric_specs)
         self._preset = preset
+        self.signals: dict[str, Any] = {}
 
     @property
     def profile(self) -> "Profile":
@@ -206,6 +244,8 @@ class TrackedModel:
         return self._feed(trace, x)
 
     def _feed(self, trace: "Trace", x: np.ndarray) -> dict[str, int]:
+        if not self.signals:
+            self.signals = sample_signals(trace, self.profile)
         gained = self.coverage.update_trace(trace, x)
         test = self.session._test_coverage
         if test is not None:
@@ -234,7 +274,9 @@ class TrackedModel:
                               preset=self._preset)
 
     def record(self) -> ModelRecord:
-        return ModelRecord.from_coverage(self.name, self.coverage)
+        record = ModelRecord.from_coverage(self.name, self.coverage)
+        record.signals = self.signals
+        return record
 
     def __repr__(self) -> str:
         return f"TrackedModel({self.name!r}, {self.coverage!r})"

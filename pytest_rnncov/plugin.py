@@ -14,7 +14,8 @@ if TYPE_CHECKING:
     from .engine import RNNCovSession
 
 METRIC_NAMES = ("BC", "SC", "TC", "NC", "KMNC", "NBC", "SNAC", "BS", "SBC", "BT", "WT")
-REPORT_TYPES = ("term", "term-detail", "json")
+REPORT_TYPES = ("term", "term-detail", "json", "html")
+DEFAULT_HTML = "rnncov-html"
 DEFAULT_JSON = "rnncov.json"
 
 
@@ -46,15 +47,19 @@ def metric_list(value: str) -> tuple[str, ...]:
 
 
 def report_spec(value: str) -> tuple[str, str | None]:
-    """``term``, ``term-detail`` or ``json[:PATH]``."""
+    """``term``, ``term-detail``, ``json[:PATH]`` or ``html[:DIR]``."""
     kind, _, dest = value.partition(":")
     if kind not in REPORT_TYPES:
         raise argparse.ArgumentTypeError(
-            f"unknown report type {kind!r}; use term, term-detail or json:PATH"
+            f"unknown report type {kind!r}; use term, term-detail, json:PATH or html:DIR"
         )
     if kind.startswith("term") and dest:
         raise argparse.ArgumentTypeError(f"{kind} takes no destination; use --rnn-report={kind}")
-    return kind, (dest or DEFAULT_JSON) if kind == "json" else None
+    if kind == "json":
+        return kind, dest or DEFAULT_JSON
+    if kind == "html":
+        return kind, dest or DEFAULT_HTML
+    return kind, None
 
 
 def seed(value: str) -> int:
@@ -74,7 +79,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          f"known: {','.join(METRIC_NAMES)}; ini: rnn_metrics)")
     group.addoption("--rnn-report", metavar="TYPE[:DEST]", type=report_spec, action="append",
                     default=None,
-                    help="term (default), term-detail or json:PATH; repeatable (ini: rnn_report)")
+                    help="term (default), term-detail, json:PATH or html:DIR; repeatable "
+                         "(ini: rnn_report)")
     group.addoption("--rnn-seed", metavar="N", type=seed, default=None,
                     help="seed of everything random in pytest-rnncov (default 0; ini: rnn_seed)")
     group.addoption("--rnn-save", metavar="NAME", default=None,
@@ -122,6 +128,14 @@ def pytest_configure(config: pytest.Config) -> None:
     metrics = _option(config, "rnn_metrics", "rnn_metrics", metric_list)
     reports = _option(config, "rnn_report", "rnn_report", report_spec) or [("term", None)]
     session_seed = _option(config, "rnn_seed", "rnn_seed", seed)
+    if any(kind == "html" for kind, _ in reports):
+        from .errors import MissingResource
+        from .html import require_matplotlib
+
+        try:
+            require_matplotlib()
+        except MissingResource as exc:
+            raise pytest.UsageError(f"--rnn-report=html: {exc}") from None
     plugin = RNNCovPlugin(config, required, metrics, reports,
                           0 if session_seed is None else session_seed)
     plugin.configure_baselines(
@@ -149,7 +163,7 @@ class RNNCovPlugin:
         self.explicit = required is not None or reports != [("term", None)]
         self.gate_message: str | None = None
         self.gate_passed = True
-        self.json_written: list[str] = []
+        self.written: list[str] = []
 
     def configure_baselines(self, save: str | None, compare: str | None, tolerance: float) -> None:
         from pathlib import Path
@@ -277,7 +291,13 @@ class RNNCovPlugin:
             if kind == "json" and dest is not None:
                 path = JsonReport(dest).report(records, self.required, self.gate_metrics,
                                                self.engine.campaigns)
-                self.json_written.append(str(path))
+                self.written.append(str(path))
+            if kind == "html" and dest is not None:
+                from .html import HtmlReport
+
+                path = HtmlReport(dest).report(records, self.engine.campaigns, self.required,
+                                               self.gate_metrics)
+                self.written.append(str(path))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.is_worker:
@@ -288,8 +308,9 @@ class RNNCovPlugin:
         kinds = {kind for kind, _ in self.reports}
         if kinds & {"term", "term-detail"} and (records or self.explicit):
             TermReport(records, detail="term-detail" in kinds).report(terminalreporter)
-        for path in self.json_written:
-            terminalreporter.write_line(f"RNN coverage JSON written to {path}")
+        for path in self.written:
+            kind = "HTML" if path.endswith(".html") else "JSON"
+            terminalreporter.write_line(f"RNN coverage {kind} written to {path}")
         if self.engine.campaigns:
             AdversarialTermReport(self.engine.campaigns).report(terminalreporter)
         if self.save_to is not None:
