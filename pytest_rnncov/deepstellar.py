@@ -126,6 +126,10 @@ class _StateMetric(Metric):
         self.states_ = states
         self.window_ = profile.window_
 
+    def describe(self) -> str:
+        return (f"{self.name}(h, PCA {self.states_.components.shape[0]} x "
+                f"{self.states_.intervals} intervals)")
+
     def _cells(self, signals: Signals, rows: slice) -> np.ndarray:
         t1, t2 = self.window_
         return self.states_.cells_of(signals.trace.h[rows, t1 : t2 + 1])
@@ -146,8 +150,6 @@ class BS(_StateMetric):
     def label(self, condition: int) -> str:
         return f"cell {int(self.states_.cells[condition])}"
 
-    def describe(self) -> str:
-        return f"BS(h, PCA {self.states_.components.shape[0]} x {self.states_.intervals} intervals)"
 
 
 class BT(BS):
@@ -168,8 +170,6 @@ class BT(BS):
         a, b = divmod(int(self.states_.transitions[condition]), n_cells)
         return f"cell {a} -> cell {b}"
 
-    def describe(self) -> str:
-        return f"BT(h, PCA {self.states_.components.shape[0]} x {self.states_.intervals} intervals)"
 
 
 class WT(BT):
@@ -185,8 +185,6 @@ class WT(BT):
     def detail(self) -> dict[str, Any]:
         return {"weights": self.states_.transition_counts.tolist()}
 
-    def describe(self) -> str:
-        return f"WT(h, PCA {self.states_.components.shape[0]} x {self.states_.intervals} intervals)"
 
 
 class SBC(_StateMetric):

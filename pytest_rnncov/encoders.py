@@ -9,6 +9,18 @@ import numpy as np
 from .errors import InvalidArgument, InvalidInput
 
 
+def _padded(rows: Sequence[Sequence[int]], length: int, pad: str) -> np.ndarray:
+    """Token id rows (each at most ``length`` long) padded with 0 on the ``pad`` side."""
+    out = np.zeros((len(rows), length), np.int32)
+    for row, ids in enumerate(rows):
+        if ids:
+            if pad == "left":
+                out[row, length - len(ids):] = ids
+            else:
+                out[row, : len(ids)] = ids
+    return out
+
+
 class CharEncoder:
     """Characters to token ids (0 = padding), padded or cut to ``length`` steps.
 
@@ -47,8 +59,8 @@ class CharEncoder:
         return (self.truncate or len(text) <= self.length) and all(c in self.index for c in text)
 
     def __call__(self, texts: Sequence[str]) -> np.ndarray:
-        out = np.zeros((len(texts), self.length), np.int32)
-        for row, text in enumerate(texts):
+        rows = []
+        for text in texts:
             unknown = sorted({c for c in text if c not in self.index})
             if unknown:
                 raise InvalidInput(
@@ -63,13 +75,8 @@ class CharEncoder:
                         f"{self.length}; use a longer encoder or truncate=True"
                     )
                 text = text[: self.length]
-            ids = [self.index[c] for c in text]
-            if ids:
-                if self.pad == "left":
-                    out[row, self.length - len(ids):] = ids
-                else:
-                    out[row, : len(ids)] = ids
-        return out
+            rows.append([self.index[c] for c in text])
+        return _padded(rows, self.length, self.pad)
 
 
 class WordEncoder:
@@ -99,12 +106,5 @@ class WordEncoder:
         return len(self.words) + 2
 
     def __call__(self, texts: Sequence[str]) -> np.ndarray:
-        out = np.zeros((len(texts), self.length), np.int32)
-        for row, text in enumerate(texts):
-            ids = [self.index.get(w, 1) for w in text.lower().split()][-self.length:]
-            if ids:
-                if self.pad == "left":
-                    out[row, self.length - len(ids):] = ids
-                else:
-                    out[row, : len(ids)] = ids
-        return out
+        rows = [[self.index.get(w, 1) for w in text.lower().split()][-self.length:] for text in texts]
+        return _padded(rows, self.length, self.pad)
