@@ -183,7 +183,9 @@ class RNNCovPlugin:
         if save is not None or compare is not None:
             self.explicit = True
 
-    def pytest_report_header(self, config: pytest.Config) -> str:
+    def pytest_report_header(self, config: pytest.Config) -> str | None:
+        if not self.explicit:
+            return None  # installed but not asked for: print nothing
         gate = "off" if self.required is None else (
             f"{self.required:g} on {','.join(self.gate_metrics)}")
         return f"rnncov: gate {gate}, seed {self.engine.seed}"
@@ -269,6 +271,7 @@ class RNNCovPlugin:
                 session.testsfailed += 1
         return result
 
+    @pytest.hookimpl(optionalhook=True)  # an xdist hook: unknown where xdist is not installed
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         """xdist controller: union a worker's coverage into the session."""
         data = getattr(node, "workeroutput", {}).get("rnncov")

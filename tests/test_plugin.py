@@ -71,6 +71,7 @@ def test_gate_met_exits_zero_and_prints_the_section(project):
         "tiny*lstm*[[]1, 5]*32*% (*/5)*% (*/5)*% (*/243)",
         "Required RNN coverage of 5% reached.",
     ])
+    result.stdout.fnmatch_lines(["rnncov: gate 0.05 on BC,SC,TC, seed 0"])
 
 
 def test_gate_missed_exits_one_naming_the_metric(project):
@@ -91,7 +92,7 @@ def test_no_section_when_plugin_unused(pytester):
     pytester.makepyfile("def test_nothing():\n    pass\n")
     result = pytester.runpytest()
     assert result.ret == 0
-    assert "RNN coverage" not in result.stdout.str()
+    assert "RNN coverage" not in result.stdout.str() and "rnncov: gate" not in result.stdout.str()
 
 
 def test_gate_metrics_option_restricts_the_gate(project):
@@ -342,3 +343,9 @@ def test_compare_with_a_missing_baseline_is_a_usage_error(project):
     result = project.runpytest("--rnn-compare=nothing")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*no coverage baseline at *nothing.json*; create it with --rnn-save*"])
+
+
+def test_plugin_works_without_xdist(project):
+    result = project.runpytest_subprocess("-p", "no:xdist", "--rnn-coverage=0.05")
+    assert result.ret == 0, result.stdout.str()[-2000:]
+    result.stdout.fnmatch_lines(["Required RNN coverage of 5% reached."])
