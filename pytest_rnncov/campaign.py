@@ -377,7 +377,9 @@ class Campaign:
 
     def _gallery(self, ids: np.ndarray) -> list[dict[str, Any]]:
         """A few adversarial samples beside their seeds, JSON-ready (for reports)."""
-        out = []
+        out: list[dict[str, Any]] = []
+        if len(ids) == 0:
+            return out
         outputs = np.concatenate(self._outputs)
         distances = np.concatenate(self._distances)
         for i in ids.tolist():
@@ -445,7 +447,7 @@ class Campaign:
         out = self.output_dir
         assert out is not None
         ids = np.array(result.adversarial_ids, np.int64)
-        if self.mutator.array_cases:
+        if self.mutator.array_cases and self._outputs:
             outputs = np.concatenate(self._outputs)
             np.savez_compressed(
                 out / "adversarial.npz",

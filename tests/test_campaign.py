@@ -128,7 +128,7 @@ def test_interrupted_campaign_keeps_its_samples(stacked_model, seq_inputs, tmp_p
     assert json.loads((tmp_path / "out" / "summary.json").read_text())["interrupted"] is True
 
 
-def test_bad_campaigns(ramp):
+def test_bad_campaigns(ramp, tmp_path):
     rnn, profile = ramp
     oracle = Oracle()
 
@@ -138,8 +138,13 @@ def test_bad_campaigns(ramp):
 
     with pytest.raises(InvalidInput, match="non-empty batch"):
         make(np.zeros((0, STEPS, FEATURES)))
+    broken = make(np.zeros((3, STEPS, 8)), output_dir=None)
     with pytest.raises(InvalidInput, match=r"expects \(batch, 5, 64\)"):
-        make(np.zeros((3, STEPS, 8))).run()
+        broken.run()  # the model's own error, not one from saving the (empty) results
+    assert broken.result is not None and broken.result.test_cases == 0
+    with pytest.raises(InvalidInput, match="expects"):
+        make(np.zeros((3, STEPS, 8)), output_dir=tmp_path / "empty").run()
+    assert json.loads((tmp_path / "empty" / "summary.json").read_text())["test_cases"] == 0
     with pytest.raises(InvalidArgument, match="needs profile"):
         make(SEEDS, profile=None)
     with pytest.raises(InvalidArgument, match="budget=0"):
