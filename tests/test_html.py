@@ -8,7 +8,6 @@ import io
 from html.parser import HTMLParser
 
 import keras  # noqa: F401  (loaded once: pytester's in-process runs must not re-import TF)
-import numpy as np
 import pytest
 
 from pytest_rnncov.html import HtmlReport

@@ -39,7 +39,6 @@ def build():
 
 def train(out: Path = ARTIFACTS, epochs: int = 8, seed: int = 0) -> dict:
     import keras
-    import numpy as np
 
     from data import split
     from pytest_rnncov import Profile, RNNModel
