@@ -73,4 +73,13 @@ def refit_profile(out: Path = ARTIFACTS) -> None:
 
 
 if __name__ == "__main__":
-    refit_profile() if "--profile-only" in sys.argv else train()
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--profile-only", action="store_true",
+                        help="refit artifacts/profile.json for the saved model, no training")
+    if parser.parse_args().profile_only:
+        refit_profile()
+    else:
+        train()
