@@ -258,6 +258,11 @@ class TrackedModel:
             test[self.name].update_trace(trace)
         return gained
 
+    def plot_signals(self, x: Any) -> None:
+        """Choose the inputs (up to 4) whose internal signals the HTML report plots; by
+        default, the first inputs the model saw. They do not feed coverage."""
+        self.signals = sample_signals(self.rnn.trace(x), self.profile)
+
     def campaign(self, seeds: Any, mutator: Any, oracle: Any, **options: Any) -> Any:
         """A :class:`~pytest_rnncov.campaign.Campaign` on this model (see its options)."""
         from .campaign import Campaign

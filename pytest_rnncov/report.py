@@ -62,8 +62,11 @@ class TermReport:
     def lines(self) -> list[str]:
         if not self.records:
             return ["no model was tracked: register one with rnncov.track(model, ...)"]
+        from .plugin import METRIC_NAMES
+
+        order = {name: i for i, name in enumerate(METRIC_NAMES)}
         names = sorted({k for r in self.records.values() for k in r.metrics},
-                       key=lambda k: ("BC", "SC", "TC").index(k) if k in ("BC", "SC", "TC") else 9)
+                       key=lambda k: (order.get(k, len(order)), k))
         header = ["model", "layer", "window", "inputs"] + names
         rows = [header]
         for record in self.records.values():

@@ -349,3 +349,27 @@ def test_plugin_works_without_xdist(project):
     result = project.runpytest_subprocess("-p", "no:xdist", "--rnn-coverage=0.05")
     assert result.ret == 0, result.stdout.str()[-2000:]
     result.stdout.fnmatch_lines(["Required RNN coverage of 5% reached."])
+
+
+STATES = '''
+from conftest import inputs
+
+
+def test_feed(tiny):
+    tiny.plot_signals(inputs(9, n=2))
+    tiny.predict(inputs(1, n=40))
+'''
+
+
+def test_deepstellar_metrics_through_the_plugin(pytester):
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_states=STATES)
+    result = pytester.runpytest("--rnn-metrics=BC,SC,TC,BS,SBC,BT,WT", "--rnn-coverage=0.0",
+                                "--rnn-report=json:s.json", "--rnn-report=term")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["model*BC*SC*TC*BS*SBC*BT*WT"])
+    data = json.loads((pytester.path / "s.json").read_text())
+    tiny = data["models"]["tiny"]["metrics"]
+    assert tiny["BS"]["describe"] == "BS(h, PCA 4 x 10 intervals)"  # 4 units: 4 directions
+    assert 0 < tiny["BS"]["covered"] <= tiny["BS"]["total"]
+    assert 0 <= tiny["WT"]["rate"] <= 1
