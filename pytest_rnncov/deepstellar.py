@@ -95,9 +95,9 @@ class StateModel:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "StateModel":
-        return cls(*(np.asarray(data[k], np.float64) for k in ("mean", "components", "low", "high")),
-                   int(data["intervals"]),
-                   *(np.asarray(data[k], np.int64) for k in ("cells", "transitions", "transition_counts")))
+        floats = {k: np.asarray(data[k], np.float64) for k in ("mean", "components", "low", "high")}
+        ints = {k: np.asarray(data[k], np.int64) for k in ("cells", "transitions", "transition_counts")}
+        return cls(**floats, intervals=int(data["intervals"]), **ints)
 
 
 def _hits(ids: np.ndarray, conditions: np.ndarray) -> np.ndarray:

@@ -94,7 +94,7 @@ class ModelRecord:
         return cls(
             name,
             coverage.model.layer_name,
-            tuple(coverage.profile.window_),
+            (int(coverage.profile.window_[0]), int(coverage.profile.window_[1])),
             coverage.n_inputs_,
             {
                 key: MetricRecord(key, m.describe(), m.covered_.copy(), m.times_.copy(), m.detail())

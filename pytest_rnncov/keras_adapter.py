@@ -233,14 +233,14 @@ class RNNModel:
             subs = {False: keras.Model(model.inputs, head),
                     True: keras.Model(model.inputs, head + [model.outputs[0]])}
 
-            def probe(x: np.ndarray, with_outputs: bool) -> tuple[Any, Any, Any]:
+            def probe_keras(x: np.ndarray, with_outputs: bool) -> tuple[Any, Any, Any]:
                 result = subs[with_outputs].predict_on_batch(x)
                 result = result if isinstance(result, (list, tuple)) else [result]
                 has_mask = mask is not None
                 return (result[0], result[1] if has_mask else None,
                         result[-1] if with_outputs else None)
 
-            return probe
+            return probe_keras
 
         import tensorflow as tf
         import tf_keras
@@ -269,7 +269,7 @@ class RNNModel:
             seq = head(x, training=False)
             return seq, with_mask(seq)
 
-        def probe(x: np.ndarray, with_outputs: bool) -> tuple[Any, Any, Any]:
+        def probe_tf(x: np.ndarray, with_outputs: bool) -> tuple[Any, Any, Any]:
             tensor = tf.convert_to_tensor(x)
             if with_outputs:
                 seq, mask, out = run_all(tensor)
@@ -279,7 +279,7 @@ class RNNModel:
             mask_np = mask.numpy()
             return seq.numpy(), (mask_np if mask_np.size else None), out
 
-        return probe
+        return probe_tf
 
     def check_input(self, x: Any) -> np.ndarray:
         """Validate ``x`` against the model's input and return it as a numpy array."""
@@ -347,7 +347,7 @@ class RNNModel:
             )
             if mask is not None and self.go_backwards:
                 mask = mask[:, ::-1]
-            traces.append(Trace(*gates, mask=mask))
+            traces.append(Trace(gates.f, gates.i, gates.o, gates.c, gates.h, mask=mask))
         return (np.concatenate(outputs) if with_outputs else None), _concat_traces(traces)
 
     def predict(self, x: Any) -> np.ndarray:
@@ -373,6 +373,6 @@ def _dtype_name(dtype: Any) -> str:
 def _concat_traces(parts: list[Trace]) -> Trace:
     if len(parts) == 1:
         return parts[0]
-    arrays = [np.concatenate([p.component(n) for p in parts]) for n in COMPONENTS]
-    mask = None if parts[0].mask is None else np.concatenate([p.mask for p in parts])
-    return Trace(*arrays, mask=mask)
+    arrays = {n: np.concatenate([p.component(n) for p in parts]) for n in COMPONENTS}
+    masks = [p.mask for p in parts if p.mask is not None]
+    return Trace(**arrays, mask=np.concatenate(masks) if masks else None)

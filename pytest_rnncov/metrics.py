@@ -71,6 +71,10 @@ class Metric:
     """
 
     name: ClassVar[str]
+    covered_: np.ndarray
+    times_: np.ndarray
+    best_fitness_: np.ndarray
+    best_input_: np.ndarray
 
     def bind(self, profile: Profile) -> "Metric":
         """A copy of this metric with its conditions fixed by ``profile``."""
@@ -421,7 +425,7 @@ class NBC(_NeuronMetric):
     """
 
     name = "NBC"
-    sides = ("lower", "upper")
+    sides: ClassVar[tuple[str, ...]] = ("lower", "upper")
 
     def __init__(self, lower: float = -0.7, upper: float = 0.7, bounds: str = "fixed") -> None:
         if bounds not in ("fixed", "profile"):

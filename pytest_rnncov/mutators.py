@@ -54,7 +54,7 @@ class Mutator(ABC):
         return array
 
     # helpers for both case kinds
-    def take(self, cases: Cases, index: np.ndarray) -> Cases:
+    def take(self, cases: Cases, index: Any) -> Cases:
         if self.array_cases:
             return np.asarray(cases)[index]
         return [cases[int(i)] for i in index]
@@ -219,10 +219,10 @@ class EDAMutator(_StringMutator):
                 words[i] = options[rng.integers(len(options))]
         elif op == "insert":
             for _ in range(n):
-                candidates = [w for w in words if w.lower() not in stop and self.synonyms(w.lower())]
-                if not candidates:
+                replaceable = [w for w in words if w.lower() not in stop and self.synonyms(w.lower())]
+                if not replaceable:
                     break
-                options = self.synonyms(candidates[rng.integers(len(candidates))].lower())
+                options = self.synonyms(replaceable[rng.integers(len(replaceable))].lower())
                 words.insert(int(rng.integers(len(words) + 1)), options[rng.integers(len(options))])
         elif op == "swap":
             for _ in range(n):
@@ -260,11 +260,11 @@ class SmilesMutator(_StringMutator):
         if smiles not in self._mols:
             from rdkit import Chem, RDLogger
 
-            RDLogger.DisableLog("rdApp.*")
+            RDLogger.DisableLog("rdApp.*")  # type: ignore[attr-defined]
             try:
                 mol = Chem.MolFromSmiles(smiles)
             finally:
-                RDLogger.EnableLog("rdApp.*")
+                RDLogger.EnableLog("rdApp.*")  # type: ignore[attr-defined]
             if mol is None:
                 raise InvalidInput(f"{smiles!r} is not a valid SMILES string (RDKit cannot parse it)")
             self._mols[smiles] = mol

@@ -281,7 +281,8 @@ class RNNCovPlugin:
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.is_worker:
-            self.config.workeroutput["rnncov"] = json.dumps(self.engine.worker_data())
+            self.config.workeroutput["rnncov"] = json.dumps(  # type: ignore[attr-defined]
+                self.engine.worker_data())
             return
         from .report import JsonReport
 

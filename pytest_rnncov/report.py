@@ -39,17 +39,13 @@ def gate_message(required: float, missing: Sequence[Shortfall], n_models: int) -
 
 def _ranges(steps: Sequence[int]) -> str:
     """Compact step list: 4-7, 9, 12-13."""
-    out: list[str] = []
-    start = prev = None
-    for step in list(steps) + [None]:
-        if start is None:
-            start = prev = step
-        elif step is not None and step == prev + 1:
-            prev = step
+    runs: list[list[int]] = []
+    for step in steps:
+        if runs and step == runs[-1][-1] + 1:
+            runs[-1].append(step)
         else:
-            out.append(f"{start}" if start == prev else f"{start}-{prev}")
-            start = prev = step
-    return ", ".join(out)
+            runs.append([step])
+    return ", ".join(f"{r[0]}" if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
 
 
 class TermReport:
@@ -167,7 +163,7 @@ class JsonReport:
             metrics = {}
             for key, m in record.metrics.items():
                 gated = required is not None and key in gate_metrics
-                ok = (m.rate >= required) if gated else None
+                ok = (m.rate >= required) if required is not None and gated else None
                 passed = passed and ok is not False
                 metrics[key] = {
                     "describe": m.describe,

@@ -50,7 +50,5 @@ class Trace:
 
     def __getitem__(self, rows: slice | np.ndarray) -> "Trace":
         """The trace of a subset of the batch."""
-        return Trace(
-            *(getattr(self, n)[rows] for n in COMPONENTS),
-            mask=None if self.mask is None else self.mask[rows],
-        )
+        arrays = {n: getattr(self, n)[rows] for n in COMPONENTS}
+        return Trace(**arrays, mask=None if self.mask is None else self.mask[rows])
