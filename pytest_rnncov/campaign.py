@@ -243,6 +243,7 @@ class Campaign:
         self._seed_of = np.concatenate([self._seed_of, seed_index])
         self._outputs.append(np.asarray(outputs))
         if phase == "seeds":
+            self._seed_outputs = np.asarray(outputs)
             distances = np.zeros(len(seed_index))
             failed = np.zeros(len(seed_index), bool)
         else:
@@ -272,10 +273,7 @@ class Campaign:
 
     def iterate(self) -> Iterator[Step]:
         """Run the campaign, yielding after every model call."""
-        seed_index = np.arange(len(self.seeds))
-        x = self.mutator.encode(self.seeds)
-        self._seed_outputs = self.rnn.predict(x)
-        yield self._evaluate(self.seeds, seed_index, "seeds")[2]
+        yield self._evaluate(self.seeds, np.arange(len(self.seeds)), "seeds")[2]
         stale = 0
         tried: set[tuple[str, int]] = set()
         turn = 0
@@ -348,6 +346,7 @@ class Campaign:
         n_seeds = len(self.seeds)
         adversarial = np.array(self._adversarial, np.int64)
         distances = np.concatenate(self._distances) if self._distances else np.zeros(0)
+        outputs = np.concatenate(self._outputs) if self._outputs else np.zeros((0,))
         hits = {k: np.concatenate(v) for k, v in self._hits.items() if v}
         suite = minimal_suite(hits).tolist() if hits else []
         result = CampaignResult(
@@ -366,22 +365,19 @@ class Campaign:
             saved_to=None if self.output_dir is None else str(self.output_dir),
             interrupted=self.interrupted,
             adversarial_ids=adversarial.tolist(),
-            gallery=self._gallery(adversarial[:GALLERY]),
+            gallery=self._gallery(adversarial[:GALLERY], outputs, distances),
         )
         self.result = result
         if self.output_dir is not None:
-            self._save_all(result)
+            self._save_all(result, outputs, distances)
         if self.tracked is not None:
             self.tracked.session.campaigns.append(result.summary(self.name))
         return result
 
-    def _gallery(self, ids: np.ndarray) -> list[dict[str, Any]]:
+    def _gallery(self, ids: np.ndarray, outputs: np.ndarray,
+                 distances: np.ndarray) -> list[dict[str, Any]]:
         """A few adversarial samples beside their seeds, JSON-ready (for reports)."""
         out: list[dict[str, Any]] = []
-        if len(ids) == 0:
-            return out
-        outputs = np.concatenate(self._outputs)
-        distances = np.concatenate(self._distances)
         for i in ids.tolist():
             seed_id = int(self._seed_of[i])
             case, seed = self._case(i), self.mutator.take(self.seeds, [seed_id])[0]
@@ -442,13 +438,12 @@ class Campaign:
             return f"{float(np.ravel(outputs)[0]):.3g}"
         return str(int(self.oracle.decisions(outputs)[0]))
 
-    def _save_all(self, result: CampaignResult) -> None:
+    def _save_all(self, result: CampaignResult, outputs: np.ndarray, distances: np.ndarray) -> None:
         self.output_dir.mkdir(parents=True, exist_ok=True)  # type: ignore[union-attr]
         out = self.output_dir
         assert out is not None
         ids = np.array(result.adversarial_ids, np.int64)
         if self.mutator.array_cases and self._outputs:
-            outputs = np.concatenate(self._outputs)
             np.savez_compressed(
                 out / "adversarial.npz",
                 cases=self._cases.take(ids),
@@ -456,7 +451,7 @@ class Campaign:
                 seeds=self.seeds[self._seed_of[ids]],
                 case_outputs=outputs[ids],
                 seed_outputs=self._seed_outputs[self._seed_of[ids]],
-                distances=np.concatenate(self._distances)[ids],
+                distances=distances[ids],
             )
         summary = result.summary(self.name)
         summary["oracle"] = self.oracle.describe()

@@ -62,7 +62,7 @@ class Coverage:
     def update(self, x: Any) -> dict[str, int]:
         """Run ``x`` through the model and add it; return newly covered conditions per metric."""
         x = self.model.check_input(x)
-        _, trace = self.model.run(x)
+        _, trace = self.model._compute(x, with_outputs=False)
         return self.update_trace(trace, x)
 
     def update_trace(

@@ -224,9 +224,7 @@ class TrackedModel:
 
     def run(self, x: Any) -> tuple[np.ndarray, "Trace"]:
         """Outputs and trace of ``x`` from one batched model call; both feed coverage."""
-        x = self.rnn.check_input(x)
-        outputs, trace = self.rnn.run(x)
-        self._feed(trace, x)
+        outputs, trace, _ = self._run_and_feed(x)
         return outputs, trace
 
     def predict(self, x: Any) -> np.ndarray:
@@ -239,9 +237,13 @@ class TrackedModel:
 
     def observe(self, x: Any) -> dict[str, int]:
         """Feed ``x`` to coverage; return how many conditions became covered per metric."""
+        return self._run_and_feed(x)[2]
+
+    def _run_and_feed(self, x: Any) -> tuple[np.ndarray, "Trace", dict[str, int]]:
         x = self.rnn.check_input(x)
-        _, trace = self.rnn.run(x)
-        return self._feed(trace, x)
+        outputs, trace = self.rnn._compute(x, with_outputs=True)
+        assert outputs is not None
+        return outputs, trace, self._feed(trace, x)
 
     def _feed(self, trace: "Trace", x: np.ndarray) -> dict[str, int]:
         if not self.signals:

@@ -330,7 +330,10 @@ class RNNModel:
         return self._run(x, with_outputs=False)[1]
 
     def _run(self, x: Any, with_outputs: bool) -> tuple[np.ndarray | None, Trace]:
-        x = self.check_input(x)
+        return self._compute(self.check_input(x), with_outputs)
+
+    def _compute(self, x: np.ndarray, with_outputs: bool) -> tuple[np.ndarray | None, Trace]:
+        """Outputs (if asked) and trace of inputs already validated by ``check_input``."""
         outputs, traces = [], []
         for start in range(0, len(x), self.batch_size):
             sequence, mask, out = self._probe(x[start : start + self.batch_size], with_outputs)

@@ -79,7 +79,7 @@ class Profile:
         """Learn every signal's statistics from training inputs ``x`` (batched)."""
         x = model.check_input(x)
         batches = (
-            model.trace(x[start : start + model.batch_size])
+            model._compute(x[start : start + model.batch_size], with_outputs=False)[1]
             for start in range(0, len(x), model.batch_size)
         )
         return self.fit_traces(batches, layer=model.layer_name, fingerprint=model.fingerprint())
