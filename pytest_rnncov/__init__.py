@@ -1,7 +1,7 @@
-"""pytest-rnncov: coverage-guided testing of LSTM models as a pytest gate.
+"""pytest-rnncov: coverage-guided testing of recurrent models as a pytest gate.
 
 The public names load lazily, so ``import pytest_rnncov`` (and the pytest plugin) stays
-free of TensorFlow until a model is actually wrapped.
+free of numpy and of every deep-learning framework until a model is actually wrapped.
 """
 
 from __future__ import annotations
@@ -9,50 +9,58 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 _EXPORTS = {
-    "load_model": "keras_adapter",
-    "RNNModel": "keras_adapter",
-    "Trace": "trace",
-    "Profile": "profile",
-    "Coverage": "coverage",
-    "BC": "metrics",
-    "SC": "metrics",
-    "TC": "metrics",
-    "NC": "metrics",
-    "KMNC": "metrics",
-    "NBC": "metrics",
-    "SNAC": "metrics",
-    "Metric": "metrics",
-    "BS": "deepstellar",
-    "SBC": "deepstellar",
-    "BT": "deepstellar",
-    "WT": "deepstellar",
-    "Campaign": "campaign",
-    "CampaignResult": "campaign",
-    "GAConfig": "campaign",
-    "Mutator": "mutators",
-    "GaussianMutator": "mutators",
-    "EDAMutator": "mutators",
-    "SmilesMutator": "mutators",
-    "Oracle": "oracle",
-    "CharEncoder": "encoders",
-    "WordEncoder": "encoders",
-    "Mutant": "strategies",
-    "random_mutants": "strategies",
-    "targeted_mutants": "strategies",
-    "model_settings": "strategies",
-    "coverage_delta": "delta",
-    "DeltaReport": "delta",
+    "load_model": "adapters.loading",
+    "RNNModel": "adapters.model",
+    "Trace": "core.trace",
+    "Profile": "core.profile",
+    "Coverage": "core.coverage",
+    "BC": "core.metrics",
+    "SC": "core.metrics",
+    "TC": "core.metrics",
+    "NC": "core.metrics",
+    "KMNC": "core.metrics",
+    "NBC": "core.metrics",
+    "SNAC": "core.metrics",
+    "BS": "core.metrics",
+    "SBC": "core.metrics",
+    "BT": "core.metrics",
+    "WT": "core.metrics",
+    "Metric": "core.metrics",
+    "MetricState": "core.state",
+    "ModelState": "core.state",
+    "coverage_delta": "core.delta",
+    "DeltaReport": "core.delta",
+    "Campaign": "generation.campaign",
+    "CampaignResult": "generation.campaign",
+    "GAConfig": "generation.campaign",
+    "AdversarialSample": "generation.campaign",
+    "Mutator": "generation.mutators",
+    "GaussianMutator": "generation.mutators",
+    "EDAMutator": "generation.mutators",
+    "SmilesMutator": "generation.mutators",
+    "Oracle": "generation.oracle",
+    "CharEncoder": "generation.encoders",
+    "WordEncoder": "generation.encoders",
+    "Mutant": "generation.strategies",
+    "random_mutants": "generation.strategies",
+    "targeted_mutants": "generation.strategies",
+    "model_settings": "generation.strategies",
+    "SampleWriter": "reporting.samples",
+    "CoverageData": "reporting.data",
     "RNNCovError": "errors",
     "InvalidArgument": "errors",
     "InvalidInput": "errors",
     "ModelError": "errors",
+    "UnsafeModel": "errors",
     "ProfileError": "errors",
     "StaleProfile": "errors",
     "DegenerateProfile": "errors",
+    "DataFileError": "errors",
     "MissingResource": "errors",
+    "RNNCovWarning": "errors",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

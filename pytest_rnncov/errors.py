@@ -1,7 +1,9 @@
-"""Exceptions raised by pytest-rnncov.
+"""Exceptions and warnings raised by pytest-rnncov.
 
 Every error the project raises on bad input derives from :class:`RNNCovError`, and its
-message says what was wrong and how to fix the call.
+message names the value that was wrong and says how to fix the call. Every fallback that
+changes what is computed (a signal left out of a plot, a metric the profile cannot serve)
+is announced with an :class:`RNNCovWarning`.
 """
 
 from __future__ import annotations
@@ -11,10 +13,13 @@ __all__ = [
     "InvalidArgument",
     "InvalidInput",
     "ModelError",
+    "UnsafeModel",
     "ProfileError",
     "StaleProfile",
     "DegenerateProfile",
+    "DataFileError",
     "MissingResource",
+    "RNNCovWarning",
 ]
 
 
@@ -31,7 +36,11 @@ class InvalidInput(InvalidArgument):
 
 
 class ModelError(RNNCovError):
-    """The model cannot be traced: no LSTM layer, unknown layer, unsupported wiring."""
+    """The model cannot be traced exactly: no recurrent layer, unsupported wiring."""
+
+
+class UnsafeModel(ModelError):
+    """A model file would run code from the file when loaded (Lambda or custom layers)."""
 
 
 class ProfileError(RNNCovError):
@@ -39,12 +48,20 @@ class ProfileError(RNNCovError):
 
 
 class StaleProfile(ProfileError):
-    """The profile was fitted on another layer or on other weights."""
+    """The profile was fitted on another layer, window or on other weights."""
 
 
 class DegenerateProfile(ProfileError):
     """A statistic of the profile cannot normalise (max == min or sigma == 0)."""
 
 
+class DataFileError(RNNCovError):
+    """A coverage data, baseline or report file cannot be read or written."""
+
+
 class MissingResource(RNNCovError):
-    """Data a component needs (WordNet, stop words) is not installed."""
+    """Data or a package a component needs (WordNet, matplotlib, torch) is not installed."""
+
+
+class RNNCovWarning(UserWarning):
+    """pytest-rnncov fell back to something other than what was asked for."""

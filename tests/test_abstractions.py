@@ -7,7 +7,7 @@ import pytest
 
 from helpers import make_trace
 from pytest_rnncov import InvalidArgument
-from pytest_rnncov.abstractions import resolve_window, signal
+from pytest_rnncov.core.abstractions import resolve_window, signal
 
 # one input, 3 steps, 2 units:
 #   step 0: [0.5, -0.25]  pos 0.5   neg -0.25  net |0.25| = 0.25  avg 0.125
@@ -64,6 +64,8 @@ def test_resolve_window(window, steps, expected):
         ((10, 4), "starts after it ends"),
         ((1, 2, 3), "not a pair"),
         ("ab", "not a pair"),
+        ((1.5, 4), "not a pair of integer step indices"),
+        ((1, "4"), "not a pair of integer step indices"),
     ],
 )
 def test_bad_windows(window, message):
@@ -71,9 +73,19 @@ def test_bad_windows(window, message):
         resolve_window(window, 28)
 
 
+def test_numpy_integers_are_step_indices():
+    assert resolve_window((np.int64(4), np.int32(24)), 28) == (4, 24)
+
+
+def test_a_component_the_cell_lacks_is_refused_listing_what_it_has():
+    gru = make_trace(cell="gru", h=H)
+    with pytest.raises(InvalidArgument, match=r"'f' is not recorded by a gru cell; it has z \(update gate\), r"):
+        signal(gru, "f", "avg", (0, 2))
+
+
 def test_unknown_component_or_abstraction():
     trace = make_trace(h=H)
-    with pytest.raises(InvalidArgument, match="unknown LSTM component 'x'"):
+    with pytest.raises(InvalidArgument, match="component='x' is not a recurrent-cell component"):
         signal(trace, "x", "avg", (0, 2))
-    with pytest.raises(InvalidArgument, match="unknown abstraction 'mean'.*avg"):
+    with pytest.raises(InvalidArgument, match="abstraction='mean'; use one of .*avg"):
         signal(trace, "h", "mean", (0, 2))

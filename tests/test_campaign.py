@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from pytest_rnncov import (
-    BC, Campaign, GAConfig, GaussianMutator, InvalidArgument, InvalidInput, Mutator, Oracle,
-    Profile, RNNModel,
+    BC, Campaign, Coverage, GAConfig, GaussianMutator, InvalidArgument, InvalidInput, Mutator,
+    Oracle, Profile, RNNCovWarning, RNNModel, SampleWriter,
 )
 
 STEPS, FEATURES = 5, 64
@@ -66,10 +66,10 @@ def test_ga_covers_what_random_misses_at_the_same_budget(ramp):
 def test_same_seed_same_suite(ramp):
     a, result_a = run(ramp, budget=300, patience=1, seed=5)
     b, result_b = run(ramp, budget=300, patience=1, seed=5)
-    np.testing.assert_array_equal(a._cases.all(), b._cases.all())
+    np.testing.assert_array_equal(a.cases(), b.cases())
     assert result_a.growth == result_b.growth
     c, _ = run(ramp, budget=300, patience=1, seed=6)
-    assert not np.array_equal(a._cases.all(), c._cases.all())
+    assert not np.array_equal(a.cases(), c.cases())
 
 
 def test_statistics_and_saved_samples(stacked_model, seq_inputs, tmp_path):
@@ -77,24 +77,32 @@ def test_statistics_and_saved_samples(stacked_model, seq_inputs, tmp_path):
     profile = Profile().fit(rnn, seq_inputs)
     seeds = (seq_inputs[:6] - seq_inputs.min()) / (seq_inputs.max() - seq_inputs.min())
     campaign = Campaign(rnn, seeds, GaussianMutator(variance=(0.05, 0.1)), Oracle(radius=None),
-                        profile=profile, budget=250, batch_size=50, output_dir=tmp_path / "adv")
+                        profile=profile, budget=250, batch_size=50,
+                        listeners=[SampleWriter(tmp_path / "adv")])
     result = campaign.run()
     assert result.test_cases == 250
     assert result.adversarial > 0  # big noise flips the untrained model's class
     ids = np.array(result.adversarial_ids)
-    seeds_of = campaign._seed_of[ids]
+    seeds_of = campaign.seed_indices()[ids]
     assert result.unique == len(set(seeds_of.tolist()))
     assert result.adversary_rate == pytest.approx(result.adversarial / 250)
     decisions = Oracle().decisions
-    cases = campaign._cases.take(ids)
+    all_cases = campaign.cases()
+    cases = all_cases[ids]
     assert (decisions(rnn.predict(cases)) != decisions(rnn.predict(seeds[seeds_of]))).all()
     distances = np.linalg.norm((cases - seeds[seeds_of]).reshape(len(ids), -1), axis=1)
     assert result.average_perturbation == pytest.approx(distances.mean(), rel=1e-5)
-    # the minimal suite keeps every covered condition of every metric
+    # the minimal suite keeps every covered condition of every metric, and each member counts
+    again, suite = Coverage(rnn, profile), Coverage(rnn, profile)
+    again.update(all_cases)
+    suite.update(all_cases[result.minimal_suite])
     for key in ("BC", "SC", "TC"):
-        hits = np.concatenate(campaign._hits[key])
-        assert (hits[result.minimal_suite].any(0) == campaign.coverage[key].covered_).all()
-        assert sum(result.coverage_times[key]) == hits.sum()
+        np.testing.assert_array_equal(suite[key].covered_, campaign.coverage[key].covered_)
+        assert result.coverage_times[key] == again[key].times_.tolist()
+    for member in range(len(result.minimal_suite)):
+        rest = Coverage(rnn, profile)
+        rest.update(np.delete(all_cases[result.minimal_suite], member, axis=0))
+        assert any(rest[k].covered < suite[k].covered for k in ("BC", "SC", "TC"))
     saved = np.load(tmp_path / "adv" / "adversarial.npz")
     assert saved["cases"].shape == (result.adversarial, 7, 3)
     assert len(list((tmp_path / "adv").glob("adv_*.png"))) == result.adversarial
@@ -118,7 +126,7 @@ def test_interrupted_campaign_keeps_its_samples(stacked_model, seq_inputs, tmp_p
     profile = Profile().fit(rnn, seq_inputs)
     seeds = (seq_inputs[:6] - seq_inputs.min()) / (seq_inputs.max() - seq_inputs.min())
     campaign = Campaign(rnn, seeds, InterruptAfter(3), Oracle(), profile=profile, budget=10_000,
-                        batch_size=40, output_dir=tmp_path / "out")
+                        batch_size=40, listeners=[SampleWriter(tmp_path / "out")])
     with pytest.raises(KeyboardInterrupt):
         campaign.run()
     result = campaign.result
@@ -138,12 +146,12 @@ def test_bad_campaigns(ramp, tmp_path):
 
     with pytest.raises(InvalidInput, match="non-empty batch"):
         make(np.zeros((0, STEPS, FEATURES)))
-    broken = make(np.zeros((3, STEPS, 8)), output_dir=None)
+    broken = make(np.zeros((3, STEPS, 8)))
     with pytest.raises(InvalidInput, match=r"expects \(batch, 5, 64\)"):
         broken.run()  # the model's own error, not one from saving the (empty) results
     assert broken.result is not None and broken.result.test_cases == 0
     with pytest.raises(InvalidInput, match="expects"):
-        make(np.zeros((3, STEPS, 8)), output_dir=tmp_path / "empty").run()
+        make(np.zeros((3, STEPS, 8)), listeners=[SampleWriter(tmp_path / "empty")]).run()
     assert json.loads((tmp_path / "empty" / "summary.json").read_text())["test_cases"] == 0
     with pytest.raises(InvalidArgument, match="needs profile"):
         make(SEEDS, profile=None)
@@ -151,6 +159,18 @@ def test_bad_campaigns(ramp, tmp_path):
         make(SEEDS, budget=0)
     with pytest.raises(InvalidArgument, match="k=0"):
         GAConfig(k=0)
+    with pytest.raises(InvalidArgument, match=r"ga=\(4, 8, 10\); pass GAConfig"):
+        make(SEEDS, ga=(4, 8, 10))
+    with pytest.raises(InvalidArgument, match="oracle=None; pass an Oracle"):
+        Campaign(rnn, SEEDS, SMALL_NOISE, None, profile=profile)
+    with pytest.raises(InvalidArgument, match="goal='x' .* must be a number in"):
+        make(SEEDS, goal="x")
+    with pytest.raises(InvalidArgument, match=r"batch_size=2.5 \(float\) must be an integer"):
+        make(SEEDS, batch_size=2.5)
+    with pytest.raises(InvalidArgument, match="seed=-1 must be an integer >= 0"):
+        make(SEEDS, seed=-1)
+    with pytest.raises(InvalidArgument, match="no metric 'XX' here"):
+        make(SEEDS, targets=["XX"])
 
     class Shrinks(Mutator):
         def mutate(self, cases, rng):
@@ -158,3 +178,20 @@ def test_bad_campaigns(ramp, tmp_path):
 
     with pytest.raises(InvalidArgument, match="Shrinks.mutate returned shape"):
         make(SEEDS, Shrinks()).run()
+
+
+class Identity(Mutator):
+    """Returns every case unchanged: nothing new to evaluate."""
+
+    def mutate(self, cases, rng):
+        return np.array(cases, copy=True)
+
+
+def test_unchanged_mutants_are_discarded_not_evaluated(ramp):
+    rnn, profile = ramp
+    campaign = Campaign(rnn, SEEDS, Identity(), Oracle(), profile=profile, metrics=[BC()],
+                        budget=100, batch_size=10)
+    with pytest.warns(RNNCovWarning, match="returned every case unchanged in 20 batches"):
+        result = campaign.run()
+    assert result.test_cases == 0 and result.discarded == 200
+    assert len(campaign.cases()) == len(SEEDS)  # only the seeds were evaluated

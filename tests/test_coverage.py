@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from pytest_rnncov import BC, Coverage, InvalidArgument, InvalidInput, Profile, RNNModel
-from pytest_rnncov.metrics import Signals
+from pytest_rnncov.core.metrics import Signals
 
 
 @pytest.fixture(scope="module")
@@ -83,3 +83,55 @@ def test_errors(rnn, profile, seq_inputs):
         Coverage(rnn, profile)["NC"]
     with pytest.raises(InvalidInput, match="NaN"):
         Coverage(rnn, profile).update(np.full((1, 7, 3), np.nan, np.float32))
+    with pytest.raises(InvalidArgument, match=r"metrics=None; pass metric names"):
+        Coverage(rnn, profile, None)
+    with pytest.raises(InvalidArgument, match=r"coverage\[0\]: index by metric name"):
+        Coverage(rnn, profile)[0]
+    with pytest.raises(InvalidArgument, match=r"condition=99; BC has conditions 0..5"):
+        Coverage(rnn, profile).best_input("BC", 99)
+    with pytest.raises(InvalidArgument, match="profile=.* is not a fitted Profile"):
+        Coverage(rnn, "profile.json")
+
+
+def test_an_input_beyond_float32_range_is_refused_not_counted(rnn, profile, seq_inputs):
+    """float64 1e39 passes a NaN/inf check made before the cast; it is inf in float32."""
+    x = seq_inputs.astype(np.float64)
+    x[3, 2, 1] = 1e39
+    coverage = Coverage(rnn, profile, ("TC",))
+    with pytest.raises(InvalidInput, match=r"values beyond float32's range \(inf once cast\) in rows \[3\]"):
+        coverage.update(x)
+    assert coverage["TC"].covered == 0 and coverage.n_inputs_ == 0
+
+
+def test_merging_another_models_coverage_is_refused(rnn, profile, seq_inputs, stacked_model):
+    other = RNNModel(stacked_model, "lstm_a")
+    theirs = Coverage(other, Profile(window=(1, 6)).fit(other, seq_inputs))
+    theirs.update(seq_inputs)
+    mine = Coverage(rnn, profile)
+    with pytest.raises(InvalidArgument, match="measure different layers, windows or weights"):
+        mine.merge(theirs)
+    with pytest.raises(InvalidArgument, match="configurations differ"):
+        mine.merge_state(Coverage(rnn, profile, [BC(alpha_max=0.5), "SC", "TC"]).state())
+    assert mine.n_inputs_ == 0
+
+
+def test_update_streams_in_batches_with_the_same_state(rnn, profile, seq_inputs):
+    small = RNNModel(rnn.model, "lstm_b", batch_size=5)
+    a, b = Coverage(rnn, profile), Coverage(small, profile)
+    a.update(seq_inputs)
+    b.update(seq_inputs)
+    for name in a.metrics:
+        np.testing.assert_array_equal(a[name].times_, b[name].times_)
+        # float32 matmuls of other batch shapes round differently (to about 1e-7)
+        np.testing.assert_allclose(a[name].best_fitness_, b[name].best_fitness_, atol=1e-6)
+
+
+def test_kept_best_inputs_are_copies(rnn, profile, seq_inputs):
+    coverage = Coverage(rnn, profile, [BC(alpha_max=1.0)])
+    x = seq_inputs.copy()
+    coverage.update(x)
+    condition = int(np.flatnonzero(~coverage["BC"].covered_)[0])
+    kept = coverage.best_input("BC", condition)
+    assert kept is not None and kept.base is None  # owns its memory: pins no batch
+    x[:] = 0
+    assert np.abs(kept).sum() > 0

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from helpers import make_trace
-from pytest_rnncov import BS, BT, SBC, WT, Profile, ProfileError
-from pytest_rnncov.metrics import Signals
+from pytest_rnncov import BS, BT, SBC, WT, Profile, ProfileError, RNNCovWarning
+from pytest_rnncov.core.metrics import Signals
 
 
 def states(values):
@@ -47,7 +47,7 @@ def test_basic_state_and_transition_coverage():
     assert covered(BT(), [[0, 0, 3.5]]).covered == 0
     # v = 1, 2, 3 -> cells 1, 2, 3: transitions 1->2 and 2->3
     bt = covered(BT(), [[1, 2, 3]])
-    assert bt.covered_ids() == [1, 2] and bt.label(1) == "cell 1 -> cell 2"
+    assert bt.covered_ids() == [1, 2] and bt.label(1) == "training transition #1"
     assert covered(WT(), [[1, 2, 3]]).rate == 0.5
 
 
@@ -73,8 +73,9 @@ def test_k_step_boundary_coverage():
 
 
 def test_profile_without_a_state_model_is_refused_by_name(tmp_path):
-    flat = Profile(state_components=1).fit_traces([states([[1, 1, 1], [1, 1, 1]])],
-                                                  layer="hand", fingerprint="hand")
+    with pytest.warns(RNNCovWarning, match="no DeepStellar state model"):
+        flat = Profile(state_components=1).fit_traces([states([[1, 1, 1], [1, 1, 1]])],
+                                                      layer="hand", fingerprint="hand")
     with pytest.raises(ProfileError, match="BS needs the profile's state abstraction"):
         BS().bind(flat)
     PROFILE.save(tmp_path / "p.json")

@@ -11,10 +11,9 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from helpers import fit_profile, make_trace
-from pytest_rnncov import BC, KMNC, NBC, NC, SC, SNAC, TC, DegenerateProfile, InvalidArgument
-from pytest_rnncov.metrics import Signals
-from pytest_rnncov.registry import make_metric
-from pytest_rnncov import sax
+from pytest_rnncov import BC, KMNC, NBC, NC, SC, SNAC, TC, DegenerateProfile, InvalidArgument, InvalidInput
+from pytest_rnncov.core import sax
+from pytest_rnncov.core.metrics import Signals, make_metric
 
 
 def update(metric, trace, window, start=0):
@@ -140,10 +139,17 @@ def test_kmnc_top_of_range_is_in_the_last_section():
         (lambda: SC(alpha_sc=90), "alpha_sc=90"),
         (lambda: TC(w=0), "w=0 must be an integer >= 1"),
         (lambda: TC(a=1), "a=1 must be an integer >= 2"),
-        (lambda: BC(component="z"), "unknown LSTM component"),
+        (lambda: BC(component="q"), "component='q' is not a recurrent-cell component"),
+        (lambda: BC(alpha_max=float("nan")), "alpha_max=nan must be a number in"),
+        (lambda: BC(alpha_max="0.8"), r"alpha_max='0.8' \(str\) must be a number"),
+        (lambda: TC(w=2.0), r"w=2.0 \(float\) must be an integer"),
+        (lambda: TC(w=15, a=3), "14,348,907 words, more than the 1,048,576 conditions"),
+        (lambda: NC(threshold=float("nan")), "threshold=nan must be a finite number"),
+        (lambda: KMNC(k="10"), r"k='10' \(str\) must be an integer"),
         (lambda: make_metric("XYZ"), "unknown metric 'XYZ'"),
         (lambda: make_metric("BC", preset="tool"), "preset='tool'"),
         (lambda: NBC(lower=1, upper=0), "must be below"),
+        (lambda: NBC(bounds="wide"), "bounds='wide'"),
     ],
 )
 def test_bad_parameters(make, message):
@@ -155,7 +161,7 @@ def test_degenerate_signal_is_refused_by_name():
     profile = fit_profile(make_trace(f=F_TRAIN))  # h is all zeros
     with pytest.raises(DegenerateProfile, match=r"signal h/delta is constant \(0\.0\)"):
         SC().bind(profile)
-    with pytest.raises(DegenerateProfile, match="signal h/net has sigma == 0"):
+    with pytest.raises(DegenerateProfile, match=r"signal h/net does not vary \(sigma = 0\.0\)"):
         TC(w=2).bind(profile)
 
 
@@ -203,7 +209,7 @@ def test_merge_equals_union(first, second):
         np.testing.assert_array_equal(a.covered_, both.covered_)
         np.testing.assert_array_equal(a.times_, both.times_)
         c = spec.bind(PROFILE)
-        c.merge_state(both.state())
+        c.merge_state(both.state_)
         np.testing.assert_array_equal(c.covered_, both.covered_)
 
 
@@ -250,3 +256,62 @@ def test_tc_words_equal_independent_paa_sax(values, w, a):
         letters = [sum(v >= c for c in cuts) for v in paa]
         assert word == sum(d * a ** (w - 1 - j) for j, d in enumerate(letters))
         assert tc.label(word) == sax.word_label(np.array(letters))
+
+
+def test_numpy_scalars_are_accepted_as_parameters():
+    assert BC(alpha_max=np.float32(0.75)).alpha_max == 0.75
+    assert TC(w=np.int64(4), a=np.int32(3)).describe() == "TC(h/net, w=4, a=3)"
+
+
+def assert_evaluate_equals_dense(metric, signals):
+    """The fast evaluation equals the dense (rows x conditions) fitness, bit for bit."""
+    result = metric.evaluate(signals, fitness=True)
+    dense = metric.fitness(signals)
+    np.testing.assert_array_equal(result.counts, (dense <= 0).sum(axis=0))
+    rows, conditions = result.hits()
+    expected_rows, expected_conditions = np.nonzero(dense <= 0)
+    order = np.lexsort((conditions, rows))
+    np.testing.assert_array_equal(rows[order], expected_rows)
+    np.testing.assert_array_equal(conditions[order], expected_conditions)
+    np.testing.assert_array_equal(result.best, dense.min(axis=0))
+    # the best row gives the lowest fitness (the first such row, except for KMNC, whose
+    # nearest-value search may pick another row of equal fitness after rounding)
+    chosen = dense[result.best_row, np.arange(dense.shape[1])]
+    np.testing.assert_array_equal(chosen, dense.min(axis=0))
+    if not isinstance(metric, KMNC):
+        np.testing.assert_array_equal(result.best_row, dense.argmin(axis=0))
+    for condition in range(min(metric.total, 7)):
+        np.testing.assert_array_equal(metric.condition_fitness(signals, condition), dense[:, condition])
+
+
+@given(batches)
+def test_fast_evaluation_equals_the_dense_fitness(values):
+    signals = Signals(as_trace(values), PROFILE.window_)
+    for spec in ALL:
+        assert_evaluate_equals_dense(spec.bind(PROFILE), signals)
+
+
+def test_kmnc_evaluation_on_section_boundaries_equals_the_dense_fitness():
+    profile = fit_profile(make_trace(h=[[[0.0, 0.0]], [[1.0, 2.0]]]))
+    values = [0.0, 0.25, 0.5, 0.75, 1.0, -0.5, 1.5, 0.3, 0.25, 2.0]
+    test = make_trace(h=[[[v, 2 * v]] for v in values])
+    assert_evaluate_equals_dense(KMNC(k=4).bind(profile), Signals(test, (0, 0)))
+    assert_evaluate_equals_dense(KMNC(k=1).bind(profile), Signals(test, (0, 0)))
+
+
+def test_a_non_finite_signal_is_refused_not_counted():
+    profile = fit_profile(make_trace(h=[[[1.0]] * 4, [[3.0]] * 4]))
+    tc = TC(w=2).bind(profile)
+    poisoned = make_trace(h=[[[2.0], [np.nan], [4.0], [4.0]], [[1.0]] * 4])
+    with pytest.raises(InvalidInput, match=r"h/net signal holds NaN or inf for inputs \[0\]"):
+        update(tc, poisoned, (0, 3))
+    assert tc.covered == 0
+
+
+@given(st.floats(allow_nan=False, width=64), st.lists(st.floats(allow_nan=False, width=32), min_size=1))
+def test_float32_thresholds_compare_exactly_like_float64(threshold, values):
+    from pytest_rnncov.core.metrics.neuron import float32_above, float32_at_least
+
+    v = np.array(values, np.float32)
+    np.testing.assert_array_equal(v.astype(np.float64) > threshold, v >= float32_above(threshold))
+    np.testing.assert_array_equal(v.astype(np.float64) < threshold, v < float32_at_least(threshold))

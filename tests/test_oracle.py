@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pytest_rnncov import InvalidArgument, Oracle
+from pytest_rnncov import InvalidArgument, InvalidInput, Oracle
 
 
 def test_classification_within_radius():
@@ -40,3 +40,14 @@ def test_bad_oracles():
         Oracle(radius=-1)
     with pytest.raises(InvalidArgument, match="task='ranking'"):
         Oracle(task="ranking")
+    with pytest.raises(InvalidArgument, match=r"radius='3' \(str\) must be a number"):
+        Oracle(radius="3")
+    with pytest.raises(InvalidArgument, match="radius=nan must be a finite number"):
+        Oracle(radius=float("nan"))
+    with pytest.raises(InvalidArgument, match="tolerance=0.0 must be > 0"):
+        Oracle(task="regression", tolerance=0)
+
+
+def test_nan_outputs_are_refused():
+    with pytest.raises(InvalidInput, match="case outputs hold NaN or inf"):
+        Oracle().fails(np.ones((1, 2)), np.full((1, 2), np.nan), np.zeros(1))

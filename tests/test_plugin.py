@@ -9,8 +9,8 @@ import sys
 import keras  # noqa: F401  (loaded once here: pytester's in-process runs must not re-import TF)
 import pytest
 
-from pytest_rnncov import plugin
-from pytest_rnncov.registry import METRICS
+from pytest_rnncov.core.metrics import METRICS
+from pytest_rnncov.core.names import METRIC_NAMES
 
 CONFTEST = '''
 import os
@@ -57,8 +57,8 @@ def project(pytester):
     return pytester
 
 
-def test_metric_names_match_the_engine():
-    assert set(plugin.METRIC_NAMES) == set(METRICS)
+def test_metric_names_are_defined_once():
+    assert tuple(METRICS) == METRIC_NAMES
 
 
 def test_gate_met_exits_zero_and_prints_the_section(project):
@@ -81,11 +81,13 @@ def test_gate_missed_exits_one_naming_the_metric(project):
     result.stdout.fnmatch_lines(["FAIL Required RNN coverage of 100% not reached: *TC *% (*/243)*"])
 
 
-def test_gate_with_no_tracked_model_fails(pytester):
+def test_gate_with_no_tracked_model_fails_and_the_json_agrees(pytester):
     pytester.makepyfile("def test_nothing():\n    pass\n")
-    result = pytester.runpytest("--rnn-coverage=0.5")
+    result = pytester.runpytest("--rnn-coverage=0.5", "--rnn-report=json:r.json")
     assert result.ret == 1
-    result.stdout.fnmatch_lines(["*not reached: no model was tracked*"])
+    result.stdout.fnmatch_lines(["FAIL Required RNN coverage of 50% not reached: no model was tracked*"])
+    data = json.loads((pytester.path / "r.json").read_text())
+    assert data["passed"] is False and data["verdict"]["gate"]["no_model"] is True
 
 
 def test_no_section_when_plugin_unused(pytester):
@@ -96,10 +98,16 @@ def test_no_section_when_plugin_unused(pytester):
 
 
 def test_gate_metrics_option_restricts_the_gate(project):
-    # NC is added to the tracked metrics because the gate names it
-    result = project.runpytest("--rnn-coverage=0.01", "--rnn-metrics=NC")
-    assert result.ret == 0
-    result.stdout.fnmatch_lines(["model*BC*SC*TC*NC*"])
+    # 32 inputs reach at most 32 of TC's 243 words (13%); NC (h > 0 on 20 neurons) is high
+    everything = project.runpytest("--rnn-coverage=0.3", "--rnn-report=json:a.json")
+    assert everything.ret == 1
+    everything.stdout.fnmatch_lines(["FAIL Required RNN coverage of 30% not reached: *TC *"])
+    only_nc = project.runpytest("--rnn-coverage=0.3", "--rnn-metrics=NC", "--rnn-report=term",
+                                "--rnn-report=json:b.json")
+    assert only_nc.ret == 0
+    only_nc.stdout.fnmatch_lines(["model*BC*SC*TC*NC*", "Required RNN coverage of 30% reached."])
+    gated = json.loads((project.path / "b.json").read_text())["models"]["tiny"]["metrics"]
+    assert gated["NC"]["pass"] is True and gated["TC"]["pass"] is None  # TC is not gated
 
 
 def test_json_report_schema(project):
@@ -107,7 +115,7 @@ def test_json_report_schema(project):
                                "--rnn-report=term")
     assert result.ret == 1
     data = json.loads((project.path / "out" / "cov.json").read_text())
-    assert data["format"] == "pytest-rnncov-report" and data["version"] == 1
+    assert data["format"] == "pytest-rnncov-report" and data["version"] == 2
     assert data["required"] == 1.0 and data["gate_metrics"] == ["BC", "SC", "TC"]
     assert data["passed"] is False
     tiny = data["models"]["tiny"]
@@ -138,15 +146,20 @@ def test_ini_options(project):
     project.makeini("[pytest]\nrnn_coverage = 90\n")
     result = project.runpytest()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*rnn_coverage = '90': 90 is not a fraction in [[]0, 1]; for 90% use 0.9*"])
+    result.stderr.fnmatch_lines(["*rnn_coverage = '90': coverage bar '90': 90 is not a fraction in [[]0, 1]; for 90% use 0.9*"])
 
 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--rnn-coverage=90"], "*--rnn-coverage: 90 is not a fraction in [[]0, 1]; for 90% use 0.9"),
-        (["--rnn-coverage=-0.1"], "*--rnn-coverage: -0.1 is not a fraction in [[]0, 1]"),
+        (["--rnn-coverage=90"], "*--rnn-coverage: coverage bar '90': 90 is not a fraction in [[]0, 1]; for 90% use 0.9"),
+        (["--rnn-coverage=-0.1"], "*--rnn-coverage: *-0.1 is not a fraction in [[]0, 1]"),
         (["--rnn-coverage=high"], "*'high' is not a number*"),
+        (["--rnn-coverage=XX:0.5"], "*unknown metric 'XX'*"),
+        (["--rnn-coverage=BC:0.5,BC:0.6"], "*'BC:0.6' is given twice*"),
+        (["--rnn-coverage=a:b:c:d"], "*write BAR, METRIC:BAR or MODEL:METRIC:BAR*"),
+        (["--rnn-seed=-1"], "*-1 is not a seed in [[]0, 2**63 - 1]*"),
+        (["--rnn-compare-tolerance=nan"], "*nan is not a fraction*"),
         (["--rnn-metrics=BC,XX"], "*--rnn-metrics: unknown metric XX; choose from BC,SC,TC*"),
         (["--rnn-report=xml"], "*unknown report type 'xml'*"),
         (["--rnn-seed=x"], "*'x' is not an integer seed*"),
@@ -270,12 +283,16 @@ def test_crashing_worker_keeps_other_workers_data(pytester):
     pytester.makepyfile(test_a_crash=CRASHING, test_b_feed=FEEDING)
     # --dist loadfile: each file goes to its own worker
     result = pytester.runpytest_subprocess(
-        "-n", "2", "--dist", "loadfile", "--max-worker-restart=0", "--rnn-report=json:c.json"
+        "-n", "2", "--dist", "loadfile", "--max-worker-restart=0", "--rnn-report=json:c.json",
+        "--rnn-coverage=0.01"
     )
     assert result.ret == 1  # the crashed test fails
     result.stdout.fnmatch_lines(["*worker 'gw?' crashed while running*"])
+    result.stdout.fnmatch_lines(
+        ["WARNING RNN coverage is partial: worker gw? sent no coverage data (crashed?)*"])
     data = json.loads((pytester.path / "c.json").read_text())
     assert data["models"]["tiny"]["inputs"] == 16  # the other worker's inputs survive
+    assert data["complete"] is False and len(data["missing_workers"]) == 1
 
 
 CAMPAIGN_TESTS = '''
@@ -322,8 +339,9 @@ def test_baseline_save_and_compare(project):
     assert saved.ret == 0
     path = project.path / ".rnncov" / "main.json"
     data = json.loads(path.read_text())
-    assert data["format"] == "pytest-rnncov-baseline"
-    assert data["models"]["tiny"]["metrics"]["TC"]["total"] == 243
+    assert data["format"] == "pytest-rnncov-baseline" and data["version"] == 2
+    tc = data["models"]["tiny"]["metrics"]["TC"]
+    assert tc["total"] == 243 and len(tc["covered_ids"]) == tc["covered"]
     saved.stdout.fnmatch_lines(["RNN coverage baseline saved to *main.json"])
     same = project.runpytest("--rnn-compare=main")
     assert same.ret == 0
@@ -333,7 +351,7 @@ def test_baseline_save_and_compare(project):
     worse = project.runpytest("--rnn-compare=main")
     assert worse.ret == 1
     worse.stdout.fnmatch_lines(
-        ["FAIL RNN coverage fell below baseline *main.json (tolerance 0): *tiny TC *% < *% (*/243 vs */243)*"]
+        ["FAIL RNN coverage fell below baseline *main.json (tolerance 0): *tiny TC *% < *% (*/243 vs */243; * conditions lost)*"]
     )
     tolerated = project.runpytest("--rnn-compare=main", "--rnn-compare-tolerance=1.0")
     assert tolerated.ret == 0
@@ -342,7 +360,7 @@ def test_baseline_save_and_compare(project):
 def test_compare_with_a_missing_baseline_is_a_usage_error(project):
     result = project.runpytest("--rnn-compare=nothing")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*no coverage baseline at *nothing.json*; create it with --rnn-save*"])
+    result.stderr.fnmatch_lines(["*--rnn-compare: no coverage baseline at *nothing.json*; create it with --rnn-save*"])
 
 
 def test_plugin_works_without_xdist(project):

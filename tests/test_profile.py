@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from pytest_rnncov import Profile, ProfileError, RNNModel, StaleProfile
-from pytest_rnncov.abstractions import ABSTRACTIONS
+from pytest_rnncov.core.abstractions import ABSTRACTIONS
 from pytest_rnncov.errors import InvalidArgument
 
 
@@ -39,9 +39,9 @@ def test_save_load_round_trip_is_readable_json(rnn, seq_inputs, tmp_path):
     path = tmp_path / "profile.json"
     profile.save(path)
     data = json.loads(path.read_text())
-    assert data["format"] == "pytest-rnncov-profile" and data["version"] == 1
+    assert data["format"] == "pytest-rnncov-profile" and data["version"] == 2
     assert data["layer"] == {
-        "name": "lstm_b", "units": 5, "steps": 7, "fingerprint": rnn.fingerprint()
+        "name": "lstm_b", "cell": "lstm", "units": 5, "steps": 7, "fingerprint": rnn.fingerprint()
     }
     assert set(data["signals"]) == {f"{c}/{a}" for c in "fioch" for a in ABSTRACTIONS}
     loaded = Profile.load(path)
@@ -68,7 +68,7 @@ def test_unfitted_and_broken_files(tmp_path):
         Profile.load(tmp_path / "none.json")
     bad = tmp_path / "bad.json"
     bad.write_text("{")
-    with pytest.raises(ProfileError, match="invalid JSON"):
+    with pytest.raises(ProfileError, match="is not valid JSON"):
         Profile.load(bad)
     bad.write_text('{"format": "pytest-rnncov-profile", "version": 99}')
     with pytest.raises(ProfileError, match="version 99"):
@@ -78,3 +78,85 @@ def test_unfitted_and_broken_files(tmp_path):
 def test_window_outside_the_sequence(rnn, seq_inputs):
     with pytest.raises(InvalidArgument, match="outside the layer's 7 steps"):
         Profile(window=(0, 7)).fit(rnn, seq_inputs)
+
+
+@pytest.fixture(scope="module")
+def saved(rnn, seq_inputs, tmp_path_factory):
+    path = tmp_path_factory.mktemp("profile") / "profile.json"
+    Profile(window=(1, 5)).fit(rnn, seq_inputs).save(path)
+    return json.loads(path.read_text())
+
+
+def edited(data, change):
+    copy = json.loads(json.dumps(data))
+    change(copy)
+    return copy
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda d: d.pop("signals"), "missing key 'signals'"),
+        (lambda d: d["layer"].pop("fingerprint"), "missing key layer.'fingerprint'"),
+        (lambda d: d["layer"].update(units="5"), r"layer.'units' is '5' \(str\), expected int"),
+        (lambda d: d["layer"].update(cell="transformer"), "layer.cell 'transformer' is not one of"),
+        (lambda d: d.update(window=[0, 5]), r"window \[0, 5\] does not match window_requested"),
+        (lambda d: d.update(window=[1, 4], window_requested=[1, 4]),
+         r"neurons.min must be finite numbers of shape \(4, 5\) for window \[1, 4\]"),
+        (lambda d: d["signals"]["h/net"].update(std=-1.0), "signals.h/net has min > max or a negative std"),
+        (lambda d: d["signals"].pop("f/avg"), "signals lack f/avg"),
+        (lambda d: d["signals"]["h/net"].update(min="0"), r"signals.h/net.'min' is '0'"),
+        (lambda d: d["states"].update(intervals=0), "has intervals=0, not an integer >= 1"),
+        (lambda d: d["states"].update(low=d["states"]["high"]), "'high' must exceed 'low'"),
+        (lambda d: d["states"].update(cells=[-1]), "'cells' holds ids outside"),
+        (lambda d: d.update(n_samples=0), "n_samples=0"),
+        (lambda d: d["neurons"].update(max=[[-9.0] * 5] * 5), "neurons.min exceeds neurons.max"),
+    ],
+)
+def test_edited_profile_files_are_refused_by_name(saved, tmp_path, change, message):
+    path = tmp_path / "edited.json"
+    path.write_text(json.dumps(edited(saved, change)))
+    with pytest.raises(ProfileError, match=message):
+        Profile.load(path)
+
+
+def test_infinity_non_utf8_and_directories_are_refused(saved, tmp_path):
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(saved).replace('"max": ', '"max": Infinity, "x": ', 1))
+    with pytest.raises(ProfileError, match="Infinity is not a number JSON allows"):
+        Profile.load(path)
+    path.write_bytes(b"\xff\xfe" + json.dumps(saved).encode("utf-16-le"))
+    with pytest.raises(ProfileError, match="is not UTF-8 text"):
+        Profile.load(path)
+    with pytest.raises(ProfileError, match="is a directory"):
+        Profile.load(tmp_path)
+
+
+def test_the_fingerprint_covers_the_layers_before_the_traced_one(keras, stacked_model, seq_inputs):
+    """Same traced LSTM, other upstream weights: the profile no longer describes it."""
+    profile = Profile().fit(RNNModel(stacked_model, "lstm_b"), seq_inputs)
+    changed = keras.models.clone_model(stacked_model)
+    changed.set_weights(stacked_model.get_weights())
+    first = changed.get_layer("lstm_a")
+    first.set_weights([w * 1.01 for w in first.get_weights()])
+    with pytest.raises(StaleProfile, match="weights from the model input to the layer changed"):
+        profile.check(RNNModel(changed, "lstm_b"))
+    # the head after the layer is not part of it
+    head = changed.get_layer("head")
+    changed.set_weights(stacked_model.get_weights())
+    head.set_weights([w + 1 for w in head.get_weights()])
+    profile.check(RNNModel(changed, "lstm_b"))
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: Profile(window=(1.5, 3)), "not a pair of integer step indices"),
+        (lambda: Profile(window="all"), "not a pair of step indices"),
+        (lambda: Profile(state_components=0), "state_components=0 must be an integer >= 1"),
+        (lambda: Profile(state_intervals=2.5), r"state_intervals=2.5 \(float\) must be an integer"),
+    ],
+)
+def test_bad_profile_arguments(make, message):
+    with pytest.raises(InvalidArgument, match=message):
+        make()

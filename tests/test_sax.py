@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_rnncov import sax
+from pytest_rnncov.core import sax
 
 
 def naive_paa(curve, w):
@@ -50,7 +50,7 @@ def test_words_equal_independent_paa_and_sax(curve, w, a):
     near = np.min(np.abs(paa[:, None] - sax.breakpoints(a)[None]), axis=1) < 1e-9
     assert [g for g, n in zip(got, near) if not n] == [e for e, n in zip(expected, near) if not n]
     word = sax.word_ids(got[None], a)[0]
-    assert sax.word_digits(a, w)[word].tolist() == got.tolist()
+    assert sax.word_digits(np.array([word]), a, w)[0].tolist() == got.tolist()
 
 
 def test_value_on_a_breakpoint_takes_the_upper_symbol():

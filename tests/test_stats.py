@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pytest_rnncov.stats import angular_diversity, minimal_suite
+from pytest_rnncov.generation.statistics import MinimalSuite, angular_diversity, minimal_suite
 
 
 def test_angular_diversity_by_hand():
@@ -44,3 +44,18 @@ def test_minimal_suite_reverse_pass_drops_members_made_redundant():
         [0, 0, 1, 1, 0, 1],  # C
     ], bool)}
     assert minimal_suite(hits).tolist() == [1, 2]
+
+
+def test_incremental_suite_over_batches_covers_the_union_and_is_irredundant():
+    rng = np.random.default_rng(0)
+    matrix = rng.random((300, 40)) < 0.05
+    suite = MinimalSuite(40)
+    for start in range(0, 300, 64):
+        rows, conditions = np.nonzero(matrix[start:start + 64])
+        suite.add(np.arange(start, min(start + 64, 300)), rows, conditions)
+    members = suite.members()
+    assert (matrix[members].any(axis=0) == matrix.any(axis=0)).all()
+    for i in range(len(members)):
+        rest = np.delete(members, i)
+        assert (matrix[rest].any(axis=0) != matrix.any(axis=0)).any()
+    assert len(members) <= matrix.any(axis=0).sum()

@@ -9,7 +9,7 @@ from hypothesis.database import InMemoryExampleDatabase
 
 from pytest_rnncov import GAConfig, GaussianMutator, InvalidArgument, Oracle, model_settings
 from pytest_rnncov import random_mutants, targeted_mutants
-from pytest_rnncov.engine import RNNCovSession
+from pytest_rnncov.plugin.session import RNNCovSession
 
 
 @pytest.fixture(scope="module")

@@ -6,18 +6,10 @@ missing, the first test session trains them (about a minute on 2 cores).
 
 from __future__ import annotations
 
-import os
-import sys
-from pathlib import Path
-
 import pytest
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-HERE = Path(__file__).parent
-sys.path.insert(0, str(HERE))
-
-import train  # noqa: E402
-from data import split  # noqa: E402
+from . import train
+from .data import split
 
 
 @pytest.fixture(scope="session")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 from pathlib import Path
 
@@ -18,6 +19,7 @@ def mnist_5k() -> tuple[np.ndarray, np.ndarray]:
     return (table[:, :784] / 255.0).reshape(-1, 28, 28), table[:, 784].astype(np.int64)
 
 
+@functools.lru_cache(maxsize=4)
 def split(seed: int = 0, held_out: int = 1000):
     """A fixed stratified-by-shuffle split: (x_train, y_train), (x_test, y_test)."""
     x, y = mnist_5k()

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-from data import split
+from .data import split
 from pytest_rnncov import GAConfig, GaussianMutator, Oracle, model_settings, targeted_mutants
 
 #: Oracle radius: perturbations within this L2 distance of a digit (pixels in [0, 1]; about

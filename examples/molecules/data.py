@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import csv
 import importlib.util
 from pathlib import Path
@@ -27,6 +28,7 @@ def chembl() -> tuple[list[str], np.ndarray]:
     return smiles, np.array(values, np.float32)
 
 
+@functools.lru_cache(maxsize=4)
 def split(seed: int = 0, held_out: int = 200):
     smiles, values = chembl()
     order = np.random.default_rng(seed).permutation(len(smiles))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import numpy as np
 
 
@@ -24,6 +25,7 @@ def sentences() -> tuple[list[str], np.ndarray]:
     return texts, labels
 
 
+@functools.lru_cache(maxsize=4)
 def split(seed: int = 0, held_out: int = 2000):
     texts, labels = sentences()
     order = np.random.default_rng(seed).permutation(len(texts))

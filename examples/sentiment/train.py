@@ -1,6 +1,6 @@
 """Train Embedding -> LSTM -> Dense on sentence polarity and fit the profile.
 
-    NLTK_DATA=../shared/data/nltk_data python examples/sentiment/train.py
+    NLTK_DATA=../shared/data/nltk_data python -m examples.sentiment.train
 
 Sentences are encoded as word ids (5,000 most frequent words, 1 = unknown), left-padded to
 40 steps with 0, which the Embedding masks: the LSTM carries its (zero) state over the
@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-sys.path.insert(0, str(Path(__file__).parent))
 
 ARTIFACTS = Path(__file__).parent / "artifacts"
 LENGTH = 40
@@ -33,7 +31,7 @@ def encoder_from(path: Path):
 def train(out: Path = ARTIFACTS, epochs: int = 4, seed: int = 0) -> dict:
     import keras
 
-    from data import split
+    from .data import split
     from pytest_rnncov import Profile, RNNModel, WordEncoder
 
     keras.utils.set_random_seed(seed)
@@ -65,24 +63,5 @@ def train(out: Path = ARTIFACTS, epochs: int = 4, seed: int = 0) -> dict:
     return metrics
 
 
-def refit_profile(out: Path = ARTIFACTS) -> None:
-    """Refit only the profile of the saved model (no training)."""
-    from data import split
-    from pytest_rnncov import Profile, RNNModel, load_model
-
-    (x_text, _), _ = split()
-    rnn = RNNModel(load_model(out / "model.keras"), "lstm")
-    Profile(window=WINDOW).fit(rnn, encoder_from(out / "encoder.json")(x_text)).save(out / "profile.json")
-
-
 if __name__ == "__main__":
-    import argparse
-
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--profile-only", action="store_true",
-                        help="refit artifacts/profile.json for the saved model, no training")
-    if parser.parse_args().profile_only:
-        refit_profile()
-    else:
-        train()
+    train()

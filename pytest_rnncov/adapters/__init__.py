@@ -1,0 +1,6 @@
+"""Framework adapters: a model plus inputs in, model outputs and a trace out.
+
+``RNNModel(model, ...)`` picks the adapter for the model's framework: Keras 3 on any
+backend and tf_keras (:mod:`.keras`), PyTorch (:mod:`.torch`). ``load_model`` opens Keras
+files without running code from them (:mod:`.loading`).
+"""

@@ -1,0 +1,209 @@
+"""The adapter boundary: a model plus inputs in, model outputs and a trace out.
+
+Every framework adapter subclasses :class:`Adapter` and implements two things:
+:meth:`Adapter._forward` (one framework call per batch, returning the model's outputs and
+the traced layer's input and mask) and the layer's
+:class:`~pytest_rnncov.core.cells.Cell` (its weights in canonical layout). Everything else
+(validation, batching, the trace, fingerprints) lives here, once. Users meet adapters
+through :class:`~pytest_rnncov.adapters.model.RNNModel`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Iterator
+
+import numpy as np
+
+from ..core.cells import Cell
+from ..core.threads import numpy_work
+from ..core.trace import Trace, concat_traces
+from ..errors import InvalidArgument, InvalidInput, ModelError
+from ..validation import check_choice, check_int
+
+DIRECTIONS = ("forward", "backward")
+
+
+def framework_of(model: Any) -> str:
+    """The framework of a model: "keras" (Keras 3), "tf_keras" (Keras 2) or "torch"."""
+    module = type(model).__module__
+    if module.startswith(("tf_keras", "tensorflow.python.keras", "keras.src.legacy")):
+        return "tf_keras"
+    if module.startswith("keras"):
+        return "keras"
+    try:
+        import sys
+
+        torch = sys.modules.get("torch")
+        if torch is not None and isinstance(model, torch.nn.Module):
+            return "torch"
+    except AttributeError:
+        pass
+    raise InvalidArgument(
+        f"RNNModel needs a Keras or PyTorch model, got {type(model).__module__}."
+        f"{type(model).__name__}; load it with keras, tf_keras, torch or "
+        "pytest_rnncov.load_model")
+
+
+class Adapter:
+    """A model with one of its recurrent layers made traceable (see ``RNNModel``)."""
+
+    framework: str = ""
+    #: canonical cell of the traced layer, set by the adapter
+    cell: Cell
+    layer_name: str
+    name: str
+    units: int
+    input_shape: tuple[int | None, ...]
+    input_dtype: np.dtype
+    _n_steps: int | None
+
+    def _init_common(self, model: Any, direction: str, batch_size: int) -> None:
+        self.model = model
+        check_choice("direction", direction, DIRECTIONS)
+        self.batch_size = check_int("batch_size", batch_size, minimum=1, example="512")
+        #: (low, high) of integer token ids the model accepts (an embedding's range)
+        self.id_range: tuple[int, int] | None = None
+
+    # -- to implement -----------------------------------------------------------------
+    def _forward(self, x: np.ndarray, outputs: bool) -> tuple[np.ndarray | None, np.ndarray,
+                                                                np.ndarray | None]:
+        """One framework call: (model outputs or None, the layer's input, its mask or None)."""
+        raise NotImplementedError
+
+    def _predict(self, x: np.ndarray) -> np.ndarray:
+        """Model outputs of one validated batch."""
+        raise NotImplementedError
+
+    def _weight_arrays(self) -> list[np.ndarray]:
+        """Every weight from the model input through the traced layer (for fingerprints)."""
+        raise NotImplementedError
+
+    def _structure(self) -> str:
+        """The layers from the model input through the traced layer, as text."""
+        raise NotImplementedError
+
+    # -- shared ---------------------------------------------------------------------------
+    @property
+    def cell_kind(self) -> str:
+        return self.cell.kind
+
+    @property
+    def n_steps(self) -> int | None:
+        """Steps of the traced layer, when the model fixes them."""
+        return self._n_steps
+
+    def fingerprint(self) -> str:
+        """A short hash of every weight and layer from the model input through the traced
+        layer, its cell type, activations and direction."""
+        if getattr(self, "_fingerprint", None) is None:
+            digest = hashlib.sha256()
+            for array in self._weight_arrays() + self.cell.arrays():
+                array = np.ascontiguousarray(array, np.float32)
+                digest.update(str(array.shape).encode())
+                digest.update(array.tobytes())
+            digest.update(f"{self.framework}|{self.cell.describe()}|{self._structure()}".encode())
+            self._fingerprint = digest.hexdigest()[:16]
+        return self._fingerprint
+
+    def check_input(self, x: Any) -> np.ndarray:
+        """Validate ``x`` against the model's input and return it as a numpy array.
+
+        Floats are cast to float32 and checked for NaN and inf *after* the cast, so a value
+        beyond float32's range is refused too; integer token ids must be whole numbers
+        within the embedding's range.
+        """
+        try:
+            array = np.asarray(x)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInput(f"inputs cannot be read as an array: {exc}") from None
+        expected = self.input_shape
+        shown = "(batch, " + ", ".join("any" if d is None else str(d) for d in expected) + ")"
+        if array.dtype.kind not in "biuf":
+            raise InvalidInput(
+                f"inputs have dtype {array.dtype}; model {self.name!r} takes numbers of shape "
+                f"{shown}. Encode text or SMILES into token ids first")
+        if array.ndim != len(expected) + 1 or any(
+                d is not None and d != got for d, got in zip(expected, array.shape[1:])):
+            hint = " (add a batch axis: x[None])" if array.shape == tuple(expected) else ""
+            raise InvalidInput(
+                f"inputs have shape {array.shape}; model {self.name!r} expects {shown}{hint}")
+        if array.shape[0] == 0:
+            raise InvalidInput("inputs are an empty batch; pass at least one input")
+        if self.input_dtype.kind in "iu":
+            if array.dtype.kind == "f":
+                if not np.isfinite(array).all() or not np.array_equal(array, np.round(array)):
+                    raise InvalidInput(
+                        f"model {self.name!r} takes integer token ids, got non-integer floats; "
+                        "encode the inputs to token ids")
+            ids = array.astype(np.int64)
+            if self.id_range is not None and ids.size:
+                low, high = self.id_range
+                bad = (ids < low) | (ids >= high)
+                if bad.any():
+                    rows = np.flatnonzero(bad.reshape(len(ids), -1).any(axis=1))
+                    raise InvalidInput(
+                        f"token ids must lie in [{low}, {high}) for model {self.name!r}'s "
+                        f"embedding; rows {rows[:5].tolist()}{', ...' if rows.size > 5 else ''} "
+                        f"hold {int(ids[bad][0])}: encode with the model's own vocabulary")
+            return array.astype(self.input_dtype, copy=False)
+        with np.errstate(over="ignore", invalid="ignore"):
+            cast = array.astype(np.float32, copy=False)
+        finite = np.isfinite(cast)
+        if not finite.all():
+            rows = np.flatnonzero(~finite.reshape(len(cast), -1).all(axis=1))
+            beyond = array.dtype.kind == "f" and np.isfinite(array[rows]).all()
+            reason = "values beyond float32's range (inf once cast)" if beyond else "NaN or inf"
+            raise InvalidInput(
+                f"inputs hold {reason} in rows {rows[:5].tolist()}"
+                f"{', ...' if rows.size > 5 else ''}; clean or drop those rows")
+        return cast
+
+    def layer_input(self, x: Any) -> tuple[np.ndarray, np.ndarray | None]:
+        """The traced layer's own input for ``x`` and its mask (None without masking), as
+        the framework computes them (one batch: for checks and debugging)."""
+        x = self.check_input(x)
+        _, sequence, mask = self._forward(x, False)
+        return np.asarray(sequence), None if mask is None else np.asarray(mask, bool)
+
+    def iter_traces(self, x: np.ndarray, *, outputs: bool = True, until: int | None = None
+                    ) -> Iterator[tuple[np.ndarray | None, Trace]]:
+        """(outputs or None, trace) per batch of ``batch_size`` of validated inputs ``x``;
+        ``until`` stops each trace after that many steps (what a window needs)."""
+        for start in range(0, len(x), self.batch_size):
+            out, sequence, mask = self._forward(x[start : start + self.batch_size], outputs)
+            mask = None if mask is None else np.asarray(mask, bool)
+            with numpy_work():
+                trace = self.cell.forward(np.asarray(sequence, np.float32), mask, until)
+            yield (None if out is None else np.asarray(out)), trace
+
+    def run(self, x: Any) -> tuple[np.ndarray, Trace]:
+        """Model outputs and the trace of the layer for ``x``, from one model call per batch."""
+        x = self.check_input(x)
+        outputs, traces = [], []
+        for out, trace in self.iter_traces(x, outputs=True):
+            assert out is not None
+            outputs.append(out)
+            traces.append(trace)
+        return np.concatenate(outputs), concat_traces(traces)
+
+    def trace(self, x: Any) -> Trace:
+        """The trace of the layer for inputs ``x``."""
+        x = self.check_input(x)
+        return concat_traces([t for _, t in self.iter_traces(x, outputs=False)])
+
+    def predict(self, x: Any) -> np.ndarray:
+        """The model's outputs for ``x`` (validated, batched)."""
+        x = self.check_input(x)
+        return np.concatenate([np.asarray(self._predict(x[s : s + self.batch_size]))
+                               for s in range(0, len(x), self.batch_size)])
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}({self.name!r}, layer={self.layer_name!r}, "
+                f"cell={self.cell_kind!r}, units={self.units}, framework={self.framework!r})")
+
+
+def model_error_from(exc: Exception, what: str) -> ModelError:
+    """A framework failure as a ModelError that says where it happened."""
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return ModelError(f"{what} failed in the framework: {type(exc).__name__}: {first[:300]}")

@@ -1,0 +1,310 @@
+"""The Keras adapter: Keras 3 (any backend: TensorFlow, JAX, torch) and tf_keras (Keras 2).
+
+The traced layer's input (and mask) comes from the framework through a sub-model that
+shares the model's layers, so stacked layers, embeddings and masks are exact; the layer
+itself is recomputed in numpy from its weights (:mod:`pytest_rnncov.core.cells`). Keras 3
+imports TensorFlow only when the TensorFlow backend is in use.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from typing import Any, Callable
+
+import numpy as np
+
+from ..core.cells import Activation, Cell, GRUCell, LSTMCell, SimpleRNNCell
+from ..errors import InvalidArgument, ModelError, RNNCovWarning
+from .base import Adapter, framework_of, model_error_from
+
+#: cell class name -> cell kind
+CELLS = {"LSTMCell": "lstm", "GRUCell": "gru", "SimpleRNNCell": "simple_rnn"}
+
+#: largest |h - framework h| per dtype policy, documented in docs/definitions.md
+MIXED_PRECISION_NOTE = ("traces are recomputed in float32 while the layer computes in {dtype}: "
+                        "expect differences up to about 4e-3 (float16) / 2e-2 (bfloat16)")
+
+
+def _recurrent(layer: Any) -> bool:
+    return type(getattr(layer, "cell", None)).__name__ in CELLS and hasattr(layer, "go_backwards")
+
+
+def _bidirectional(layer: Any) -> bool:
+    return type(layer).__name__ == "Bidirectional" and _recurrent(getattr(layer, "forward_layer", None))
+
+
+def _numpy_activation(fn: Callable[..., Any], framework: str) -> Activation:
+    """The numpy twin of a layer's activation function (taken from the loaded layer)."""
+    name = getattr(fn, "__name__", type(fn).__name__)
+    module = getattr(fn, "__module__", "") or ""
+    if module.split(".")[0] in ("keras", "tf_keras"):
+        if name == "hard_sigmoid":
+            return Activation.named("hard_sigmoid_keras2" if framework == "tf_keras"
+                                    else "hard_sigmoid_keras3")
+        if name in ("sigmoid", "tanh", "relu", "linear"):
+            return Activation.named(name)
+
+    def through(x: np.ndarray) -> Any:
+        result = fn(x)
+        if framework == "keras":
+            import keras
+
+            return keras.ops.convert_to_numpy(result)
+        return np.asarray(result)
+
+    return Activation.through(name, through)
+
+
+#: Batches are padded to a multiple of this many rows, so Keras sees a few batch shapes only
+#: and does not re-trace its predict function for every new batch size.
+PAD_ROWS = 32
+
+
+def _padded(x: np.ndarray, cap: int) -> np.ndarray:
+    """``x`` with copies of its first row appended up to a multiple of PAD_ROWS (<= cap)."""
+    rows = len(x)
+    target = min(-(-rows // PAD_ROWS) * PAD_ROWS, max(cap, rows))
+    if target == rows:
+        return x
+    return np.concatenate([x, np.repeat(x[:1], target - rows, axis=0)])
+
+
+class KerasModel(Adapter):
+    """A Keras 3 or tf_keras model with one recurrent layer (LSTM, GRU, SimpleRNN, their
+    ``keras.layers.RNN`` forms, or any of them inside ``Bidirectional``) made traceable."""
+
+    def __init__(self, model: Any, layer: str | int | None = None, *, direction: str = "forward",
+                 output: str | int | None = None, batch_size: int = 512) -> None:
+        self.framework = framework_of(model)
+        self._init_common(model, direction, batch_size)
+        self.name = str(model.name)
+        if len(model.inputs) != 1:
+            raise ModelError(
+                f"model {self.name!r} has {len(model.inputs)} inputs; pytest-rnncov supports "
+                "models with one input tensor")
+        self.output_index = self._pick_output(output)
+        self.wrapper = self._find_layer(layer)
+        if _bidirectional(self.wrapper):
+            self.direction = direction
+            self.layer = (self.wrapper.forward_layer if direction == "forward"
+                          else self.wrapper.backward_layer)
+        else:
+            self.direction = "forward"
+            self.layer = self.wrapper
+        self._refuse_untraceable()
+        self.cell = self._cell()
+        self.units = int(self.cell.units)
+        self.input_shape = tuple(None if d is None else int(d) for d in model.inputs[0].shape[1:])
+        self.input_dtype = np.dtype(str(getattr(model.inputs[0].dtype, "name", model.inputs[0].dtype)))
+        self._build_probe()
+        self.id_range = self._embedding_range()
+
+    @property
+    def layer_name(self) -> str:  # type: ignore[override]
+        """Name of the traced layer; ``name/backward`` for a Bidirectional's backward half."""
+        if self.wrapper is self.layer:
+            return str(self.layer.name)
+        return f"{self.wrapper.name}/{self.direction}"
+
+    # -- choosing -----------------------------------------------------------------------
+    def _pick_output(self, output: str | int | None) -> int:
+        outputs = list(self.model.outputs)
+        names = [str(n) for n in getattr(self.model, "output_names", None) or []]
+        if len(names) != len(outputs):
+            names = [str(i) for i in range(len(outputs))]
+        if output is None:
+            if len(outputs) > 1:
+                raise ModelError(
+                    f"model {self.name!r} has {len(outputs)} outputs ({', '.join(names)}); pass "
+                    "output=INDEX (or a name) to say which one predict() and the oracle use")
+            return 0
+        if isinstance(output, bool) or not isinstance(output, (int, str)):
+            raise InvalidArgument(f"output={output!r}; pass an output index or name")
+        if isinstance(output, int):
+            if not 0 <= output < len(outputs):
+                raise InvalidArgument(
+                    f"output={output}; model {self.name!r} has outputs 0..{len(outputs) - 1}")
+            return output
+        if output not in names:
+            raise InvalidArgument(f"output={output!r}; the outputs are {', '.join(names)}")
+        return names.index(output)
+
+    def _find_layer(self, layer: str | int | None) -> Any:
+        layers = list(self.model.layers)
+        candidates = [(i, lay) for i, lay in enumerate(layers) if _recurrent(lay) or _bidirectional(lay)]
+        listing = ", ".join(f"{lay.name!r} ({type(lay).__name__}, index {i})" for i, lay in candidates)
+        if not candidates:
+            nested = [lay.name for lay in layers if hasattr(lay, "layers")]
+            hint = (f"; recurrent layers inside nested models ({', '.join(nested)}) are not "
+                    "searched: build the model flat" if nested else "")
+            raise ModelError(
+                f"model {self.name!r} has no recurrent layer (layers: "
+                f"{', '.join(repr(lay.name) for lay in layers)}); pytest-rnncov traces LSTM, "
+                f"GRU and SimpleRNN layers, also inside Bidirectional{hint}")
+        if layer is None:
+            return candidates[0][1]
+        if isinstance(layer, bool) or not isinstance(layer, (str, int)):
+            raise InvalidArgument(f"layer={layer!r}; pass a layer name, an index or None")
+        for index, lay in candidates:
+            if layer == lay.name or layer == index:
+                return lay
+        raise ModelError(
+            f"layer={layer!r} is not a recurrent layer of model {self.name!r}; its recurrent "
+            f"layers are {listing}: pass one of those names or indices")
+
+    def _refuse_untraceable(self) -> None:
+        layer = self.layer
+        if getattr(layer, "stateful", False):
+            raise ModelError(
+                f"layer {layer.name!r} is stateful: it carries its state from one batch to the "
+                "next, so a trace from the zero state would differ from the model; trace a "
+                "stateless copy (same weights, stateful=False)")
+        if getattr(layer, "time_major", False):
+            raise ModelError(f"layer {layer.name!r} is time-major; build it batch-major")
+        policy = getattr(layer, "dtype_policy", None)
+        compute = str(getattr(policy, "compute_dtype", "float32"))
+        if compute not in ("float32", "float64"):
+            warnings.warn(f"layer {layer.name!r}: " + MIXED_PRECISION_NOTE.format(dtype=compute),
+                          RNNCovWarning, stacklevel=4)
+
+    # -- the cell --------------------------------------------------------------------
+    def _cell(self) -> Cell:
+        layer, framework = self.layer, self.framework
+        cell = layer.cell
+        kind = CELLS[type(cell).__name__]
+        weights = [np.asarray(w, np.float32) for w in layer.get_weights()]
+        activation = _numpy_activation(cell.activation, framework)
+        backwards = bool(layer.go_backwards)
+        if kind == "simple_rnn":
+            return SimpleRNNCell(weights[0], weights[1], weights[2] if cell.use_bias else None,
+                                 activation, backwards)
+        recurrent_activation = _numpy_activation(cell.recurrent_activation, framework)
+        if kind == "lstm":
+            return LSTMCell(weights[0], weights[1], weights[2] if cell.use_bias else None,
+                            activation, recurrent_activation, backwards)
+        reset_after = bool(getattr(cell, "reset_after", False))
+        input_bias = recurrent_bias = None
+        if cell.use_bias:
+            bias = weights[2]
+            if reset_after:
+                input_bias, recurrent_bias = bias[0], bias[1]
+            else:
+                input_bias = bias
+        return GRUCell(weights[0], weights[1], input_bias, recurrent_bias, reset_after,
+                       activation, recurrent_activation, backwards)
+
+    def _embedding_range(self) -> tuple[int, int] | None:
+        if self.input_dtype.kind not in "iu":
+            return None
+        for lay in self.model.layers:
+            if type(lay).__name__ == "Embedding":
+                return (0, int(lay.input_dim))
+        return None
+
+    # -- running the model --------------------------------------------------------------
+    def _build_probe(self) -> None:
+        """Sub-models that share the model's layers: one stops at the traced layer's input
+        (traces alone), one also returns the model's output (one call for both)."""
+        model, wrapper = self.model, self.wrapper
+        if self.framework == "keras":
+            import keras
+
+            node = wrapper._inbound_nodes[0]
+            args, kwargs = node.arguments.args, node.arguments.kwargs
+            if kwargs.get("initial_state") is not None or len(args) > 1:
+                raise ModelError(
+                    f"layer {wrapper.name!r} is called with an initial state; pytest-rnncov "
+                    "traces recurrent layers that start from zeros")
+            sequence = args[0] if args else kwargs.get("sequences", kwargs.get("inputs"))
+            mask = kwargs.get("mask")
+            self._n_steps = None if sequence.shape[1] is None else int(sequence.shape[1])
+            head = [sequence] + ([mask] if mask is not None else [])
+            output = model.outputs[self.output_index]
+            self._head = keras.Model(model.inputs, head)
+            self._subs = {False: self._head, True: keras.Model(model.inputs, head + [output])}
+            self._has_mask = mask is not None
+            self._predictor = keras.Model(model.inputs, output) if len(model.outputs) > 1 else model
+            return
+
+        import tensorflow as tf
+        import tf_keras
+
+        sequence = wrapper.input
+        if isinstance(sequence, (list, tuple)):
+            raise ModelError(
+                f"layer {wrapper.name!r} is called with an initial state; pytest-rnncov traces "
+                "recurrent layers that start from zeros")
+        self._n_steps = None if sequence.shape[1] is None else int(sequence.shape[1])
+        output = model.outputs[self.output_index]
+        sub = tf_keras.Model(model.inputs, [sequence, output])
+        self._head = tf_keras.Model(model.inputs, sequence)
+        self._predictor = tf_keras.Model(model.inputs, output) if len(model.outputs) > 1 else model
+
+        def with_mask(seq: Any) -> Any:
+            mask = getattr(seq, "_keras_mask", None)
+            return tf.zeros((0,), tf.bool) if mask is None else mask
+
+        @tf.function(reduce_retracing=True)
+        def run_all(x: Any) -> Any:
+            seq, out = sub(x, training=False)
+            return seq, with_mask(seq), out
+
+        @tf.function(reduce_retracing=True)
+        def run_head(x: Any) -> Any:
+            seq = self._head(x, training=False)
+            return seq, with_mask(seq)
+
+        self._tf_calls = (run_all, run_head)
+
+    def _forward(self, x: np.ndarray, outputs: bool) -> tuple[np.ndarray | None, np.ndarray,
+                                                                np.ndarray | None]:
+        rows = len(x)
+        out, sequence, mask = self._call(_padded(x, self.batch_size), outputs)
+        return (None if out is None else out[:rows]), sequence[:rows], (None if mask is None else mask[:rows])
+
+    def _call(self, x: np.ndarray, outputs: bool) -> tuple[np.ndarray | None, np.ndarray,
+                                                          np.ndarray | None]:
+        try:
+            if self.framework == "keras":
+                result = self._subs[outputs].predict_on_batch(x)
+                result = list(result) if isinstance(result, (list, tuple)) else [result]
+                mask = np.asarray(result[1]) if self._has_mask else None
+                return (np.asarray(result[-1]) if outputs else None), np.asarray(result[0]), mask
+            import tensorflow as tf
+
+            run_all, run_head = self._tf_calls
+            tensor = tf.convert_to_tensor(x)
+            if outputs:
+                seq, mask, out = run_all(tensor)
+                out = out.numpy()
+            else:
+                (seq, mask), out = run_head(tensor), None
+            mask_np = mask.numpy()
+            return out, seq.numpy(), (mask_np if mask_np.size else None)
+        except Exception as exc:  # a framework error becomes a project error naming the call
+            raise model_error_from(exc, f"running model {self.name!r}") from exc
+
+    def _predict(self, x: np.ndarray) -> np.ndarray:
+        try:
+            return np.asarray(self._predictor.predict_on_batch(_padded(x, self.batch_size)))[:len(x)]
+        except Exception as exc:
+            raise model_error_from(exc, f"predicting with model {self.name!r}") from exc
+
+    # -- fingerprint --------------------------------------------------------------------
+    def _upstream(self) -> list[Any]:
+        """The layers from the model input to the traced layer's input."""
+        return [lay for lay in self._head.layers]
+
+    def _weight_arrays(self) -> list[np.ndarray]:
+        return [np.asarray(w, np.float32) for lay in self._upstream() for w in lay.get_weights()]
+
+    def _structure(self) -> str:
+        parts = []
+        for lay in self._upstream():
+            config = {k: v for k, v in lay.get_config().items()
+                      if k not in ("name", "trainable", "dtype")}
+            # objects JSON cannot show are named by type only (never by address)
+            text = json.dumps(config, sort_keys=True, default=lambda o: type(o).__name__)
+            parts.append(f"{type(lay).__name__}:{text}")
+        return "|".join(parts)

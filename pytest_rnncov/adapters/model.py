@@ -1,0 +1,31 @@
+"""``RNNModel``: the one public wrapper, which picks the adapter for a model's framework."""
+
+from __future__ import annotations
+
+from abc import ABC
+from typing import Any
+
+from .base import framework_of
+from .keras import KerasModel
+from .torch import TorchModel
+
+
+class RNNModel(ABC):
+    """A model with one of its recurrent layers made traceable.
+
+    ``RNNModel(model, layer=None, *, direction="forward", output=None, batch_size=512)``
+    returns the adapter for the model's framework: a ``KerasModel`` (Keras 3 on any
+    backend, tf_keras) or a ``TorchModel`` (PyTorch). ``layer`` picks the recurrent layer
+    (by name, by index, or the first one); ``direction`` a bidirectional layer's forward or
+    backward half; ``output`` which output of a multi-output model ``predict`` returns.
+    Inputs are fed in batches of ``batch_size``, so any number of inputs runs in bounded
+    memory. Every adapter is an instance of ``RNNModel``.
+    """
+
+    def __new__(cls, model: Any = None, *args: Any, **kwargs: Any) -> Any:
+        adapter: Any = TorchModel if framework_of(model) == "torch" else KerasModel
+        return adapter(model, *args, **kwargs)
+
+
+RNNModel.register(KerasModel)
+RNNModel.register(TorchModel)

@@ -1,0 +1,238 @@
+"""The PyTorch adapter: ``nn.LSTM``, ``nn.GRU`` and ``nn.RNN`` anywhere in a module tree.
+
+The traced layer's input comes from a forward hook on the recurrent module, during the same
+forward pass that gives the model's outputs, so any model around it works (embeddings,
+``PackedSequence`` inputs, ``batch_first`` either way). The layer is recomputed in numpy
+from the module's own weights, converted from PyTorch's gate layout (LSTM i, f, g, o; GRU
+r, z, n with the reset gate applied to ``W_hn h + b_hn``) to the canonical one. Stacked
+layers (``num_layers > 1``) are picked with a ``.lK`` suffix (``"encoder.rnn.l1"``); the
+input of a deeper layer is the recomputed output of the layers below it. Models run on
+whatever device they are on, in eval mode and without gradients. torch is imported only
+when a torch model is wrapped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any
+
+import numpy as np
+
+from ..core.cells import Activation, Cell, GRUCell, LSTMCell, SimpleRNNCell
+from ..errors import InvalidArgument, InvalidInput, ModelError
+from ..validation import check_choice
+from .base import Adapter, model_error_from
+
+KINDS = {"LSTM": "lstm", "GRU": "gru", "RNN": "simple_rnn"}
+
+
+def _numpy(tensor: Any) -> np.ndarray:
+    return tensor.detach().cpu().numpy().astype(np.float32)
+
+
+class TorchModel(Adapter):
+    """A ``torch.nn.Module`` with one of its recurrent modules made traceable.
+
+    ``layer``: the qualified name of an ``nn.LSTM`` / ``nn.GRU`` / ``nn.RNN`` in the module
+    tree (``"encoder.rnn"``; add ``".l1"`` for the second of stacked layers), an index into
+    the recurrent modules, or None (the first). ``output``: which element of a model that
+    returns a tuple is its prediction. The input shape and dtype are learned from the first
+    inputs (integer arrays are token ids, int64) and enforced afterwards, or given with
+    ``input_shape`` / ``input_dtype``.
+    """
+
+    framework = "torch"
+
+    def __init__(self, model: Any, layer: str | int | None = None, *, direction: str = "forward",
+                 output: int | None = None, batch_size: int = 512,
+                 input_shape: tuple[int, ...] | None = None, input_dtype: str | None = None) -> None:
+        import torch
+
+        self._init_common(model, direction, batch_size)
+        self.name = type(model).__name__
+        self.module_name, self.module, self.depth = self._find(layer)
+        kind = type(self.module).__name__
+        self.direction = direction if self.module.bidirectional else "forward"
+        if output is not None and (isinstance(output, bool) or not isinstance(output, int) or output < 0):
+            raise InvalidArgument(f"output={output!r}; pass the index of the prediction in the "
+                                  "tuple the model returns")
+        self.output_index = output
+        self.cell = self._cell(self.module, self.depth, self.direction == "backward")
+        self._below = [self._cells_at(d) for d in range(self.depth)]
+        self.units = int(self.cell.units if not (kind == "LSTM" and self.module.proj_size)
+                         else self.module.proj_size)
+        self._n_steps = None
+        self.input_shape = tuple(input_shape) if input_shape is not None else ()
+        self._shape_known = input_shape is not None
+        if input_dtype is not None:
+            check_choice("input_dtype", input_dtype, ("float32", "int64"))
+        self.input_dtype = np.dtype(input_dtype or "float32")
+        self._dtype_known = input_dtype is not None
+        embeddings = [m for m in model.modules() if isinstance(m, torch.nn.Embedding)]
+        if embeddings:
+            self.id_range = (0, int(embeddings[0].num_embeddings))
+        self._captured: list[Any] = []
+        self._device = next((p.device for p in model.parameters()), torch.device("cpu"))
+
+    @property
+    def layer_name(self) -> str:  # type: ignore[override]
+        name = self.module_name + (f".l{self.depth}" if self.module.num_layers > 1 else "")
+        return name + ("/backward" if self.direction == "backward" else "")
+
+    # -- choosing ---------------------------------------------------------------------
+    def _find(self, layer: str | int | None) -> tuple[str, Any, int]:
+        import torch
+
+        candidates = [(name, m) for name, m in self.model.named_modules()
+                      if type(m) in (torch.nn.LSTM, torch.nn.GRU, torch.nn.RNN)]
+        listing = ", ".join(f"{n!r} ({type(m).__name__}, index {i}, {m.num_layers} layer"
+                            f"{'s' if m.num_layers > 1 else ''})" for i, (n, m) in enumerate(candidates))
+        if not candidates:
+            raise ModelError(f"model {self.name} has no nn.LSTM, nn.GRU or nn.RNN module")
+        if layer is None:
+            return candidates[0][0], candidates[0][1], 0
+        if isinstance(layer, bool) or not isinstance(layer, (str, int)):
+            raise InvalidArgument(f"layer={layer!r}; pass a module name, an index or None")
+        if isinstance(layer, int):
+            if not 0 <= layer < len(candidates):
+                raise ModelError(f"layer={layer}; the recurrent modules are {listing}")
+            return candidates[layer][0], candidates[layer][1], 0
+        match = re.fullmatch(r"(.*?)(?:\.l(\d+))?", layer)
+        assert match is not None
+        name, depth = match.group(1), int(match.group(2) or 0)
+        for candidate, module in candidates:
+            if candidate == name:
+                if depth >= module.num_layers:
+                    raise ModelError(f"layer={layer!r}: {name!r} has {module.num_layers} stacked "
+                                     f"layers, .l0 to .l{module.num_layers - 1}")
+                return candidate, module, depth
+        raise ModelError(f"layer={layer!r} is not a recurrent module of {self.name}; its "
+                         f"recurrent modules are {listing}")
+
+    # -- the cell --------------------------------------------------------------------
+    def _cell(self, module: Any, depth: int, backward: bool) -> Cell:
+        suffix = f"_l{depth}" + ("_reverse" if backward else "")
+        kind = type(module).__name__
+
+        def weight(name: str) -> np.ndarray | None:
+            tensor = getattr(module, f"{name}{suffix}", None)
+            return None if tensor is None else _numpy(tensor)
+
+        w_ih, w_hh = weight("weight_ih"), weight("weight_hh")
+        b_ih, b_hh = weight("bias_ih"), weight("bias_hh")
+        assert w_ih is not None and w_hh is not None
+        if kind == "LSTM":
+            projection = weight("weight_hr")
+            bias = None if b_ih is None or b_hh is None else b_ih + b_hh
+            return LSTMCell(w_ih.T, w_hh.T, bias, Activation.named("tanh"),
+                            Activation.named("sigmoid"), backward,
+                            None if projection is None else projection.T)
+        if kind == "GRU":
+            u = w_ih.shape[0] // 3
+            order = np.r_[u:2 * u, 0:u, 2 * u:3 * u]  # r, z, n -> z, r, n
+            return GRUCell(w_ih[order].T, w_hh[order].T, None if b_ih is None else b_ih[order],
+                           None if b_hh is None else b_hh[order], True, Activation.named("tanh"),
+                           Activation.named("sigmoid"), backward)
+        bias = None if b_ih is None or b_hh is None else b_ih + b_hh
+        activation = Activation.named("relu" if module.nonlinearity == "relu" else "tanh")
+        return SimpleRNNCell(w_ih.T, w_hh.T, bias, activation, backward)
+
+    def _cells_at(self, depth: int) -> list[Cell]:
+        """The cells of stacked layer ``depth`` (forward, and backward if bidirectional)."""
+        directions = [False, True] if self.module.bidirectional else [False]
+        return [self._cell(self.module, depth, backward) for backward in directions]
+
+    # -- running ---------------------------------------------------------------------
+    def check_input(self, x: Any) -> np.ndarray:
+        array = np.asarray(x) if not hasattr(x, "detach") else x.detach().cpu().numpy()
+        if array.ndim < 2:
+            raise InvalidInput(f"inputs have shape {array.shape}; pass a batch (x[None] for one)")
+        if not self._shape_known:
+            self.input_shape = tuple(int(d) for d in array.shape[1:])
+            self._shape_known = True
+        if not self._dtype_known and array.dtype.kind in "biu":
+            self.input_dtype = np.dtype("int64")
+        self._dtype_known = True
+        return super().check_input(array)
+
+    def _hook(self, module: Any, args: Any, kwargs: Any) -> None:
+        hx = args[1] if len(args) > 1 else kwargs.get("hx")
+        if hx is not None:
+            raise ModelError(f"module {self.module_name!r} is called with an initial state (hx); "
+                             "pytest-rnncov traces recurrent layers that start from zeros")
+        self._captured.append(args[0] if args else kwargs["input"])
+
+    def _run_model(self, x: np.ndarray) -> tuple[Any, Any]:
+        import torch
+
+        was_training = self.model.training
+        handle = self.module.register_forward_pre_hook(self._hook, with_kwargs=True)
+        self._captured.clear()
+        try:
+            self.model.eval()
+            with torch.no_grad():
+                out = self.model(torch.from_numpy(np.ascontiguousarray(x)).to(self._device))
+        except ModelError:
+            raise
+        except Exception as exc:
+            raise model_error_from(exc, f"running model {self.name}") from exc
+        finally:
+            handle.remove()
+            self.model.train(was_training)
+        if len(self._captured) != 1:
+            raise ModelError(f"module {self.module_name!r} ran {len(self._captured)} times in one "
+                             "forward pass; pytest-rnncov traces a module called once")
+        return out, self._captured[0]
+
+    def _prediction(self, out: Any) -> np.ndarray:
+        if isinstance(out, (tuple, list)):
+            if self.output_index is None:
+                raise ModelError(f"model {self.name} returns a {type(out).__name__} of "
+                                 f"{len(out)}; pass output=INDEX to say which is the prediction")
+            if self.output_index >= len(out):
+                raise InvalidArgument(f"output={self.output_index}; the model returns {len(out)} values")
+            out = out[self.output_index]
+        return out.detach().cpu().numpy()
+
+    def _layer_input(self, captured: Any, steps: int) -> tuple[np.ndarray, np.ndarray | None]:
+        """(B, T, D) input of the traced stacked layer and its (B, T) mask of real steps; a
+        PackedSequence is padded back to the model input's ``steps``."""
+        from torch.nn.utils.rnn import PackedSequence, pad_packed_sequence
+
+        mask = None
+        if isinstance(captured, PackedSequence):
+            padded, lengths = pad_packed_sequence(captured, batch_first=True, total_length=steps)
+            sequence = _numpy(padded)
+            mask = np.arange(sequence.shape[1])[None, :] < lengths.numpy()[:, None]
+        else:
+            sequence = _numpy(captured)
+            if not self.module.batch_first:
+                sequence = sequence.transpose(1, 0, 2)
+        for cells in self._below:  # deeper layers: the recomputed output of the layers below
+            parts = []
+            for cell in cells:
+                h = cell.forward(sequence, mask).h
+                parts.append(h[:, ::-1] if cell.go_backwards else h)
+            sequence = np.concatenate(parts, axis=-1)
+            if mask is not None:
+                sequence = sequence * mask[:, :, None]
+        return np.ascontiguousarray(sequence, np.float32), mask
+
+    def _forward(self, x: np.ndarray, outputs: bool) -> tuple[np.ndarray | None, np.ndarray,
+                                                                np.ndarray | None]:
+        out, captured = self._run_model(x)
+        sequence, mask = self._layer_input(captured, int(x.shape[1]))
+        if self._n_steps is None:
+            self._n_steps = int(sequence.shape[1])
+        return (self._prediction(out) if outputs else None), sequence, mask
+
+    def _predict(self, x: np.ndarray) -> np.ndarray:
+        return self._prediction(self._run_model(x)[0])
+
+    # -- fingerprint --------------------------------------------------------------------
+    def _weight_arrays(self) -> list[np.ndarray]:
+        return [_numpy(t) for t in self.model.state_dict().values() if t.is_floating_point()]
+
+    def _structure(self) -> str:
+        return hashlib.sha256(repr(self.model).encode()).hexdigest()

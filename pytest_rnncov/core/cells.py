@@ -1,0 +1,389 @@
+"""Recurrent cells recomputed in float32 numpy, recording their gates (SPEC section 1).
+
+Each cell holds its weights in one canonical layout (Keras's gate order; adapters convert
+other frameworks' layouts) and the layer's own activation functions. ``forward`` runs the
+cell over a batch and returns every component the cell records, time steps in processing
+order. The loops run once per step over the whole batch: one matmul for all input
+projections, one per step for the recurrence, activations applied in place on contiguous
+gate blocks.
+
+At a masked step the framework keeps the previous state; every component then repeats the
+previous step's values (zeros before the first real step).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar
+
+import numpy as np
+
+from ..errors import RNNCovWarning
+from .trace import CELL_COMPONENTS, Trace
+
+InPlace = Callable[[np.ndarray], None]
+
+_F = np.float32
+
+
+def _sigmoid(x: np.ndarray) -> None:
+    # 0.5 * tanh(0.5 x) + 0.5 is the logistic function, and np.tanh is much faster than exp
+    np.multiply(x, _F(0.5), out=x)
+    np.tanh(x, out=x)
+    np.multiply(x, _F(0.5), out=x)
+    np.add(x, _F(0.5), out=x)
+
+
+def _tanh(x: np.ndarray) -> None:
+    np.tanh(x, out=x)
+
+
+def _relu(x: np.ndarray) -> None:
+    np.maximum(x, _F(0), out=x)
+
+
+def _linear(x: np.ndarray) -> None:
+    return None
+
+
+def _hard_sigmoid_keras3(x: np.ndarray) -> None:
+    """Keras 3: ``relu6(x + 3) / 6``, in that order of float operations."""
+    np.add(x, _F(3), out=x)
+    np.clip(x, _F(0), _F(6), out=x)
+    np.divide(x, _F(6), out=x)
+
+
+def _hard_sigmoid_keras2(x: np.ndarray) -> None:
+    """Keras 2 / tf_keras: ``clip(0.2 x + 0.5, 0, 1)``."""
+    np.multiply(x, _F(0.2), out=x)
+    np.add(x, _F(0.5), out=x)
+    np.clip(x, _F(0), _F(1), out=x)
+
+
+KNOWN_ACTIVATIONS: dict[str, InPlace] = {
+    "sigmoid": _sigmoid,
+    "tanh": _tanh,
+    "relu": _relu,
+    "linear": _linear,
+    "hard_sigmoid_keras3": _hard_sigmoid_keras3,
+    "hard_sigmoid_keras2": _hard_sigmoid_keras2,
+}
+
+
+@dataclass(frozen=True)
+class Activation:
+    """An activation function applied in place on float32 arrays.
+
+    Known functions (``KNOWN_ACTIVATIONS``) are numpy twins of the framework's; any other
+    callable runs through the framework itself (exact, slower, announced by a warning).
+    """
+
+    name: str
+    apply: InPlace
+
+    @classmethod
+    def named(cls, name: str) -> "Activation":
+        return cls(name, KNOWN_ACTIVATIONS[name])
+
+    @classmethod
+    def through(cls, name: str, fn: Callable[[np.ndarray], Any]) -> "Activation":
+        warnings.warn(
+            f"activation {name!r} has no numpy twin in pytest-rnncov; the trace calls the "
+            "framework's own function at every step (exact, but slower)", RNNCovWarning,
+            stacklevel=3)
+
+        def apply(x: np.ndarray) -> None:
+            x[...] = np.asarray(fn(x), dtype=np.float32)
+
+        return cls(name, apply)
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        """Out of place (for tests and small inputs)."""
+        out = np.array(x, dtype=np.float32)
+        self.apply(out)
+        return out
+
+
+def _f32(a: Any) -> np.ndarray:
+    return np.ascontiguousarray(a, dtype=np.float32)
+
+
+def _halve_sigmoid_blocks(activation: Activation, *arrays: np.ndarray | None,
+                          columns: slice) -> tuple[bool, list[np.ndarray | None]]:
+    """For a sigmoid recurrent activation, the weights of the sigmoid blocks halved, so that
+    ``sigmoid(z) = 0.5 * tanh(z') + 0.5`` with ``z' = z / 2`` computed by the matmuls
+    themselves (halving is exact in binary floating point)."""
+    if activation.name != "sigmoid":
+        return False, [None if a is None else _f32(a) for a in arrays]
+    out: list[np.ndarray | None] = []
+    for a in arrays:
+        if a is None:
+            out.append(None)
+            continue
+        a = np.array(a, dtype=np.float32)
+        a[..., columns] *= np.float32(0.5)
+        out.append(a)
+    return True, out
+
+
+def _finish_sigmoid(block: np.ndarray) -> None:
+    """``0.5 * tanh(block) + 0.5`` in place (the block holds z / 2)."""
+    np.tanh(block, out=block)
+    block *= np.float32(0.5)
+    block += np.float32(0.5)
+
+
+class Cell:
+    """A recurrent cell: ``forward(x, mask)`` returns its trace, (B, T, U) per component.
+
+    Kernels work time-major and in place: the input projections of every step are computed
+    by one matmul into the array that then holds the gates, so each gate is a view, never a
+    copy.
+    """
+
+    kind: ClassVar[str]
+    go_backwards: bool
+
+    @property
+    def components(self) -> tuple[str, ...]:
+        return CELL_COMPONENTS[self.kind]
+
+    @property
+    def units(self) -> int:
+        raise NotImplementedError
+
+    def arrays(self) -> list[np.ndarray]:
+        """Every weight array (for fingerprints)."""
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        """The cell's type and options, for fingerprints and messages."""
+        raise NotImplementedError
+
+    def _run(self, x: np.ndarray, keep: np.ndarray | None) -> dict[str, np.ndarray]:
+        """Time-major components (T, B, width) for time-major-ready input ``x`` (B, T, D)."""
+        raise NotImplementedError
+
+    def forward(self, x: Any, mask: np.ndarray | None = None, until: int | None = None) -> Trace:
+        """The trace of ``x`` (B, T, D); ``mask`` (B, T) marks real steps (input order).
+        With ``until``, only the first ``until`` steps (in processing order) are computed."""
+        x = np.asarray(x, dtype=np.float32)
+        length = x.shape[1]
+        if self.go_backwards:
+            x = x[:, ::-1]
+            mask = None if mask is None else mask[:, ::-1]
+        if until is not None and until < length:
+            x = x[:, :until]
+            mask = None if mask is None else mask[:, :until]
+        keep = None if mask is None else np.ascontiguousarray(np.asarray(mask, bool).T)[:, :, None]
+        out = self._run(x, keep)
+        return Trace({n: np.swapaxes(out[n], 0, 1) for n in self.components}, cell=self.kind,
+                     mask=None if mask is None else np.asarray(mask, bool), length=length)
+
+    @staticmethod
+    def _input_projection(x: np.ndarray, kernel: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
+        """x @ kernel (+ bias) for all steps at once, time-major: (T, B, width)."""
+        batch, steps, _ = x.shape
+        z = np.ascontiguousarray(x.transpose(1, 0, 2)).reshape(steps * batch, -1) @ kernel
+        if bias is not None:
+            z += bias
+        return z.reshape(steps, batch, -1)
+
+    @staticmethod
+    def _hold(t: int, keep: np.ndarray | None, *arrays: np.ndarray) -> None:
+        """At masked rows of step t, every array repeats step t-1 (zeros at t = 0)."""
+        if keep is None:
+            return
+        for values in arrays:
+            if t == 0:
+                values[0] *= keep[0]
+            else:
+                np.copyto(values[t], values[t - 1], where=~keep[t])
+
+
+@dataclass(frozen=True, eq=False)
+class LSTMCell(Cell):
+    """LSTM with gate blocks i, f, c~, o (Keras order; PyTorch's i, f, g, o is the same).
+
+    ``projection`` (U, P) is PyTorch's ``proj_size``: h = (o * act(c)) @ projection, and the
+    recurrent kernel then has P rows.
+    """
+
+    kernel: np.ndarray  # (D, 4U)
+    recurrent: np.ndarray  # (U or P, 4U)
+    bias: np.ndarray | None  # (4U,)
+    activation: Activation
+    recurrent_activation: Activation
+    go_backwards: bool = False
+    projection: np.ndarray | None = None  # (U, P)
+
+    kind: ClassVar[str] = "lstm"
+
+    @property
+    def units(self) -> int:
+        return int(self.kernel.shape[1] // 4)
+
+    def arrays(self) -> list[np.ndarray]:
+        return [a for a in (self.kernel, self.recurrent, self.bias, self.projection) if a is not None]
+
+    def describe(self) -> str:
+        return (f"lstm|{self.activation.name}|{self.recurrent_activation.name}|"
+                f"backwards={self.go_backwards}|projection={self.projection is not None}")
+
+    def _run(self, x: np.ndarray, keep: np.ndarray | None) -> dict[str, np.ndarray]:
+        u = self.units
+        # blocks reordered to i, f, o | c~: one in-place call covers the three gates
+        order = np.r_[0:2 * u, 3 * u:4 * u, 2 * u:3 * u]
+        halved, (kernel, recurrent, bias) = _halve_sigmoid_blocks(
+            self.recurrent_activation, self.kernel[:, order], self.recurrent[:, order],
+            None if self.bias is None else self.bias[order], columns=slice(0, 3 * u))
+        assert kernel is not None and recurrent is not None
+        gates = self._input_projection(x, kernel, bias)  # (T, B, 4U): becomes i, f, o, c~
+        steps, batch = gates.shape[:2]
+        width = recurrent.shape[0]
+        c_all = np.empty((steps, batch, u), np.float32)
+        h_all = np.empty((steps, batch, width), np.float32)
+        recur = np.empty((batch, 4 * u), np.float32)
+        scratch = np.empty((batch, u), np.float32)
+        act = self.activation.apply
+        gate = _finish_sigmoid if halved else self.recurrent_activation.apply
+        for t in range(steps):
+            z = gates[t]
+            if t:
+                np.matmul(h_all[t - 1], recurrent, out=recur)
+                z += recur
+            gate(z[:, : 3 * u])
+            act(z[:, 3 * u:])
+            i, f, o, g = z[:, :u], z[:, u:2 * u], z[:, 2 * u:3 * u], z[:, 3 * u:]
+            c = c_all[t]
+            np.multiply(i, g, out=c)
+            if t:
+                np.multiply(f, c_all[t - 1], out=scratch)
+                c += scratch
+            np.copyto(scratch, c)
+            act(scratch)
+            scratch *= o
+            if self.projection is None:
+                np.copyto(h_all[t], scratch)
+            else:
+                np.matmul(scratch, self.projection, out=h_all[t])
+            self._hold(t, keep, gates, c_all, h_all)
+        return {"i": gates[..., :u], "f": gates[..., u:2 * u], "o": gates[..., 2 * u:3 * u],
+                "c": c_all, "h": h_all}
+
+
+@dataclass(frozen=True, eq=False)
+class GRUCell(Cell):
+    """GRU with gate blocks z, r, n (Keras order; adapters reorder PyTorch's r, z, n).
+
+    ``reset_after=True`` (Keras 3 default, PyTorch): n = act(x W_n + b_n + r * (h U_n + c_n)).
+    ``reset_after=False``: n = act(x W_n + b_n + (r * h) U_n). Then h = z * h + (1 - z) * n.
+    """
+
+    kernel: np.ndarray  # (D, 3U)
+    recurrent: np.ndarray  # (U, 3U)
+    input_bias: np.ndarray | None  # (3U,)
+    recurrent_bias: np.ndarray | None  # (3U,), only with reset_after
+    reset_after: bool
+    activation: Activation
+    recurrent_activation: Activation
+    go_backwards: bool = False
+
+    kind: ClassVar[str] = "gru"
+
+    @property
+    def units(self) -> int:
+        return int(self.kernel.shape[1] // 3)
+
+    def arrays(self) -> list[np.ndarray]:
+        return [a for a in (self.kernel, self.recurrent, self.input_bias, self.recurrent_bias)
+                if a is not None]
+
+    def describe(self) -> str:
+        return (f"gru|{self.activation.name}|{self.recurrent_activation.name}|"
+                f"backwards={self.go_backwards}|reset_after={self.reset_after}")
+
+    def _run(self, x: np.ndarray, keep: np.ndarray | None) -> dict[str, np.ndarray]:
+        u = self.units
+        gates_only = slice(0, 2 * u)
+        halved, (kernel, recurrent, input_bias, recurrent_bias) = _halve_sigmoid_blocks(
+            self.recurrent_activation, self.kernel, self.recurrent, self.input_bias,
+            self.recurrent_bias, columns=gates_only)
+        assert kernel is not None and recurrent is not None
+        gates = self._input_projection(x, kernel, input_bias)  # (T, B, 3U): becomes z, r, n
+        steps, batch = gates.shape[:2]
+        h_all = np.empty((steps, batch, u), np.float32)
+        recur = np.zeros((batch, 3 * u), np.float32)
+        gate = _finish_sigmoid if halved else self.recurrent_activation.apply
+        act = self.activation.apply
+        for t in range(steps):
+            z_all = gates[t]
+            previous = h_all[t - 1] if t else None
+            if self.reset_after:
+                if previous is not None:
+                    np.matmul(previous, recurrent, out=recur)
+                if recurrent_bias is not None:
+                    if previous is None:
+                        recur[...] = 0
+                    recur += recurrent_bias
+                z_all[:, gates_only] += recur[:, gates_only]
+                gate(z_all[:, gates_only])
+                r = z_all[:, u:2 * u]
+                z_all[:, 2 * u:] += r * recur[:, 2 * u:]  # the candidate's columns are whole
+            else:
+                if previous is not None:
+                    np.matmul(previous, recurrent[:, gates_only], out=recur[:, gates_only])
+                    z_all[:, gates_only] += recur[:, gates_only]
+                gate(z_all[:, gates_only])
+                r = z_all[:, u:2 * u]
+                if previous is not None:
+                    z_all[:, 2 * u:] += (r * previous) @ recurrent[:, 2 * u:]
+            act(z_all[:, 2 * u:])
+            zg, n, h = z_all[:, :u], z_all[:, 2 * u:], h_all[t]
+            # h = z * h_prev + (1 - z) * n  ==  n + z * (h_prev - n)
+            if previous is None:
+                np.multiply(zg, n, out=h)
+                np.subtract(n, h, out=h)
+            else:
+                np.subtract(previous, n, out=h)
+                h *= zg
+                h += n
+            self._hold(t, keep, gates, h_all)
+        return {"z": gates[..., :u], "r": gates[..., u:2 * u], "n": gates[..., 2 * u:], "h": h_all}
+
+
+@dataclass(frozen=True, eq=False)
+class SimpleRNNCell(Cell):
+    """Elman RNN: h = act(x W + b + h U)."""
+
+    kernel: np.ndarray  # (D, U)
+    recurrent: np.ndarray  # (U, U)
+    bias: np.ndarray | None  # (U,)
+    activation: Activation
+    go_backwards: bool = False
+
+    kind: ClassVar[str] = "simple_rnn"
+
+    @property
+    def units(self) -> int:
+        return int(self.kernel.shape[1])
+
+    def arrays(self) -> list[np.ndarray]:
+        return [a for a in (self.kernel, self.recurrent, self.bias) if a is not None]
+
+    def describe(self) -> str:
+        return f"simple_rnn|{self.activation.name}|backwards={self.go_backwards}"
+
+    def _run(self, x: np.ndarray, keep: np.ndarray | None) -> dict[str, np.ndarray]:
+        recurrent = _f32(self.recurrent)
+        h_all = self._input_projection(x, _f32(self.kernel),
+                                       None if self.bias is None else _f32(self.bias))
+        recur = np.empty(h_all.shape[1:], np.float32)
+        for t in range(h_all.shape[0]):
+            if t:
+                np.matmul(h_all[t - 1], recurrent, out=recur)
+                h_all[t] += recur
+            self.activation.apply(h_all[t])
+            self._hold(t, keep, h_all)
+        return {"h": h_all}

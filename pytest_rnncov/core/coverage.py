@@ -1,0 +1,216 @@
+"""``Coverage``: the metrics of one traced layer, fed batch by batch in bounded memory."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
+
+import numpy as np
+
+from ..errors import InvalidArgument, InvalidInput
+from .metrics import DEFAULT_METRICS, BatchResult, Metric, Signals, make_metric
+from .profile import Profile
+from .state import MetricState, ModelState
+from .threads import numpy_work
+from .trace import Trace
+
+if TYPE_CHECKING:
+    from .source import TraceSource
+
+#: One batch's results per metric name, tagged with the profile and configuration that
+#: produced them (a result is reused only where both are the same).
+Observation = dict[str, tuple[str, BatchResult]]
+
+
+def bind_metrics(specs: Iterable[Any], profile: Profile, preset: str,
+                 track_fitness: bool) -> dict[str, Metric]:
+    """Configured, bound metrics by name; refuses an empty list and duplicates."""
+    if isinstance(specs, (str, Metric)):
+        specs = (specs,)
+    if specs is None or isinstance(specs, Mapping) or not isinstance(specs, Iterable):
+        raise InvalidArgument(
+            f"metrics={specs!r}; pass metric names or Metric instances, e.g. "
+            "metrics=('BC', 'SC', 'TC')")
+    bound: dict[str, Metric] = {}
+    for spec in specs:
+        metric = make_metric(spec, preset).bind(profile, track_fitness=track_fitness)
+        if metric.name in bound:
+            raise InvalidArgument(f"metric {metric.name} is given twice; pass each metric once")
+        bound[metric.name] = metric
+    if not bound:
+        raise InvalidArgument("metrics is empty; pass e.g. metrics=('BC', 'SC', 'TC')")
+    return bound
+
+
+class Coverage:
+    """BC / SC / TC (or any metrics) of one model's recurrent layer over a growing set of
+    inputs.
+
+    ``metrics`` holds names (configured by ``preset``: ``"paper"`` or ``"testrnn"``) or
+    configured :class:`~pytest_rnncov.core.metrics.Metric` instances. ``update(x)`` runs the
+    model batch by batch and adds each batch as it comes, so any number of inputs fits in
+    memory; covered conditions only grow. With ``track_fitness`` (default), every metric
+    keeps the best fitness per condition and a copy of the input that gave it for uncovered
+    conditions (``best_input``), which the targeted search starts from.
+    """
+
+    def __init__(self, model: "TraceSource", profile: Profile,
+                 metrics: Iterable[Any] = DEFAULT_METRICS, *, preset: str = "paper",
+                 track_fitness: bool = True) -> None:
+        if not isinstance(profile, Profile):
+            raise InvalidArgument(f"profile={profile!r} is not a fitted Profile")
+        profile.check(model)
+        self.model = model
+        self.profile = profile
+        self.preset = preset
+        self.metrics = bind_metrics(metrics, profile, preset, track_fitness)
+        self.track_fitness = track_fitness
+        self.n_inputs_ = 0
+        self._kept: dict[int, np.ndarray] = {}
+
+    def __getitem__(self, name: str) -> Metric:
+        if not isinstance(name, str):
+            raise InvalidArgument(
+                f"coverage[{name!r}]: index by metric name, one of {', '.join(self.metrics)}")
+        try:
+            return self.metrics[name.upper()]
+        except KeyError:
+            raise InvalidArgument(
+                f"no metric {name!r} here; this Coverage has {', '.join(self.metrics)}") from None
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name.upper() in self.metrics
+
+    # -- feeding -----------------------------------------------------------------------
+    def update(self, x: Any) -> dict[str, int]:
+        """Run ``x`` through the model batch by batch and add it; return newly covered
+        conditions per metric."""
+        x = self.model.check_input(x)
+        gained = dict.fromkeys(self.metrics, 0)
+        start = 0
+        for _, trace in self.model.iter_traces(x, outputs=False, until=self.until):
+            part = self.update_trace(trace, x[start : start + trace.batch_size])
+            start += trace.batch_size
+            for key, value in part.items():
+                gained[key] += value
+        return gained
+
+    def update_trace(self, trace: Trace, inputs: np.ndarray | None = None) -> dict[str, int]:
+        """Add an already computed trace (``inputs`` kept for ``best_input`` when given)."""
+        gained, _ = self.update_signals(self.signals(trace), inputs)
+        return gained
+
+    def signals(self, trace: Trace) -> Signals:
+        """The signals of ``trace`` over this coverage's window (checked against the profile)."""
+        if trace.length != self.profile.n_steps_ or trace.cell != self.profile.cell_:
+            raise InvalidInput(
+                f"the inputs give a {trace.cell} trace of {trace.length} steps but the profile "
+                f"was fitted on a {self.profile.cell_} layer of {self.profile.n_steps_} steps; "
+                f"pad or cut the inputs to {self.profile.n_steps_} steps")
+        return Signals(trace, self.profile.window_)
+
+    @property
+    def until(self) -> int:
+        """How many steps a trace needs for this coverage (through the window's end)."""
+        return int(self.profile.window_[1]) + 1
+
+    def observe(self, signals: Signals, reuse: Observation | None = None) -> Observation:
+        """Each metric's result for one batch, reusing results of equal configuration."""
+        out: Observation = {}
+        for key, metric in self.metrics.items():
+            describe = f"{id(self.profile)}|{metric.describe()}"
+            previous = None if reuse is None else reuse.get(key)
+            needs_fitness = self.track_fitness
+            if previous is not None and previous[0] == describe and (
+                    not needs_fitness or previous[1].best is not None):
+                out[key] = previous
+            else:
+                out[key] = (describe, metric.evaluate(signals, fitness=needs_fitness))
+        return out
+
+    def update_signals(self, signals: Signals, inputs: np.ndarray | None = None,
+                       reuse: Observation | None = None) -> tuple[dict[str, int], Observation]:
+        """Add one batch of signals; returns (newly covered per metric, the observation),
+        the observation can be handed to another Coverage of the same profile."""
+        with numpy_work():
+            observation = self.observe(signals, reuse)
+        ids = np.arange(self.n_inputs_, self.n_inputs_ + len(signals))
+        self.n_inputs_ += len(signals)
+        gained = {key: len(self.metrics[key].absorb(result, ids))
+                  for key, (_, result) in observation.items()}
+        if inputs is not None and self.track_fitness:
+            self._keep_best(inputs, ids)
+        return gained, observation
+
+    def _keep_best(self, inputs: np.ndarray, ids: np.ndarray) -> None:
+        """Keep copies of the inputs that hold a best fitness of an uncovered condition."""
+        wanted = np.unique(np.concatenate(
+            [m.best_input_[~m.covered_] for m in self.metrics.values()]))
+        keep = set(wanted.tolist())
+        self._kept = {i: v for i, v in self._kept.items() if i in keep}
+        fresh = wanted[(wanted >= ids[0]) & (wanted <= ids[-1])]
+        for i in fresh.tolist():
+            self._kept[i] = np.array(inputs[i - ids[0]], copy=True)
+
+    def best_input(self, metric: str, condition: int) -> np.ndarray | None:
+        """The input closest to covering an uncovered condition (None when unknown)."""
+        chosen = self[metric]
+        if isinstance(condition, bool) or not isinstance(condition, (int, np.integer)) or not (
+                0 <= condition < chosen.total):
+            raise InvalidArgument(
+                f"condition={condition!r}; {chosen.name} has conditions 0..{chosen.total - 1}")
+        index = int(chosen.best_input_[int(condition)])
+        return self._kept.get(index)
+
+    # -- figures and state -------------------------------------------------------------
+    def rates(self) -> dict[str, float]:
+        """Coverage rate per metric."""
+        return {name: m.rate for name, m in self.metrics.items()}
+
+    def state(self, name: str | None = None) -> ModelState:
+        """This coverage as the one serialisable state type (copies)."""
+        model = self.model
+        return ModelState(
+            name or model.layer_name, model.layer_name, self.profile.cell_,
+            (int(self.profile.window_[0]), int(self.profile.window_[1])),
+            model.fingerprint(), self.n_inputs_,
+            {key: m.state_.copy() for key, m in self.metrics.items()})
+
+    def merge(self, other: "Coverage") -> None:
+        """Union another Coverage of the same model, profile and metrics into this one."""
+        if not isinstance(other, Coverage):
+            raise InvalidArgument(f"cannot merge {type(other).__name__} into a Coverage")
+        self.merge_state(other.state())
+
+    def merge_state(self, state: ModelState) -> None:
+        """Union a state produced elsewhere (another process, a data file)."""
+        if not isinstance(state, ModelState):
+            raise InvalidArgument(
+                f"merge_state takes a ModelState (coverage.state()), got {type(state).__name__}")
+        self.state().check_compatible(state)
+        if set(state.metrics) != set(self.metrics):
+            raise InvalidArgument(
+                f"cannot merge coverage of {sorted(state.metrics)} into {sorted(self.metrics)}")
+        for key, metric in self.metrics.items():
+            metric.merge_state(state.metrics[key])
+        self.n_inputs_ += state.n_inputs
+
+    def empty_states(self) -> dict[str, MetricState]:
+        """Fresh states of these metrics' configurations (e.g. one test's coverage)."""
+        return {key: m.empty_state() for key, m in self.metrics.items()}
+
+    def summary(self) -> str:
+        """A small text table: metric, configuration, covered / total, rate."""
+        rows = [
+            f"model {self.model.name!r}, layer {self.model.layer_name!r}, "
+            f"window {list(self.profile.window_)}, inputs {self.n_inputs_}"
+        ]
+        width = max(len(m.describe()) for m in self.metrics.values())
+        for metric in self.metrics.values():
+            rows.append(
+                f"  {metric.describe():<{width}}  {metric.covered:>6}/{metric.total:<6} "
+                f"{metric.rate:7.1%}")
+        return "\n".join(rows)
+
+    def __repr__(self) -> str:
+        rates = ", ".join(f"{k}={v:.3f}" for k, v in self.rates().items())
+        return f"Coverage({self.model.layer_name!r}, inputs={self.n_inputs_}, {rates})"

@@ -1,0 +1,115 @@
+"""testRNN's temporal coverage (TC): the SAX word of the window's curve.
+
+The curve of a signal over the window is z-normalised with the profile's statistics,
+reduced to ``w`` values by fractional PAA and each value mapped to one of ``a`` symbols
+by the standard normal's equiprobable breakpoints; every word of ``a**w`` is a condition
+(docs/definitions.md, "TC").
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ...errors import InvalidArgument
+from ...validation import check_int
+from .. import sax
+from ..abstractions import check_signal
+from .base import BLOCK, MAX_CONDITIONS, BatchResult, Metric, Signals, check_cell_component
+
+if TYPE_CHECKING:
+    from ..profile import Profile
+
+
+class TC(Metric):
+    """Temporal coverage: every SAX word of length ``w`` over ``a`` symbols."""
+
+    name = "TC"
+
+    def __init__(self, component: str = "h", abstraction: str = "net", w: int = 5,
+                 a: int = 3) -> None:
+        check_signal(component, abstraction)
+        self.component, self.abstraction = component, abstraction
+        self.w = check_int("w", w, minimum=1, example="5")
+        self.a = check_int("a", a, minimum=2, example="3")
+        if self.a ** self.w > MAX_CONDITIONS:
+            largest = max(k for k in range(1, 64) if self.a ** k <= MAX_CONDITIONS)
+            raise InvalidArgument(
+                f"TC(w={self.w}, a={self.a}) has {self.a ** self.w:,} words, more than the "
+                f"{MAX_CONDITIONS:,} conditions pytest-rnncov tracks; use w <= {largest} with "
+                f"a={self.a}, or a smaller alphabet")
+
+    def prepare(self, profile: "Profile") -> None:
+        check_cell_component(self, profile, self.component)
+        t1, t2 = profile.window_
+        length = t2 - t1 + 1
+        if self.w > length:
+            raise InvalidArgument(
+                f"TC w={self.w} is larger than the window {list(profile.window_)} "
+                f"({length} steps); use w <= {length} or a wider window")
+        self.window_ = profile.window_
+        self.mu_, self.sigma_ = profile.zscore(self.component, self.abstraction)
+        self.paa_ = sax.paa_matrix(length, self.w)
+        self.cuts_ = sax.breakpoints(self.a)
+
+    @property
+    def n_conditions(self) -> int:
+        return self.a ** self.w
+
+    def paa(self, signals: Signals, rows: slice = slice(None)) -> np.ndarray:
+        """z-normalised PAA values: (rows, w)."""
+        values = signals.get(self.component, self.abstraction)[rows]
+        return ((values - self.mu_) / self.sigma_) @ self.paa_.T
+
+    def words(self, signals: Signals, rows: slice = slice(None)) -> np.ndarray:
+        """The word (condition id) of each input."""
+        return sax.word_ids(sax.symbols(self.paa(signals, rows), self.cuts_), self.a)
+
+    def _word_fitness(self, distances: np.ndarray) -> np.ndarray:
+        """(rows, a**w) fitness of every word from per-position distances (rows, w, a)."""
+        out = distances[:, 0, :]
+        for j in range(1, self.w):
+            out = (out[:, :, None] + distances[:, j, None, :]).reshape(len(distances), -1)
+        return out
+
+    def fitness(self, signals: Signals, rows: slice = slice(None)) -> np.ndarray:
+        return self._word_fitness(sax.interval_distance(self.paa(signals, rows), self.cuts_))
+
+    def condition_fitness(self, signals: Signals, condition: int) -> np.ndarray:
+        digits = sax.word_digits(np.array([condition]), self.a, self.w)[0]
+        distances = sax.interval_distance(self.paa(signals), self.cuts_)
+        return distances[:, np.arange(self.w), digits].sum(axis=1)
+
+    def evaluate(self, signals: Signals, *, fitness: bool = True) -> BatchResult:
+        self._check_bound()
+        paa = self.paa(signals)
+        words = sax.word_ids(sax.symbols(paa, self.cuts_), self.a)
+        result = BatchResult.from_pairs(np.arange(len(words), dtype=np.int64), words,
+                                        self.n_conditions)
+        if fitness:
+            distances = sax.interval_distance(paa, self.cuts_)
+            best = np.full(self.n_conditions, np.inf)
+            best_row = np.full(self.n_conditions, -1, np.int64)
+            step = max(1, BLOCK // self.n_conditions)
+            for start in range(0, len(paa), step):
+                block = self._word_fitness(distances[start:start + step])
+                row = block.argmin(axis=0)
+                value = block[row, np.arange(block.shape[1])]
+                better = value < best
+                best[better] = value[better]
+                best_row[better] = row[better] + start
+            result.best, result.best_row = best, best_row
+        return result
+
+    def config(self) -> dict[str, Any]:
+        return {"component": self.component, "abstraction": self.abstraction, "w": self.w,
+                "a": self.a, "window": list(self.window_)}
+
+    @classmethod
+    def label_from_config(cls, config: dict[str, Any], condition: int) -> str:
+        digits = sax.word_digits(np.array([condition]), config["a"], config["w"])[0]
+        return sax.word_label(digits)
+
+    def describe(self) -> str:
+        return f"TC({self.component}/{self.abstraction}, w={self.w}, a={self.a})"

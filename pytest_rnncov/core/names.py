@@ -1,0 +1,12 @@
+"""Names of the metrics, defined once (no numpy: the pytest hook module reads them)."""
+
+from __future__ import annotations
+
+#: Every metric, in report order: testRNN's three, DeepGauge's four, DeepStellar's four.
+METRIC_NAMES = ("BC", "SC", "TC", "NC", "KMNC", "NBC", "SNAC", "BS", "SBC", "BT", "WT")
+
+#: The metrics tracked and gated when nothing else is asked for (testRNN's).
+DEFAULT_METRICS = ("BC", "SC", "TC")
+
+#: Configuration presets: "paper" (SPEC defaults) and "testrnn" (the authors' tool).
+PRESET_NAMES = ("paper", "testrnn")

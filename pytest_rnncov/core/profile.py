@@ -1,0 +1,406 @@
+"""The profile: normalisation statistics of one recurrent layer learned from training inputs.
+
+Fitting streams over the inputs batch by batch, so memory does not grow with the number
+of training inputs (the DeepStellar grid needs a second pass, kept in memory when small).
+Profile files are JSON; loading checks every field, so an edited or truncated file is
+refused by name instead of normalising with garbage.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
+
+import numpy as np
+
+from ..errors import DegenerateProfile, InvalidArgument, ProfileError, RNNCovWarning, StaleProfile
+from ..validation import check_int, check_window
+from .abstractions import ABSTRACTIONS, Window, resolve_window, signal
+from .states import RunningCovariance, StateModel
+from .trace import CELL_COMPONENTS, Trace, check_component
+
+if TYPE_CHECKING:
+    from .source import TraceSource
+
+FORMAT = "pytest-rnncov-profile"
+VERSION = 2
+
+#: Most hidden-state values kept from the first pass for the state grid (else traced again).
+KEEP_STATES = 1 << 26
+
+
+@dataclass(frozen=True)
+class SignalStats:
+    """min, max, mean and (population) std of one signal over window x training inputs."""
+
+    min: float
+    max: float
+    mean: float
+    std: float
+
+
+class _Running:
+    """Streaming min / max / mean / M2 (Chan et al.) of a float array, in float64."""
+
+    def __init__(self, shape: tuple[int, ...] = ()) -> None:
+        self.n = 0
+        self.min = np.full(shape, np.inf)
+        self.max = np.full(shape, -np.inf)
+        self.mean = np.zeros(shape)
+        self.m2 = np.zeros(shape)
+
+    def add(self, values: np.ndarray, axis: int | None) -> None:
+        values = np.asarray(values, np.float64)
+        count = values.size if axis is None else values.shape[axis]
+        if not count:
+            return
+        mean = values.mean(axis=axis)
+        m2 = ((values - (mean if axis is None else np.expand_dims(mean, axis))) ** 2).sum(axis=axis)
+        total = self.n + count
+        delta = mean - self.mean
+        self.mean = self.mean + delta * count / total
+        self.m2 = self.m2 + m2 + delta**2 * self.n * count / total
+        self.n = total
+        self.min = np.minimum(self.min, values.min(axis=axis))
+        self.max = np.maximum(self.max, values.max(axis=axis))
+
+
+class Profile:
+    """Statistics of a recurrent layer over training inputs, for normalising its signals.
+
+    Configure with ``window`` (inclusive, 0-based ``(t1, t2)``; negatives count from the
+    end; ``None`` = all steps) and the DeepStellar state abstraction (``state_components``
+    PCA directions, ``state_intervals`` intervals each), then ``fit(rnn_model, x_train)``.
+    Fitted attributes end in an underscore. ``save`` / ``load`` use a human-readable JSON
+    file that records the layer, its cell and a fingerprint of every weight from the model
+    input to the layer, so a profile of another model is refused.
+    """
+
+    def __init__(self, window: Any = None, *, state_components: int = 5,
+                 state_intervals: int = 10) -> None:
+        self.window = check_window(window)
+        self.state_components = check_int("state_components", state_components, minimum=1,
+                                          example="5")
+        self.state_intervals = check_int("state_intervals", state_intervals, minimum=1,
+                                         example="10")
+        self.path_: Path | None = None
+
+    # -- fitting ---------------------------------------------------------------------
+    def fit(self, model: "TraceSource", x: Any) -> "Profile":
+        """Learn every signal's statistics from training inputs ``x``, batch by batch."""
+        x = model.check_input(x)
+        return self._fit(lambda: (trace for _, trace in model.iter_traces(x, outputs=False)),
+                         layer=model.layer_name, fingerprint=model.fingerprint())
+
+    def fit_traces(self, traces: Iterable[Trace], *, layer: str, fingerprint: str) -> "Profile":
+        """Learn the statistics from already computed traces of the layer ``layer``."""
+        kept = list(traces)
+        return self._fit(lambda: iter(kept), layer=layer, fingerprint=fingerprint)
+
+    def _fit(self, traces: Callable[[], Iterator[Trace]], *, layer: str,
+             fingerprint: str) -> "Profile":
+        running: dict[str, _Running] = {}
+        neurons: _Running | None = None
+        covariance: RunningCovariance | None = None
+        window: Window | None = None
+        cell = ""
+        n_samples = 0
+        kept: list[np.ndarray] | None = []
+        kept_size = 0
+        for trace in traces():
+            if window is None:
+                cell, n_steps, units = trace.cell, trace.n_steps, trace.units
+                window = resolve_window(self.window, n_steps)
+                running = {f"{c}/{a}": _Running() for c in CELL_COMPONENTS[cell] for a in ABSTRACTIONS}
+                covariance = RunningCovariance(units)
+            elif trace.n_steps != n_steps or trace.cell != cell:
+                raise InvalidArgument(
+                    f"training traces have {trace.n_steps} and {n_steps} steps; pad the "
+                    "training inputs to one length")
+            for name, stats in running.items():
+                component, abstraction = name.split("/")
+                values = signal(trace, component, abstraction, window)
+                if not np.isfinite(values).all():
+                    raise InvalidArgument(
+                        f"the {name} signal of the training inputs holds NaN or inf; check "
+                        "the training inputs (values beyond float32's range?)")
+                stats.add(values, axis=None)
+            h = trace.h[:, window[0] : window[1] + 1]
+            if neurons is None:
+                neurons = _Running(h.shape[1:])
+            neurons.add(h, axis=0)
+            assert covariance is not None
+            covariance.add(h)
+            if kept is not None:
+                kept_size += h.size
+                kept = kept + [np.array(h)] if kept_size <= KEEP_STATES else None
+            n_samples += trace.batch_size
+        if window is None or neurons is None or covariance is None:
+            raise InvalidArgument("no training inputs: pass at least one input to fit")
+        self.cell_ = cell
+        self.window_ = window
+        self.n_steps_, self.units_ = n_steps, int(neurons.min.shape[-1])
+        self.layer_ = layer
+        self.fingerprint_ = fingerprint
+        self.n_samples_ = n_samples
+        self.signals_ = {
+            name: SignalStats(float(r.min), float(r.max), float(r.mean), float(np.sqrt(r.m2 / r.n)))
+            for name, r in running.items()
+        }
+        self.neuron_min_ = neurons.min
+        self.neuron_max_ = neurons.max
+        t1, t2 = window
+
+        def states() -> Iterable[np.ndarray]:
+            if kept is not None:
+                return kept
+            return (t.h[:, t1 : t2 + 1] for t in traces())
+
+        try:
+            self.states_: StateModel | None = StateModel.fit(
+                covariance, states, self.state_components, self.state_intervals)
+        except ProfileError as exc:
+            import warnings
+
+            warnings.warn(f"the profile has no DeepStellar state model, so BS, SBC, BT and WT "
+                          f"cannot be used with it: {exc}", RNNCovWarning, stacklevel=3)
+            self.states_ = None
+        return self
+
+    # -- use ---------------------------------------------------------------------------
+    def _fitted(self) -> None:
+        if not hasattr(self, "signals_"):
+            raise ProfileError(
+                "this Profile is not fitted; call profile.fit(rnn_model, x_train) or "
+                "Profile.load(path) first")
+
+    def stats(self, component: str, abstraction: str) -> SignalStats:
+        """The statistics of one signal."""
+        self._fitted()
+        check_component(self.cell_, component)
+        if abstraction not in ABSTRACTIONS:
+            raise InvalidArgument(f"abstraction={abstraction!r}; use one of {', '.join(ABSTRACTIONS)}")
+        return self.signals_[f"{component}/{abstraction}"]
+
+    def minmax(self, component: str, abstraction: str) -> tuple[float, float]:
+        """(min, max) for min-max normalisation; refuses a constant signal."""
+        s = self.stats(component, abstraction)
+        if not s.max > s.min:
+            raise DegenerateProfile(
+                f"signal {component}/{abstraction} is constant ({s.min!r}) over the "
+                f"{self.n_samples_} training inputs in window {list(self.window_)}, so it "
+                "cannot be min-max normalised; choose another component or abstraction, "
+                "another window, or fit on more varied inputs")
+        return s.min, s.max
+
+    def zscore(self, component: str, abstraction: str) -> tuple[float, float]:
+        """(mu, sigma) for z-normalisation; refuses sigma == 0."""
+        s = self.stats(component, abstraction)
+        if not s.std > 0:
+            raise DegenerateProfile(
+                f"signal {component}/{abstraction} does not vary (sigma = {s.std!r}) over the "
+                f"{self.n_samples_} training inputs in window {list(self.window_)}, so it "
+                "cannot be z-normalised; choose another component or abstraction, another "
+                "window, or fit on more varied inputs")
+        return s.mean, s.std
+
+    def refit_hint(self) -> str:
+        """How to refit this profile, naming its file when it came from one."""
+        if self.path_ is not None:
+            return (f"delete {str(self.path_)!r} so that rnncov.track(..., x_train=...) refits "
+                    f"it, or run: python -m pytest_rnncov profile fit MODEL --out {self.path_}")
+        return "refit it with Profile(window=...).fit(rnn_model, x_train)"
+
+    def check(self, model: "TraceSource") -> None:
+        """Raise StaleProfile unless this profile belongs to ``model``'s traced layer."""
+        self._fitted()
+        problems = []
+        if self.layer_ != model.layer_name:
+            problems.append(f"layer {self.layer_!r} != {model.layer_name!r}")
+        if self.cell_ != model.cell_kind:
+            problems.append(f"cell {self.cell_} != {model.cell_kind}")
+        if self.units_ != model.units:
+            problems.append(f"units {self.units_!r} != {model.units!r}")
+        if model.n_steps is not None and self.n_steps_ != model.n_steps:
+            problems.append(f"steps {self.n_steps_!r} != {model.n_steps!r}")
+        if self.fingerprint_ != model.fingerprint():
+            problems.append(
+                f"weights fingerprint {self.fingerprint_} != {model.fingerprint()} (the weights "
+                "from the model input to the layer changed)")
+        if problems:
+            where = f"profile {str(self.path_)!r}" if self.path_ is not None else "the profile"
+            raise StaleProfile(
+                f"{where} does not belong to this model (" + "; ".join(problems) + "); "
+                + self.refit_hint())
+
+    # -- files -------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        self._fitted()
+        return {
+            "format": FORMAT,
+            "version": VERSION,
+            "layer": {
+                "name": self.layer_,
+                "cell": self.cell_,
+                "units": self.units_,
+                "steps": self.n_steps_,
+                "fingerprint": self.fingerprint_,
+            },
+            "window": list(self.window_),
+            "window_requested": None if self.window is None else list(self.window),
+            "n_samples": self.n_samples_,
+            "signals": {name: asdict(s) for name, s in self.signals_.items()},
+            "neurons": {
+                "component": "h",
+                "min": self.neuron_min_.tolist(),
+                "max": self.neuron_max_.tolist(),
+            },
+            "states": None if self.states_ is None else self.states_.to_dict(),
+        }
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the profile as JSON (see docs/definitions.md, "Profile files")."""
+        target = Path(path)
+        text = json.dumps(self.to_dict(), indent=1, allow_nan=False) + "\n"
+        try:
+            target.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise ProfileError(f"cannot write the profile to {str(target)!r}: {exc.strerror}") from None
+        self.path_ = target
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> "Profile":
+        """Read a profile written by ``save``, checking every field."""
+        source = Path(path)
+        where = f"profile {str(source)!r}"
+        data = _read_json(source, where)
+        profile = _from_dict(cls, data, where)
+        profile.path_ = source
+        return profile
+
+    def __repr__(self) -> str:
+        if not hasattr(self, "signals_"):
+            return f"Profile(window={self.window!r})"
+        return (f"Profile(layer={self.layer_!r}, cell={self.cell_!r}, window={list(self.window_)}, "
+                f"n_samples={self.n_samples_})")
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _read_json(path: Path, where: str) -> Any:
+    if path.is_dir():
+        raise ProfileError(f"{where} is a directory; pass the path of a profile .json file")
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise InvalidArgument(f"no profile file at {str(path)!r}") from None
+    except OSError as exc:
+        raise ProfileError(f"cannot read {where}: {exc.strerror}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ProfileError(f"{where} is not UTF-8 text, so not a profile file") from None
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except (json.JSONDecodeError, ValueError) as exc:
+        raise ProfileError(f"{where} is not valid JSON ({exc}); refit and save the profile") from None
+
+
+def _from_dict(cls: type[Profile], data: Any, where: str) -> Profile:
+    def fail(problem: str) -> ProfileError:
+        return ProfileError(f"{where}: {problem}; refit and save the profile")
+
+    def get(mapping: Any, key: str, kind: type | tuple[type, ...], context: str = "") -> Any:
+        if not isinstance(mapping, Mapping) or key not in mapping:
+            raise fail(f"missing key {context}{key!r}")
+        value = mapping[key]
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
+            raise fail(f"{context}{key!r} is {value!r} ({type(value).__name__}), expected "
+                       + " or ".join(k.__name__ for k in kinds))
+        return value
+
+    if not isinstance(data, Mapping) or data.get("format") != FORMAT:
+        raise ProfileError(f"{where} is not a pytest-rnncov profile file")
+    if data.get("version") != VERSION:
+        raise ProfileError(
+            f"{where} has profile format version {data.get('version')!r}; this pytest-rnncov "
+            f"reads version {VERSION}: refit and save the profile")
+    layer = get(data, "layer", dict)
+    name = get(layer, "name", str, "layer.")
+    cell = get(layer, "cell", str, "layer.")
+    if cell not in CELL_COMPONENTS:
+        raise fail(f"layer.cell {cell!r} is not one of {', '.join(CELL_COMPONENTS)}")
+    units = get(layer, "units", int, "layer.")
+    steps = get(layer, "steps", int, "layer.")
+    if units < 1 or steps < 1:
+        raise fail(f"layer has units={units}, steps={steps}; both must be >= 1")
+    fingerprint = get(layer, "fingerprint", str, "layer.")
+    requested = data.get("window_requested")
+    try:
+        requested = check_window(requested)
+        window = resolve_window(get(data, "window", list), steps)
+        resolved = resolve_window(requested, steps)
+    except InvalidArgument as exc:
+        raise fail(f"bad window ({exc})") from None
+    if tuple(data["window"]) != window or resolved != window:
+        raise fail(f"window {data['window']} does not match window_requested {requested} over "
+                   f"{steps} steps")
+    n_samples = get(data, "n_samples", int)
+    if n_samples < 1:
+        raise fail(f"n_samples={n_samples}")
+    signals_raw = get(data, "signals", dict)
+    expected = {f"{c}/{a}" for c in CELL_COMPONENTS[cell] for a in ABSTRACTIONS}
+    if set(signals_raw) != expected:
+        missing = sorted(expected - set(signals_raw))
+        extra = sorted(set(signals_raw) - expected)
+        raise fail("signals " + ("lack " + ", ".join(missing) if missing else "")
+                   + ("; " if missing and extra else "")
+                   + ("have unknown " + ", ".join(extra) if extra else ""))
+    signals = {}
+    for key, raw in signals_raw.items():
+        values = {}
+        for field in ("min", "max", "mean", "std"):
+            value = get(raw, field, (int, float), f"signals.{key}.")
+            if not math.isfinite(value):
+                raise fail(f"signals.{key}.{field} is {value!r}")
+            values[field] = float(value)
+        if values["min"] > values["max"] or values["std"] < 0:
+            raise fail(f"signals.{key} has min > max or a negative std")
+        signals[key] = SignalStats(**values)
+    neurons = get(data, "neurons", dict)
+    length = window[1] - window[0] + 1
+    arrays = []
+    for key in ("min", "max"):
+        try:
+            array = np.asarray(get(neurons, key, list, "neurons."), np.float64)
+        except (TypeError, ValueError):
+            raise fail(f"neurons.{key} is not a numeric array") from None
+        if array.shape != (length, units) or not np.isfinite(array).all():
+            raise fail(f"neurons.{key} must be finite numbers of shape ({length}, {units}) for "
+                       f"window {list(window)}, got {array.shape}")
+        arrays.append(array)
+    if (arrays[0] > arrays[1]).any():
+        raise fail("neurons.min exceeds neurons.max")
+    states = None
+    if data.get("states") is not None:
+        states = StateModel.from_dict(data["states"], units, where)
+    profile = cls(window=requested)
+    if states is not None:
+        profile.state_components = len(states.components)
+        profile.state_intervals = states.intervals
+    profile.states_ = states
+    profile.cell_ = cell
+    profile.window_ = window
+    profile.layer_, profile.units_ = name, units
+    profile.n_steps_, profile.fingerprint_ = steps, fingerprint
+    profile.n_samples_ = n_samples
+    profile.signals_ = signals
+    profile.neuron_min_, profile.neuron_max_ = arrays
+    return profile

@@ -1,0 +1,66 @@
+"""Piecewise Aggregate Approximation and SAX symbols (SPEC section 4, TC)."""
+
+from __future__ import annotations
+
+from statistics import NormalDist
+
+import numpy as np
+
+
+def paa_matrix(length: int, segments: int) -> np.ndarray:
+    """The (segments, length) matrix M with ``curve @ M.T`` = fractional PAA of ``curve``.
+
+    Conceptually every value is repeated ``segments`` times and consecutive blocks of
+    ``length`` are averaged: entry (j, t) is the overlap of step t's interval
+    [t*segments, (t+1)*segments) with segment j's interval [j*length, (j+1)*length),
+    divided by ``length``.
+    """
+    t = np.arange(length)
+    j = np.arange(segments)[:, None]
+    lo = np.maximum(t * segments, j * length)
+    hi = np.minimum((t + 1) * segments, (j + 1) * length)
+    return np.clip(hi - lo, 0, None) / length
+
+
+def breakpoints(alphabet: int) -> np.ndarray:
+    """The ``alphabet - 1`` standard-normal quantiles splitting it into equiprobable ranges."""
+    normal = NormalDist()
+    return np.array([normal.inv_cdf(k / alphabet) for k in range(1, alphabet)])
+
+
+def symbols(values: np.ndarray, cuts: np.ndarray) -> np.ndarray:
+    """Symbol index of each value; a value exactly on a breakpoint takes the upper symbol."""
+    return np.searchsorted(cuts, values, side="right")
+
+
+def word_ids(symbol_rows: np.ndarray, alphabet: int) -> np.ndarray:
+    """Read each row of symbols as a base-``alphabet`` number (first symbol most significant)."""
+    w = symbol_rows.shape[-1]
+    place = alphabet ** np.arange(w - 1, -1, -1, dtype=np.int64)
+    return symbol_rows.astype(np.int64) @ place
+
+
+def word_digits(ids: np.ndarray, alphabet: int, length: int) -> np.ndarray:
+    """The symbol indices of word ``ids`` (rows), first symbol most significant."""
+    place = alphabet ** np.arange(length - 1, -1, -1, dtype=np.int64)
+    return (np.asarray(ids, np.int64)[:, None] // place) % alphabet
+
+
+def word_label(digits: np.ndarray) -> str:
+    """Letters for a word: symbol 0 is 'a'."""
+    return "".join(chr(ord("a") + int(d)) for d in digits)
+
+
+def interval_distance(values: np.ndarray, cuts: np.ndarray) -> np.ndarray:
+    """Distance of each value to each symbol's interval [lo, hi): shape values.shape + (a,).
+
+    Zero exactly when the value takes that symbol. A value sitting on the (excluded) upper
+    end of an interval gets the smallest positive distance, so "distance <= 0" and
+    "has this symbol" agree to the last bit.
+    """
+    lo = np.concatenate([[-np.inf], cuts])
+    hi = np.concatenate([cuts, [np.inf]])
+    v = values[..., None]
+    below = lo - v
+    above = np.where(v >= hi, np.maximum(v - hi, np.finfo(np.float64).tiny), 0.0)
+    return np.where(v < lo, below, above)

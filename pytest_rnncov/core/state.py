@@ -1,0 +1,290 @@
+"""The one coverage state type: what a set of inputs did to a metric's conditions.
+
+A :class:`MetricState` is plain data (no model, no profile): the metric's configuration,
+its number of conditions, how many inputs satisfied each condition (``times``; a condition
+is covered when that is above zero), optionally the best fitness seen per condition (the
+targeted search needs it) and the weights of WT's conditions. States of the same
+configuration merge exactly (union of covered conditions, summed times, lowest fitness),
+and serialise to JSON with a format version: the same object crosses pytest-xdist,
+fills baselines, data files and the JSON report, and backs ``Coverage``.
+
+A :class:`ModelState` groups the metric states of one tracked model with what they were
+measured on (layer, cell, window, weights fingerprint, number of inputs).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+
+from ..errors import DataFileError, InvalidArgument
+
+STATE_VERSION = 1
+
+
+def _fail(where: str, problem: str) -> DataFileError:
+    return DataFileError(f"{where}: {problem}")
+
+
+def _require(data: Any, key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    if not isinstance(data, Mapping) or key not in data:
+        raise _fail(where, f"missing key {key!r}")
+    value = data[key]
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
+        names = " or ".join(k.__name__ for k in kinds)
+        raise _fail(where, f"{key!r} is {value!r} ({type(value).__name__}), not {names}")
+    return value
+
+
+def _int_list(data: Any, key: str, where: str, *, length: int | None = None,
+              low: int = 0, high: int | None = None) -> np.ndarray:
+    values = _require(data, key, list, where)
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        raise _fail(where, f"{key!r} must be a list of integers")
+    array = np.asarray(values, np.int64).reshape(-1)
+    if length is not None and len(array) != length:
+        raise _fail(where, f"{key!r} has {len(array)} entries, expected {length}")
+    if len(array) and (array.min() < low or (high is not None and array.max() >= high)):
+        raise _fail(where, f"{key!r} holds values outside [{low}, {high})")
+    return array
+
+
+@dataclass
+class MetricState:
+    """Coverage of one metric's conditions: mergeable, JSON-serialisable.
+
+    ``times[c]`` counts the inputs that satisfied condition ``c``; ``covered`` is
+    ``times > 0``. ``best_fitness`` (lowest fitness seen; <= 0 means covered) is kept where
+    the targeted search needs it, and ``weights`` where the rate is a weighted share (WT).
+    """
+
+    metric: str
+    describe: str
+    total: int
+    times: np.ndarray
+    config: dict[str, Any] = field(default_factory=dict)
+    best_fitness: np.ndarray | None = None
+    weights: np.ndarray | None = None
+
+    @classmethod
+    def empty(cls, metric: str, describe: str, total: int, config: dict[str, Any] | None = None,
+              *, track_fitness: bool = False, weights: np.ndarray | None = None) -> "MetricState":
+        return cls(metric, describe, int(total), np.zeros(int(total), np.int64), dict(config or {}),
+                   np.full(int(total), np.inf) if track_fitness else None,
+                   None if weights is None else np.asarray(weights, np.float64))
+
+    # -- figures -------------------------------------------------------------------------
+    @property
+    def covered_mask(self) -> np.ndarray:
+        return self.times > 0
+
+    @property
+    def n_covered(self) -> int:
+        return int(np.count_nonzero(self.times))
+
+    def covered_ids(self) -> np.ndarray:
+        return np.flatnonzero(self.times)
+
+    @property
+    def rate(self) -> float:
+        """covered / total, or the covered share of the weights (WT); 1.0 with no condition."""
+        if self.weights is not None:
+            weight = float(self.weights.sum())
+            return float(self.weights[self.covered_mask].sum() / weight) if weight else 1.0
+        return self.n_covered / self.total if self.total else 1.0
+
+    # -- growing -------------------------------------------------------------------------
+    def add_counts(self, counts: np.ndarray, best: np.ndarray | None = None) -> np.ndarray:
+        """Count one batch: ``counts[c]`` inputs satisfied condition c; ``best`` is the batch's
+        lowest fitness per condition. Returns the ids that became covered."""
+        before = self.covered_mask
+        self.times += counts
+        if best is not None and self.best_fitness is not None:
+            np.minimum(self.best_fitness, best, out=self.best_fitness)
+        return np.flatnonzero(self.covered_mask & ~before)
+
+    def same_configuration(self, other: "MetricState") -> bool:
+        return (self.metric, self.describe, self.total) == (other.metric, other.describe, other.total)
+
+    def check_compatible(self, other: "MetricState") -> None:
+        if not self.same_configuration(other):
+            raise InvalidArgument(
+                f"cannot combine coverage of {other.describe} ({other.total} conditions) with "
+                f"{self.describe} ({self.total} conditions): the configurations differ")
+
+    def merge(self, other: "MetricState") -> None:
+        """Union: covered conditions, summed times, lowest fitness."""
+        self.check_compatible(other)
+        self.times += other.times
+        if self.best_fitness is not None and other.best_fitness is not None:
+            np.minimum(self.best_fitness, other.best_fitness, out=self.best_fitness)
+
+    def copy(self, *, track_fitness: bool | None = None) -> "MetricState":
+        keep = self.best_fitness is not None if track_fitness is None else track_fitness
+        return MetricState(self.metric, self.describe, self.total, self.times.copy(),
+                           dict(self.config),
+                           None if not keep or self.best_fitness is None else self.best_fitness.copy(),
+                           None if self.weights is None else self.weights.copy())
+
+    # -- JSON ----------------------------------------------------------------------------
+    def to_json(self, *, fitness: bool = False) -> dict[str, Any]:
+        """JSON-ready: covered ids and their times (sparse), configuration, weights."""
+        ids = self.covered_ids()
+        out: dict[str, Any] = {
+            "version": STATE_VERSION,
+            "metric": self.metric,
+            "describe": self.describe,
+            "config": self.config,
+            "total": self.total,
+            "covered": self.n_covered,
+            "rate": self.rate,
+            "covered_ids": ids.tolist(),
+            "times": self.times[ids].tolist(),
+        }
+        if self.weights is not None:
+            out["weights"] = self.weights.tolist()
+        if fitness and self.best_fitness is not None:
+            out["best_fitness"] = [None if not math.isfinite(v) else v
+                                   for v in self.best_fitness.tolist()]
+        return out
+
+    @classmethod
+    def from_json(cls, data: Any, where: str = "metric state") -> "MetricState":
+        """Read ``to_json`` output; anything malformed raises DataFileError naming it."""
+        if not isinstance(data, Mapping):
+            raise _fail(where, f"expected an object, got {type(data).__name__}")
+        version = data.get("version")
+        if version != STATE_VERSION:
+            raise _fail(where, f"state format version {version!r}; this pytest-rnncov reads "
+                               f"version {STATE_VERSION}")
+        metric = _require(data, "metric", str, where)
+        describe = _require(data, "describe", str, where)
+        config = _require(data, "config", dict, where)
+        total = _require(data, "total", int, where)
+        if total < 0:
+            raise _fail(where, f"'total' is {total}")
+        ids = _int_list(data, "covered_ids", where, high=total)
+        times = _int_list(data, "times", where, length=len(ids), low=1)
+        if len(np.unique(ids)) != len(ids):
+            raise _fail(where, "'covered_ids' repeats an id")
+        full = np.zeros(total, np.int64)
+        full[ids] = times
+        weights = None
+        if data.get("weights") is not None:
+            raw = _require(data, "weights", list, where)
+            if len(raw) != total or not all(
+                    isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+                    for v in raw):
+                raise _fail(where, f"'weights' must be {total} finite numbers >= 0")
+            weights = np.asarray(raw, np.float64)
+        fitness = None
+        if data.get("best_fitness") is not None:
+            raw = _require(data, "best_fitness", list, where)
+            if len(raw) != total or not all(
+                    v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)
+                                  and math.isfinite(v)) for v in raw):
+                raise _fail(where, f"'best_fitness' must be {total} finite numbers or null")
+            fitness = np.array([np.inf if v is None else v for v in raw], np.float64)
+        state = cls(metric, describe, total, full, dict(config), fitness, weights)
+        for key in ("covered", "rate"):  # redundant figures must agree with the ids
+            if key in data:
+                claimed = data[key]
+                actual = state.n_covered if key == "covered" else state.rate
+                if (not isinstance(claimed, (int, float)) or isinstance(claimed, bool)
+                        or not math.isclose(float(claimed), actual, rel_tol=1e-9, abs_tol=1e-12)):
+                    raise _fail(where, f"{key!r} is {claimed!r} but the covered ids give {actual!r}")
+        return state
+
+
+@dataclass
+class ModelState:
+    """The coverage of one tracked model: its metric states and what they measured."""
+
+    name: str
+    layer: str
+    cell: str
+    window: tuple[int, int]
+    fingerprint: str
+    n_inputs: int
+    metrics: dict[str, MetricState]
+
+    def same_subject(self, other: "ModelState") -> bool:
+        return ((self.layer, self.cell, tuple(self.window), self.fingerprint)
+                == (other.layer, other.cell, tuple(other.window), other.fingerprint))
+
+    def check_compatible(self, other: "ModelState") -> None:
+        if not self.same_subject(other):
+            raise InvalidArgument(
+                f"cannot combine coverage of model {other.name!r} (layer {other.layer!r}, "
+                f"{other.cell}, window {list(other.window)}, weights {other.fingerprint}) with "
+                f"{self.name!r} (layer {self.layer!r}, {self.cell}, window {list(self.window)}, "
+                f"weights {self.fingerprint}): they measure different layers, windows or weights")
+
+    def merge(self, other: "ModelState") -> None:
+        """Union another state of the same model (metrics tracked only there are added)."""
+        self.check_compatible(other)
+        for key, state in other.metrics.items():
+            if key in self.metrics:
+                self.metrics[key].merge(state)
+        for key, state in other.metrics.items():
+            if key not in self.metrics:
+                self.metrics[key] = state.copy()
+        self.n_inputs += other.n_inputs
+
+    def copy(self) -> "ModelState":
+        return ModelState(self.name, self.layer, self.cell, (self.window[0], self.window[1]),
+                          self.fingerprint,
+                          self.n_inputs, {k: m.copy() for k, m in self.metrics.items()})
+
+    def rates(self) -> dict[str, float]:
+        return {k: m.rate for k, m in self.metrics.items()}
+
+    def to_json(self, *, fitness: bool = False) -> dict[str, Any]:
+        return {
+            "version": STATE_VERSION,
+            "name": self.name,
+            "layer": self.layer,
+            "cell": self.cell,
+            "window": list(self.window),
+            "fingerprint": self.fingerprint,
+            "inputs": self.n_inputs,
+            "metrics": {k: m.to_json(fitness=fitness) for k, m in self.metrics.items()},
+        }
+
+    @classmethod
+    def from_json(cls, data: Any, where: str = "model state") -> "ModelState":
+        if not isinstance(data, Mapping):
+            raise _fail(where, f"expected an object, got {type(data).__name__}")
+        if data.get("version") != STATE_VERSION:
+            raise _fail(where, f"state format version {data.get('version')!r}; this "
+                               f"pytest-rnncov reads version {STATE_VERSION}")
+        name = _require(data, "name", str, where)
+        window = _int_list(data, "window", where, length=2)
+        if window[0] > window[1]:
+            raise _fail(where, f"'window' {window.tolist()} starts after it ends")
+        n_inputs = _require(data, "inputs", int, where)
+        if n_inputs < 0:
+            raise _fail(where, f"'inputs' is {n_inputs}")
+        raw = _require(data, "metrics", dict, where)
+        metrics = {}
+        for key, value in raw.items():
+            state = MetricState.from_json(value, f"{where}, metric {key!r}")
+            if state.metric != key:
+                raise _fail(where, f"metric {key!r} holds the state of {state.metric!r}")
+            metrics[key] = state
+        return cls(name, _require(data, "layer", str, where), _require(data, "cell", str, where),
+                   (int(window[0]), int(window[1])), _require(data, "fingerprint", str, where),
+                   n_inputs, metrics)
+
+
+def merge_models(into: dict[str, ModelState], states: Iterable[ModelState]) -> None:
+    """Union ``states`` into ``into`` by model name (copies; the inputs stay untouched)."""
+    for state in states:
+        if state.name in into:
+            into[state.name].merge(state)
+        else:
+            into[state.name] = state.copy()

@@ -1,0 +1,147 @@
+"""The trace of a recurrent layer: its gates and states at every step (SPEC section 1)."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+
+from ..errors import InvalidArgument
+
+#: The components each cell type records, in trace order.
+CELL_COMPONENTS: dict[str, tuple[str, ...]] = {
+    "lstm": ("f", "i", "o", "c", "h"),
+    "gru": ("z", "r", "n", "h"),
+    "simple_rnn": ("h",),
+}
+
+#: What each component is, for messages and the definitions page.
+COMPONENT_MEANING = {
+    "f": "forget gate", "i": "input gate", "o": "output gate", "c": "cell state",
+    "h": "hidden state", "z": "update gate", "r": "reset gate", "n": "candidate state",
+}
+
+
+def cell_components(cell: str) -> tuple[str, ...]:
+    """The components of ``cell`` ("lstm", "gru" or "simple_rnn")."""
+    try:
+        return CELL_COMPONENTS[cell]
+    except KeyError:
+        raise InvalidArgument(
+            f"cell={cell!r}; use one of {', '.join(map(repr, CELL_COMPONENTS))}") from None
+
+
+def check_component(cell: str, component: str) -> None:
+    """Raise InvalidArgument unless ``cell`` records ``component``, listing what it has."""
+    components = cell_components(cell)
+    if component not in components:
+        has = ", ".join(f"{c} ({COMPONENT_MEANING[c]})" for c in components)
+        raise InvalidArgument(
+            f"component {component!r} is not recorded by a {cell} cell; it has {has}")
+
+
+class Trace:
+    """Gates and states of one recurrent layer for a batch: (B, T, U) float32 arrays (U is
+    the same for every component but an LSTM's h under PyTorch's ``proj_size``).
+
+    ``components`` maps the cell's component names (``cell_components(cell)``) to arrays;
+    they are also attributes (``trace.h``, ``trace.f`` for an LSTM). Step 0 is the first
+    step the layer processes (for ``go_backwards`` layers, the last input step). At a step
+    masked by the model every array repeats the previous step, as the framework carries the
+    state over; ``mask`` is then the (B, T) boolean array of real steps, in the same order.
+    A trace may stop before the layer's last step (the steps a window needs); ``length`` is
+    the layer's number of steps all the same.
+    """
+
+    __slots__ = ("components", "cell", "mask", "length")
+    components: dict[str, np.ndarray]
+    cell: str
+    mask: np.ndarray | None
+    length: int
+
+    def __init__(self, components: Mapping[str, Any], *, cell: str = "lstm",
+                 mask: np.ndarray | None = None, length: int | None = None) -> None:
+        names = cell_components(cell)
+        if set(components) != set(names):
+            raise InvalidArgument(
+                f"a {cell} trace holds components {', '.join(names)}; got "
+                f"{', '.join(map(repr, components)) or 'none'}")
+        arrays = {n: np.asarray(components[n]) for n in names}
+        shape = arrays[names[-1]].shape
+        for name, array in arrays.items():  # units may differ (an LSTM's projected h)
+            if array.ndim != 3 or array.shape[:2] != shape[:2]:
+                raise InvalidArgument(
+                    f"trace component {name!r} has shape {array.shape}; every component "
+                    f"must be (batch, steps, units) with h's batch and steps {shape[:2]}")
+            if array.dtype.kind != "f":
+                raise InvalidArgument(f"trace component {name!r} has dtype {array.dtype}; "
+                                      "use floats")
+        if mask is not None:
+            mask = np.asarray(mask, bool)
+            if mask.shape != shape[:2]:
+                raise InvalidArgument(f"trace mask has shape {mask.shape}, not (batch, steps) "
+                                      f"{shape[:2]}")
+        if length is not None and length < shape[1]:
+            raise InvalidArgument(f"trace length {length} is shorter than its {shape[1]} steps")
+        object.__setattr__(self, "components", arrays)
+        object.__setattr__(self, "cell", cell)
+        object.__setattr__(self, "mask", mask)
+        object.__setattr__(self, "length", int(shape[1] if length is None else length))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("a Trace is read-only")
+
+    def __getattr__(self, name: str) -> np.ndarray:
+        components = object.__getattribute__(self, "components")
+        if name in components:
+            return components[name]
+        raise AttributeError(
+            f"a {object.__getattribute__(self, 'cell')} trace has no component {name!r}; it "
+            f"has {', '.join(components)}")
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(self.components)
+
+    @property
+    def batch_size(self) -> int:
+        return int(self.components["h"].shape[0])
+
+    @property
+    def n_steps(self) -> int:
+        return int(self.components["h"].shape[1])
+
+    @property
+    def units(self) -> int:
+        return int(self.components["h"].shape[2])
+
+    def component(self, name: str) -> np.ndarray:
+        """The (B, T, U) array of component ``name``."""
+        check_component(self.cell, name)
+        return self.components[name]
+
+    def __getitem__(self, rows: slice | np.ndarray) -> "Trace":
+        """The trace of a subset of the batch."""
+        return Trace({n: a[rows] for n, a in self.components.items()}, cell=self.cell,
+                     mask=None if self.mask is None else self.mask[rows], length=self.length)
+
+    def __len__(self) -> int:
+        return self.batch_size
+
+    def __repr__(self) -> str:
+        return (f"Trace(cell={self.cell!r}, batch={self.batch_size}, steps={self.n_steps}"
+                + (f" of {self.length}" if self.length != self.n_steps else "")
+                + f", units={self.units}, masked={self.mask is not None})")
+
+
+def concat_traces(parts: list[Trace]) -> Trace:
+    """One trace from the traces of consecutive batches."""
+    if len(parts) == 1:
+        return parts[0]
+    first = parts[0]
+    arrays = {n: np.concatenate([p.components[n] for p in parts]) for n in first.names}
+    mask: np.ndarray | None = None
+    if any(p.mask is not None for p in parts):
+        mask = np.concatenate([np.ones(p.components["h"].shape[:2], bool) if p.mask is None
+                               else p.mask for p in parts])
+    return Trace(arrays, cell=first.cell, mask=mask, length=first.length)

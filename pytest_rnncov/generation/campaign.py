@@ -1,0 +1,502 @@
+"""Coverage-guided test generation (paper Alg. 1 and Alg. 2, SPEC section 6).
+
+A :class:`Campaign` mutates seeds at random until coverage stops growing, then runs the
+genetic targeted mutation on uncovered conditions, one batched model call per batch or
+generation. Each batch's signals are computed once and feed the campaign's coverage, the
+session's (for a tracked model) and the GA's fitness. Results stream to listeners
+(``on_adversarial`` as each sample is found, ``on_finish`` at the end), so writing files
+or registering with a test session lives outside the search; ``iterate()`` yields after
+every model call, and ``run()`` keeps everything found so far when interrupted.
+
+Memory is bounded by the budget: the corpus of cases the search picks parents from, and
+per-case seed index and distance; coverage statistics are kept incrementally.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Iterator, Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+from ..adapters.base import Adapter
+from ..core.coverage import Coverage, Observation
+from ..core.metrics import DEFAULT_METRICS, Signals
+from ..core.trace import concat_traces
+from ..errors import InvalidArgument, RNNCovWarning
+from ..validation import check_fraction, check_int
+from .mutators import Mutator, checked_mutate
+from .oracle import Oracle
+from .statistics import DiversityAccumulator, MinimalSuite
+
+if TYPE_CHECKING:
+    from ..core.profile import Profile
+
+#: How many adversarial samples a result keeps in memory for reports (listeners see all).
+KEEP_SAMPLES = 64
+
+#: Consecutive batches in which the mutator changed nothing before a campaign gives up.
+STUCK_BATCHES = 20
+
+
+@dataclass(frozen=True)
+class GAConfig:
+    """Targeted mutation: ``k`` parents, ``n`` offspring each, at most ``gamma`` generations."""
+
+    k: int = 4
+    n: int = 8
+    gamma: int = 10
+
+    def __post_init__(self) -> None:
+        for name in ("k", "n", "gamma"):
+            check_int(f"GAConfig {name}", getattr(self, name), minimum=1)
+
+
+@dataclass
+class Step:
+    """What one model call of a campaign did."""
+
+    phase: str  # "seeds", "random" or "targeted"
+    cases: int
+    new_conditions: dict[str, int]
+    adversarial: int
+    target: str | None = None  # "TC:abcab" for a targeted generation
+
+
+@dataclass
+class AdversarialSample:
+    """A test case that failed the oracle, beside its seed."""
+
+    case_id: int
+    seed_index: int
+    case: Any
+    seed: Any
+    seed_output: np.ndarray
+    case_output: np.ndarray
+    seed_decision: str
+    case_decision: str
+    distance: float
+
+
+class CampaignListener(Protocol):
+    """Receives a campaign's results as they come (every method optional)."""
+
+    def on_adversarial(self, campaign: "Campaign", sample: AdversarialSample) -> None: ...
+
+    def on_finish(self, campaign: "Campaign", result: "CampaignResult") -> None: ...
+
+
+@runtime_checkable
+class TrackedLike(Protocol):
+    """A model registered with a coverage session (``rnncov.track``): campaigns on it feed
+    the session coverage and report to the session."""
+
+    rnn: Adapter
+    coverage: Coverage
+    name: str
+    metric_specs: tuple[Any, ...]
+    preset: str
+
+    @property
+    def profile(self) -> "Profile": ...
+
+    @property
+    def seed(self) -> int: ...
+
+    def feed(self, signals: Signals, inputs: np.ndarray | None,
+             observation: Observation | None = None) -> Any: ...
+
+    def signals_of(self, x: Any) -> Signals: ...
+
+    def campaign_listeners(self) -> list[Any]: ...
+
+
+@dataclass
+class CampaignResult:
+    """Everything a campaign found; complete even when the campaign was interrupted."""
+
+    test_cases: int
+    adversarial: int
+    unique: int
+    average_perturbation: float | None
+    distance: str
+    rates: dict[str, float]
+    covered: dict[str, int]
+    totals: dict[str, int]
+    coverage_times: dict[str, list[int]]
+    minimal_suite: list[int]
+    diversity: float | None
+    growth: list[dict[str, Any]]
+    discarded: int = 0
+    interrupted: bool = False
+    adversarial_ids: list[int] = field(default_factory=list)
+    samples: list[AdversarialSample] = field(default_factory=list)
+    oracle: str = ""
+
+    @property
+    def adversary_rate(self) -> float:
+        return self.adversarial / self.test_cases if self.test_cases else 0.0
+
+    def summary(self, model: str = "") -> dict[str, Any]:
+        """The JSON-ready figures the reports show (samples are in ``samples``)."""
+        return {
+            "model": model,
+            "test_cases": self.test_cases,
+            "adversarial": self.adversarial,
+            "adversary_rate": self.adversary_rate,
+            "unique": self.unique,
+            "average_perturbation": self.average_perturbation,
+            "distance": self.distance,
+            "diversity": self.diversity,
+            "rates": self.rates,
+            "minimal_suite_size": len(self.minimal_suite),
+            "discarded": self.discarded,
+            "interrupted": self.interrupted,
+            "oracle": self.oracle,
+            "growth": self.growth,
+        }
+
+
+class _CaseStore:
+    """All cases of a campaign, by id: a growing array, or a list of strings."""
+
+    def __init__(self, arrays: bool) -> None:
+        self.arrays = arrays
+        self._list: list[Any] = []
+        self._array: np.ndarray | None = None
+        self.size = 0
+
+    def extend(self, cases: Any) -> None:
+        if not self.arrays:
+            self._list.extend(cases)
+            self.size = len(self._list)
+            return
+        cases = np.asarray(cases)
+        if self._array is None:
+            self._array = np.empty((max(1024, 2 * len(cases)),) + cases.shape[1:], cases.dtype)
+        if self.size + len(cases) > len(self._array):
+            grown = np.empty((2 * (self.size + len(cases)),) + self._array.shape[1:], self._array.dtype)
+            grown[: self.size] = self._array[: self.size]
+            self._array = grown
+        self._array[self.size : self.size + len(cases)] = cases
+        self.size += len(cases)
+
+    def take(self, index: Any) -> Any:
+        if self.arrays:
+            assert self._array is not None
+            return self._array[: self.size][np.asarray(index, np.int64)]
+        return [self._list[int(i)] for i in index]
+
+
+class Campaign:
+    """Generate test cases for one model from ``seeds`` (paper Alg. 1).
+
+    ``model`` is a tracked model (``rnncov.track``: every generated input then feeds the
+    session coverage and the run is listed in the "RNN adversarial samples" section) or an
+    :class:`~pytest_rnncov.RNNModel` with ``profile``. The campaign stops after ``budget``
+    generated test cases, when every target metric reaches ``goal``, or when all target
+    conditions are covered. ``targets`` are the metrics the GA works on (default: the
+    metrics with a graded fitness). ``seed`` defaults to the session's ``--rnn-seed`` for
+    tracked models, else 0. ``listeners`` receive samples and the result (e.g.
+    ``SampleWriter(folder)`` writes them to disk). ``metrics`` and ``preset`` default to the
+    tracked model's (else BC, SC, TC under "paper"). Mutants equal to their parent are not
+    evaluated; they are counted as ``discarded``.
+    """
+
+    def __init__(
+        self,
+        model: "TrackedLike | Adapter",
+        seeds: Any,
+        mutator: Mutator,
+        oracle: Oracle,
+        *,
+        profile: "Profile | None" = None,
+        metrics: Sequence[Any] | None = None,
+        targets: Sequence[str] | None = None,
+        budget: int | None = 1000,
+        goal: float | None = None,
+        batch_size: int = 100,
+        patience: int = 2,
+        ga: GAConfig = GAConfig(),
+        seed: int | None = None,
+        preset: str | None = None,
+        name: str | None = None,
+        listeners: Sequence[Any] = (),
+    ) -> None:
+        if isinstance(model, TrackedLike):
+            self.tracked: TrackedLike | None = model
+            self.rnn = model.rnn
+            profile = profile or model.profile
+            self.name = name or model.name
+            default_seed = model.seed
+            listeners = [*model.campaign_listeners(), *listeners]
+        elif isinstance(model, Adapter):
+            self.tracked = None
+            self.rnn = model
+            if profile is None:
+                raise InvalidArgument(
+                    "Campaign on an RNNModel needs profile=...; or pass a tracked model")
+            self.name = name or self.rnn.layer_name
+            default_seed = 0
+        else:
+            raise InvalidArgument(
+                f"model={model!r}; pass a tracked model (rnncov.track(...)) or an RNNModel")
+        if budget is None and goal is None:
+            raise InvalidArgument("give budget=... (test cases) and/or goal=... (coverage rate)")
+        self.budget = None if budget is None else check_int("budget", budget, minimum=1,
+                                                            example="1000")
+        self.goal = check_fraction("goal", goal, allow_none=True)
+        self.batch_size = check_int("batch_size", batch_size, minimum=1, example="100")
+        self.patience = check_int("patience", patience, minimum=1, example="2")
+        if not isinstance(ga, GAConfig):
+            raise InvalidArgument(
+                f"ga={ga!r}; pass GAConfig(k=..., n=..., gamma=...), e.g. GAConfig(k=4, n=8, gamma=10)")
+        if not isinstance(mutator, Mutator):
+            raise InvalidArgument(f"mutator={mutator!r} is not a pytest_rnncov Mutator")
+        if not isinstance(oracle, Oracle):
+            raise InvalidArgument(f"oracle={oracle!r}; pass an Oracle, e.g. Oracle(radius=3.0)")
+        self.ga = ga
+        self.mutator = mutator
+        self.oracle = oracle
+        self.seeds = mutator.check_seeds(seeds)
+        if self.tracked is not None:
+            chosen = self.tracked.metric_specs if metrics is None else metrics
+            preset = self.tracked.preset if preset is None else preset
+        else:
+            chosen = DEFAULT_METRICS if metrics is None else metrics
+        assert profile is not None
+        self.coverage = Coverage(self.rnn, profile, chosen, preset=preset or "paper")
+        if targets is None:
+            targets = [k for k, m in self.coverage.metrics.items() if m.graded] or list(self.coverage.metrics)
+        if isinstance(targets, str):
+            targets = [targets]
+        self.targets = tuple(self.coverage[t].name for t in targets)
+        seed = default_seed if seed is None else check_int("seed", seed, minimum=0, example="0")
+        self.seed = seed
+        self.rng = np.random.default_rng(seed)
+        self.listeners = list(listeners)
+        self._cases = _CaseStore(mutator.array_cases)
+        self._seed_of = np.zeros(0, np.int64)
+        self._distances: list[np.ndarray] = []
+        self._seed_outputs: np.ndarray | None = None
+        self._offsets = np.cumsum([0] + [m.total for m in self.coverage.metrics.values()])
+        self._suite = MinimalSuite(int(self._offsets[-1]))
+        self._diversity = DiversityAccumulator(len(self.seeds)) if mutator.array_cases else None
+        self._adversarial: list[int] = []
+        self._samples: list[AdversarialSample] = []
+        self.growth: list[dict[str, Any]] = []
+        self.generated = 0
+        self.discarded = 0
+        self.interrupted = False
+        self.result: CampaignResult | None = None
+
+    # -- bookkeeping -----------------------------------------------------------------------
+    @property
+    def n_cases(self) -> int:
+        return len(self._seed_of)
+
+    def _evaluate(self, cases: Any, seed_index: np.ndarray, phase: str,
+                  target: str | None = None) -> tuple[Signals, np.ndarray, Step]:
+        x = self.rnn.check_input(self.mutator.encode(cases))
+        parts = list(self.rnn.iter_traces(x, outputs=True, until=self.coverage.until))
+        outputs = np.concatenate([out for out, _ in parts])
+        signals = self.coverage.signals(concat_traces([trace for _, trace in parts]))
+        gained, observation = self.coverage.update_signals(signals, x)
+        if self.tracked is not None:
+            self.tracked.feed(signals, x, observation)
+        ids = np.arange(self.n_cases, self.n_cases + len(seed_index))
+        rows, conditions = self._global_hits(observation)
+        self._suite.add(ids, rows, conditions)
+        self._cases.extend(cases)
+        self._seed_of = np.concatenate([self._seed_of, seed_index])
+        if phase == "seeds":
+            self._seed_outputs = np.asarray(outputs)
+            distances = np.zeros(len(seed_index))
+            failed = np.zeros(len(seed_index), bool)
+        else:
+            self.generated += len(seed_index)
+            seeds = self.mutator.take(self.seeds, seed_index)
+            distances = np.asarray(self.mutator.distance(seeds, cases), np.float64)
+            assert self._seed_outputs is not None
+            failed = self.oracle.fails(self._seed_outputs[seed_index], outputs, distances)
+            if self._diversity is not None:
+                self._diversity.add(np.asarray(cases), np.asarray(seeds), seed_index)
+        self._distances.append(distances)
+        for position in np.flatnonzero(failed).tolist():
+            self._found(int(ids[position]), cases, position, outputs, distances)
+        self.growth.append({"test_cases": self.generated, "phase": phase, **self.coverage.rates()})
+        return signals, ids, Step(phase, len(seed_index), gained, int(failed.sum()), target)
+
+    def _global_hits(self, observation: Observation) -> tuple[np.ndarray, np.ndarray]:
+        rows, conditions = [], []
+        for offset, (_, result) in zip(self._offsets, observation.values()):
+            r, c = result.hits()
+            rows.append(r)
+            conditions.append(c + offset)
+        return np.concatenate(rows), np.concatenate(conditions)
+
+    def _found(self, case_id: int, cases: Any, position: int, outputs: np.ndarray,
+               distances: np.ndarray) -> None:
+        seed_index = int(self._seed_of[case_id])
+        assert self._seed_outputs is not None
+        seed_output = self._seed_outputs[seed_index]
+        sample = AdversarialSample(
+            case_id, seed_index, self.mutator.take(cases, [position])[0],
+            self.mutator.take(self.seeds, [seed_index])[0], np.asarray(seed_output),
+            np.asarray(outputs[position]), self.oracle.decision_text(seed_output[None]),
+            self.oracle.decision_text(outputs[position : position + 1]), float(distances[position]))
+        self._adversarial.append(case_id)
+        if len(self._samples) < KEEP_SAMPLES:
+            self._samples.append(sample)
+        for listener in self.listeners:
+            if hasattr(listener, "on_adversarial"):
+                listener.on_adversarial(self, sample)
+
+    # -- the loop (Alg. 1) -------------------------------------------------------------------
+    def _remaining(self) -> float:
+        return math.inf if self.budget is None else self.budget - self.generated
+
+    def _done(self) -> bool:
+        if self._remaining() <= 0:
+            return True
+        rates = [self.coverage[t].rate for t in self.targets]
+        if self.goal is not None and min(rates) >= self.goal:
+            return True
+        return all(r >= 1.0 for r in rates)
+
+    def iterate(self) -> Iterator[Step]:
+        """Run the campaign, yielding after every model call."""
+        yield self._evaluate(self.seeds, np.arange(len(self.seeds)), "seeds")[2]
+        stale = 0
+        stuck = 0
+        tried: set[tuple[str, int]] = set()
+        turn = 0
+        while not self._done():
+            target = None if stale < self.patience else self._pick_target(tried, turn)
+            if target is None:
+                step = self._random_batch()
+                if step is None:
+                    stuck += 1
+                    if stuck >= STUCK_BATCHES:
+                        warnings.warn(
+                            f"{type(self.mutator).__name__} returned every case unchanged in "
+                            f"{STUCK_BATCHES} batches in a row; the campaign stops early",
+                            RNNCovWarning, stacklevel=2)
+                        return
+                    continue
+                stuck = 0
+                stale = 0 if sum(step.new_conditions[t] for t in self.targets) else stale + 1
+                if stale == 0:
+                    tried.clear()  # new best inputs: uncovered conditions are worth a new try
+                yield step
+                continue
+            turn += 1
+            tried.add(target)
+            yield from self._targeted(*target)
+
+    def _mutate(self, parents: np.ndarray) -> tuple[Any, np.ndarray]:
+        """Mutants of the cases ``parents``, without the ones the mutator left unchanged."""
+        before = self._cases.take(parents)
+        after = checked_mutate(self.mutator, before, self.rng)
+        changed = ~self.mutator.unchanged(before, after)
+        self.discarded += int((~changed).sum())
+        keep = np.flatnonzero(changed)
+        return self.mutator.take(after, keep), parents[keep]
+
+    def _random_batch(self) -> Step | None:
+        size = int(min(self.batch_size, self._remaining()))
+        parents = self.rng.integers(0, self.n_cases, size=size)
+        cases, parents = self._mutate(parents)
+        if len(parents) == 0:
+            return None
+        return self._evaluate(cases, self._seed_of[parents], "random")[2]
+
+    def _pick_target(self, tried: set[tuple[str, int]], turn: int) -> tuple[str, int] | None:
+        """Round-robin over target metrics: the untried uncovered condition closest to cover."""
+        for offset in range(len(self.targets)):
+            key = self.targets[(turn + offset) % len(self.targets)]
+            metric = self.coverage[key]
+            fitness = np.where(metric.covered_ | (metric.best_input_ < 0), np.inf, metric.best_fitness_)
+            for condition in np.argsort(fitness, kind="stable"):
+                if not np.isfinite(fitness[condition]):
+                    break
+                if (key, int(condition)) not in tried:
+                    return key, int(condition)
+        return None
+
+    # -- targeted mutation (Alg. 2) ------------------------------------------------------------
+    def _targeted(self, key: str, condition: int) -> Iterator[Step]:
+        metric = self.coverage[key]
+        label = f"{key}:{metric.label(condition)}"
+        population = np.array([metric.best_input_[condition]])
+        fitness = np.array([metric.best_fitness_[condition]])
+        for _ in range(self.ga.gamma):
+            if metric.covered_[condition] or self._remaining() <= 0:
+                return
+            order = np.argsort(fitness, kind="stable")[: self.ga.k]
+            parents, parent_fitness = population[order], fitness[order]
+            size = int(min(len(parents) * self.ga.n, self._remaining()))
+            offspring, from_ids = self._mutate(np.repeat(parents, self.ga.n)[:size])
+            if len(from_ids) == 0:
+                return
+            signals, ids, step = self._evaluate(offspring, self._seed_of[from_ids], "targeted", label)
+            child_fitness = metric.condition_fitness(signals, condition)
+            population = np.concatenate([parents, ids])
+            fitness = np.concatenate([parent_fitness, child_fitness])
+            yield step
+
+    # -- results ---------------------------------------------------------------------------------
+    def run(self) -> CampaignResult:
+        """Run to the end; on an interrupt or error, keep and report what was found, then re-raise."""
+        try:
+            for _ in self.iterate():
+                pass
+        except BaseException:
+            self.interrupted = True
+            self.finish()
+            raise
+        return self.finish()
+
+    def finish(self) -> CampaignResult:
+        """Compute the statistics and hand the result to the listeners."""
+        adversarial = np.array(self._adversarial, np.int64)
+        distances = np.concatenate(self._distances) if self._distances else np.zeros(0)
+        result = CampaignResult(
+            test_cases=self.generated,
+            adversarial=len(adversarial),
+            unique=len(np.unique(self._seed_of[adversarial])) if len(adversarial) else 0,
+            average_perturbation=float(distances[adversarial].mean()) if len(adversarial) else None,
+            distance=self.mutator.distance_name,
+            rates=self.coverage.rates(),
+            covered={k: m.covered for k, m in self.coverage.metrics.items()},
+            totals={k: m.total for k, m in self.coverage.metrics.items()},
+            coverage_times={k: m.times_.tolist() for k, m in self.coverage.metrics.items()},
+            minimal_suite=self._suite.members().tolist(),
+            diversity=None if self._diversity is None else self._diversity.mean(),
+            growth=self.growth,
+            discarded=self.discarded,
+            interrupted=self.interrupted,
+            adversarial_ids=adversarial.tolist(),
+            samples=list(self._samples),
+            oracle=self.oracle.describe(),
+        )
+        self.result = result
+        for listener in self.listeners:
+            if hasattr(listener, "on_finish"):
+                listener.on_finish(self, result)
+        return result
+
+    def adversarial_cases(self) -> list[tuple[Any, Any, int]]:
+        """(case, its seed, seed index) for every adversarial sample found so far."""
+        return [(self._cases.take([i])[0], self.mutator.take(self.seeds, [self._seed_of[i]])[0],
+                 int(self._seed_of[i])) for i in self._adversarial]
+
+    def cases(self) -> Any:
+        """Every case of the campaign so far, seeds first (an array, or a list of strings)."""
+        return self._cases.take(np.arange(self._cases.size))
+
+    def seed_indices(self) -> np.ndarray:
+        """The seed index of every case, aligned with ``cases()``."""
+        return self._seed_of.copy()

@@ -1,0 +1,120 @@
+"""Encoders from raw test cases (text, SMILES) to model inputs (token ids)."""
+
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from ..errors import InvalidArgument, InvalidInput
+from ..validation import check_bool, check_choice, check_int
+
+
+def _padded(rows: Sequence[Sequence[int]], length: int, pad: str) -> np.ndarray:
+    """Token id rows (each at most ``length`` long) padded with 0 on the ``pad`` side."""
+    out = np.zeros((len(rows), length), np.int32)
+    for row, ids in enumerate(rows):
+        if ids:
+            if pad == "left":
+                out[row, length - len(ids):] = ids
+            else:
+                out[row, : len(ids)] = ids
+    return out
+
+
+class CharEncoder:
+    """Characters to token ids (0 = padding), padded or cut to ``length`` steps.
+
+    ``pad="left"`` puts the padding before the text (the real characters then sit in the
+    last steps, which suits windows counted from the end). A character outside the
+    vocabulary raises :class:`InvalidInput` naming it; so does a string longer than
+    ``length`` unless ``truncate=True``.
+    """
+
+    def __init__(self, vocabulary: Iterable[str], length: int, pad: str = "left",
+                 truncate: bool = False) -> None:
+        if isinstance(vocabulary, str):
+            vocabulary = list(vocabulary)
+        chars = list(dict.fromkeys(vocabulary))
+        if not chars or any(not isinstance(c, str) or len(c) != 1 for c in chars):
+            raise InvalidArgument("vocabulary must be a non-empty iterable of single characters")
+        self.vocabulary = chars
+        self.index = {c: i + 1 for i, c in enumerate(chars)}
+        self.length = check_int("length", length, minimum=1, example="80")
+        self.pad = check_choice("pad", pad, ("left", "right"))
+        self.truncate = check_bool("truncate", truncate)
+
+    @classmethod
+    def fit(cls, texts: Iterable[str], length: int | None = None, pad: str = "left") -> "CharEncoder":
+        """Vocabulary (sorted) and, by default, length from a corpus."""
+        texts = list(texts)
+        if not texts or not all(isinstance(t, str) for t in texts):
+            raise InvalidArgument("CharEncoder.fit needs a non-empty list of strings")
+        vocabulary = sorted({c for t in texts for c in t})
+        return cls(vocabulary, length if length is not None else max(map(len, texts)), pad=pad)
+
+    @property
+    def n_tokens(self) -> int:
+        """Size of the id range including padding (for ``Embedding(input_dim=...)``)."""
+        return len(self.vocabulary) + 1
+
+    def can_encode(self, text: str) -> bool:
+        return (self.truncate or len(text) <= self.length) and all(c in self.index for c in text)
+
+    def __call__(self, texts: Sequence[str]) -> np.ndarray:
+        if isinstance(texts, str):
+            raise InvalidInput("pass a list of strings, not one string (wrap it: [text])")
+        rows = []
+        for text in texts:
+            if not isinstance(text, str):
+                raise InvalidInput(f"{text!r} is not a string; the encoder takes strings")
+            unknown = sorted({c for c in text if c not in self.index})
+            if unknown:
+                raise InvalidInput(
+                    f"{text!r} has characters the encoder does not know: "
+                    f"{', '.join(map(repr, unknown))}; refit the encoder on data that holds "
+                    "them or drop this input"
+                )
+            if len(text) > self.length:
+                if not self.truncate:
+                    raise InvalidInput(
+                        f"{text!r} has {len(text)} characters, more than the encoder's "
+                        f"{self.length}; use a longer encoder or truncate=True"
+                    )
+                text = text[: self.length]
+            rows.append([self.index[c] for c in text])
+        return _padded(rows, self.length, self.pad)
+
+
+class WordEncoder:
+    """Words (lower-cased, split on spaces) to ids: 0 = padding, 1 = unknown word.
+
+    Keeps the ``max_words`` most frequent words of the corpus it is fitted on.
+    """
+
+    def __init__(self, words: Sequence[str], length: int, pad: str = "left") -> None:
+        self.pad = check_choice("pad", pad, ("left", "right"))
+        if isinstance(words, str) or not all(isinstance(w, str) for w in words):
+            raise InvalidArgument("words must be a list of strings (the vocabulary)")
+        self.words = list(words)
+        self.index = {w: i + 2 for i, w in enumerate(self.words)}
+        self.length = check_int("length", length, minimum=1, example="40")
+
+    @classmethod
+    def fit(cls, texts: Iterable[str], max_words: int = 5000, length: int = 40,
+            pad: str = "left") -> "WordEncoder":
+        from collections import Counter
+
+        check_int("max_words", max_words, minimum=1, example="5000")
+        counts = Counter(w for t in texts for w in t.lower().split())
+        return cls([w for w, _ in counts.most_common(max_words)], length, pad=pad)
+
+    @property
+    def n_tokens(self) -> int:
+        return len(self.words) + 2
+
+    def __call__(self, texts: Sequence[str]) -> np.ndarray:
+        if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
+            raise InvalidInput("pass a list of strings to the encoder (wrap one text: [text])")
+        rows = [[self.index.get(w, 1) for w in text.lower().split()][-self.length:] for text in texts]
+        return _padded(rows, self.length, self.pad)

@@ -1,0 +1,352 @@
+"""Random mutation m_rnd (SPEC section 6): Gaussian noise, EDA text edits, SMILES
+re-enumeration, and the protocol for your own mutator.
+
+A mutator works on a batch of test cases and takes a ``numpy.random.Generator``, so every
+result is reproducible from one seed. Cases are a numpy array (continuous inputs) or a
+list of strings (text, SMILES); ``encode`` turns cases into model inputs and ``distance``
+measures each case against its seed for the oracle.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..errors import InvalidArgument, InvalidInput, MissingResource
+from ..validation import check_float, check_int, check_range
+
+Cases = Any  # np.ndarray of inputs, or list[str]
+
+
+class Mutator(ABC):
+    """Base class and protocol of a random mutation.
+
+    Implement ``mutate(cases, rng)`` returning as many cases as it gets, of the same kind.
+    Override ``encode`` when cases are not model inputs already, and ``distance`` when L2 is
+    not the right measure. ``distance_name`` says in reports which distance was used.
+    """
+
+    distance_name = "L2"
+    #: False for mutators whose cases are lists of strings.
+    array_cases = True
+
+    @abstractmethod
+    def mutate(self, cases: Cases, rng: np.random.Generator) -> Cases:
+        """One random mutation of every case in ``cases``."""
+
+    def encode(self, cases: Cases) -> np.ndarray:
+        """Model inputs for ``cases``."""
+        return np.asarray(cases)
+
+    def distance(self, seeds: Cases, cases: Cases) -> np.ndarray:
+        """Distance of each case to its seed (row-aligned): L2 of the flattened difference."""
+        diff = np.asarray(cases, np.float64) - np.asarray(seeds, np.float64)
+        flat = diff.reshape(len(diff), -1)
+        return np.sqrt(np.einsum("ij,ij->i", flat, flat))
+
+    def unchanged(self, before: Cases, after: Cases) -> np.ndarray:
+        """Which mutants equal the case they came from (they are not new test cases)."""
+        a, b = np.asarray(before), np.asarray(after)
+        return (a.reshape(len(a), -1) == b.reshape(len(b), -1)).all(axis=1)
+
+    def check_seeds(self, seeds: Any) -> Cases:
+        """Validated seeds in this mutator's case form."""
+        array = np.asarray(seeds)
+        if array.ndim < 2 or len(array) == 0:
+            raise InvalidInput(
+                f"seeds have shape {array.shape}; pass a non-empty batch (seeds[None] for one)"
+            )
+        return array
+
+    # helpers for both case kinds
+    def take(self, cases: Cases, index: Any) -> Cases:
+        if self.array_cases:
+            return np.asarray(cases)[index]
+        return [cases[int(i)] for i in index]
+
+    def concat(self, parts: Sequence[Cases]) -> Cases:
+        if self.array_cases:
+            return np.concatenate(parts)
+        return [c for part in parts for c in part]
+
+
+class GaussianMutator(Mutator):
+    """Gaussian noise with a variance drawn per batch from ``variance``, then clipped.
+
+    The paper's MNIST setting: ``variance=(0.005, 0.02)`` on inputs in [0, 1].
+    """
+
+    def __init__(self, variance: float | tuple[float, float] = (0.005, 0.02),
+                 clip: tuple[float, float] | None = (0.0, 1.0)) -> None:
+        if isinstance(variance, (int, float, np.integer, np.floating)) and not isinstance(variance, bool):
+            fixed = check_float("variance", variance, minimum=0.0, example="(0.005, 0.02)")
+            self.variance = (fixed, fixed)
+        else:
+            self.variance = check_range("variance", variance, minimum=0.0,
+                                        example="(0.005, 0.02)", strict=False)
+        self.clip = None if clip is None else check_range("clip", clip, example="(0.0, 1.0)")
+
+    def mutate(self, cases: Cases, rng: np.random.Generator) -> np.ndarray:
+        cases = np.asarray(cases)
+        sigma = np.sqrt(rng.uniform(*self.variance))
+        mutated = cases + rng.normal(0.0, sigma, cases.shape)
+        if self.clip is not None:
+            mutated = np.clip(mutated, *self.clip)
+        return mutated.astype(cases.dtype if cases.dtype.kind == "f" else np.float32)
+
+    def encode(self, cases: Cases) -> np.ndarray:
+        return np.asarray(cases, np.float32)
+
+    def check_seeds(self, seeds: Any) -> np.ndarray:
+        array = super().check_seeds(seeds)
+        if array.dtype.kind not in "biuf":
+            raise InvalidInput(f"seeds have dtype {array.dtype}; Gaussian noise needs numbers")
+        with np.errstate(over="ignore", invalid="ignore"):
+            cast = array.astype(np.float32)
+        if not np.isfinite(cast).all():
+            rows = np.flatnonzero(~np.isfinite(cast).reshape(len(cast), -1).all(axis=1))
+            raise InvalidInput(f"seeds hold NaN or inf (or values beyond float32's range) in rows "
+                               f"{rows[:5].tolist()}; clean or drop them")
+        if self.clip is not None and (array.min() < self.clip[0] or array.max() > self.clip[1]):
+            raise InvalidInput(
+                f"seeds span [{array.min():g}, {array.max():g}], outside clip={self.clip}; "
+                "scale the seeds or pass the right clip range"
+            )
+        return cast
+
+
+def _word_edit_share(a: Sequence[str], b: Sequence[str]) -> float:
+    """Word-level Levenshtein distance over the longer length: the share of tokens changed."""
+    if not a and not b:
+        return 0.0
+    previous = list(range(len(b) + 1))
+    for i, wa in enumerate(a, 1):
+        current = [i]
+        for j, wb in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (wa != wb)))
+        previous = current
+    return previous[-1] / max(len(a), len(b))
+
+
+class _StringMutator(Mutator):
+    array_cases = False
+
+    def unchanged(self, before: Cases, after: Cases) -> np.ndarray:
+        return np.array([a == b for a, b in zip(before, after)], bool)
+
+    def __init__(self, encoder: Callable[[Sequence[str]], np.ndarray] | None) -> None:
+        if encoder is not None and not callable(encoder):
+            raise InvalidArgument(
+                f"encoder={encoder!r} is not callable; pass e.g. a WordEncoder or CharEncoder")
+        self.encoder = encoder
+
+    def encode(self, cases: Cases) -> np.ndarray:
+        if self.encoder is None:
+            raise InvalidArgument(
+                f"{type(self).__name__} needs encoder=... to turn strings into model inputs"
+            )
+        return np.asarray(self.encoder(list(cases)))
+
+    def check_seeds(self, seeds: Any) -> list[str]:
+        if isinstance(seeds, str) or not all(isinstance(s, str) for s in seeds):
+            raise InvalidInput("seeds must be a list of strings")
+        seeds = list(seeds)
+        if not seeds:
+            raise InvalidInput("seeds are empty; pass at least one string")
+        return seeds
+
+
+EDA_OPERATIONS = ("synonym", "insert", "swap", "delete")
+
+
+class EDAMutator(_StringMutator):
+    """Text mutation by EDA's four operations, one per mutant, chosen at random.
+
+    ``alpha`` is EDA's share of words changed (at least one). Synonyms come from WordNet
+    (``nltk.corpus.wordnet``); stop words (``nltk.corpus.stopwords``, English) are never
+    replaced. ``encoder`` maps a list of texts to model inputs (e.g. ``WordEncoder``).
+    Distance: the share of words changed (word-level edit distance over the longer text).
+    """
+
+    distance_name = "share of words changed"
+
+    def __init__(self, encoder: Callable[[Sequence[str]], np.ndarray] | None = None,
+                 alpha: float = 0.1, operations: Sequence[str] = EDA_OPERATIONS) -> None:
+        super().__init__(encoder)
+        alpha = check_float("alpha", alpha, minimum=0.0, exclusive_minimum=True, maximum=1.0,
+                            example="0.1")
+        if isinstance(operations, str) or not all(isinstance(o, str) for o in operations):
+            raise InvalidArgument(
+                f"operations={operations!r}; pass a list such as ['synonym', 'swap']")
+        unknown = set(operations) - set(EDA_OPERATIONS)
+        if unknown or not operations:
+            raise InvalidArgument(
+                f"operations={list(operations)!r}; choose from {', '.join(EDA_OPERATIONS)}"
+            )
+        self.alpha = float(alpha)
+        self.operations = tuple(operations)
+        self._synonyms: dict[str, list[str]] = {}
+        self._wordnet: Any = None
+        self._stopwords: frozenset[str] | None = None
+
+    def _load(self) -> None:
+        if self._wordnet is not None:
+            return
+        try:
+            from nltk.corpus import stopwords, wordnet
+
+            wordnet.ensure_loaded()
+            self._stopwords = frozenset(stopwords.words("english"))
+        except LookupError as exc:
+            raise MissingResource(
+                "EDAMutator needs NLTK's wordnet and stopwords data: run "
+                "`python -m nltk.downloader wordnet stopwords` or point NLTK_DATA at a copy "
+                f"({str(exc).strip().splitlines()[0] if str(exc).strip() else exc})"
+            ) from None
+        except ImportError:
+            raise MissingResource("EDAMutator needs nltk: pip install nltk") from None
+        self._wordnet = wordnet
+
+    @property
+    def stop_words(self) -> frozenset[str]:
+        """English stop words (never replaced by synonyms)."""
+        self._load()
+        return self._stopwords or frozenset()
+
+    def synonyms(self, word: str) -> list[str]:
+        """WordNet synonyms of ``word`` (single alphabetic words, without ``word`` itself)."""
+        self._load()
+        if word not in self._synonyms:
+            names = {
+                lemma.name().replace("_", " ").replace("-", " ").lower()
+                for synset in self._wordnet.synsets(word)
+                for lemma in synset.lemmas()
+            }
+            self._synonyms[word] = sorted(
+                n for n in names if n != word and all(p.isalpha() for p in n.split())
+            )
+        return self._synonyms[word]
+
+    def mutate(self, cases: Cases, rng: np.random.Generator) -> list[str]:
+        self._load()
+        ops = rng.choice(len(self.operations), size=len(cases))
+        return [self._one(text, self.operations[op], rng) for text, op in zip(cases, ops)]
+
+    def _one(self, text: str, op: str, rng: np.random.Generator) -> str:
+        words = text.split()
+        if not words:
+            return text
+        n = max(1, int(self.alpha * len(words)))
+        stop = self._stopwords or frozenset()
+        if op == "synonym":
+            candidates = [i for i, w in enumerate(words) if w.lower() not in stop and self.synonyms(w.lower())]
+            for i in rng.permutation(candidates)[:n] if candidates else []:
+                options = self.synonyms(words[i].lower())
+                words[i] = options[rng.integers(len(options))]
+        elif op == "insert":
+            for _ in range(n):
+                replaceable = [w for w in words if w.lower() not in stop and self.synonyms(w.lower())]
+                if not replaceable:
+                    break
+                options = self.synonyms(replaceable[rng.integers(len(replaceable))].lower())
+                words.insert(int(rng.integers(len(words) + 1)), options[rng.integers(len(options))])
+        elif op == "swap":
+            for _ in range(n):
+                if len(words) < 2:
+                    break
+                i, j = rng.choice(len(words), size=2, replace=False)
+                words[i], words[j] = words[j], words[i]
+        else:  # delete: each word with probability alpha, keeping at least one
+            keep = rng.random(len(words)) >= self.alpha
+            words = [w for w, k in zip(words, keep) if k] or [words[rng.integers(len(words))]]
+        return " ".join(words)
+
+    def distance(self, seeds: Cases, cases: Cases) -> np.ndarray:
+        return np.array([0.0 if s == c else _word_edit_share(s.split(), c.split())
+                         for s, c in zip(seeds, cases)])
+
+
+class SmilesMutator(_StringMutator):
+    """SMILES re-enumeration: the same molecule written with a random atom order (RDKit).
+
+    Every output parses to the seed's canonical molecule. When an ``encoder`` with
+    ``can_encode`` is given, orderings it cannot encode are redrawn (up to ``tries``);
+    if none fits, the case is returned unchanged. Distance: share of characters changed
+    (informational; re-enumeration preserves the molecule, so use ``Oracle(radius=None)``).
+    """
+
+    distance_name = "share of characters changed"
+
+    def __init__(self, encoder: Callable[[Sequence[str]], np.ndarray] | None = None,
+                 tries: int = 10) -> None:
+        super().__init__(encoder)
+        self.tries = check_int("tries", tries, minimum=1, example="10")
+        self._mols: dict[str, Any] = {}
+        #: re-enumerations the encoder could not encode (redrawn), for reports
+        self.discarded = 0
+
+    def _mol(self, smiles: str) -> Any:
+        if smiles not in self._mols:
+            from rdkit import Chem, RDLogger
+
+            RDLogger.DisableLog("rdApp.*")  # type: ignore[attr-defined]
+            try:
+                mol = Chem.MolFromSmiles(smiles)
+            finally:
+                RDLogger.EnableLog("rdApp.*")  # type: ignore[attr-defined]
+            if mol is None:
+                raise InvalidInput(f"{smiles!r} is not a valid SMILES string (RDKit cannot parse it)")
+            self._mols[smiles] = mol
+        return self._mols[smiles]
+
+    def check_seeds(self, seeds: Any) -> list[str]:
+        seeds = super().check_seeds(seeds)
+        for s in seeds:
+            self._mol(s)
+        if self.encoder is not None:
+            self.encoder(seeds)  # unknown characters raise here, before any model call
+        return seeds
+
+    def mutate(self, cases: Cases, rng: np.random.Generator) -> list[str]:
+        from rdkit import Chem
+
+        can_encode = getattr(self.encoder, "can_encode", None)
+        out = []
+        for smiles in cases:
+            mol = self._mol(smiles)
+            result = smiles
+            for _ in range(self.tries):
+                order = rng.permutation(mol.GetNumAtoms()).tolist()
+                candidate = Chem.MolToSmiles(Chem.RenumberAtoms(mol, order), canonical=False)
+                if can_encode is None or can_encode(candidate):
+                    result = candidate
+                    break
+                self.discarded += 1
+            out.append(result)
+        return out
+
+    def distance(self, seeds: Cases, cases: Cases) -> np.ndarray:
+        return np.array([0.0 if s == c else _word_edit_share(list(s), list(c))
+                         for s, c in zip(seeds, cases)])
+
+
+def checked_mutate(mutator: Mutator, cases: Cases, rng: np.random.Generator) -> Cases:
+    """Run ``mutator`` and check it kept the number and shape of the cases."""
+    out = mutator.mutate(cases, rng)
+    name = type(mutator).__name__
+    if mutator.array_cases:
+        out = np.asarray(out)
+        expected = np.asarray(cases).shape
+        if out.shape != expected:
+            raise InvalidArgument(
+                f"{name}.mutate returned shape {out.shape} for cases of shape {expected}; a "
+                "mutator must return one mutant per case, of the same shape"
+            )
+    elif len(out) != len(cases) or not all(isinstance(c, str) for c in out):
+        raise InvalidArgument(
+            f"{name}.mutate returned {len(out)} items for {len(cases)} cases; a string mutator "
+            "must return one string per case"
+        )
+    return out

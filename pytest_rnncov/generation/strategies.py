@@ -1,0 +1,116 @@
+"""Hypothesis strategies whose examples are mutants of seeds (random or GA-targeted).
+
+Every example is a pure function of Hypothesis's draws (seed index, condition, number of
+generations or rounds, an integer rng seed), so a failing example replays from the example
+database and shrinks toward its seed (zero generations is the seed itself).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from hypothesis import HealthCheck, settings, target
+from hypothesis import strategies as st
+
+from ..errors import InvalidArgument
+from ..validation import check_int
+from .campaign import GAConfig, TrackedLike
+from .mutators import Mutator, checked_mutate
+
+#: Settings for tests that call models: no deadline, slow-data health checks off.
+model_settings = settings(
+    deadline=None,
+    max_examples=25,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                           HealthCheck.large_base_example],
+)
+settings.register_profile("rnncov", model_settings)
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """A generated test case and the seed it came from."""
+
+    case: Any
+    seed: Any
+    seed_index: int
+    generations: int
+    target: str | None = None  # "TC:abcab" for targeted mutants
+    fitness: float | None = None  # best fitness reached for the target (<= 0: covered)
+
+
+def random_mutants(seeds: Any, mutator: Mutator, *, max_rounds: int = 3) -> st.SearchStrategy[Mutant]:
+    """Mutants of ``seeds`` after 0..``max_rounds`` rounds of ``mutator`` (no model calls)."""
+    if not isinstance(mutator, Mutator):
+        raise InvalidArgument(f"mutator={mutator!r} is not a pytest_rnncov Mutator")
+    seeds = mutator.check_seeds(seeds)
+    max_rounds = check_int("max_rounds", max_rounds, minimum=0, example="3")
+
+    @st.composite
+    def build(draw: Any) -> Mutant:
+        index = draw(st.integers(0, len(seeds) - 1))
+        rounds = draw(st.integers(0, max_rounds))
+        rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+        case = mutator.take(seeds, [index])
+        for _ in range(rounds):
+            case = checked_mutate(mutator, case, rng)
+        return Mutant(case[0], mutator.take(seeds, [index])[0], index, rounds)
+
+    return build()
+
+
+def targeted_mutants(
+    model: TrackedLike,
+    seeds: Any,
+    mutator: Mutator,
+    *,
+    metric: str = "TC",
+    ga: GAConfig = GAConfig(k=2, n=4, gamma=3),
+) -> st.SearchStrategy[Mutant]:
+    """Mutants bred by the GA targeted mutation (paper Alg. 2) toward one condition.
+
+    Hypothesis draws the seed, the condition of ``metric`` to aim at, how many generations
+    (0..gamma) to run and an rng seed. Each generation is one batched call of the tracked
+    ``model`` (so the session coverage sees every bred input). The example's best fitness is
+    reported with ``hypothesis.target`` so Hypothesis steers toward uncovered behaviour.
+    """
+    if not isinstance(model, TrackedLike):
+        raise InvalidArgument("targeted_mutants needs a tracked model: rnncov.track(model, ...)")
+    if not isinstance(mutator, Mutator):
+        raise InvalidArgument(f"mutator={mutator!r} is not a pytest_rnncov Mutator")
+    if not isinstance(ga, GAConfig):
+        raise InvalidArgument(f"ga={ga!r}; pass GAConfig(k=..., n=..., gamma=...)")
+    seeds = mutator.check_seeds(seeds)
+    scorer = model.coverage[metric]
+
+    def fitness(cases: Any, condition: int) -> np.ndarray:
+        signals = model.signals_of(mutator.encode(cases))
+        return scorer.condition_fitness(signals, condition)
+
+    @st.composite
+    def build(draw: Any) -> Mutant:
+        index = draw(st.integers(0, len(seeds) - 1))
+        condition = draw(st.integers(0, scorer.total - 1))
+        generations = draw(st.integers(0, ga.gamma))
+        rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+        seed = mutator.take(seeds, [index])
+        label = f"{metric}:{scorer.label(condition)}"
+        if generations == 0:
+            return Mutant(seed[0], seed[0], index, 0, label)
+        population, scores = seed, fitness(seed, condition)
+        for _ in range(generations):
+            order = np.argsort(scores, kind="stable")[: ga.k]
+            parents = mutator.take(population, order)
+            offspring = checked_mutate(mutator, mutator.take(parents, np.repeat(np.arange(len(order)), ga.n)), rng)
+            population = mutator.concat([parents, offspring])
+            scores = np.concatenate([scores[order], fitness(offspring, condition)])
+            if (scores <= 0).any():
+                break
+        best = int(np.argmin(scores))
+        target(-float(scores[best]), label=f"-fitness {metric}")
+        return Mutant(mutator.take(population, [best])[0], seed[0], index, generations, label,
+                      float(scores[best]))
+
+    return build()

@@ -1,0 +1,62 @@
+"""``@pytest.mark.rnn_coverage``: the coverage of the inputs one test fed, against a bar."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import pytest
+
+from ..core.state import ModelState
+from ..errors import InvalidArgument
+from ..reporting.bars import Bars
+from ..reporting.results import MarkerOutcome, check_models
+from .options import Settings, metric_list
+
+KEYWORDS = ("min", "metrics", "model")
+
+
+def _names(value: Any, what: str) -> list[str]:
+    """A list of names from a list or a comma-separated string."""
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        return list(value)
+    raise InvalidArgument(f"{what}={value!r}; pass a name, a comma-separated string or a list "
+                          "of names")
+
+
+def check_marker(marker: pytest.Mark, fed: dict[str, ModelState], settings: Settings) -> str | None:
+    """The failure message for a test whose inputs miss the marker's bar (None: passed)."""
+    options = dict(marker.kwargs)
+    unknown = sorted(set(options) - set(KEYWORDS))
+    if marker.args or unknown:
+        shown = ", ".join(map(repr, marker.args)) if marker.args else ", ".join(unknown)
+        return f"rnn_coverage marker takes the keywords min=, metrics=, model=; got {shown}"
+    try:
+        metrics = settings.gate_metrics
+        if options.get("metrics") is not None:
+            metrics = metric_list(",".join(_names(options["metrics"], "metrics")))
+        required = options.get("min")
+        if required is None:
+            if settings.bars is None:
+                return "rnn_coverage marker needs min=..., or run with --rnn-coverage=..."
+            bars = Bars(settings.bars.entries, metrics)
+        else:
+            if isinstance(required, bool) or not isinstance(required, (int, float, str)):
+                raise InvalidArgument(f"min={required!r}; pass a fraction such as 0.8 or bars "
+                                      "such as 'BC:0.9,TC:0.4'")
+            bars = Bars.parse(str(required) if isinstance(required, str) else repr(float(required)),
+                              metrics)
+        wanted = (_names(options["model"], "model") if options.get("model") is not None
+                  else sorted(fed))
+    except (InvalidArgument, argparse.ArgumentTypeError) as exc:
+        return f"rnn_coverage marker: {exc}"
+    if not wanted:
+        return "rnn_coverage marker: this test fed no inputs to a tracked model"
+    for name in wanted:
+        if name not in fed:
+            return (f"rnn_coverage marker: this test fed no inputs to model {name!r} "
+                    f"(it fed: {', '.join(sorted(fed)) or 'none'})")
+    outcome = MarkerOutcome(bars, check_models({n: fed[n] for n in wanted}, bars))
+    return None if outcome.passed else outcome.message()

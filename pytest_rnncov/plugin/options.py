@@ -1,0 +1,245 @@
+"""Command-line and ini options: declared, validated and resolved into one ``Settings``.
+
+Numpy-free (the hook module imports this on every pytest run). Every bad value is a usage
+error (exit 4) that names the value and says what to write instead; paths the session
+will write are checked here, before any test runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..core.names import DEFAULT_METRICS, METRIC_NAMES
+from ..errors import InvalidArgument, RNNCovError
+from ..reporting.bars import Bars, parse_fraction
+
+REPORT_TYPES = ("term", "term-detail", "json", "html")
+DEFAULT_JSON = "rnncov.json"
+DEFAULT_HTML = "rnncov-html"
+MAX_SEED = 2**63 - 1
+
+
+# -- validators (argparse types: the message is shown as "--option: message") -----------
+def bars_text(value: str) -> str:
+    """A coverage bar: 0.9, or per metric BC:0.9,TC:0.4, or per model mnist:TC:0.4."""
+    try:
+        Bars.parse(value)
+    except InvalidArgument as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return value
+
+
+def fraction(value: str) -> float:
+    """A fraction in [0, 1]; ``90`` is refused with a hint to write ``0.9``."""
+    try:
+        return parse_fraction(value, "")
+    except InvalidArgument as exc:
+        raise argparse.ArgumentTypeError(str(exc).strip()) from None
+
+
+def metric_list(value: str) -> tuple[str, ...]:
+    """Comma-separated metric names, e.g. ``BC,SC,TC``."""
+    names = tuple(v.strip().upper() for v in value.split(",") if v.strip())
+    unknown = [n for n in names if n not in METRIC_NAMES]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown metric {', '.join(unknown) or repr(value)}; choose from "
+            f"{','.join(METRIC_NAMES)}")
+    return tuple(dict.fromkeys(names))
+
+
+def report_spec(value: str) -> tuple[str, str | None]:
+    """``term``, ``term-detail``, ``json[:PATH]`` or ``html[:DIR]``."""
+    kind, _, dest = value.partition(":")
+    if kind not in REPORT_TYPES:
+        raise argparse.ArgumentTypeError(
+            f"unknown report type {kind!r}; use term, term-detail, json:PATH or html:DIR")
+    if kind.startswith("term") and dest:
+        raise argparse.ArgumentTypeError(f"{kind} takes no destination; use --rnn-report={kind}")
+    if kind == "json":
+        return kind, dest or DEFAULT_JSON
+    if kind == "html":
+        return kind, dest or DEFAULT_HTML
+    return kind, None
+
+
+def seed(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not an integer seed") from None
+    if not 0 <= number <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"{value} is not a seed in [0, 2**63 - 1]; e.g. 0")
+    return number
+
+
+def addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("rnncov", "RNN coverage of recurrent models (pytest-rnncov)")
+    group.addoption("--rnn-coverage", metavar="BARS", type=bars_text, default=None,
+                    help="fail the session when a tracked model's coverage is below the bar: "
+                         "0.9 (every gate metric), BC:0.9,TC:0.4 (per metric) or "
+                         "mnist:TC:0.4 (per model) (ini: rnn_coverage)")
+    group.addoption("--rnn-metrics", metavar="LIST", type=metric_list, default=None,
+                    help="metrics a plain bar applies to, comma-separated (default BC,SC,TC; "
+                         f"known: {','.join(METRIC_NAMES)}; ini: rnn_metrics)")
+    group.addoption("--rnn-report", metavar="TYPE[:DEST]", type=report_spec, action="append",
+                    default=None,
+                    help="term (default), term-detail, json:PATH or html:DIR; repeatable "
+                         "(ini: rnn_report)")
+    group.addoption("--rnn-seed", metavar="N", type=seed, default=None,
+                    help="seed of everything random in pytest-rnncov (default 0; ini: rnn_seed)")
+    group.addoption("--rnn-data", metavar="PATH", default=None,
+                    help="write this run's exact coverage data to PATH, for "
+                         "`python -m pytest_rnncov combine` (ini: rnn_data)")
+    group.addoption("--rnn-save", metavar="NAME", default=None,
+                    help="save this run's coverage as baseline NAME (.rnncov/NAME.json, or a "
+                         "path ending in .json)")
+    group.addoption("--rnn-compare", metavar="NAME", default=None,
+                    help="fail when coverage falls below baseline NAME by more than "
+                         "--rnn-compare-tolerance")
+    group.addoption("--rnn-compare-tolerance", metavar="FRACTION", type=fraction, default=None,
+                    help="allowed drop below the baseline, a fraction (default 0; "
+                         "ini: rnn_compare_tolerance)")
+    group.addoption("--no-rnn", action="store_true", default=False,
+                    help="switch pytest-rnncov off: no gate, no report, marker not enforced")
+    parser.addini("rnn_coverage", "default of --rnn-coverage (a string or a TOML list of bars)",
+                  type="args", default=[])
+    parser.addini("rnn_metrics", "default of --rnn-metrics (a string or a TOML list)",
+                  type="args", default=[])
+    parser.addini("rnn_report", "default of --rnn-report (one per line, or a TOML list)",
+                  type="linelist", default=[])
+    parser.addini("rnn_seed", "default of --rnn-seed", default=None)
+    parser.addini("rnn_data", "default of --rnn-data", default=None)
+    parser.addini("rnn_compare_tolerance", "default of --rnn-compare-tolerance", default=None)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every option resolved: the command line wins over the ini."""
+
+    bars: Bars | None
+    gate_metrics: tuple[str, ...]
+    tracked_metrics: tuple[str, ...]
+    reports: tuple[tuple[str, str | None], ...]
+    seed: int
+    data: Path | None
+    save: Path | None
+    compare: Path | None
+    tolerance: float
+    explicit: bool
+
+
+def _ini(config: pytest.Config, name: str) -> Any:
+    raw = config.getini(name)
+    if raw in (None, "", []):
+        return None
+    return raw
+
+
+def _usage(where: str, exc: Exception) -> pytest.UsageError:
+    return pytest.UsageError(f"{where}: {exc}")
+
+
+def _joined(config: pytest.Config, ini: str) -> str | None:
+    """An ini value given as a string or a TOML list, joined with commas."""
+    raw = _ini(config, ini)
+    if raw is None:
+        return None
+    items = raw if isinstance(raw, list) else [raw]
+    if not all(isinstance(i, str) for i in items):
+        raise pytest.UsageError(f"ini option {ini} = {raw!r}: give a string or a list of strings")
+    return ",".join(i.strip().strip(",") for i in items if i.strip().strip(","))
+
+
+def seed_setting(config: pytest.Config) -> int:
+    """``--rnn-seed``, else the ini ``rnn_seed``, else 0 (also under --no-rnn)."""
+    value = config.getoption("rnn_seed")
+    if value is not None:
+        return int(value)
+    raw = _ini(config, "rnn_seed")
+    if raw is None:
+        return 0
+    try:
+        return seed(str(raw).strip())
+    except argparse.ArgumentTypeError as exc:
+        raise _usage(f"ini option rnn_seed = {raw!r}", exc) from None
+
+
+def read_settings(config: pytest.Config) -> Settings:
+    """Resolve every option; a bad value raises pytest.UsageError (exit 4)."""
+    metrics = config.getoption("rnn_metrics")
+    if metrics is None:
+        text = _joined(config, "rnn_metrics")
+        if text is not None:
+            try:
+                metrics = metric_list(text)
+            except argparse.ArgumentTypeError as exc:
+                raise _usage(f"ini option rnn_metrics = {text!r}", exc) from None
+    gate_metrics = tuple(metrics or DEFAULT_METRICS)
+    bars_value = config.getoption("rnn_coverage")
+    where = "--rnn-coverage"
+    if bars_value is None:
+        bars_value = _joined(config, "rnn_coverage")
+        where = f"ini option rnn_coverage = {bars_value!r}"
+    try:
+        bars = None if bars_value is None else Bars.parse(bars_value, gate_metrics)
+    except InvalidArgument as exc:
+        raise _usage(where, exc) from None
+    tracked = tuple(dict.fromkeys(DEFAULT_METRICS + gate_metrics + (bars.named_metrics if bars else ())))
+
+    reports = config.getoption("rnn_report")
+    if reports is None:
+        lines = _ini(config, "rnn_report") or []
+        specs = [item for line in lines for item in str(line).split()]
+        try:
+            reports = [report_spec(s) for s in specs]
+        except argparse.ArgumentTypeError as exc:
+            raise _usage(f"ini option rnn_report = {lines!r}", exc) from None
+    reports = tuple(dict.fromkeys(reports or [("term", None)]))
+
+    tolerance = config.getoption("rnn_compare_tolerance")
+    if tolerance is None:
+        raw = _ini(config, "rnn_compare_tolerance")
+        try:
+            tolerance = 0.0 if raw is None else fraction(str(raw).strip())
+        except argparse.ArgumentTypeError as exc:
+            raise _usage(f"ini option rnn_compare_tolerance = {raw!r}", exc) from None
+
+    root = Path(config.rootpath)
+    data = config.getoption("rnn_data") or _ini(config, "rnn_data")
+    save, compare = config.getoption("rnn_save"), config.getoption("rnn_compare")
+    try:
+        from ..reporting.paths import baseline_path
+
+        save_path = None if save is None else baseline_path(save, root / ".rnncov")
+        compare_path = None if compare is None else baseline_path(compare, root / ".rnncov")
+    except InvalidArgument as exc:
+        raise _usage("--rnn-save/--rnn-compare", exc) from None
+    explicit = (bars is not None or reports != (("term", None),) or save is not None
+                or compare is not None or data is not None or metrics is not None)
+    return Settings(bars, gate_metrics, tracked, reports, seed_setting(config),
+                    None if data is None else Path(str(data)), save_path, compare_path,
+                    float(tolerance), explicit)
+
+
+def check_outputs(settings: Settings) -> None:
+    """Refuse, before any test runs, outputs that cannot be written (pytest.UsageError)."""
+    from ..reporting.paths import check_output_dir, check_output_file
+
+    try:
+        for kind, dest in settings.reports:
+            if kind == "json" and dest is not None:
+                check_output_file(Path(dest), "--rnn-report=json:")
+            if kind == "html" and dest is not None:
+                check_output_dir(Path(dest), "--rnn-report=html:")
+        if settings.data is not None:
+            check_output_file(settings.data, "--rnn-data")
+        if settings.save is not None:
+            check_output_file(settings.save, "--rnn-save")
+    except RNNCovError as exc:
+        raise pytest.UsageError(str(exc)) from None

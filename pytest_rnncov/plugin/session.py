@@ -1,0 +1,285 @@
+"""What the ``rnncov`` fixture hands out: the session's tracked models and their coverage.
+
+Every input fed through a tracked model is traced once per batch; the batch's signals feed
+the session coverage, the running test's coverage (for the marker) and, in a campaign,
+the campaign's coverage and the GA, without being computed again.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..adapters.base import Adapter
+from ..adapters.model import RNNModel
+from ..core.abstractions import resolve_window
+from ..core.coverage import Coverage, Observation
+from ..core.metrics import DEFAULT_METRICS, Signals
+from ..core.profile import Profile
+from ..core.state import MetricState, ModelState
+from ..core.trace import Trace, concat_traces
+from ..errors import InvalidArgument, ProfileError, RNNCovError, StaleProfile
+from ..generation.campaign import Campaign, CampaignResult
+from ..reporting.data import CoverageData
+from ..reporting.samples import SampleWriter, gallery_entries
+from ..reporting.signals import sample_signals
+from ..validation import check_int, check_str, check_window
+
+
+class _TestCoverage:
+    """The coverage of the inputs one test fed, per model (for the marker)."""
+
+    def __init__(self) -> None:
+        self.states: dict[str, dict[str, MetricState]] = {}
+        self.inputs: dict[str, int] = {}
+
+    def add(self, tracked: "TrackedModel", observation: Observation, n: int) -> None:
+        states = self.states.setdefault(tracked.name, tracked.coverage.empty_states())
+        for key, (_, result) in observation.items():
+            states[key].add_counts(result.counts)
+        self.inputs[tracked.name] = self.inputs.get(tracked.name, 0) + n
+
+    def models(self, session: "RNNCovSession") -> dict[str, ModelState]:
+        out = {}
+        for name, states in self.states.items():
+            base = session.models[name].coverage.state(name)
+            out[name] = ModelState(name, base.layer, base.cell, base.window, base.fingerprint,
+                                   self.inputs[name], states)
+        return out
+
+
+class _CampaignRecorder:
+    """Registers a finished campaign's figures and gallery with the session."""
+
+    def __init__(self, tracked: "TrackedModel") -> None:
+        self.tracked = tracked
+
+    def on_finish(self, campaign: Campaign, result: CampaignResult) -> None:
+        writers = [w for w in campaign.listeners if isinstance(w, SampleWriter)]
+        summary = result.summary(campaign.name)
+        summary["saved_to"] = str(writers[0].directory) if writers else None
+        summary["gallery"] = gallery_entries(result.samples, getattr(campaign.mutator, "clip", None))
+        self.tracked.session.campaigns.append(summary)
+
+
+class TrackedModel:
+    """A model registered with the session: every input fed through it counts toward the
+    session coverage of ``name`` (and toward the running test's, for the marker)."""
+
+    def __init__(self, session: "RNNCovSession", name: str, rnn: Adapter, coverage: Coverage,
+                 metric_specs: Sequence[Any], preset: str) -> None:
+        self.session = session
+        self.name = name
+        self.rnn = rnn
+        self.coverage = coverage
+        self.metric_specs = tuple(metric_specs)
+        self.preset = preset
+        self.signals: dict[str, Any] = {}
+
+    @property
+    def profile(self) -> Profile:
+        return self.coverage.profile
+
+    @property
+    def seed(self) -> int:
+        return self.session.seed
+
+    # -- feeding -----------------------------------------------------------------------
+    def feed(self, signals: Signals, inputs: np.ndarray | None,
+             observation: Observation | None = None) -> dict[str, int]:
+        """Add one batch of signals to the session (and the running test's) coverage;
+        ``observation`` from another Coverage of this profile is reused, not recomputed."""
+        if not self.signals:
+            self.signals = sample_signals(signals.trace, self.profile)
+        gained, own = self.coverage.update_signals(signals, None, reuse=observation)
+        test = self.session.test_coverage
+        if test is not None:
+            test.add(self, own, len(signals))
+        return gained
+
+    def _stream(self, x: Any, keep_trace: bool) -> tuple[np.ndarray, list[Trace], dict[str, int]]:
+        x = self.rnn.check_input(x)
+        outputs, traces = [], []
+        gained = dict.fromkeys(self.coverage.metrics, 0)
+        until = None if keep_trace else self.coverage.until
+        for out, trace in self.rnn.iter_traces(x, outputs=True, until=until):
+            assert out is not None
+            outputs.append(out)
+            for key, value in self.feed(self.coverage.signals(trace), None).items():
+                gained[key] += value
+            if keep_trace:
+                traces.append(trace)
+        return np.concatenate(outputs), traces, gained
+
+    def run(self, x: Any) -> tuple[np.ndarray, Trace]:
+        """Outputs and trace of ``x`` from one batched model call; both feed coverage."""
+        outputs, traces, _ = self._stream(x, keep_trace=True)
+        return outputs, concat_traces(traces)
+
+    def predict(self, x: Any) -> np.ndarray:
+        """The model's outputs for ``x``; the inputs feed coverage (batch by batch)."""
+        return self._stream(x, keep_trace=False)[0]
+
+    def trace(self, x: Any) -> Trace:
+        """The trace of ``x``; the inputs feed coverage."""
+        return self.run(x)[1]
+
+    def observe(self, x: Any) -> dict[str, int]:
+        """Feed ``x`` to coverage; return how many conditions became covered per metric."""
+        return self._stream(x, keep_trace=False)[2]
+
+    def signals_of(self, x: Any) -> Signals:
+        """The signals of ``x`` (fed to coverage) for scoring conditions."""
+        return self.coverage.signals(self.run(x)[1])
+
+    # -- beyond coverage ---------------------------------------------------------------
+    def plot_signals(self, x: Any) -> None:
+        """Choose the inputs (up to 4) whose internal signals the HTML report plots; by
+        default, the first inputs the model saw. They do not feed coverage."""
+        self.signals = sample_signals(self.rnn.trace(x), self.profile)
+
+    def campaign_listeners(self) -> list[Any]:
+        return [_CampaignRecorder(self)]
+
+    def campaign(self, seeds: Any, mutator: Any, oracle: Any, *,
+                 output_dir: str | os.PathLike[str] | None = None, **options: Any) -> Campaign:
+        """A :class:`~pytest_rnncov.Campaign` on this model; ``output_dir`` writes its
+        adversarial samples there (``SampleWriter``)."""
+        listeners = list(options.pop("listeners", ()))
+        if output_dir is not None:
+            listeners.append(SampleWriter(output_dir))
+        return Campaign(self, seeds, mutator, oracle, listeners=listeners, **options)
+
+    def delta(self, reference: Any, suspect: Any, metrics: Sequence[Any] | None = None) -> Any:
+        """:func:`~pytest_rnncov.coverage_delta` on this model and profile. Neither set feeds
+        the session coverage."""
+        from ..core.delta import coverage_delta
+
+        return coverage_delta(self.rnn, self.profile, reference, suspect,
+                              metrics if metrics is not None else self.metric_specs,
+                              preset=self.preset)
+
+    def state(self) -> ModelState:
+        return self.coverage.state(self.name)
+
+    def __repr__(self) -> str:
+        return f"TrackedModel({self.name!r}, {self.coverage!r})"
+
+
+class RNNCovSession:
+    """What the ``rnncov`` fixture hands out: register models with :meth:`track`."""
+
+    def __init__(self, seed: int = 0, metrics: Sequence[str] = DEFAULT_METRICS) -> None:
+        self.seed = check_int("seed", seed, minimum=0)
+        self.default_metrics = tuple(metrics)
+        self.models: dict[str, TrackedModel] = {}
+        self.campaigns: list[dict[str, Any]] = []
+        self.track_errors: list[str] = []
+        self.test_coverage: _TestCoverage | None = None
+        #: the test running now (set by the plugin), for messages
+        self.current_test: str | None = None
+
+    def rng(self, salt: int = 0) -> np.random.Generator:
+        """A numpy generator derived from the session seed (``--rnn-seed``)."""
+        return np.random.default_rng([self.seed, check_int("salt", salt, minimum=0)])
+
+    def track(self, model: Any, *, profile: Any = None, x_train: Any = None, window: Any = None,
+              name: str | None = None, layer: str | int | None = None,
+              direction: str = "forward", output: str | int | None = None,
+              metrics: Sequence[Any] | None = None, preset: str = "paper") -> TrackedModel:
+        """Register ``model`` (a Keras or PyTorch model, or an RNNModel) once for the session.
+
+        ``profile`` is a fitted Profile or the path of a profile file. A path that does not
+        exist yet is fitted from ``x_train`` (with ``window``) and saved there, so the next
+        run loads it. Without ``profile``, ``x_train`` is required and the profile is fitted
+        in memory. ``metrics`` defaults to BC, SC, TC plus any metric the gate names.
+        Tracking the same name again returns the same object when everything matches and is
+        refused when anything differs.
+        """
+        try:
+            return self._track(model, profile, x_train, window, name, layer, direction, output,
+                               metrics, preset)
+        except RNNCovError as exc:
+            where = f" ({self.current_test})" if self.current_test else ""
+            self.track_errors.append(f"{type(exc).__name__}{where}: {exc}")
+            raise
+
+    def _track(self, model: Any, profile: Any, x_train: Any, window: Any, name: str | None,
+               layer: Any, direction: str, output: Any, metrics: Sequence[Any] | None,
+               preset: str) -> TrackedModel:
+        if name is not None:
+            check_str("name", name)
+        if profile is not None and not isinstance(profile, (Profile, str, os.PathLike)):
+            raise InvalidArgument(
+                f"profile={profile!r}; pass a fitted Profile, the path of a profile file, or "
+                "None (then x_train=... fits one)")
+        window = check_window(window)
+        if isinstance(model, Adapter):
+            rnn = model
+        else:
+            rnn = RNNModel(model, layer, direction=direction, output=output)
+        key = name or rnn.name
+        specs = tuple(metrics) if metrics is not None else self.default_metrics
+        if key in self.models:
+            tracked = self.models[key]
+            same = (tracked.rnn.model is rnn.model and tracked.rnn.layer_name == rnn.layer_name
+                    and tracked.metric_specs == specs and tracked.preset == preset
+                    and (window is None or resolve_window(window, tracked.profile.n_steps_)
+                         == tuple(tracked.profile.window_))
+                    and (not isinstance(profile, Profile) or profile is tracked.profile))
+            if same:
+                return tracked
+            raise InvalidArgument(
+                f"a model named {key!r} is already tracked with another model, layer, window, "
+                "metrics, preset or profile; pass another name= to track()")
+        fitted = self._profile(rnn, profile, x_train, window)
+        coverage = Coverage(rnn, fitted, specs, preset=preset, track_fitness=False)
+        self.models[key] = TrackedModel(self, key, rnn, coverage, specs, preset)
+        return self.models[key]
+
+    @staticmethod
+    def _profile(rnn: Adapter, profile: Any, x_train: Any, window: Any) -> Profile:
+        if isinstance(profile, Profile):
+            return profile
+        if profile is None:
+            if x_train is None:
+                raise InvalidArgument(
+                    "track() needs a profile: pass profile=Profile or a profile file path, "
+                    "or x_train=... to fit one")
+            return Profile(window=window).fit(rnn, x_train)
+        path = Path(profile)
+        if path.exists():
+            loaded = Profile.load(path)
+            if window is not None and resolve_window(window, loaded.n_steps_) != tuple(loaded.window_):
+                raise StaleProfile(
+                    f"profile {str(path)!r} was fitted for window {list(loaded.window_)}, not "
+                    f"{list(window)}; delete the file so that track() refits it from x_train")
+            loaded.check(rnn)
+            return loaded
+        if x_train is None:
+            raise ProfileError(
+                f"no profile file at {str(path)!r}; pass x_train=... to fit and save it there")
+        fitted = Profile(window=window).fit(rnn, x_train)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fitted.save(path)
+        return fitted
+
+    # -- per-test coverage (for @pytest.mark.rnn_coverage) -------------------------------
+    def start_test(self) -> None:
+        self.test_coverage = _TestCoverage()
+
+    def stop_test(self) -> dict[str, ModelState]:
+        test, self.test_coverage = self.test_coverage, None
+        return {} if test is None else test.models(self)
+
+    # -- data --------------------------------------------------------------------------
+    def data(self) -> CoverageData:
+        """This process's coverage, campaigns and tracking errors."""
+        return CoverageData(
+            models={name: t.state() for name, t in self.models.items()},
+            signals={name: t.signals for name, t in self.models.items() if t.signals},
+            campaigns=list(self.campaigns),
+            track_errors=list(self.track_errors))

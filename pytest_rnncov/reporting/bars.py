@@ -1,0 +1,143 @@
+"""Coverage bars: what ``--rnn-coverage``, the ini and the marker ask for.
+
+Numpy-free: the pytest hook module parses option values with it on every run.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from ..core.names import DEFAULT_METRICS, METRIC_NAMES
+from ..errors import InvalidArgument
+
+
+def percent(rate: float, below: float | None = None) -> str:
+    """``rate`` as a percentage; with ``below``, enough digits to show it is below that."""
+    for digits in range(0, 4):
+        text = f"{rate * 100:.{digits}f}%"
+        if below is None or float(text[:-1]) < below * 100:
+            return text
+    return f"{rate * 100:.4f}%"
+
+
+def parse_fraction(text: str, what: str) -> float:
+    """A bar in [0, 1] from text; ``90`` is refused with "for 90% use 0.9"."""
+    try:
+        number = float(text)
+    except (TypeError, ValueError):
+        raise InvalidArgument(f"{what} {text!r} is not a number; give a fraction such as 0.9") from None
+    if math.isnan(number) or not 0 <= number <= 1:
+        hint = f"; for {number:g}% use {number / 100:g}" if 1 < number <= 100 else ""
+        raise InvalidArgument(f"{what} {text} is not a fraction in [0, 1]{hint}")
+    return number
+
+
+@dataclass(frozen=True)
+class Bar:
+    """A required coverage rate, for one metric and/or one model (None: any)."""
+
+    value: float
+    metric: str | None = None
+    model: str | None = None
+
+    def text(self) -> str:
+        """The bar as written on the command line (``mnist:*:0.6``, ``TC:0.4``, ``0.9``)."""
+        if self.model is not None:
+            return f"{self.model}:{self.metric or '*'}:{self.value:g}"
+        return f"{self.metric}:{self.value:g}" if self.metric else f"{self.value:g}"
+
+
+class Bars:
+    """The coverage bars of a gate.
+
+    ``Bars.parse("0.9")`` gates every gate metric at 0.9; ``"BC:0.9,TC:0.4"`` gates BC and
+    TC with their own bars; ``"mnist:TC:0.4"`` gates one model's metric (``mnist:*:0.8``
+    every gate metric of that model). The most specific bar applies.
+    """
+
+    def __init__(self, entries: Sequence[Bar], gate_metrics: Sequence[str] = DEFAULT_METRICS) -> None:
+        if not entries:
+            raise InvalidArgument("no coverage bar given; e.g. --rnn-coverage=0.9")
+        self.entries = tuple(entries)
+        self.gate_metrics = tuple(gate_metrics)
+
+    @classmethod
+    def parse(cls, text: Any, gate_metrics: Sequence[str] = DEFAULT_METRICS) -> "Bars":
+        if isinstance(text, (int, float)) and not isinstance(text, bool):
+            text = repr(float(text))
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidArgument(f"coverage bar {text!r}: give e.g. 0.9 or BC:0.9,TC:0.4")
+        entries: list[Bar] = []
+        seen: set[tuple[str | None, str | None]] = set()
+        for raw in text.split(","):
+            entry = raw.strip()
+            parts = [p.strip() for p in entry.split(":")]
+            if not entry or len(parts) > 3 or not all(parts):
+                raise InvalidArgument(
+                    f"coverage bar {entry!r}: write BAR, METRIC:BAR or MODEL:METRIC:BAR, e.g. "
+                    "0.9 or BC:0.9,TC:0.4 or mnist:TC:0.4")
+            model = parts[0] if len(parts) == 3 else None
+            metric = parts[-2].upper() if len(parts) >= 2 else None
+            if metric == "*":
+                metric = None
+            if metric is not None and metric not in METRIC_NAMES:
+                raise InvalidArgument(
+                    f"coverage bar {entry!r}: unknown metric {parts[-2]!r}; choose from "
+                    f"{','.join(METRIC_NAMES)} (or * for every gate metric)")
+            value = parse_fraction(parts[-1], f"coverage bar {entry!r}:")
+            if (model, metric) in seen:
+                raise InvalidArgument(f"coverage bar {entry!r} is given twice")
+            seen.add((model, metric))
+            entries.append(Bar(value, metric, model))
+        return cls(entries, gate_metrics)
+
+    @property
+    def named_metrics(self) -> tuple[str, ...]:
+        """Metrics a bar names (they are tracked and gated even outside the gate metrics)."""
+        return tuple(dict.fromkeys(b.metric for b in self.entries if b.metric is not None))
+
+    @property
+    def named_models(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(b.model for b in self.entries if b.model is not None))
+
+    def lookup(self, model: str, metric: str) -> float | None:
+        """The bar for ``metric`` of ``model``, the most specific first (None: not gated)."""
+        ranked: list[tuple[int, float]] = []
+        for bar in self.entries:
+            if bar.model not in (None, model) or bar.metric not in (None, metric):
+                continue
+            if bar.metric is None and metric not in self.gate_metrics:
+                continue
+            ranked.append(((bar.model is not None) + 2 * (bar.metric is not None), bar.value))
+        return max(ranked)[1] if ranked else None
+
+    def gated(self, model: str) -> list[tuple[str, float]]:
+        """(metric, bar) pairs that apply to ``model``, in metric order."""
+        candidates = dict.fromkeys(self.gate_metrics + self.named_metrics)
+        out = []
+        for metric in sorted(candidates, key=_metric_order):
+            value = self.lookup(model, metric)
+            if value is not None:
+                out.append((metric, value))
+        return out
+
+    @property
+    def single(self) -> float | None:
+        """The one bar when a single global bar is given (the classic ``--rnn-coverage=0.9``)."""
+        if len(self.entries) == 1 and self.entries[0].metric is None and self.entries[0].model is None:
+            return self.entries[0].value
+        return None
+
+    def describe(self) -> str:
+        if self.single is not None:
+            return f"{self.single:g} on {','.join(self.gate_metrics)}"
+        return ",".join(b.text() for b in self.entries)
+
+    def to_json(self) -> list[dict[str, Any]]:
+        return [{"model": b.model, "metric": b.metric, "bar": b.value} for b in self.entries]
+
+
+def _metric_order(name: str) -> int:
+    return METRIC_NAMES.index(name) if name in METRIC_NAMES else len(METRIC_NAMES)

@@ -1,0 +1,282 @@
+"""The self-contained HTML report (``--rnn-report=html:DIR``).
+
+Like coverage.py's, it builds the page's data first (tables, figures as PNG bytes in
+memory, gallery entries) and then renders a Jinja2 template shipped with the package
+(``report.html.jinja``, ``report.css``). Plots are drawn with matplotlib
+(``pip install 'pytest-rnncov[html]'``) and embedded as base64, so the page opens with no
+network. Nothing here needs memory proportional to the number of possible TC words.
+"""
+
+from __future__ import annotations
+
+import base64
+import difflib
+import io
+import os
+from importlib import resources
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from ...core import sax
+from ...core.state import MetricState, ModelState
+from ...errors import MissingResource
+from ..data import CoverageData
+from ..images import png_bytes, side_by_side, to_gray8
+from ..paths import write_text
+from ..results import Verdict, percent
+
+#: TC grids are drawn up to this many words; above it the report lists the covered words.
+GRID_WORDS = 4096
+#: channels up to which a 2-D case is drawn as curves (time series) rather than an image
+SERIES_CHANNELS = 12
+
+
+def require_html() -> None:
+    """Raise MissingResource with the install command when matplotlib or jinja2 is absent."""
+    missing = []
+    for module in ("matplotlib", "jinja2"):
+        try:
+            __import__(module)
+        except ImportError:
+            missing.append(module)
+    if missing:
+        raise MissingResource(
+            f"the HTML report needs {' and '.join(missing)}, which "
+            f"{'is' if len(missing) == 1 else 'are'} not installed: pip install 'pytest-rnncov[html]'")
+
+
+def _uri(data: bytes) -> str:
+    return "data:image/png;base64," + base64.b64encode(data).decode("ascii")
+
+
+def _figure(fig: Any) -> str:
+    import matplotlib.pyplot as plt
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=90, bbox_inches="tight")
+    plt.close(fig)
+    return _uri(buffer.getvalue())
+
+
+def _marked_diff(seed: Sequence[str], case: Sequence[str], joiner: str) -> list[dict[str, str]]:
+    """The case as (kind, text) pieces against the seed: equal, del, ins."""
+    out = []
+    matcher = difflib.SequenceMatcher(a=list(seed), b=list(case), autojunk=False)
+    for op, a1, a2, b1, b2 in matcher.get_opcodes():
+        if op == "equal":
+            out.append({"kind": "equal", "text": joiner.join(case[b1:b2])})
+        if op in ("delete", "replace"):
+            out.append({"kind": "del", "text": joiner.join(seed[a1:a2])})
+        if op in ("insert", "replace"):
+            out.append({"kind": "ins", "text": joiner.join(case[b1:b2])})
+    return out
+
+
+# -- figures ---------------------------------------------------------------------------------
+def signals_figure(signals: dict[str, Any]) -> str | None:
+    import matplotlib.pyplot as plt
+
+    panels = [(k, t) for k, t in (("h_net_z", r"z-normalised $\xi^h_t$ (h / net)"),
+                                   ("f_avg_minmax", r"min-max normalised $\xi^{f,avg}_t$"),
+                                   ("h_delta_minmax", r"min-max normalised $\Delta\xi^h_t$"))
+              if k in signals]
+    if not panels:
+        return None
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3), squeeze=False)
+    steps = signals["steps"]
+    for ax, (key, title) in zip(axes[0], panels):
+        for row, values in enumerate(signals[key]):
+            ax.plot(steps, values, marker=".", label=f"input {row}")
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("step")
+    axes[0][0].legend(fontsize=7)
+    return _figure(fig)
+
+
+def times_figure(key: str, state: MetricState) -> str:
+    import matplotlib.pyplot as plt
+
+    t1, t2 = state.config["window"]
+    steps = t2 - t1 + 1
+    labels = [str(t1 + c % steps) + ("" if c < steps else "↓") for c in range(state.total)]
+    fig, ax = plt.subplots(figsize=(max(4.0, 0.25 * state.total), 2.8))
+    covered = state.covered_mask
+    ax.bar(range(state.total), state.times, color=["tab:green" if c else "tab:red" for c in covered])
+    missing = np.flatnonzero(~covered)
+    ax.scatter(missing, np.zeros(len(missing)), marker="x", color="tab:red", zorder=3)
+    ax.set_xticks(range(state.total), labels, fontsize=7, rotation=90)
+    ax.set_xlabel("step (red x: uncovered)")
+    ax.set_ylabel("test cases")
+    ax.set_title(f"coverage times: {state.describe}", fontsize=10)
+    return _figure(fig)
+
+
+def words_figure(state: MetricState) -> str:
+    """The TC grid: rows are the first w//2 symbols, columns the rest, labelled with letters."""
+    import matplotlib.pyplot as plt
+
+    w, a = int(state.config["w"]), int(state.config["a"])
+    head = w // 2
+    rows, cols = a ** head, a ** (w - head)
+    grid = np.log1p(state.times.astype(np.float64)).reshape(rows, cols)
+    fig, ax = plt.subplots(figsize=(max(4.0, cols * 0.32), max(2.2, rows * 0.3)))
+    ax.imshow(np.where(grid > 0, grid, np.nan), cmap="viridis", aspect="equal")
+    ax.set_facecolor("#f2dede")
+    row_labels = [sax.word_label(d) for d in sax.word_digits(np.arange(rows), a, head)] if head else [""]
+    col_labels = [sax.word_label(d) for d in sax.word_digits(np.arange(cols), a, w - head)]
+    ax.set_yticks(range(rows), row_labels, fontsize=7, family="monospace")
+    ax.set_xticks(range(cols), col_labels, fontsize=7, family="monospace", rotation=90)
+    ax.set_ylabel(f"first {head} symbols")
+    ax.set_xlabel(f"last {w - head} symbols")
+    ax.set_title(f"{state.describe}: covered SAX words (colour: log coverage times; pink: "
+                 "uncovered)", fontsize=9)
+    return _figure(fig)
+
+
+def top_words(state: MetricState, limit: int = 30) -> list[dict[str, Any]]:
+    """The most covered TC words (from the covered ids only)."""
+    ids = state.covered_ids()
+    times = state.times[ids]
+    order = np.argsort(-times, kind="stable")[:limit]
+    w, a = int(state.config["w"]), int(state.config["a"])
+    digits = sax.word_digits(ids[order], a, w)
+    return [{"word": sax.word_label(d), "times": int(t)} for d, t in zip(digits, times[order])]
+
+
+def growth_figure(campaign: dict[str, Any]) -> str | None:
+    import matplotlib.pyplot as plt
+
+    growth = campaign.get("growth") or []
+    if not growth:
+        return None
+    fig, ax = plt.subplots(figsize=(6, 3))
+    cases = [g["test_cases"] for g in growth]
+    for key in [k for k in growth[0] if k not in ("test_cases", "phase")]:
+        ax.plot(cases, [g[key] for g in growth], label=key)
+    targeted = [g["test_cases"] for g in growth if g["phase"] == "targeted"]
+    if targeted:
+        ax.axvline(targeted[0], color="grey", linestyle="--", linewidth=1)
+        ax.text(targeted[0], 0.02, " GA starts", fontsize=8, color="grey")
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("generated test cases")
+    ax.set_ylabel("coverage rate")
+    ax.legend(fontsize=8)
+    ax.set_title(f"coverage growth: {campaign.get('model', '')}", fontsize=10)
+    return _figure(fig)
+
+
+def series_figure(seed: np.ndarray, case: np.ndarray) -> str:
+    """Seed (dashed) and case (solid) per channel, for time series."""
+    import matplotlib.pyplot as plt
+
+    seed2, case2 = seed.reshape(len(seed), -1), case.reshape(len(case), -1)
+    fig, ax = plt.subplots(figsize=(4.8, 2.4))
+    for channel in range(seed2.shape[1]):
+        line, = ax.plot(case2[:, channel], linewidth=1.2)
+        ax.plot(seed2[:, channel], linestyle="--", linewidth=0.9, color=line.get_color())
+    ax.set_xlabel("step (dashed: seed, solid: case)")
+    return _figure(fig)
+
+
+def gallery_item(item: dict[str, Any]) -> dict[str, Any]:
+    caption = (f"seed {item['seed_index']}: {item['seed_decision']} → {item['case_decision']}, "
+               f"distance {item['distance']:.3g}")
+    seed, case = item["seed"], item["case"]
+    if isinstance(seed, str):
+        joiner = " " if " " in seed else ""
+        tokens = seed.split(" ") if joiner else list(seed)
+        case_tokens = case.split(" ") if joiner else list(case)
+        return {"kind": "text", "caption": caption, "seed": seed, "joiner": joiner,
+                "pieces": _marked_diff(tokens, case_tokens, joiner)}
+    seed_a, case_a = np.squeeze(np.asarray(seed, np.float64)), np.squeeze(np.asarray(case, np.float64))
+    if seed_a.ndim == 1 or (seed_a.ndim == 2 and seed_a.shape[1] <= SERIES_CHANNELS):
+        return {"kind": "image", "caption": caption + " (seed dashed, case solid)",
+                "uri": series_figure(seed_a if seed_a.ndim > 1 else seed_a[:, None],
+                                     case_a if case_a.ndim > 1 else case_a[:, None])}
+    if seed_a.ndim == 2:
+        clip = item.get("clip") or [float(min(seed_a.min(), case_a.min())),
+                                    float(max(seed_a.max(), case_a.max())) + 1e-9]
+        return {"kind": "image", "caption": caption + " (seed | case | difference)",
+                "uri": _uri(png_bytes(side_by_side(seed_a, case_a, (clip[0], clip[1]))))}
+    diff = np.abs(case_a - seed_a).reshape(1, -1)
+    return {"kind": "image", "caption": caption + " (|case - seed|)",
+            "uri": _uri(png_bytes(to_gray8(diff, (0.0, float(diff.max()) or 1.0))))}
+
+
+# -- the page ------------------------------------------------------------------------------
+def _model_section(state: ModelState, signals: dict[str, Any] | None,
+                   verdict: Verdict) -> dict[str, Any]:
+    checks = {(c.model, c.metric): c for c in verdict.checks}
+    rows = []
+    for key, m in state.metrics.items():
+        check = checks.get((state.name, key))
+        rows.append({"key": key, "describe": m.describe, "covered": m.n_covered, "total": m.total,
+                     "rate": percent(m.rate), "bar": None if check is None else percent(check.bar),
+                     "below": check is not None and not check.passed})
+    figures = []
+    for key, m in state.metrics.items():
+        if key in ("BC", "SC"):
+            figures.append({"title": f"{key}: coverage times per step", "uri": times_figure(key, m)})
+    words = None
+    tc = state.metrics.get("TC")
+    if tc is not None:
+        if tc.total <= GRID_WORDS:
+            figures.append({"title": "TC: SAX words", "uri": words_figure(tc)})
+        else:
+            words = {"total": tc.total, "covered": tc.n_covered, "top": top_words(tc)}
+    return {
+        "name": state.name, "layer": state.layer, "cell": state.cell, "window": list(state.window),
+        "inputs": state.n_inputs, "rows": rows,
+        "signals": signals_figure(signals) if signals else None,
+        "figures": figures, "words": words,
+    }
+
+
+def _campaign_section(campaign: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "model": str(campaign.get("model", "")),
+        "test_cases": campaign["test_cases"], "adversarial": campaign["adversarial"],
+        "rate": percent(campaign["adversary_rate"]), "unique": campaign["unique"],
+        "distance": str(campaign.get("distance", "")),
+        "saved_to": campaign.get("saved_to"), "oracle": campaign.get("oracle"),
+        "growth": growth_figure(campaign),
+        "gallery": [gallery_item(item) for item in campaign.get("gallery") or []],
+    }
+
+
+def page_data(data: CoverageData, verdict: Verdict) -> dict[str, Any]:
+    """Everything the template shows, figures already drawn."""
+    from ... import __version__
+
+    return {
+        "version": __version__,
+        "bars": None if verdict.bars is None else verdict.bars.describe(),
+        "verdict": [{"text": t, "style": s} for t, s in verdict.lines()],
+        "models": [_model_section(state, data.signals.get(name), verdict)
+                   for name, state in data.models.items()],
+        "campaigns": [_campaign_section(c) for c in data.campaigns],
+        "track_errors": data.track_errors,
+    }
+
+
+class HtmlReport:
+    """Writes ``DIR/index.html``."""
+
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        self.directory = Path(directory)
+
+    def report(self, data: CoverageData, verdict: Verdict) -> Path:
+        require_html()
+        import matplotlib
+
+        matplotlib.use("Agg", force=True)
+        import jinja2
+
+        folder = resources.files(__name__)
+        environment = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
+        template = environment.from_string(folder.joinpath("report.html.jinja").read_text("utf-8"))
+        html = template.render(page=page_data(data, verdict),
+                               css=folder.joinpath("report.css").read_text("utf-8"))
+        return write_text(self.directory / "index.html", html, "the HTML report")

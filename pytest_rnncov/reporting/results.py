@@ -1,0 +1,203 @@
+"""The session's outcome, computed once: coverage bars, their checks, the baseline
+comparison, and whether the data is complete. Reporters (terminal, JSON, HTML) and the
+pytest layer only render a :class:`Verdict`; its messages, and the marker's, live here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from ..core.state import ModelState
+from .bars import Bars, percent
+from .data import CoverageData
+
+
+@dataclass(frozen=True)
+class Check:
+    """One (model, metric) against its bar; ``rate`` is None when the metric was not tracked."""
+
+    model: str
+    metric: str
+    bar: float
+    rate: float | None
+    covered: int = 0
+    total: int = 0
+
+    @property
+    def passed(self) -> bool:
+        return self.rate is not None and self.rate >= self.bar
+
+    def text(self, show_model: bool, show_bar: bool) -> str:
+        name = f"{self.model} {self.metric}" if show_model else self.metric
+        if self.rate is None:
+            return f"{name} not tracked"
+        bar = f" < {percent(self.bar)}" if show_bar and not self.passed else ""
+        return f"{name} {percent(self.rate, below=self.bar if not self.passed else None)} ({self.covered}/{self.total}){bar}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"model": self.model, "metric": self.metric, "bar": self.bar, "rate": self.rate,
+                "covered": self.covered, "total": self.total, "passed": self.passed}
+
+
+def check_models(models: dict[str, ModelState], bars: Bars) -> list[Check]:
+    """Every gated (model, metric) of ``models`` against ``bars``; models a bar names that
+    are missing get a failed check."""
+    checks = []
+    for name, state in models.items():
+        for metric, bar in bars.gated(name):
+            m = state.metrics.get(metric)
+            checks.append(Check(name, metric, bar, None) if m is None else
+                          Check(name, metric, bar, m.rate, m.n_covered, m.total))
+    for name in bars.named_models:
+        if name not in models:
+            checks.extend(Check(name, metric, bar, None) for metric, bar in bars.gated(name))
+    return checks
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The outcome of a session (or of combined data), computed once.
+
+    ``passed`` is None when nothing was asked for (no bars, no baseline) or when the gate
+    does not apply (collect-only, every test deselected); else True or False, and the exit
+    code, the JSON ``passed`` and the terminal's last line all follow it.
+    """
+
+    bars: Bars | None = None
+    applied: bool = True
+    skipped_reason: str | None = None
+    checks: tuple[Check, ...] = ()
+    no_model: bool = False
+    track_errors: tuple[str, ...] = ()
+    baseline: str | None = None
+    tolerance: float = 0.0
+    regressions: tuple[str, ...] = ()
+    missing_workers: tuple[str, ...] = ()
+    n_models: int = 0
+
+    @property
+    def gate_passed(self) -> bool | None:
+        if self.bars is None or not self.applied:
+            return None
+        return not self.no_model and all(c.passed for c in self.checks)
+
+    @property
+    def baseline_passed(self) -> bool | None:
+        if self.baseline is None or not self.applied:
+            return None
+        return not self.regressions
+
+    @property
+    def passed(self) -> bool | None:
+        outcomes = [o for o in (self.gate_passed, self.baseline_passed) if o is not None]
+        return None if not outcomes else all(outcomes)
+
+    @property
+    def complete(self) -> bool:
+        return not self.missing_workers
+
+    # -- messages --------------------------------------------------------------------------
+    def gate_line(self) -> str | None:
+        """The gate's last line, without the FAIL prefix (None when no gate applies)."""
+        if self.bars is None or not self.applied:
+            return None
+        single = self.bars.single
+        head = (f"Required RNN coverage of {percent(single)}" if single is not None
+                else f"Required RNN coverage ({self.bars.describe()})")
+        if self.no_model:
+            if self.track_errors:
+                return (f"{head} not reached: no model was tracked; rnncov.track() failed: "
+                        + "; ".join(self.track_errors))
+            return (f"{head} not reached: no model was tracked (register one with "
+                    "rnncov.track(model, ...))")
+        failed = [c for c in self.checks if not c.passed]
+        if not failed:
+            return f"{head} reached."
+        show_model = len({c.model for c in self.checks}) > 1
+        return f"{head} not reached: " + ", ".join(
+            c.text(show_model=show_model, show_bar=single is None) for c in failed)
+
+    def baseline_line(self) -> str | None:
+        if self.baseline is None or not self.applied:
+            return None
+        if self.regressions:
+            return (f"RNN coverage fell below baseline {self.baseline} (tolerance "
+                    f"{self.tolerance:g}): " + "; ".join(self.regressions))
+        return f"RNN coverage is not below baseline {self.baseline}."
+
+    def lines(self) -> list[tuple[str, str]]:
+        """(text, style) lines for the end of the terminal report; style is "red" (a
+        failure, prefixed FAIL), "green" or "yellow" (a warning)."""
+        out: list[tuple[str, str]] = []
+        if self.missing_workers:
+            out.append((
+                "WARNING RNN coverage is partial: worker " + ", ".join(self.missing_workers)
+                + " sent no coverage data (crashed?); the numbers miss its inputs", "yellow"))
+        if not self.applied and (self.bars is not None or self.baseline is not None):
+            out.append((f"RNN coverage gate not applied: {self.skipped_reason}.", "yellow"))
+        baseline = self.baseline_line()
+        if baseline is not None:
+            out.append(("FAIL " + baseline, "red") if self.regressions else (baseline, "green"))
+        gate = self.gate_line()
+        if gate is not None:
+            out.append((gate, "green") if self.gate_passed else ("FAIL " + gate, "red"))
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "passed": self.passed,
+            "applied": self.applied,
+            "skipped_reason": self.skipped_reason,
+            "gate": None if self.bars is None else {
+                "bars": self.bars.to_json(), "gate_metrics": list(self.bars.gate_metrics),
+                "passed": self.gate_passed, "no_model": self.no_model,
+                "message": self.gate_line(),
+                "checks": [c.to_json() for c in self.checks]},
+            "baseline": None if self.baseline is None else {
+                "path": self.baseline, "tolerance": self.tolerance, "passed": self.baseline_passed,
+                "regressions": list(self.regressions)},
+            "complete": self.complete,
+            "missing_workers": list(self.missing_workers),
+            "track_errors": list(self.track_errors),
+        }
+
+
+def evaluate(data: CoverageData, bars: Bars | None, *, applied: bool = True,
+             skipped_reason: str | None = None, baseline: str | None = None,
+             tolerance: float = 0.0, regressions: Iterable[str] = ()) -> Verdict:
+    """The verdict on ``data``: the one place where the session outcome is decided."""
+    checks = tuple(check_models(data.models, bars)) if bars is not None else ()
+    return Verdict(
+        bars=bars, applied=applied, skipped_reason=skipped_reason, checks=checks,
+        no_model=bars is not None and not data.models, track_errors=tuple(data.track_errors),
+        baseline=baseline, tolerance=tolerance, regressions=tuple(regressions),
+        missing_workers=tuple(data.missing_workers), n_models=len(data.models))
+
+
+@dataclass
+class MarkerOutcome:
+    """The ``@pytest.mark.rnn_coverage`` check of one test's own inputs."""
+
+    bars: Bars
+    checks: list[Check] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for c in self.checks)
+
+    def message(self) -> str:
+        single = self.bars.single
+        head = (f"below {percent(single)}" if single is not None
+                else f"below its bars ({self.bars.describe()})")
+        lines = [f"RNN coverage of the inputs this test fed is {head}:"]
+        for c in self.checks:
+            if c.passed:
+                continue
+            if c.rate is None:
+                lines.append(f"  {c.model}: {c.metric} is not tracked for this model")
+            else:
+                bar = "" if single is not None else f" < {percent(c.bar)}"
+                lines.append(f"  {c.model}: {c.metric} {percent(c.rate, below=c.bar)} "
+                             f"({c.covered}/{c.total}, {c.total - c.covered} uncovered){bar}")
+        return "\n".join(lines)

@@ -1,0 +1,153 @@
+"""Terminal reporters: the "RNN coverage" and "RNN adversarial samples" sections and the
+verdict's closing lines. They only render ``CoverageData`` and a ``Verdict``."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, Sequence
+
+import numpy as np
+
+from ..core import sax
+from ..core.names import METRIC_NAMES
+from ..core.state import MetricState, ModelState
+from .data import CoverageData
+from .results import Verdict, percent
+
+
+class Reporter(Protocol):
+    """What every reporter implements: render the data and the verdict."""
+
+    def report(self, data: CoverageData, verdict: Verdict) -> Any: ...
+
+
+class Writer(Protocol):
+    """The part of pytest's terminal reporter the terminal reports use."""
+
+    def write_sep(self, sep: str, title: str, **markup: bool) -> Any: ...
+
+    def write_line(self, line: str, **markup: bool) -> Any: ...
+
+
+def _ranges(steps: Sequence[int]) -> str:
+    """Compact step list: 4-7, 9, 12-13."""
+    runs: list[list[int]] = []
+    for step in steps:
+        if runs and step == runs[-1][-1] + 1:
+            runs[-1].append(step)
+        else:
+            runs.append([step])
+    return ", ".join(f"{r[0]}" if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
+
+
+def table(rows: list[list[str]]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+
+
+def coverage_lines(data: CoverageData, detail: bool = False) -> list[str]:
+    """The rows of the "RNN coverage" section."""
+    if not data.models:
+        if data.track_errors:
+            return ["no model was tracked: rnncov.track() failed: " + "; ".join(data.track_errors)]
+        return ["no model was tracked: register one with rnncov.track(model, ...)"]
+    order = {name: i for i, name in enumerate(METRIC_NAMES)}
+    names = sorted({k for state in data.models.values() for k in state.metrics},
+                   key=lambda k: (order.get(k, len(order)), k))
+    rows = [["model", "layer", "window", "inputs"] + names]
+    for state in data.models.values():
+        row = [state.name, state.layer, f"[{state.window[0]}, {state.window[1]}]",
+               str(state.n_inputs)]
+        for key in names:
+            m = state.metrics.get(key)
+            row.append("-" if m is None else f"{percent(m.rate)} ({m.n_covered}/{m.total})")
+        rows.append(row)
+    lines = table(rows)
+    if data.track_errors:
+        lines.append("rnncov.track() failed: " + "; ".join(data.track_errors))
+    if detail:
+        for state in data.models.values():
+            lines.extend(detail_lines(state))
+    return lines
+
+
+def detail_lines(state: ModelState) -> list[str]:
+    """What is left uncovered, per metric."""
+    lines = [f"{state.name}:"]
+    for key, m in state.metrics.items():
+        lines.append("  " + _metric_detail(key, m))
+    return lines
+
+
+def _metric_detail(key: str, m: MetricState) -> str:
+    missing = np.flatnonzero(~m.covered_mask)
+    if key in ("BC", "SC"):
+        t1, t2 = m.config["window"]
+        steps = sorted({t1 + int(c) % (t2 - t1 + 1) for c in missing})
+        return (f"{m.describe}: uncovered steps {_ranges(steps) or 'none'}"
+                + (f" ({len(missing)} conditions)" if len(missing) else ""))
+    if key == "TC":
+        w, a = int(m.config["w"]), int(m.config["a"])
+        digits = sax.word_digits(m.covered_ids(), a, w)
+        spread = " | ".join(
+            f"{j + 1}: " + " ".join(f"{chr(97 + s)} {int((digits[:, j] == s).sum())}"
+                                    for s in range(a))
+            for j in range(w))
+        return (f"{m.describe}: {m.n_covered} of {m.total} words; covered words by symbol at "
+                f"each position: {spread}")
+    return f"{m.describe}: {len(missing)} conditions uncovered"
+
+
+def adversarial_lines(campaigns: Sequence[dict[str, Any]]) -> list[str]:
+    """The rows of the "RNN adversarial samples" section, one per campaign."""
+    rows = [["model", "test cases", "adversarial", "adversary rate", "unique seeds",
+             "avg perturbation", "saved to"]]
+    for c in campaigns:
+        avg = c.get("average_perturbation")
+        rows.append([
+            str(c.get("model", "?")), str(c["test_cases"]), str(c["adversarial"]),
+            percent(c["adversary_rate"]) if c["test_cases"] else "-", str(c["unique"]),
+            "-" if avg is None else f"{avg:.4g}", str(c.get("saved_to") or "-")])
+    return table(rows)
+
+
+class TermReport:
+    """The terminal sections and the verdict lines."""
+
+    def __init__(self, writer: Writer, *, detail: bool = False, coverage: bool = True) -> None:
+        self.writer = writer
+        self.detail = detail
+        self.coverage = coverage
+
+    def report(self, data: CoverageData, verdict: Verdict) -> None:
+        self.sections(data)
+        self.verdict(verdict)
+
+    def sections(self, data: CoverageData) -> None:
+        """The "RNN coverage" section (when shown) and the adversarial samples section."""
+        if self.coverage:
+            self.writer.write_sep("-", "RNN coverage")
+            for line in coverage_lines(data, self.detail):
+                self.writer.write_line(line)
+        if data.campaigns:
+            self.writer.write_sep("-", "RNN adversarial samples")
+            for line in adversarial_lines(data.campaigns):
+                self.writer.write_line(line)
+
+    def verdict(self, verdict: Verdict) -> None:
+        for text, style in verdict.lines():
+            markup = {"red": {"red": True, "bold": True}, "green": {"green": True},
+                      "yellow": {"yellow": True}}[style]
+            self.writer.write_line(text, **markup)
+
+
+class LinesWriter:
+    """A Writer that collects plain lines (for the command line and tests)."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def write_sep(self, sep: str, title: str, **markup: bool) -> None:
+        self.lines.append(f" {title} ".center(72, sep))
+
+    def write_line(self, line: str, **markup: bool) -> None:
+        self.lines.append(line)

@@ -1,0 +1,133 @@
+"""Central argument validation: every public constructor and function checks its arguments
+here, so that a bad call fails at once with :class:`InvalidArgument`, naming the value
+(its ``repr``, so ``"128"`` and ``128`` read differently) and saying what to pass instead.
+
+Numbers accept Python and numpy scalars alike; booleans are never numbers.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any, Iterable, Sequence
+
+from .errors import InvalidArgument
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _is_integer(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _is_real(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def check_int(name: str, value: Any, *, minimum: int | None = None,
+              maximum: int | None = None, example: str | None = None) -> int:
+    """``value`` as an ``int`` (Python or numpy integer; not a float, bool or string)."""
+    if not _is_integer(value):
+        hint = f", e.g. {name}={example}" if example else ""
+        kind = type(value).__name__
+        raise InvalidArgument(f"{name}={_shown(value)} ({kind}) must be an integer{hint}")
+    number = int(value)
+    if minimum is not None and number < minimum:
+        raise InvalidArgument(f"{name}={number} must be an integer >= {minimum}")
+    if maximum is not None and number > maximum:
+        raise InvalidArgument(f"{name}={number} must be an integer <= {maximum}")
+    return number
+
+
+def check_float(name: str, value: Any, *, minimum: float | None = None,
+                maximum: float | None = None, exclusive_minimum: bool = False,
+                allow_infinite: bool = False, example: str | None = None) -> float:
+    """``value`` as a finite ``float`` within bounds (Python or numpy number)."""
+    hint = f", e.g. {name}={example}" if example else ""
+    if not _is_real(value):
+        raise InvalidArgument(
+            f"{name}={_shown(value)} ({type(value).__name__}) must be a number{hint}")
+    number = float(value)
+    if math.isnan(number) or (math.isinf(number) and not allow_infinite):
+        raise InvalidArgument(f"{name}={number!r} must be a finite number{hint}")
+    if minimum is not None:
+        if exclusive_minimum and not number > minimum:
+            raise InvalidArgument(f"{name}={number!r} must be > {minimum:g}{hint}")
+        if not exclusive_minimum and not number >= minimum:
+            raise InvalidArgument(f"{name}={number!r} must be >= {minimum:g}{hint}")
+    if maximum is not None and not number <= maximum:
+        raise InvalidArgument(f"{name}={number!r} must be <= {maximum:g}{hint}")
+    return number
+
+
+def check_fraction(name: str, value: Any, *, allow_none: bool = False) -> float | None:
+    """A rate in [0, 1]; ``90`` is refused with a hint to write ``0.9``."""
+    if value is None and allow_none:
+        return None
+    if not _is_real(value):
+        raise InvalidArgument(
+            f"{name}={_shown(value)} ({type(value).__name__}) must be a number in [0, 1], "
+            f"e.g. {name}=0.8")
+    number = float(value)
+    if math.isnan(number) or not 0 <= number <= 1:
+        hint = f"; for {number:g}% use {number / 100:g}" if 1 < number <= 100 else ""
+        raise InvalidArgument(f"{name}={number!r} must be a number in [0, 1]{hint}")
+    return number
+
+
+def check_choice(name: str, value: Any, choices: Sequence[Any]) -> Any:
+    """One of ``choices`` (compared with ``==``, strings only match strings)."""
+    if not any(type(value) is type(c) and value == c for c in choices):
+        raise InvalidArgument(
+            f"{name}={_shown(value)}; use one of {', '.join(map(repr, choices))}")
+    return value
+
+
+def check_bool(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidArgument(f"{name}={_shown(value)} must be True or False")
+    return value
+
+
+def check_str(name: str, value: Any, *, allow_empty: bool = False) -> str:
+    if not isinstance(value, str) or (not allow_empty and not value):
+        raise InvalidArgument(f"{name}={_shown(value)} must be a non-empty string")
+    return value
+
+
+def check_range(name: str, value: Any, *, minimum: float | None = None,
+                example: str = "(0.0, 1.0)", allow_infinite: bool = False,
+                strict: bool = True) -> tuple[float, float]:
+    """A ``(low, high)`` pair of numbers with ``low < high`` (``<=`` when not ``strict``)."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise InvalidArgument(f"{name}={_shown(value)} must be a pair (low, high), e.g. "
+                              f"{name}={example}")
+    items = list(value)
+    if len(items) != 2:
+        raise InvalidArgument(f"{name}={_shown(value)} must be a pair (low, high), e.g. "
+                              f"{name}={example}")
+    low = check_float(f"{name}[0]", items[0], minimum=minimum, allow_infinite=allow_infinite)
+    high = check_float(f"{name}[1]", items[1], minimum=minimum, allow_infinite=allow_infinite)
+    if (strict and not low < high) or (not strict and not low <= high):
+        relation = "<" if strict else "<="
+        raise InvalidArgument(f"{name}={_shown(value)} needs low {relation} high, e.g. "
+                              f"{name}={example}")
+    return low, high
+
+
+def check_window(value: Any) -> tuple[int, int] | None:
+    """A window ``(t1, t2)`` of integer steps, or ``None`` (all steps)."""
+    if value is None:
+        return None
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise InvalidArgument(
+            f"window={_shown(value)} is not a pair of step indices; pass e.g. window=(4, 24)")
+    items = list(value)
+    if len(items) != 2 or not all(_is_integer(v) for v in items):
+        raise InvalidArgument(
+            f"window={_shown(value)} is not a pair of integer step indices; pass e.g. "
+            "window=(4, 24) (both ends inclusive, 0-based; negatives count from the end)")
+    return int(items[0]), int(items[1])

@@ -1,0 +1,190 @@
+"""The PyTorch adapter: every recomputed trace equals PyTorch's own module, for LSTM, GRU
+and RNN with batch_first either way, stacked and bidirectional layers, proj_size,
+PackedSequence inputs and modules nested anywhere in the tree."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence
+
+from pytest_rnncov import Coverage, InvalidInput, ModelError, Profile, RNNModel
+
+H_TOL = 1e-5
+KINDS = {"LSTM": nn.LSTM, "GRU": nn.GRU, "RNN": nn.RNN}
+
+
+class Wrapped(nn.Module):
+    """Batch-major inputs, a recurrent module nested as ``encoder.rnn``, a linear head."""
+
+    def __init__(self, rnn: nn.Module, classes: int = 3) -> None:
+        super().__init__()
+        self.encoder = nn.Module()
+        self.encoder.rnn = rnn
+        width = (rnn.proj_size or rnn.hidden_size if isinstance(rnn, nn.LSTM) else rnn.hidden_size)
+        self.head = nn.Linear(width * (2 if rnn.bidirectional else 1), classes)
+
+    def forward(self, x):
+        rnn = self.encoder.rnn
+        out, _ = rnn(x if rnn.batch_first else x.transpose(0, 1))
+        return self.head(out[:, -1] if rnn.batch_first else out[-1])
+
+
+def reference(rnn: nn.Module, x: np.ndarray, depth: int):
+    """(batch-major output sequence, final states) of stacked layer ``depth``, by PyTorch:
+    a copy of the module cut after that layer."""
+    kwargs = dict(input_size=rnn.input_size, hidden_size=rnn.hidden_size, num_layers=depth + 1,
+                  batch_first=True, bidirectional=rnn.bidirectional, bias=rnn.bias)
+    if isinstance(rnn, nn.LSTM):
+        kwargs["proj_size"] = rnn.proj_size
+    if isinstance(rnn, nn.RNN):
+        kwargs["nonlinearity"] = rnn.nonlinearity
+    cut = type(rnn)(**kwargs)
+    cut.load_state_dict({k: v for k, v in rnn.state_dict().items()
+                         if int(k.split("_l")[1][0]) <= depth})
+    with torch.no_grad():
+        out, states = cut(torch.from_numpy(x))
+    return out.numpy(), states
+
+
+@pytest.fixture(scope="module")
+def x():
+    return np.random.default_rng(0).normal(size=(9, 6, 3)).astype(np.float32)
+
+
+@pytest.mark.parametrize("kind", ["LSTM", "GRU", "RNN"])
+@pytest.mark.parametrize("batch_first", [True, False])
+@pytest.mark.parametrize(("layers", "depth"), [(1, 0), (2, 1), (3, 0)])
+@pytest.mark.parametrize("bidirectional", [False, True])
+def test_every_layer_matches_pytorch(x, kind, batch_first, layers, depth, bidirectional):
+    torch.manual_seed(layers * 10 + depth)
+    rnn = KINDS[kind](3, 5, num_layers=layers, batch_first=batch_first, bidirectional=bidirectional)
+    model = Wrapped(rnn)
+    name = "encoder.rnn" + (f".l{depth}" if layers > 1 else "")
+    out, states = reference(rnn, x, depth)
+    forward = RNNModel(model, name)
+    assert forward.layer_name == name and forward.cell_kind == {"LSTM": "lstm", "GRU": "gru",
+                                                                "RNN": "simple_rnn"}[kind]
+    trace = forward.trace(x)
+    np.testing.assert_allclose(trace.h, out[..., :5], atol=H_TOL, rtol=0)
+    if bidirectional:
+        backward = RNNModel(model, name, direction="backward")
+        assert backward.layer_name == name + "/backward"
+        np.testing.assert_allclose(backward.trace(x).h[:, ::-1], out[..., 5:], atol=H_TOL, rtol=0)
+    directions = 2 if bidirectional else 1
+    if kind == "LSTM":  # the cell state, checked through PyTorch's final c
+        np.testing.assert_allclose(trace.c[:, -1], states[1][depth * directions].numpy(),
+                                   atol=1e-4, rtol=0)
+    outputs, _ = forward.run(x)
+    with torch.no_grad():
+        np.testing.assert_allclose(outputs, model(torch.from_numpy(x)).numpy(), atol=1e-6)
+
+
+def test_gru_gates_follow_pytorchs_update_rule(x):
+    torch.manual_seed(1)
+    trace = RNNModel(Wrapped(nn.GRU(3, 4, batch_first=True))).trace(x)
+    previous = np.concatenate([np.zeros_like(trace.h[:, :1]), trace.h[:, :-1]], axis=1)
+    np.testing.assert_allclose(trace.h, (1 - trace.z) * trace.n + trace.z * previous, atol=1e-6)
+
+
+def test_proj_size_and_no_bias(x):
+    torch.manual_seed(2)
+    rnn = nn.LSTM(3, 6, proj_size=2, batch_first=True, bias=False)
+    trace = RNNModel(Wrapped(rnn)).trace(x)
+    out, (h, c) = reference(rnn, x, 0)
+    assert trace.h.shape == (9, 6, 2) and trace.c.shape == (9, 6, 6)
+    np.testing.assert_allclose(trace.h, out, atol=H_TOL, rtol=0)
+    np.testing.assert_allclose(trace.c[:, -1], c[0].numpy(), atol=1e-4, rtol=0)
+
+
+def test_relu_rnn(x):
+    torch.manual_seed(3)
+    rnn = nn.RNN(3, 4, nonlinearity="relu", batch_first=True)
+    np.testing.assert_allclose(RNNModel(Wrapped(rnn)).trace(x).h, reference(rnn, x, 0)[0],
+                               atol=H_TOL, rtol=0)
+
+
+class Tokens(nn.Module):
+    """Token ids (0 = padding, right-padded) -> Embedding -> packed GRU -> head."""
+
+    def __init__(self, kind=nn.GRU, bidirectional=False, layers=1):
+        super().__init__()
+        self.embed = nn.Embedding(20, 4, padding_idx=0)
+        self.rnn = kind(4, 5, batch_first=True, bidirectional=bidirectional, num_layers=layers)
+        self.head = nn.Linear(5 * (2 if bidirectional else 1), 1)
+
+    def forward(self, ids):
+        lengths = (ids != 0).sum(dim=1).clamp(min=1)
+        packed = pack_padded_sequence(self.embed(ids), lengths.cpu(), batch_first=True,
+                                      enforce_sorted=False)
+        _, h = self.rnn(packed)
+        h = h[0] if isinstance(h, tuple) else h
+        last = torch.cat([h[-2], h[-1]], dim=1) if self.rnn.bidirectional else h[-1]
+        return self.head(last)
+
+
+@pytest.mark.parametrize("kind", [nn.GRU, nn.LSTM])
+@pytest.mark.parametrize("bidirectional", [False, True])
+def test_packed_sequences(kind, bidirectional):
+    torch.manual_seed(4)
+    model = Tokens(kind, bidirectional, layers=2)
+    ids = np.random.default_rng(1).integers(1, 20, size=(7, 8))
+    lengths = np.array([8, 3, 5, 1, 8, 2, 6])
+    ids[np.arange(8)[None, :] >= lengths[:, None]] = 0
+    rnn = RNNModel(model, "rnn.l1")
+    trace = rnn.trace(ids)
+    np.testing.assert_array_equal(trace.mask, ids != 0)
+    # the final hidden state of the top layer is h at each sequence's last real step
+    with torch.no_grad():
+        packed = pack_padded_sequence(model.embed(torch.from_numpy(ids)), torch.from_numpy(lengths),
+                                      batch_first=True, enforce_sorted=False)
+        _, h = model.rnn(packed)
+        h = (h[0] if isinstance(h, tuple) else h).numpy()
+    top_forward = h[2] if bidirectional else h[1]
+    np.testing.assert_allclose(trace.h[:, -1], top_forward, atol=H_TOL, rtol=0)
+    if bidirectional:
+        backward = RNNModel(model, "rnn.l1", direction="backward").trace(ids)
+        np.testing.assert_allclose(backward.h[:, -1], h[3], atol=H_TOL, rtol=0)
+
+
+def test_coverage_and_profile_on_a_torch_model(x, tmp_path):
+    torch.manual_seed(5)
+    model = Wrapped(nn.LSTM(3, 4, batch_first=True))
+    rnn = RNNModel(model)
+    profile = Profile(window=(1, 5)).fit(rnn, x)
+    profile.save(tmp_path / "p.json")
+    loaded = Profile.load(tmp_path / "p.json")
+    coverage = Coverage(rnn, loaded)
+    coverage.update(x)
+    assert coverage.n_inputs_ == 9 and 0 < coverage.rates()["TC"] <= 1
+    with torch.no_grad():
+        model.encoder.rnn.weight_hh_l0.add_(0.01)
+    with pytest.raises(Exception, match="weights fingerprint"):
+        loaded.check(RNNModel(model))
+
+
+def test_torch_errors(x):
+    with pytest.raises(ModelError, match="has no nn.LSTM, nn.GRU or nn.RNN module"):
+        RNNModel(nn.Linear(3, 2))
+    model = Wrapped(nn.LSTM(3, 4, num_layers=2, batch_first=True))
+    with pytest.raises(ModelError, match=r"has 2 stacked layers, .l0 to .l1"):
+        RNNModel(model, "encoder.rnn.l2")
+    with pytest.raises(ModelError, match=r"'encoder.rnn' \(LSTM, index 0, 2 layers\)"):
+        RNNModel(model, "decoder")
+    rnn = RNNModel(model)
+    rnn.trace(x)
+    with pytest.raises(InvalidInput, match=r"expects \(batch, 6, 3\)"):
+        rnn.trace(x[:, :4])
+
+    class Seeded(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = nn.GRU(3, 2, batch_first=True)
+
+        def forward(self, x):
+            return self.rnn(x, torch.zeros(1, x.shape[0], 2))[0][:, -1]
+
+    with pytest.raises(ModelError, match="called with an initial state"):
+        RNNModel(Seeded()).trace(x)

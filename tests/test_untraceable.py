@@ -1,0 +1,156 @@
+"""Models the engine cannot trace exactly are refused or announced, never traced wrongly;
+model files never run code when loaded."""
+
+from __future__ import annotations
+
+import zipfile
+
+import h5py
+import numpy as np
+import pytest
+
+from pytest_rnncov import (InvalidArgument, InvalidInput, ModelError, RNNCovWarning, RNNModel,
+                           UnsafeModel, load_model)
+
+
+def test_a_stateful_layer_is_refused(keras):
+    model = keras.Sequential([keras.Input((7, 3), batch_size=4),
+                              keras.layers.LSTM(3, stateful=True, name="s")])
+    with pytest.raises(ModelError, match="layer 's' is stateful.*stateful=False"):
+        RNNModel(model)
+
+
+def test_a_multi_output_model_needs_output(keras, seq_inputs):
+    keras.utils.set_random_seed(1)
+    inputs = keras.Input((7, 3))
+    h = keras.layers.LSTM(4, return_sequences=True, name="lstm")(inputs)
+    a = keras.layers.Dense(2, name="cls")(keras.layers.Flatten()(h))
+    b = keras.layers.Dense(1, name="reg")(keras.layers.Flatten()(h))
+    model = keras.Model(inputs, [a, b])
+    with pytest.raises(ModelError, match=r"has 2 outputs \(cls, reg\); pass output=INDEX"):
+        RNNModel(model)
+    rnn = RNNModel(model, output="reg")
+    expected = model.predict_on_batch(seq_inputs)[1]
+    np.testing.assert_allclose(rnn.predict(seq_inputs), expected, atol=1e-6)
+    outputs, _ = rnn.run(seq_inputs)
+    assert outputs.shape == (12, 1)
+    with pytest.raises(InvalidArgument, match=r"output=2; model .* has outputs 0..1"):
+        RNNModel(model, output=2)
+
+
+def test_mixed_precision_is_announced(keras):
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        model = keras.Sequential([keras.Input((7, 3)), keras.layers.LSTM(3)])
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    with pytest.warns(RNNCovWarning, match="computes in float16: expect differences up to"):
+        RNNModel(model)
+
+
+def test_token_ids_beyond_the_embedding_are_refused(keras):
+    model = keras.Sequential([keras.Input((4,), dtype="int32"), keras.layers.Embedding(9, 2),
+                              keras.layers.LSTM(2)])
+    with pytest.raises(InvalidInput, match=r"token ids must lie in \[0, 9\).*rows \[1\] hold 12"):
+        RNNModel(model).trace(np.array([[1, 2, 3, 4], [1, 12, 3, 4]]))
+
+
+def test_an_initial_state_is_refused(keras):
+    inputs = keras.Input((7, 3))
+    state = keras.layers.Dense(3)(keras.layers.Flatten()(inputs))
+    out = keras.layers.LSTM(3, name="seeded")(inputs, initial_state=[state, state])
+    with pytest.raises(ModelError, match="called with an initial state"):
+        RNNModel(keras.Model(inputs, out))
+
+
+# -- loading files safely ---------------------------------------------------------------------
+@pytest.fixture
+def marker(tmp_path):
+    """A file the malicious Lambda would create when its code ran."""
+    return tmp_path / "ran.txt"
+
+
+def lambda_model(tf_keras, marker):
+    path = str(marker)
+
+    def evil(x):
+        open(path, "w").write("code from the model file ran")
+        return x
+
+    return tf_keras.Sequential([tf_keras.Input((7, 3)), tf_keras.layers.Lambda(evil),
+                                tf_keras.layers.LSTM(2)])
+
+
+def test_keras2_h5_with_a_lambda_is_refused_and_runs_nothing(tmp_path, marker):
+    import tf_keras
+
+    path = tmp_path / "evil.h5"
+    lambda_model(tf_keras, marker).save(path)
+    marker.unlink(missing_ok=True)
+    with pytest.raises(UnsafeModel, match="Lambda layer .* code stored in the file.*safe_mode=False"):
+        load_model(path)
+    assert not marker.exists()
+    loaded = load_model(path, safe_mode=False)  # explicit opt-in for a trusted file
+    assert any(type(layer).__name__ == "Lambda" for layer in loaded.layers)
+
+
+def test_a_lying_keras_version_attribute_is_refused(tmp_path, marker):
+    import tf_keras
+
+    path = tmp_path / "evil.h5"
+    lambda_model(tf_keras, marker).save(path)
+    marker.unlink(missing_ok=True)  # building the model ran the function once
+    for version in (b"3.99.0", b"banana", b"9.0.0"):
+        with h5py.File(path, "r+") as handle:
+            handle.attrs["keras_version"] = version
+        with pytest.raises((UnsafeModel, ModelError)):
+            load_model(path)
+    assert not marker.exists()
+
+
+def test_keras3_file_with_a_lambda_is_refused(keras, tmp_path):
+    model = keras.Sequential([keras.Input((7, 3)), keras.layers.Lambda(lambda x: x * 2),
+                              keras.layers.LSTM(2)])
+    path = tmp_path / "lambda.keras"
+    model.save(path)
+    with pytest.raises(UnsafeModel, match="Lambda layer"):
+        load_model(path)
+
+
+def test_a_custom_layer_needs_its_class(keras, tmp_path):
+    @keras.saving.register_keras_serializable(package="tests")
+    class Twice(keras.layers.Layer):
+        def call(self, x):
+            return x * 2
+
+    model = keras.Sequential([keras.Input((7, 3)), Twice(), keras.layers.LSTM(2)])
+    path = tmp_path / "custom.keras"
+    model.save(path)
+    with pytest.raises(UnsafeModel, match="custom layer .* of class 'Twice'.*custom_objects"):
+        load_model(path)
+    loaded = load_model(path, custom_objects={"Twice": Twice})
+    assert RNNModel(loaded).cell_kind == "lstm"
+
+
+def test_a_broken_keras_zip_is_a_model_error(tmp_path):
+    path = tmp_path / "broken.keras"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("config.json", "{not json")
+    with pytest.raises(ModelError, match="not a valid .keras file"):
+        load_model(path)
+    path.write_bytes(b"garbage")
+    with pytest.raises(ModelError, match="not a valid .keras file"):
+        load_model(path)
+    h5 = tmp_path / "broken.h5"
+    h5.write_bytes(b"garbage")
+    with pytest.raises(ModelError, match="not a readable HDF5 file"):
+        load_model(h5)
+
+
+def test_load_model_arguments(tmp_path):
+    with pytest.raises(InvalidArgument, match="safe_mode='no' must be True or False"):
+        load_model(tmp_path / "x.keras", safe_mode="no")
+    with pytest.raises(InvalidArgument, match="is a directory"):
+        load_model(tmp_path)
+    with pytest.raises(InvalidArgument, match="path=3"):
+        load_model(3)

@@ -1,0 +1,223 @@
+"""One verdict: the exit code, the JSON ``passed`` and the terminal's last line agree in
+every case; hostile options and files are usage errors before any test runs."""
+
+from __future__ import annotations
+
+import json
+
+import keras  # noqa: F401  (loaded once: pytester's in-process runs must not re-import TF)
+import pytest
+
+from test_plugin import CONFTEST, TESTS
+
+
+@pytest.fixture
+def project(pytester):
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_feed=TESTS)
+    return pytester
+
+
+def outcome(result, pytester, path="r.json"):
+    """(exit code, JSON passed, the last line of the terminal report)."""
+    data = json.loads((pytester.path / path).read_text())
+    lines = [line for line in result.stdout.lines if line.strip() and not line.startswith("=")]
+    return int(result.ret), data["passed"], lines[-1]
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "passed", "last"),
+    [
+        (["--rnn-coverage=0.05"], 0, True, "Required RNN coverage of 5% reached."),
+        (["--rnn-coverage=1.0"], 1, False, "FAIL Required RNN coverage of 100% not reached: *"),
+        (["--rnn-coverage=BC:0.0,TC:1.0"], 1, False,
+         "FAIL Required RNN coverage (BC:0,TC:1) not reached: TC *% (*/243) < 100%"),
+        (["--rnn-coverage=0.05", "-k", "nothing_matches"], 5, None,
+         "RNN coverage gate not applied: no test was selected."),
+        ([], 0, None, "RNN coverage JSON written to r.json"),
+    ],
+)
+def test_exit_code_json_and_terminal_agree(project, args, code, passed, last):
+    result = project.runpytest(*args, "--rnn-report=json:r.json", "--rnn-report=term")
+    got_code, got_passed, got_last = outcome(result, project)
+    assert (got_code, got_passed) == (code, passed), result.stdout.str()[-2000:]
+    assert result.stdout.fnmatch_lines([last]) is None
+    assert got_last.startswith(last.split("*")[0])
+
+
+def test_collect_only_does_not_apply_an_ini_gate(project):
+    project.makeini("[pytest]\nrnn_coverage = 0.9\nrnn_report =\n    json:r.json\n    term\n")
+    result = project.runpytest("--collect-only")
+    assert result.ret == 0, result.stdout.str()
+    assert "no model was tracked" not in result.stdout.str()
+    code, passed, last = outcome(result, project)
+    assert passed is None and last == "RNN coverage gate not applied: only collecting (--collect-only)."
+
+
+def test_a_baseline_regression_fails_everywhere(project):
+    assert project.runpytest("--rnn-save=main").ret == 0
+    project.makepyfile(test_feed="from conftest import inputs\n\ndef test_one(tiny):\n"
+                                 "    tiny.predict(inputs(1, n=2))\n")
+    result = project.runpytest("--rnn-compare=main", "--rnn-report=json:r.json", "--rnn-report=term")
+    code, passed, last = outcome(result, project)
+    assert (code, passed) == (1, False) and last.startswith("FAIL RNN coverage fell below baseline")
+    data = json.loads((project.path / "r.json").read_text())
+    assert data["verdict"]["baseline"]["regressions"]
+
+
+def test_a_failed_track_is_named_instead_of_no_model(pytester):
+    pytester.makeconftest('''
+import pytest
+
+
+@pytest.fixture(scope="session")
+def dense(rnncov):
+    import keras
+
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2, name="d")], name="plain")
+    return rnncov.track(model, x_train=[[0.0] * 4])
+''')
+    pytester.makepyfile("def test_uses(dense):\n    pass\n")
+    result = pytester.runpytest("--rnn-coverage=0.5")
+    assert result.ret == 1
+    text = result.stdout.str()
+    assert "register one with rnncov.track" not in text
+    result.stdout.fnmatch_lines([
+        "FAIL Required RNN coverage of 50% not reached: no model was tracked; rnncov.track() "
+        "failed: ModelError (test_a_failed_track_is_named_instead_of_no_model.py::test_uses): "
+        "model 'plain' has no recurrent layer*"])
+
+
+def test_tracking_the_same_name_with_another_window_is_refused(project):
+    project.makepyfile(test_twice='''
+import pytest
+from pytest_rnncov import InvalidArgument
+
+
+def test_twice(tiny, rnncov):
+    assert rnncov.track(tiny.rnn.model, window=(1, 5), name="tiny", x_train=None) is tiny
+    with pytest.raises(InvalidArgument, match="already tracked with another model, layer, window"):
+        rnncov.track(tiny.rnn.model, window=(0, 3), name="tiny")
+''')
+    assert project.runpytest("test_twice.py").ret == 0
+
+
+# -- options and ini values ----------------------------------------------------------------
+def test_toml_lists_in_the_ini(project):
+    (project.path / "pyproject.toml").write_text(
+        '[tool.pytest.ini_options]\nrnn_metrics = ["BC", "TC"]\nrnn_coverage = ["BC:0.0", "TC:0.01"]\n'
+        'rnn_report = ["json:toml.json", "term"]\n')
+    result = project.runpytest()
+    assert result.ret == 0, result.stderr.str() + result.stdout.str()
+    data = json.loads((project.path / "toml.json").read_text())
+    assert data["gate_metrics"] == ["BC", "TC"] and data["passed"] is True
+
+
+def test_space_separated_reports_in_one_ini_line(project):
+    project.makeini("[pytest]\nrnn_report = json:a.json term\n")
+    result = project.runpytest()
+    assert result.ret == 0
+    assert (project.path / "a.json").is_file() and not (project.path / "a.json term").exists()
+    result.stdout.fnmatch_lines(["*- RNN coverage -*"])
+
+
+@pytest.mark.parametrize(
+    ("make", "args", "message"),
+    [
+        (lambda p: (p / "out.json").mkdir(), ["--rnn-report=json:out.json"],
+         "*'out.json' is a directory; give a file path*"),
+        (lambda p: (p / "f").write_text(""), ["--rnn-report=json:f/r.json"],
+         "*'f' is not a directory*"),
+        (lambda p: None, ["--rnn-report=html:/dev/null"],
+         "*'/dev/null' exists and is not a directory*"),
+        (lambda p: (p / "d").mkdir(), ["--rnn-data=d"], "*--rnn-data 'd' is a directory*"),
+        (lambda p: (p / "b.json").mkdir(), ["--rnn-save=b.json"], "*--rnn-save 'b.json' is a directory*"),
+    ],
+)
+def test_unwritable_outputs_are_refused_before_the_tests(project, make, args, message):
+    make(project.path)
+    result = project.runpytest(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+    assert "passed" not in result.stdout.str()  # no test ran
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("[1, 2]", "*is not a pytest-rnncov baseline file*"),
+        (b"\x89PNG\x00\xff", "*is not a JSON baseline file*"),
+        ('{"format": "pytest-rnncov-baseline", "version": 2}', "*'models' must be an object*"),
+        ('{"format": "pytest-rnncov-baseline", "version": 2, "models": {"tiny": {"version": 1}}}',
+         "*missing key 'name'*"),
+        ('{"format": "pytest-rnncov-baseline", "version": 1, "models": {}}',
+         "*baseline version 1; this pytest-rnncov reads version 2*"),
+        (None, "*is a directory; pass a file*"),
+    ],
+)
+def test_hostile_baselines_are_usage_errors_at_configure_time(project, content, message):
+    path = project.path / "base.json"
+    if content is None:
+        path.mkdir()
+    elif isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content)
+    result = project.runpytest("--rnn-compare=base.json")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+
+
+def test_nan_or_string_rates_in_a_baseline_are_refused(project):
+    assert project.runpytest("--rnn-save=good.json").ret == 0
+    data = json.loads((project.path / "good.json").read_text())
+    for bad in ("NaN", '"high"'):
+        text = json.dumps(data).replace('"rate": ', f'"rate": {bad}, "was": ', 1)
+        (project.path / "bad.json").write_text(text)
+        result = project.runpytest("--rnn-compare=bad.json")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR, bad
+        result.stderr.fnmatch_lines(["*--rnn-compare: *"])
+
+
+def test_no_rnn_keeps_the_ini_seed(pytester):
+    pytester.makeini("[pytest]\nrnn_seed = 7\n")
+    pytester.makepyfile("def test_seed(rnncov):\n    assert rnncov.seed == 7\n")
+    assert pytester.runpytest("--no-rnn").ret == 0
+
+
+MARKERS = '''
+import pytest
+from conftest import inputs
+
+
+@pytest.mark.rnn_coverage(min=0.01, metrics="TC")
+def test_string_metrics_mean_one_metric(tiny):
+    tiny.predict(inputs(3))
+
+
+@pytest.mark.rnn_coverage(min="BC:0.0,TC:1.0")
+def test_per_metric_bars(tiny):
+    tiny.predict(inputs(4, n=3))
+
+
+@pytest.mark.rnn_coverage(min="high")
+def test_bad_min(tiny):
+    tiny.predict(inputs(5, n=3))
+
+
+@pytest.mark.rnn_coverage(min=0.5, metrics=["ZZ"])
+def test_bad_metric(tiny):
+    tiny.predict(inputs(5, n=3))
+'''
+
+
+def test_marker_keywords_of_every_type(project):
+    project.makepyfile(test_markers=MARKERS)
+    result = project.runpytest("test_markers.py")
+    result.assert_outcomes(passed=1, failed=3)
+    result.stdout.fnmatch_lines([
+        "*RNN coverage of the inputs this test fed is below its bars (BC:0,TC:1):",
+        "*  tiny: TC *% (*/243, * uncovered) < 100%",
+    ])
+    result.stdout.fnmatch_lines(["*rnn_coverage marker: coverage bar 'high': 'high' is not a number*"])
+    result.stdout.fnmatch_lines(["*rnn_coverage marker: unknown metric ZZ*"])
