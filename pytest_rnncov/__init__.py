@@ -60,6 +60,7 @@ _EXPORTS = {
     "DegenerateProfile": "errors",
     "DataFileError": "errors",
     "MissingResource": "errors",
+    "AdversarialFailure": "errors",
     "RNNCovWarning": "errors",
 }
 

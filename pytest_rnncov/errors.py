@@ -19,6 +19,7 @@ __all__ = [
     "DegenerateProfile",
     "DataFileError",
     "MissingResource",
+    "AdversarialFailure",
     "RNNCovWarning",
 ]
 
@@ -61,6 +62,10 @@ class DataFileError(RNNCovError):
 
 class MissingResource(RNNCovError):
     """Data or a package a component needs (WordNet, matplotlib, torch) is not installed."""
+
+
+class AdversarialFailure(AssertionError):
+    """A generated case failed the oracle (raised by ``Oracle.check`` in property tests)."""
 
 
 class RNNCovWarning(UserWarning):

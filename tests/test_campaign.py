@@ -91,7 +91,8 @@ def test_statistics_and_saved_samples(stacked_model, seq_inputs, tmp_path):
     cases = all_cases[ids]
     assert (decisions(rnn.predict(cases)) != decisions(rnn.predict(seeds[seeds_of]))).all()
     distances = np.linalg.norm((cases - seeds[seeds_of]).reshape(len(ids), -1), axis=1)
-    assert result.average_perturbation == pytest.approx(distances.mean(), rel=1e-5)
+    assert result.average_found_perturbation == pytest.approx(distances.mean(), rel=1e-5)
+    assert result.average_perturbation <= result.average_found_perturbation  # shrunk
     # the minimal suite keeps every covered condition of every metric, and each member counts
     again, suite = Coverage(rnn, profile), Coverage(rnn, profile)
     again.update(all_cases)
@@ -108,6 +109,8 @@ def test_statistics_and_saved_samples(stacked_model, seq_inputs, tmp_path):
     assert len(list((tmp_path / "adv").glob("adv_*.png"))) == result.adversarial
     summary = json.loads((tmp_path / "adv" / "summary.json").read_text())
     assert summary["adversarial"] == result.adversarial and summary["oracle"] == "classification, radius none"
+    assert sum(result.failures_per_seed.values()) == result.adversarial
+    assert sum(result.failures_per_class_pair.values()) == result.adversarial
 
 
 class InterruptAfter(Mutator):
@@ -195,3 +198,69 @@ def test_unchanged_mutants_are_discarded_not_evaluated(ramp):
         result = campaign.run()
     assert result.test_cases == 0 and result.discarded == 200
     assert len(campaign.cases()) == len(SEEDS)  # only the seeds were evaluated
+
+
+@pytest.fixture(scope="module")
+def threshold(keras):
+    """LSTM(1) that only remembers its last step (f ~ 0, i ~ o ~ 1) with c~ = tanh(sum(x)/16),
+    and a head that flips to class 0 when h > 0.755, i.e. when the last step's mean feature
+    exceeds about 0.6; the seeds sit at 0.5 (h 0.746). Small random noise averages out; a
+    search that follows the oracle's margin raises every feature together."""
+    model = keras.Sequential([keras.Input((STEPS, FEATURES)), keras.layers.LSTM(1, name="lstm"),
+                              keras.layers.Dense(2, name="head")], name="threshold")
+    kernel = np.zeros((FEATURES, 4), np.float32)
+    kernel[:, 2] = 1 / 16
+    bias = np.array([10, -10, 0, 10], np.float32)
+    model.get_layer("lstm").set_weights([kernel, np.zeros((1, 4), np.float32), bias])
+    model.get_layer("head").set_weights([np.array([[1.0, 0.0]], np.float32),
+                                         np.array([0.0, 0.755], np.float32)])
+    rnn = RNNModel(model)
+    train = np.random.default_rng(0).random((100, STEPS, FEATURES), dtype=np.float32)
+    return rnn, Profile().fit(rnn, train)
+
+
+def failure_run(threshold, **options):
+    rnn, profile = threshold
+    campaign = Campaign(rnn, SEEDS, SMALL_NOISE, Oracle(radius=10.0), profile=profile,
+                        metrics=[BC("h", "net", alpha_max=0.9)], budget=600, patience=1, seed=1,
+                        **options)
+    return campaign, campaign.run()
+
+
+def test_the_failure_objective_finds_what_coverage_guidance_misses(threshold):
+    _, coverage_only = failure_run(threshold)
+    _, failures = failure_run(threshold, objective="failure", schedule="mixed")
+    assert coverage_only.adversarial == 0
+    assert failures.adversarial > 0 and failures.unique >= 1
+    assert set(failures.failures_per_class_pair) == {"1->0"}
+    assert failures.objective == "failure" and failures.schedule == "mixed"
+
+
+def test_shrunk_samples_still_fail_and_are_closer(threshold):
+    rnn, _ = threshold
+    campaign, result = failure_run(threshold, objective="both", schedule="mixed")
+    assert result.adversarial > 0 and result.shrink_calls > 0
+    oracle = campaign.oracle
+    for sample in result.samples:
+        outputs = rnn.predict(np.stack([sample.seed, sample.case]))
+        distance = float(np.linalg.norm(sample.case - sample.seed))
+        assert distance == pytest.approx(sample.distance, rel=1e-6)
+        assert oracle.fails(outputs[:1], outputs[1:], np.array([distance]))[0]
+        assert sample.distance <= sample.found_distance
+    assert result.average_perturbation < result.average_found_perturbation
+    _, unshrunk = failure_run(threshold, objective="both", schedule="mixed", shrink=False)
+    assert unshrunk.average_perturbation == unshrunk.average_found_perturbation
+
+
+def test_stop_after_failing_seeds(threshold):
+    _, result = failure_run(threshold, objective="failure", schedule="mixed",
+                            stop_after_failing_seeds=1)
+    assert result.unique == 1 and result.test_cases < 600
+
+
+def test_schedule_and_objective_are_validated(threshold):
+    rnn, profile = threshold
+    with pytest.raises(InvalidArgument, match="schedule='greedy'; use one of 'stall', 'mixed'"):
+        Campaign(rnn, SEEDS, SMALL_NOISE, Oracle(), profile=profile, schedule="greedy")
+    with pytest.raises(InvalidArgument, match="objective='fun'; use one of 'coverage', 'failure', 'both'"):
+        Campaign(rnn, SEEDS, SMALL_NOISE, Oracle(), profile=profile, objective="fun")

@@ -184,3 +184,14 @@ class WrongShape(Mutator):
 def test_a_mutator_returning_the_wrong_shape_is_named():
     with pytest.raises(InvalidArgument, match=r"WrongShape\.mutate returned shape \(2, 2\) for cases of shape \(2, 3\)"):
         checked_mutate(WrongShape(), np.zeros((2, 3)), np.random.default_rng(0))
+
+
+def test_noise_scaled_from_the_seeds():
+    seeds = np.stack([np.full((4, 2), v) for v in (0.0, 2.0, 4.0)])  # per-feature std 1.633
+    mutator = GaussianMutator.from_seeds(seeds, spread=(0.5, 1.0))
+    std = np.std([0.0, 2.0, 4.0])
+    np.testing.assert_allclose(mutator.variance, ((0.5 * std) ** 2, std ** 2))
+    assert mutator.clip == (0.0, 4.0)
+    assert mutator.describe() == "Gaussian noise, variance 0.667-2.67, clip [0, 4]"
+    with pytest.raises(InvalidInput, match="the seeds do not vary"):
+        GaussianMutator.from_seeds(np.ones((3, 2, 2)))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pytest_rnncov import InvalidArgument, InvalidInput, Oracle
+from pytest_rnncov import AdversarialFailure, InvalidArgument, InvalidInput, Oracle
 
 
 def test_classification_within_radius():
@@ -51,3 +51,40 @@ def test_bad_oracles():
 def test_nan_outputs_are_refused():
     with pytest.raises(InvalidInput, match="case outputs hold NaN or inf"):
         Oracle().fails(np.ones((1, 2)), np.full((1, 2), np.nan), np.zeros(1))
+
+
+def test_calibrated_radius_by_hand():
+    # seeds at 0 and 1 (class 0), 4 and 10 (class 1): pairs decided differently are
+    # 0-4, 0-10, 1-4, 1-10 at distances 4, 10, 3, 9
+    seeds = np.array([[0.0], [1.0], [4.0], [10.0]])
+    outputs = np.array([[1, 0], [1, 0], [0, 1], [0, 1]], float)
+    assert Oracle.calibrate(seeds, outputs, quantile=0.0).radius == 1.5  # half the smallest gap
+    oracle = Oracle.calibrate(seeds, outputs, quantile=0.5, fraction=1.0)
+    assert oracle.radius == 6.5  # the median of 3, 4, 9, 10
+    assert "the 50% quantile (6.5) of the L2 distances between 4 pairs" in oracle.describe()
+    regression = Oracle.calibrate(seeds, np.array([[0.0], [0.1], [5.0], [5.2]]), task="regression",
+                                  tolerance=1.0, quantile=0.0)
+    assert regression.radius == 1.5
+    with pytest.raises(InvalidInput, match="every seed is decided alike"):
+        Oracle.calibrate(seeds, np.ones((4, 2)))
+
+
+def test_check_explains_the_failure():
+    oracle = Oracle(radius=3.0)
+    oracle.check(np.array([[0.9, 0.1]]), np.array([[0.8, 0.2]]), 2.0)  # same class: passes
+    oracle.check(np.array([[0.9, 0.1]]), np.array([[0.2, 0.8]]), 3.5)  # beyond the radius
+    with pytest.raises(AssertionError, match=r"decision changed from 0 to 1 \(seed 0.9 vs case "
+                                             r"0.8 for the top output\), distance 2 <= radius 3"):
+        oracle.check(np.array([[0.9, 0.1]]), np.array([[0.2, 0.8]]), 2.0)
+    regression = Oracle(task="regression", tolerance=0.5)
+    with pytest.raises(AdversarialFailure, match=r"moved from 6 to 6.7 \(by 0.7 > tolerance 0.5\)"):
+        regression.check(np.array([[6.0]]), np.array([[6.7]]), 0.0)
+
+
+def test_margin_is_how_far_from_failing():
+    oracle = Oracle()
+    seeds = np.array([[0.7, 0.2, 0.1], [0.1, 0.8, 0.1]])
+    cases = np.array([[0.5, 0.3, 0.2], [0.6, 0.3, 0.1]])
+    np.testing.assert_allclose(oracle.margin(seeds, cases), [0.2, -0.3])
+    np.testing.assert_allclose(Oracle(task="regression", tolerance=1.0).margin(
+        np.array([[2.0]]), np.array([[2.25]])), [0.75])

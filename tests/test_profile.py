@@ -160,3 +160,13 @@ def test_the_fingerprint_covers_the_layers_before_the_traced_one(keras, stacked_
 def test_bad_profile_arguments(make, message):
     with pytest.raises(InvalidArgument, match=message):
         make()
+
+
+def test_a_stale_profile_file_is_named_with_the_fix(keras, stacked_model, rnn, seq_inputs, tmp_path):
+    path = tmp_path / "profile.json"
+    Profile().fit(rnn, seq_inputs).save(path)
+    changed = keras.models.clone_model(stacked_model)
+    changed.set_weights([w + 0.01 for w in stacked_model.get_weights()])
+    with pytest.raises(StaleProfile, match=rf"profile '{path}' does not belong to this model .*"
+                                           rf"delete '{path}' so that rnncov.track"):
+        Profile.load(path).check(RNNModel(changed, "lstm_b"))

@@ -90,3 +90,40 @@ def test_strategy_errors(stacked_model, seq_inputs):
         targeted_mutants(stacked_model, seq_inputs, GaussianMutator())
     with pytest.raises(InvalidArgument, match="max_rounds=-1"):
         random_mutants(unit_seeds(seq_inputs), GaussianMutator(), max_rounds=-1)
+
+
+def test_a_failing_property_notes_the_mutation_path(tracked, seq_inputs):
+    strategy = targeted_mutants(tracked, unit_seeds(seq_inputs), GaussianMutator(), metric="TC",
+                                ga=GAConfig(k=2, n=2, gamma=2))
+
+    @settings(model_settings, max_examples=10, derandomize=True, database=None)
+    @given(strategy)
+    def never(mutant):
+        assert mutant.generations == 0
+
+    with pytest.raises(AssertionError) as caught:
+        never()
+    notes = "\n".join(getattr(caught.value, "__notes__", []))
+    assert "bred toward TC:" in notes and "best fitness per generation:" in notes
+
+
+def test_failure_mutants_aim_at_the_oracle(tracked, seq_inputs):
+    oracle = Oracle(radius=None)
+    strategy = targeted_mutants(tracked, unit_seeds(seq_inputs), GaussianMutator(variance=(0.2, 0.3)),
+                                metric="failure", oracle=oracle, ga=GAConfig(k=2, n=4, gamma=3))
+    seen = []
+
+    @settings(model_settings, max_examples=15, derandomize=True, database=None)
+    @given(strategy)
+    def check(mutant):
+        assert mutant.target == "failure"
+        if mutant.generations:
+            outputs = tracked.predict(np.stack([mutant.seed, mutant.case]))
+            margin = oracle.failure_fitness(outputs[:1], outputs[1:], np.zeros(1))[0]
+            assert margin == pytest.approx(mutant.fitness, abs=1e-6)
+            seen.append(mutant.fitness)
+
+    check()
+    assert seen and min(seen) <= 0  # the search reached failing cases
+    with pytest.raises(InvalidArgument, match="metric='failure' needs the oracle"):
+        targeted_mutants(tracked, unit_seeds(seq_inputs), GaussianMutator(), metric="failure")

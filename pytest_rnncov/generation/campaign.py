@@ -1,8 +1,12 @@
 """Coverage-guided test generation (paper Alg. 1 and Alg. 2, SPEC section 6).
 
-A :class:`Campaign` mutates seeds at random until coverage stops growing, then runs the
-genetic targeted mutation on uncovered conditions, one batched model call per batch or
-generation. Each batch's signals are computed once and feed the campaign's coverage, the
+A :class:`Campaign` mutates seeds at random and runs the genetic targeted mutation, one
+batched model call per batch or generation. ``schedule="stall"`` is the paper's: random
+mutation until coverage stops growing, then the GA; ``schedule="mixed"`` gives the GA a turn
+after every random batch from the start. The GA aims at uncovered conditions
+(``objective="coverage"``, the paper's Alg. 2), at failures (``"failure"``: the seed closest
+to failing the oracle, by the oracle's margin and the distance budget) or at both in turn.
+Every adversarial sample is shrunk toward its seed before it is reported. Each batch's signals are computed once and feed the campaign's coverage, the
 session's (for a tracked model) and the GA's fitness. Results stream to listeners
 (``on_adversarial`` as each sample is found, ``on_finish`` at the end), so writing files
 or registering with a test session lives outside the search; ``iterate()`` yields after
@@ -26,9 +30,10 @@ from ..core.coverage import Coverage, Observation
 from ..core.metrics import DEFAULT_METRICS, Signals
 from ..core.trace import concat_traces
 from ..errors import InvalidArgument, RNNCovWarning
-from ..validation import check_fraction, check_int
+from ..validation import check_bool, check_choice, check_fraction, check_int
 from .mutators import Mutator, checked_mutate
 from .oracle import Oracle
+from .shrinking import shrink
 from .statistics import DiversityAccumulator, MinimalSuite
 
 if TYPE_CHECKING:
@@ -39,6 +44,13 @@ KEEP_SAMPLES = 64
 
 #: Consecutive batches in which the mutator changed nothing before a campaign gives up.
 STUCK_BATCHES = 20
+
+SCHEDULES = ("stall", "mixed")
+
+#: Added to the failure fitness of cases beyond the oracle's radius, so that they rank after
+#: every case within it.
+BEYOND_RADIUS = 1e6
+OBJECTIVES = ("coverage", "failure", "both")
 
 
 @dataclass(frozen=True)
@@ -66,6 +78,16 @@ class Step:
 
 
 @dataclass
+class _Batch:
+    """One evaluated batch: its signals, case ids, failure fitness and step."""
+
+    signals: Signals
+    ids: np.ndarray
+    failure_fitness: np.ndarray
+    step: Step
+
+
+@dataclass
 class AdversarialSample:
     """A test case that failed the oracle, beside its seed."""
 
@@ -78,6 +100,7 @@ class AdversarialSample:
     seed_decision: str
     case_decision: str
     distance: float
+    found_distance: float = 0.0  # before shrinking (``distance`` is after)
 
 
 class CampaignListener(Protocol):
@@ -110,6 +133,8 @@ class TrackedLike(Protocol):
 
     def signals_of(self, x: Any) -> Signals: ...
 
+    def predict(self, x: Any) -> np.ndarray: ...
+
     def campaign_listeners(self) -> list[Any]: ...
 
 
@@ -134,6 +159,13 @@ class CampaignResult:
     adversarial_ids: list[int] = field(default_factory=list)
     samples: list[AdversarialSample] = field(default_factory=list)
     oracle: str = ""
+    mutator: str = ""
+    average_found_perturbation: float | None = None
+    failures_per_seed: dict[int, int] = field(default_factory=dict)
+    failures_per_class_pair: dict[str, int] = field(default_factory=dict)
+    shrink_calls: int = 0
+    schedule: str = "stall"
+    objective: str = "coverage"
 
     @property
     def adversary_rate(self) -> float:
@@ -148,13 +180,20 @@ class CampaignResult:
             "adversary_rate": self.adversary_rate,
             "unique": self.unique,
             "average_perturbation": self.average_perturbation,
+            "average_found_perturbation": self.average_found_perturbation,
             "distance": self.distance,
             "diversity": self.diversity,
             "rates": self.rates,
             "minimal_suite_size": len(self.minimal_suite),
             "discarded": self.discarded,
+            "failures_per_class_pair": self.failures_per_class_pair,
+            "failing_seeds": len(self.failures_per_seed),
+            "shrink_calls": self.shrink_calls,
+            "schedule": self.schedule,
+            "objective": self.objective,
             "interrupted": self.interrupted,
             "oracle": self.oracle,
+            "mutator": self.mutator,
             "growth": self.growth,
         }
 
@@ -203,6 +242,12 @@ class Campaign:
     ``SampleWriter(folder)`` writes them to disk). ``metrics`` and ``preset`` default to the
     tracked model's (else BC, SC, TC under "paper"). Mutants equal to their parent are not
     evaluated; they are counted as ``discarded``.
+
+    ``schedule`` ("stall": the paper's; "mixed": the GA from the start) and ``objective``
+    ("coverage": the paper's Alg. 2; "failure"; "both") choose how the GA works (see the
+    module docstring). ``shrink`` shrinks every adversarial sample toward its seed before it
+    is reported (batched model calls; ``average_perturbation`` is then the shrunk distance).
+    ``stop_after_failing_seeds=N`` stops once N distinct seeds have a failure.
     """
 
     def __init__(
@@ -224,6 +269,10 @@ class Campaign:
         preset: str | None = None,
         name: str | None = None,
         listeners: Sequence[Any] = (),
+        schedule: str = "stall",
+        objective: str = "coverage",
+        shrink: bool = True,
+        stop_after_failing_seeds: int | None = None,
     ) -> None:
         if isinstance(model, TrackedLike):
             self.tracked: TrackedLike | None = model
@@ -257,6 +306,11 @@ class Campaign:
             raise InvalidArgument(f"mutator={mutator!r} is not a pytest_rnncov Mutator")
         if not isinstance(oracle, Oracle):
             raise InvalidArgument(f"oracle={oracle!r}; pass an Oracle, e.g. Oracle(radius=3.0)")
+        self.schedule = check_choice("schedule", schedule, SCHEDULES)
+        self.objective = check_choice("objective", objective, OBJECTIVES)
+        self.shrink = check_bool("shrink", shrink)
+        self.stop_after = None if stop_after_failing_seeds is None else check_int(
+            "stop_after_failing_seeds", stop_after_failing_seeds, minimum=1, example="10")
         self.ga = ga
         self.mutator = mutator
         self.oracle = oracle
@@ -285,7 +339,11 @@ class Campaign:
         self._suite = MinimalSuite(int(self._offsets[-1]))
         self._diversity = DiversityAccumulator(len(self.seeds)) if mutator.array_cases else None
         self._adversarial: list[int] = []
-        self._samples: list[AdversarialSample] = []
+        self._adversarial_outputs: list[np.ndarray] = []
+        self._failing_seeds: set[int] = set()
+        n_seeds = len(self.seeds)
+        self._fail_best = np.full(n_seeds, np.inf)  # lowest failure fitness per seed
+        self._fail_case = np.arange(n_seeds)  # the case that gave it (a seed is its own case)
         self.growth: list[dict[str, Any]] = []
         self.generated = 0
         self.discarded = 0
@@ -298,7 +356,7 @@ class Campaign:
         return len(self._seed_of)
 
     def _evaluate(self, cases: Any, seed_index: np.ndarray, phase: str,
-                  target: str | None = None) -> tuple[Signals, np.ndarray, Step]:
+                  target: str | None = None) -> "_Batch":
         x = self.rnn.check_input(self.mutator.encode(cases))
         parts = list(self.rnn.iter_traces(x, outputs=True, until=self.coverage.until))
         outputs = np.concatenate([out for out, _ in parts])
@@ -315,19 +373,46 @@ class Campaign:
             self._seed_outputs = np.asarray(outputs)
             distances = np.zeros(len(seed_index))
             failed = np.zeros(len(seed_index), bool)
+            fitness = self._failure_fitness(seed_index, outputs, distances)
         else:
             self.generated += len(seed_index)
             seeds = self.mutator.take(self.seeds, seed_index)
             distances = np.asarray(self.mutator.distance(seeds, cases), np.float64)
             assert self._seed_outputs is not None
             failed = self.oracle.fails(self._seed_outputs[seed_index], outputs, distances)
+            fitness = self._failure_fitness(seed_index, outputs, distances)
+            self._track_failure_fitness(seed_index, ids, fitness)
             if self._diversity is not None:
                 self._diversity.add(np.asarray(cases), np.asarray(seeds), seed_index)
         self._distances.append(distances)
         for position in np.flatnonzero(failed).tolist():
-            self._found(int(ids[position]), cases, position, outputs, distances)
+            self._adversarial.append(int(ids[position]))
+            self._adversarial_outputs.append(np.asarray(outputs[position]))
+            self._failing_seeds.add(int(seed_index[position]))
         self.growth.append({"test_cases": self.generated, "phase": phase, **self.coverage.rates()})
-        return signals, ids, Step(phase, len(seed_index), gained, int(failed.sum()), target)
+        step = Step(phase, len(seed_index), gained, int(failed.sum()), target)
+        return _Batch(signals, ids, fitness, step)
+
+    def _failure_fitness(self, seed_index: np.ndarray, outputs: np.ndarray,
+                         distances: np.ndarray) -> np.ndarray:
+        """The oracle's failure fitness, with every case beyond the radius ranked after
+        every case within it (the search works inside the distance budget)."""
+        assert self._seed_outputs is not None
+        fitness = self.oracle.failure_fitness(self._seed_outputs[seed_index], outputs, distances)
+        if self.oracle.radius is not None:
+            fitness = fitness + np.where(distances > self.oracle.radius, BEYOND_RADIUS, 0.0)
+        return fitness
+
+    def _track_failure_fitness(self, seed_index: np.ndarray, ids: np.ndarray,
+                               fitness: np.ndarray) -> None:
+        """Keep, per seed, the lowest failure fitness and the case that gave it."""
+        order = np.lexsort((fitness, seed_index))
+        sorted_seeds = seed_index[order]
+        first = order[np.r_[True, sorted_seeds[1:] != sorted_seeds[:-1]]]
+        better = fitness[first] < self._fail_best[seed_index[first]]
+        chosen = first[better]
+        self._fail_best[seed_index[chosen]] = fitness[chosen]
+        self._fail_case[seed_index[chosen]] = ids[chosen]
 
     def _global_hits(self, observation: Observation) -> tuple[np.ndarray, np.ndarray]:
         rows, conditions = [], []
@@ -337,23 +422,6 @@ class Campaign:
             conditions.append(c + offset)
         return np.concatenate(rows), np.concatenate(conditions)
 
-    def _found(self, case_id: int, cases: Any, position: int, outputs: np.ndarray,
-               distances: np.ndarray) -> None:
-        seed_index = int(self._seed_of[case_id])
-        assert self._seed_outputs is not None
-        seed_output = self._seed_outputs[seed_index]
-        sample = AdversarialSample(
-            case_id, seed_index, self.mutator.take(cases, [position])[0],
-            self.mutator.take(self.seeds, [seed_index])[0], np.asarray(seed_output),
-            np.asarray(outputs[position]), self.oracle.decision_text(seed_output[None]),
-            self.oracle.decision_text(outputs[position : position + 1]), float(distances[position]))
-        self._adversarial.append(case_id)
-        if len(self._samples) < KEEP_SAMPLES:
-            self._samples.append(sample)
-        for listener in self.listeners:
-            if hasattr(listener, "on_adversarial"):
-                listener.on_adversarial(self, sample)
-
     # -- the loop (Alg. 1) -------------------------------------------------------------------
     def _remaining(self) -> float:
         return math.inf if self.budget is None else self.budget - self.generated
@@ -361,40 +429,67 @@ class Campaign:
     def _done(self) -> bool:
         if self._remaining() <= 0:
             return True
+        if self.stop_after is not None and len(self._failing_seeds) >= self.stop_after:
+            return True
         rates = [self.coverage[t].rate for t in self.targets]
         if self.goal is not None and min(rates) >= self.goal:
             return True
-        return all(r >= 1.0 for r in rates)
+        return self.objective == "coverage" and all(r >= 1.0 for r in rates)
 
     def iterate(self) -> Iterator[Step]:
         """Run the campaign, yielding after every model call."""
-        yield self._evaluate(self.seeds, np.arange(len(self.seeds)), "seeds")[2]
+        yield self._evaluate(self.seeds, np.arange(len(self.seeds)), "seeds").step
         stale = 0
         stuck = 0
         tried: set[tuple[str, int]] = set()
         turn = 0
         while not self._done():
-            target = None if stale < self.patience else self._pick_target(tried, turn)
-            if target is None:
-                step = self._random_batch()
-                if step is None:
-                    stuck += 1
-                    if stuck >= STUCK_BATCHES:
-                        warnings.warn(
-                            f"{type(self.mutator).__name__} returned every case unchanged in "
-                            f"{STUCK_BATCHES} batches in a row; the campaign stops early",
-                            RNNCovWarning, stacklevel=2)
-                        return
+            if self.schedule == "stall" and stale >= self.patience:
+                target = self._next_target(tried, turn)
+                if target is not None:
+                    turn += 1
+                    yield from self._targeted(target)
                     continue
-                stuck = 0
-                stale = 0 if sum(step.new_conditions[t] for t in self.targets) else stale + 1
-                if stale == 0:
-                    tried.clear()  # new best inputs: uncovered conditions are worth a new try
-                yield step
+            step = self._random_batch()
+            if step is None:
+                stuck += 1
+                if stuck >= STUCK_BATCHES:
+                    warnings.warn(
+                        f"{type(self.mutator).__name__} returned every case unchanged in "
+                        f"{STUCK_BATCHES} batches in a row; the campaign stops early",
+                        RNNCovWarning, stacklevel=2)
+                    return
                 continue
-            turn += 1
-            tried.add(target)
-            yield from self._targeted(*target)
+            stuck = 0
+            stale = 0 if sum(step.new_conditions[t] for t in self.targets) else stale + 1
+            if stale == 0:
+                tried.clear()  # new best inputs: uncovered conditions are worth a new try
+            yield step
+            if self.schedule == "mixed" and not self._done():
+                target = self._next_target(tried, turn)
+                if target is not None:
+                    turn += 1
+                    yield from self._targeted(target)
+
+    def _next_target(self, tried: set[tuple[str, int]], turn: int) -> tuple[str, int] | None:
+        """("failure", seed) or (metric, condition) to aim the GA at, per the objective."""
+        kinds = {"coverage": ["coverage"], "failure": ["failure"],
+                 "both": ["coverage", "failure"] if turn % 2 == 0 else ["failure", "coverage"]}
+        for kind in kinds[self.objective]:
+            target = self._failing_seed(tried) if kind == "failure" else self._pick_target(tried, turn)
+            if target is not None:
+                tried.add(target)
+                return target
+        return None
+
+    def _failing_seed(self, tried: set[tuple[str, int]]) -> tuple[str, int] | None:
+        """The seed without a failure whose best case is closest to failing."""
+        candidates = np.where(np.isfinite(self._fail_best), self._fail_best, np.inf)
+        for seed_index in np.argsort(candidates, kind="stable").tolist():
+            if seed_index in self._failing_seeds or ("failure", seed_index) in tried:
+                continue
+            return "failure", int(seed_index)
+        return None
 
     def _mutate(self, parents: np.ndarray) -> tuple[Any, np.ndarray]:
         """Mutants of the cases ``parents``, without the ones the mutator left unchanged."""
@@ -411,7 +506,7 @@ class Campaign:
         cases, parents = self._mutate(parents)
         if len(parents) == 0:
             return None
-        return self._evaluate(cases, self._seed_of[parents], "random")[2]
+        return self._evaluate(cases, self._seed_of[parents], "random").step
 
     def _pick_target(self, tried: set[tuple[str, int]], turn: int) -> tuple[str, int] | None:
         """Round-robin over target metrics: the untried uncovered condition closest to cover."""
@@ -427,13 +522,32 @@ class Campaign:
         return None
 
     # -- targeted mutation (Alg. 2) ------------------------------------------------------------
-    def _targeted(self, key: str, condition: int) -> Iterator[Step]:
-        metric = self.coverage[key]
-        label = f"{key}:{metric.label(condition)}"
-        population = np.array([metric.best_input_[condition]])
-        fitness = np.array([metric.best_fitness_[condition]])
+    def _targeted(self, target: tuple[str, int]) -> Iterator[Step]:
+        """The GA toward one condition, or (``("failure", seed)``) toward a failure."""
+        kind, index = target
+        if kind == "failure":
+            label = f"failure:seed {index}"
+            population = np.array([self._fail_case[index]])
+            fitness = np.array([self._fail_best[index]])
+
+            def covered() -> bool:
+                return index in self._failing_seeds
+
+            def score(batch: _Batch) -> np.ndarray:
+                return batch.failure_fitness
+        else:
+            metric = self.coverage[kind]
+            label = f"{kind}:{metric.label(index)}"
+            population = np.array([metric.best_input_[index]])
+            fitness = np.array([metric.best_fitness_[index]])
+
+            def covered() -> bool:
+                return bool(metric.covered_[index])
+
+            def score(batch: _Batch) -> np.ndarray:
+                return metric.condition_fitness(batch.signals, index)
         for _ in range(self.ga.gamma):
-            if metric.covered_[condition] or self._remaining() <= 0:
+            if covered() or self._remaining() <= 0:
                 return
             order = np.argsort(fitness, kind="stable")[: self.ga.k]
             parents, parent_fitness = population[order], fitness[order]
@@ -441,11 +555,13 @@ class Campaign:
             offspring, from_ids = self._mutate(np.repeat(parents, self.ga.n)[:size])
             if len(from_ids) == 0:
                 return
-            signals, ids, step = self._evaluate(offspring, self._seed_of[from_ids], "targeted", label)
-            child_fitness = metric.condition_fitness(signals, condition)
-            population = np.concatenate([parents, ids])
-            fitness = np.concatenate([parent_fitness, child_fitness])
-            yield step
+            if kind == "failure" and self.oracle.radius is not None:
+                seeds = self.mutator.take(self.seeds, self._seed_of[from_ids])
+                offspring = self.mutator.within(seeds, offspring, self.oracle.radius)
+            batch = self._evaluate(offspring, self._seed_of[from_ids], "targeted", label)
+            population = np.concatenate([parents, batch.ids])
+            fitness = np.concatenate([parent_fitness, score(batch)])
+            yield batch.step
 
     # -- results ---------------------------------------------------------------------------------
     def run(self) -> CampaignResult:
@@ -459,15 +575,54 @@ class Campaign:
             raise
         return self.finish()
 
+    def _shrunk_samples(self) -> tuple[list[AdversarialSample], int]:
+        """Every adversarial sample, shrunk toward its seed (batched), in the order found."""
+        if not self._adversarial:
+            return [], 0
+        assert self._seed_outputs is not None
+        ids = np.array(self._adversarial, np.int64)
+        seed_index = self._seed_of[ids]
+        cases = self._cases.take(ids)
+        seeds = self.mutator.take(self.seeds, seed_index)
+        outputs = np.stack(self._adversarial_outputs)
+        seed_outputs = self._seed_outputs[seed_index]
+        found = np.asarray(self.mutator.distance(seeds, cases), np.float64)
+        if self.shrink:
+            shrunk = shrink(self.mutator, self.oracle, self.rnn.predict, seeds, seed_outputs,
+                            cases, outputs)
+            cases, distances, outputs, calls = shrunk.cases, shrunk.distances, shrunk.outputs, shrunk.model_calls
+        else:
+            distances, calls = found, 0
+        samples = []
+        for k, case_id in enumerate(ids.tolist()):
+            samples.append(AdversarialSample(
+                case_id, int(seed_index[k]), self.mutator.take(cases, [k])[0],
+                self.mutator.take(seeds, [k])[0], np.asarray(seed_outputs[k]),
+                np.asarray(outputs[k]), self.oracle.decision_text(seed_outputs[k][None]),
+                self.oracle.decision_text(outputs[k][None]), float(distances[k]),
+                float(found[k])))
+        return samples, calls
+
     def finish(self) -> CampaignResult:
-        """Compute the statistics and hand the result to the listeners."""
+        """Shrink the adversarial samples, compute the statistics, hand them to the listeners."""
+        samples, calls = self._shrunk_samples()
+        for sample in samples:
+            for listener in self.listeners:
+                if hasattr(listener, "on_adversarial"):
+                    listener.on_adversarial(self, sample)
         adversarial = np.array(self._adversarial, np.int64)
-        distances = np.concatenate(self._distances) if self._distances else np.zeros(0)
+        pairs: dict[str, int] = {}
+        per_seed: dict[int, int] = {}
+        for sample in samples:
+            per_seed[sample.seed_index] = per_seed.get(sample.seed_index, 0) + 1
+            if self.oracle.task == "classification":
+                pair = f"{sample.seed_decision}->{sample.case_decision}"
+                pairs[pair] = pairs.get(pair, 0) + 1
         result = CampaignResult(
             test_cases=self.generated,
             adversarial=len(adversarial),
-            unique=len(np.unique(self._seed_of[adversarial])) if len(adversarial) else 0,
-            average_perturbation=float(distances[adversarial].mean()) if len(adversarial) else None,
+            unique=len(per_seed),
+            average_perturbation=float(np.mean([s.distance for s in samples])) if samples else None,
             distance=self.mutator.distance_name,
             rates=self.coverage.rates(),
             covered={k: m.covered for k, m in self.coverage.metrics.items()},
@@ -479,8 +634,16 @@ class Campaign:
             discarded=self.discarded,
             interrupted=self.interrupted,
             adversarial_ids=adversarial.tolist(),
-            samples=list(self._samples),
+            samples=samples[:KEEP_SAMPLES],
             oracle=self.oracle.describe(),
+            mutator=self.mutator.describe(),
+            average_found_perturbation=(float(np.mean([s.found_distance for s in samples]))
+                                        if samples else None),
+            failures_per_seed=dict(sorted(per_seed.items())),
+            failures_per_class_pair=dict(sorted(pairs.items(), key=lambda kv: (-kv[1], kv[0]))),
+            shrink_calls=calls,
+            schedule=self.schedule,
+            objective=self.objective,
         )
         self.result = result
         for listener in self.listeners:

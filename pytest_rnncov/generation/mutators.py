@@ -66,6 +66,16 @@ class Mutator(ABC):
             return np.asarray(cases)[index]
         return [cases[int(i)] for i in index]
 
+    def describe(self) -> str:
+        """The mutation in a few words (shown in reports)."""
+        return type(self).__name__
+
+    def within(self, seeds: Cases, cases: Cases, radius: float) -> Cases:
+        """``cases`` moved back within ``radius`` of their seeds where the mutator knows how
+        (the failure search keeps its offspring inside the oracle's radius); by default
+        unchanged."""
+        return cases
+
     def concat(self, parts: Sequence[Cases]) -> Cases:
         if self.array_cases:
             return np.concatenate(parts)
@@ -88,6 +98,27 @@ class GaussianMutator(Mutator):
                                         example="(0.005, 0.02)", strict=False)
         self.clip = None if clip is None else check_range("clip", clip, example="(0.0, 1.0)")
 
+    @classmethod
+    def from_seeds(cls, seeds: Any, spread: tuple[float, float] = (0.25, 0.5),
+                   clip: Any = "auto") -> "GaussianMutator":
+        """Noise scaled to the data: the standard deviation is drawn from ``spread`` times
+        the seeds' mean per-feature standard deviation (the paper's MNIST setting is about
+        0.25-0.5 of the pixels' spread). ``clip="auto"`` clips to the seeds' own range."""
+        low, high = check_range("spread", spread, minimum=0.0, example="(0.25, 0.5)", strict=False)
+        array = np.asarray(seeds, np.float64)
+        if array.ndim < 2 or len(array) < 2 or not np.isfinite(array).all():
+            raise InvalidInput("from_seeds needs at least two finite seeds")
+        scale = float(array.reshape(len(array), -1).std(axis=0).mean())
+        if not scale > 0:
+            raise InvalidInput("the seeds do not vary, so they give no scale for the noise")
+        bounds = (float(array.min()), float(array.max())) if clip == "auto" else clip
+        return cls(variance=((low * scale) ** 2, (high * scale) ** 2), clip=bounds)
+
+    def describe(self) -> str:
+        low, high = self.variance
+        clip = "no clip" if self.clip is None else f"clip [{self.clip[0]:g}, {self.clip[1]:g}]"
+        return f"Gaussian noise, variance {low:.3g}-{high:.3g}, {clip}"
+
     def mutate(self, cases: Cases, rng: np.random.Generator) -> np.ndarray:
         cases = np.asarray(cases)
         sigma = np.sqrt(rng.uniform(*self.variance))
@@ -98,6 +129,18 @@ class GaussianMutator(Mutator):
 
     def encode(self, cases: Cases) -> np.ndarray:
         return np.asarray(cases, np.float32)
+
+    def within(self, seeds: Cases, cases: Cases, radius: float) -> np.ndarray:
+        """Cases farther than ``radius`` (L2) scaled back onto the sphere around their seed,
+        then clipped (the clip box holds the seed, so clipping never moves them away)."""
+        seeds, cases = np.asarray(seeds, np.float64), np.asarray(cases)
+        diff = cases.astype(np.float64) - seeds
+        norms = np.sqrt(np.einsum("ij,ij->i", *(2 * [diff.reshape(len(diff), -1)])))
+        scale = np.where(norms > radius, radius / np.maximum(norms, 1e-300), 1.0)
+        moved = seeds + diff * scale.reshape((-1,) + (1,) * (diff.ndim - 1))
+        if self.clip is not None:
+            moved = np.clip(moved, *self.clip)
+        return moved.astype(cases.dtype)
 
     def check_seeds(self, seeds: Any) -> np.ndarray:
         array = super().check_seeds(seeds)
@@ -190,6 +233,9 @@ class EDAMutator(_StringMutator):
         self._synonyms: dict[str, list[str]] = {}
         self._wordnet: Any = None
         self._stopwords: frozenset[str] | None = None
+
+    def describe(self) -> str:
+        return f"EDA text edits (alpha {self.alpha:g}: {', '.join(self.operations)})"
 
     def _load(self) -> None:
         if self._wordnet is not None:
@@ -286,6 +332,10 @@ class SmilesMutator(_StringMutator):
         self._mols: dict[str, Any] = {}
         #: re-enumerations the encoder could not encode (redrawn), for reports
         self.discarded = 0
+
+    def describe(self) -> str:
+        redrawn = f", {self.discarded} spellings the encoder cannot encode redrawn" if self.discarded else ""
+        return f"SMILES re-enumeration (random atom orders{redrawn})"
 
     def _mol(self, smiles: str) -> Any:
         if smiles not in self._mols:

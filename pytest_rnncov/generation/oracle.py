@@ -5,8 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InvalidArgument, InvalidInput
-from ..validation import check_choice, check_float
+from typing import Any, Callable
+
+from ..errors import AdversarialFailure, InvalidArgument, InvalidInput
+from ..validation import check_choice, check_float, check_int
+
+#: Most seeds Oracle.calibrate compares pairwise (a seeded sample of them above this).
+CALIBRATION_SEEDS = 2000
 
 
 class Oracle:
@@ -34,6 +39,62 @@ class Oracle:
             self.tolerance = None if tolerance is None else check_float(
                 "tolerance", tolerance, minimum=0.0, exclusive_minimum=True)
         self.threshold = check_float("threshold", threshold, example="0.5")
+        #: how the radius was chosen, when Oracle.calibrate chose it (shown in reports)
+        self.calibration: str | None = None
+
+    @classmethod
+    def calibrate(cls, seeds: Any, outputs: Any, *, task: str = "classification",
+                  tolerance: float | None = None, threshold: float = 0.5,
+                  quantile: float = 0.05, fraction: float = 0.5,
+                  distance: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
+                  seed: int = 0) -> "Oracle":
+        """An oracle whose radius comes from the data: ``fraction`` of the ``quantile`` of
+        the distances between seeds the model decides differently (a perturbation within
+        that radius stays well inside the gap between differently-decided inputs).
+
+        ``outputs`` are the model's outputs for ``seeds``; ``distance`` (default L2 of the
+        flattened difference) measures a pair of row-aligned batches. Regression needs
+        ``tolerance``: seeds whose outputs differ by more count as decided differently.
+        Above 2,000 seeds a seeded sample is compared. The choice is kept in
+        ``oracle.calibration`` and shown in the adversarial section.
+        """
+        oracle = cls(None, task=task, tolerance=tolerance, threshold=threshold)
+        quantile_ = check_float("quantile", quantile, minimum=0.0, maximum=1.0, example="0.05")
+        fraction_ = check_float("fraction", fraction, minimum=0.0, exclusive_minimum=True,
+                                example="0.5")
+        check_int("seed", seed, minimum=0)
+        x = np.asarray(seeds)
+        out = oracle._rows(outputs, "outputs")
+        if x.ndim < 2 or len(x) != len(out) or len(x) < 2:
+            raise InvalidInput(f"calibrate needs at least two seeds with one output row each; "
+                               f"got seeds {x.shape} and outputs {out.shape}")
+        if len(x) > CALIBRATION_SEEDS:
+            pick = np.sort(np.random.default_rng(seed).choice(len(x), CALIBRATION_SEEDS,
+                                                              replace=False))
+            x, out = x[pick], out[pick]
+        n = len(x)
+        a, b = np.triu_indices(n, k=1)
+        differ = oracle.changed(out[a], out[b])
+        if not differ.any():
+            raise InvalidInput("every seed is decided alike, so there is no gap between "
+                               "decisions to calibrate the radius from; add seeds of other "
+                               "classes (or outputs farther apart than the tolerance)")
+        a, b = a[differ], b[differ]
+        if distance is None:
+            flat = x.reshape(n, -1).astype(np.float64)
+            squares = np.einsum("ij,ij->i", flat, flat)
+            gram = flat @ flat.T
+            d = np.sqrt(np.maximum(squares[a] + squares[b] - 2 * gram[a, b], 0.0))
+            what = "L2 distances"
+        else:
+            d = np.asarray(distance(x[a], x[b]), np.float64)
+            what = "distances"
+        gap = float(np.quantile(d, quantile_))
+        oracle.radius = fraction_ * gap
+        oracle.calibration = (
+            f"radius {oracle.radius:.4g} = {fraction_:g} x the {quantile_:.0%} quantile "
+            f"({gap:.4g}) of the {what} between {len(d)} pairs of seeds decided differently")
+        return oracle
 
     @staticmethod
     def _rows(outputs: np.ndarray, what: str) -> np.ndarray:
@@ -76,8 +137,63 @@ class Oracle:
             return f"{float(self._rows(outputs, 'outputs')[0, 0]):.3g}"
         return str(int(self.decisions(outputs)[0]))
 
-    def describe(self) -> str:
-        radius = "none" if self.radius is None else f"{self.radius:g}"
+    def check(self, seed_output: Any, case_output: Any, distance: float, *,
+              seed: Any = None, case: Any = None) -> None:
+        """Raise AdversarialFailure (an AssertionError) when the case fails the oracle, with
+        a message that explains it: both decisions, the distance and the radius."""
+        seed_rows = self._rows(seed_output, "seed output")[:1]
+        case_rows = self._rows(case_output, "case output")[:1]
+        distance = check_float("distance", distance, minimum=0.0)
+        if not self.fails(seed_rows, case_rows, np.array([distance]))[0]:
+            return
         if self.task == "regression":
-            return f"regression, tolerance {self.tolerance:g}, radius {radius}"
-        return f"classification, radius {radius}"
+            what = (f"the prediction moved from {seed_rows[0, 0]:.4g} to {case_rows[0, 0]:.4g} "
+                    f"(by {np.abs(case_rows - seed_rows).max():.4g} > tolerance {self.tolerance:g})")
+        else:
+            probability = "" if seed_rows.shape[1] == 1 else (
+                f" (seed {seed_rows[0].max():.3g} vs case {case_rows[0].max():.3g} for the "
+                "top output)")
+            what = (f"the decision changed from {self.decision_text(seed_rows)} to "
+                    f"{self.decision_text(case_rows)}{probability}")
+        where = ("no radius" if self.radius is None
+                 else f"distance {distance:.4g} <= radius {self.radius:g}")
+        lines = [f"adversarial case: {what}, {where}"]
+        if seed is not None and case is not None and isinstance(seed, str):
+            lines += [f"  seed: {seed!r}", f"  case: {case!r}"]
+        raise AdversarialFailure("\n".join(lines))
+
+    def margin(self, seed_outputs: Any, case_outputs: Any) -> np.ndarray:
+        """How far each case is from failing (<= 0: its decision changed): for
+        classification the seed class's output minus the best other output (a single output:
+        its distance to the threshold on the seed's side); for regression the tolerance
+        minus how far the output moved."""
+        a, b = self._rows(seed_outputs, "seed outputs"), self._rows(case_outputs, "case outputs")
+        if self.task == "regression":
+            assert self.tolerance is not None
+            return self.tolerance - np.abs(a - b).max(axis=1)
+        if b.shape[1] == 1:
+            above = a[:, 0] > self.threshold
+            return np.where(above, b[:, 0] - self.threshold,
+                            np.nextafter(self.threshold, np.inf) - b[:, 0])
+        seed_class = self.decisions(a)
+        rows = np.arange(len(b))
+        own = b[rows, seed_class]
+        others = b.copy()
+        others[rows, seed_class] = -np.inf
+        return own - others.max(axis=1)
+
+    def failure_fitness(self, seed_outputs: Any, case_outputs: Any, distances: Any) -> np.ndarray:
+        """How far each case is from failing (<= 0 exactly when it fails): the margin within
+        the radius; beyond it, the margin (when positive) plus the excess distance."""
+        margin = self.margin(seed_outputs, case_outputs)
+        if self.radius is None:
+            return margin
+        excess = np.asarray(distances, np.float64).reshape(-1) - self.radius
+        return np.where(excess <= 0, margin, np.maximum(margin, 0.0) + excess)
+
+    def describe(self) -> str:
+        radius = "none" if self.radius is None else f"{self.radius:.4g}"
+        how = "" if self.calibration is None else f" ({self.calibration})"
+        if self.task == "regression":
+            return f"regression, tolerance {self.tolerance:g}, radius {radius}{how}"
+        return f"classification, radius {radius}{how}"

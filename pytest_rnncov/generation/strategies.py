@@ -11,13 +11,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from hypothesis import HealthCheck, settings, target
+from hypothesis import HealthCheck, note, settings, target
 from hypothesis import strategies as st
 
 from ..errors import InvalidArgument
 from ..validation import check_int
 from .campaign import GAConfig, TrackedLike
 from .mutators import Mutator, checked_mutate
+from .oracle import Oracle
 
 #: Settings for tests that call models: no deadline, slow-data health checks off.
 model_settings = settings(
@@ -47,6 +48,7 @@ def random_mutants(seeds: Any, mutator: Mutator, *, max_rounds: int = 3) -> st.S
         raise InvalidArgument(f"mutator={mutator!r} is not a pytest_rnncov Mutator")
     seeds = mutator.check_seeds(seeds)
     max_rounds = check_int("max_rounds", max_rounds, minimum=0, example="3")
+    describe = mutator.describe()
 
     @st.composite
     def build(draw: Any) -> Mutant:
@@ -56,6 +58,7 @@ def random_mutants(seeds: Any, mutator: Mutator, *, max_rounds: int = 3) -> st.S
         case = mutator.take(seeds, [index])
         for _ in range(rounds):
             case = checked_mutate(mutator, case, rng)
+        note(f"seed {index} after {rounds} rounds of {describe}")
         return Mutant(case[0], mutator.take(seeds, [index])[0], index, rounds)
 
     return build()
@@ -68,13 +71,16 @@ def targeted_mutants(
     *,
     metric: str = "TC",
     ga: GAConfig = GAConfig(k=2, n=4, gamma=3),
+    oracle: Oracle | None = None,
 ) -> st.SearchStrategy[Mutant]:
-    """Mutants bred by the GA targeted mutation (paper Alg. 2) toward one condition.
+    """Mutants bred by the GA targeted mutation (paper Alg. 2) toward one condition, or
+    toward failing ``oracle`` with ``metric="failure"``.
 
     Hypothesis draws the seed, the condition of ``metric`` to aim at, how many generations
     (0..gamma) to run and an rng seed. Each generation is one batched call of the tracked
     ``model`` (so the session coverage sees every bred input). The example's best fitness is
-    reported with ``hypothesis.target`` so Hypothesis steers toward uncovered behaviour.
+    reported with ``hypothesis.target`` so Hypothesis steers toward uncovered behaviour (or,
+    for failures, toward the oracle's boundary: fitness <= 0 fails it).
     """
     if not isinstance(model, TrackedLike):
         raise InvalidArgument("targeted_mutants needs a tracked model: rnncov.track(model, ...)")
@@ -83,6 +89,10 @@ def targeted_mutants(
     if not isinstance(ga, GAConfig):
         raise InvalidArgument(f"ga={ga!r}; pass GAConfig(k=..., n=..., gamma=...)")
     seeds = mutator.check_seeds(seeds)
+    if isinstance(metric, str) and metric.lower() == "failure":
+        if not isinstance(oracle, Oracle):
+            raise InvalidArgument("metric='failure' needs the oracle to fail: pass oracle=Oracle(...)")
+        return _failure_mutants(model, seeds, mutator, ga, oracle)
     scorer = model.coverage[metric]
 
     def fitness(cases: Any, condition: int) -> np.ndarray:
@@ -98,19 +108,66 @@ def targeted_mutants(
         seed = mutator.take(seeds, [index])
         label = f"{metric}:{scorer.label(condition)}"
         if generations == 0:
+            note(f"seed {index} unchanged (0 generations toward {label})")
             return Mutant(seed[0], seed[0], index, 0, label)
         population, scores = seed, fitness(seed, condition)
+        path = [f"{float(scores[0]):.4g}"]
         for _ in range(generations):
             order = np.argsort(scores, kind="stable")[: ga.k]
             parents = mutator.take(population, order)
             offspring = checked_mutate(mutator, mutator.take(parents, np.repeat(np.arange(len(order)), ga.n)), rng)
             population = mutator.concat([parents, offspring])
             scores = np.concatenate([scores[order], fitness(offspring, condition)])
+            path.append(f"{float(scores.min()):.4g}")
             if (scores <= 0).any():
                 break
         best = int(np.argmin(scores))
+        note(f"seed {index}, bred toward {label} for {len(path) - 1} generations "
+             f"(best fitness per generation: {' -> '.join(path)}; <= 0 covers it)")
         target(-float(scores[best]), label=f"-fitness {metric}")
         return Mutant(mutator.take(population, [best])[0], seed[0], index, generations, label,
                       float(scores[best]))
+
+    return build()
+
+
+def _failure_mutants(model: TrackedLike, seeds: Any, mutator: Mutator, ga: GAConfig,
+                     oracle: Oracle) -> st.SearchStrategy[Mutant]:
+    """The GA toward failing ``oracle``: fitness = oracle.failure_fitness (<= 0 fails)."""
+
+    @st.composite
+    def build(draw: Any) -> Mutant:
+        index = draw(st.integers(0, len(seeds) - 1))
+        generations = draw(st.integers(0, ga.gamma))
+        rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+        seed = mutator.take(seeds, [index])
+        if generations == 0:
+            note(f"seed {index} unchanged (0 generations toward a failure)")
+            return Mutant(seed[0], seed[0], index, 0, "failure")
+        seed_output = model.predict(mutator.encode(seed))
+
+        def fitness(cases: Any) -> np.ndarray:
+            outputs = model.predict(mutator.encode(cases))
+            distances = mutator.distance(mutator.take(seed, np.zeros(len(outputs), int)), cases)
+            return oracle.failure_fitness(np.repeat(seed_output, len(outputs), axis=0), outputs,
+                                          distances)
+
+        population, scores = seed, np.array([np.inf])
+        path = []
+        for _ in range(generations):
+            order = np.argsort(scores, kind="stable")[: ga.k]
+            parents = mutator.take(population, order)
+            offspring = checked_mutate(mutator, mutator.take(parents, np.repeat(np.arange(len(order)), ga.n)), rng)
+            population = mutator.concat([parents, offspring])
+            scores = np.concatenate([scores[order], fitness(offspring)])
+            path.append(f"{float(scores.min()):.4g}")
+            if (scores <= 0).any():
+                break
+        best = int(np.argmin(scores))
+        note(f"seed {index}, bred toward a failure for {len(path)} generations (best failure "
+             f"fitness per generation: {' -> '.join(path)}; <= 0 fails the oracle)")
+        target(-float(scores[best]), label="-failure fitness")
+        return Mutant(mutator.take(population, [best])[0], seed[0], index, generations,
+                      "failure", float(scores[best]))
 
     return build()

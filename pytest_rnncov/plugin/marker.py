@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
 
 import pytest
@@ -11,7 +10,8 @@ from ..core.state import ModelState
 from ..errors import InvalidArgument
 from ..reporting.bars import Bars
 from ..reporting.results import MarkerOutcome, check_models
-from .options import Settings, metric_list
+from ..reporting.specs import parse_metrics
+from .options import Settings
 
 KEYWORDS = ("min", "metrics", "model")
 
@@ -36,7 +36,7 @@ def check_marker(marker: pytest.Mark, fed: dict[str, ModelState], settings: Sett
     try:
         metrics = settings.gate_metrics
         if options.get("metrics") is not None:
-            metrics = metric_list(",".join(_names(options["metrics"], "metrics")))
+            metrics = parse_metrics(",".join(_names(options["metrics"], "metrics")))
         required = options.get("min")
         if required is None:
             if settings.bars is None:
@@ -50,7 +50,7 @@ def check_marker(marker: pytest.Mark, fed: dict[str, ModelState], settings: Sett
                               metrics)
         wanted = (_names(options["model"], "model") if options.get("model") is not None
                   else sorted(fed))
-    except (InvalidArgument, argparse.ArgumentTypeError) as exc:
+    except InvalidArgument as exc:
         return f"rnn_coverage marker: {exc}"
     if not wanted:
         return "rnn_coverage marker: this test fed no inputs to a tracked model"

@@ -10,72 +10,38 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 
 from ..core.names import DEFAULT_METRICS, METRIC_NAMES
 from ..errors import InvalidArgument, RNNCovError
 from ..reporting.bars import Bars, parse_fraction
+from ..reporting.specs import parse_metrics, parse_report, parse_seed
 
-REPORT_TYPES = ("term", "term-detail", "json", "html")
-DEFAULT_JSON = "rnncov.json"
-DEFAULT_HTML = "rnncov-html"
-MAX_SEED = 2**63 - 1
+def _argparse_type(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """An argparse type from a parser raising InvalidArgument (shown as "--option: ...")."""
+
+    def convert(value: str) -> Any:
+        try:
+            return parse(value)
+        except InvalidArgument as exc:
+            raise argparse.ArgumentTypeError(str(exc).strip()) from None
+
+    convert.__name__ = parse.__name__
+    return convert
 
 
-# -- validators (argparse types: the message is shown as "--option: message") -----------
-def bars_text(value: str) -> str:
-    """A coverage bar: 0.9, or per metric BC:0.9,TC:0.4, or per model mnist:TC:0.4."""
-    try:
-        Bars.parse(value)
-    except InvalidArgument as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+def _bars(value: str) -> str:
+    Bars.parse(value)
     return value
 
 
-def fraction(value: str) -> float:
-    """A fraction in [0, 1]; ``90`` is refused with a hint to write ``0.9``."""
-    try:
-        return parse_fraction(value, "")
-    except InvalidArgument as exc:
-        raise argparse.ArgumentTypeError(str(exc).strip()) from None
-
-
-def metric_list(value: str) -> tuple[str, ...]:
-    """Comma-separated metric names, e.g. ``BC,SC,TC``."""
-    names = tuple(v.strip().upper() for v in value.split(",") if v.strip())
-    unknown = [n for n in names if n not in METRIC_NAMES]
-    if unknown or not names:
-        raise argparse.ArgumentTypeError(
-            f"unknown metric {', '.join(unknown) or repr(value)}; choose from "
-            f"{','.join(METRIC_NAMES)}")
-    return tuple(dict.fromkeys(names))
-
-
-def report_spec(value: str) -> tuple[str, str | None]:
-    """``term``, ``term-detail``, ``json[:PATH]`` or ``html[:DIR]``."""
-    kind, _, dest = value.partition(":")
-    if kind not in REPORT_TYPES:
-        raise argparse.ArgumentTypeError(
-            f"unknown report type {kind!r}; use term, term-detail, json:PATH or html:DIR")
-    if kind.startswith("term") and dest:
-        raise argparse.ArgumentTypeError(f"{kind} takes no destination; use --rnn-report={kind}")
-    if kind == "json":
-        return kind, dest or DEFAULT_JSON
-    if kind == "html":
-        return kind, dest or DEFAULT_HTML
-    return kind, None
-
-
-def seed(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not an integer seed") from None
-    if not 0 <= number <= MAX_SEED:
-        raise argparse.ArgumentTypeError(f"{value} is not a seed in [0, 2**63 - 1]; e.g. 0")
-    return number
+bars_text = _argparse_type(_bars)
+fraction = _argparse_type(lambda value: parse_fraction(value, ""))
+metric_list = _argparse_type(parse_metrics)
+report_spec = _argparse_type(parse_report)
+seed = _argparse_type(parse_seed)
 
 
 def addoption(parser: pytest.Parser) -> None:

@@ -107,7 +107,15 @@ def adversarial_lines(campaigns: Sequence[dict[str, Any]]) -> list[str]:
             str(c.get("model", "?")), str(c["test_cases"]), str(c["adversarial"]),
             percent(c["adversary_rate"]) if c["test_cases"] else "-", str(c["unique"]),
             "-" if avg is None else f"{avg:.4g}", str(c.get("saved_to") or "-")])
-    return table(rows)
+    lines = table(rows)
+    for c in campaigns:
+        settings = "; ".join(f"{key} {c[key]}" for key in ("oracle", "mutator") if c.get(key))
+        discarded = c.get("discarded") or 0
+        if discarded:
+            settings += f"; {discarded} unchanged mutants discarded"
+        if settings:
+            lines.append(f"{c.get('model', '?')}: {settings}")
+    return lines
 
 
 class TermReport:

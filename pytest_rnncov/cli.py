@@ -1,0 +1,274 @@
+"""``python -m pytest_rnncov``: what teams need outside a test session.
+
+    profile fit MODEL --x-train FILE.npy --out PROFILE.json [--layer L] [--window T1,T2]
+    show FILE                      a profile, data file, baseline or JSON report, readably
+    combine DATA... [--out FILE]   the exact union of several runs' --rnn-data files
+    report DATA...                 terminal / JSON / HTML reports from data files
+    compare DATA... --baseline B   fail when coverage fell below a baseline
+
+``combine`` and ``report`` apply ``--rnn-coverage`` bars like the plugin. Exit codes as in
+pytest: 0 passed, 1 a gate or baseline failed, 4 a usage error (bad arguments, unreadable
+or malformed files); every error says what was wrong and how to fix it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, NoReturn, Sequence
+
+from .errors import RNNCovError
+
+USAGE_ERROR = 4
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # usage errors exit 4, as in pytest
+        self.print_usage(sys.stderr)
+        self.exit(USAGE_ERROR, f"{self.prog}: error: {message}\n")
+
+
+def _parser() -> _Parser:
+    parser = _Parser(prog="python -m pytest_rnncov", description=__doc__,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    profile = commands.add_parser("profile", help="fit a profile from a model and inputs")
+    profile_commands = profile.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    fit = profile_commands.add_parser("fit", help="fit and save a profile")
+    fit.add_argument("model", help="a .keras or .h5 model file (loaded in safe mode)")
+    fit.add_argument("--x-train", required=True,
+                     help="training inputs: a .npy file, or .npz with --x-train-key")
+    fit.add_argument("--x-train-key", default=None, help="the array's name inside a .npz file")
+    fit.add_argument("--out", required=True, help="where to write the profile (.json)")
+    fit.add_argument("--layer", default=None, help="the recurrent layer's name or index")
+    fit.add_argument("--direction", default="forward", choices=["forward", "backward"])
+    fit.add_argument("--output", default=None, help="the output a multi-output model predicts")
+    fit.add_argument("--window", default=None, help="T1,T2: steps of interest, inclusive")
+    fit.add_argument("--state-components", type=int, default=5)
+    fit.add_argument("--state-intervals", type=int, default=10)
+    fit.add_argument("--unsafe-load", action="store_true",
+                     help="load models with Lambda or custom layers (runs code from the file)")
+
+    show = commands.add_parser("show", help="print a profile, data, baseline or report file")
+    show.add_argument("file")
+
+    for name, text in (("combine", "union several runs' data files, apply the gate"),
+                       ("report", "reports from data files")):
+        command = commands.add_parser(name, help=text)
+        command.add_argument("data", nargs="+", help="--rnn-data files")
+        command.add_argument("--rnn-coverage", default=None, metavar="BARS",
+                             help="0.9, BC:0.9,TC:0.4 or MODEL:METRIC:BAR")
+        command.add_argument("--rnn-metrics", default=None, metavar="LIST",
+                             help="metrics a plain bar applies to (default BC,SC,TC)")
+        command.add_argument("--report", action="append", default=None, metavar="TYPE[:DEST]",
+                             help="term (default), term-detail, json:PATH, html:DIR; repeatable")
+        if name == "combine":
+            command.add_argument("--out", default=None, help="write the combined data here")
+
+    compare = commands.add_parser("compare", help="compare data files with a baseline")
+    compare.add_argument("data", nargs="+")
+    compare.add_argument("--baseline", required=True, help="a --rnn-save baseline file")
+    compare.add_argument("--tolerance", default="0", help="allowed drop, a fraction")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code."""
+    args = _parser().parse_args(argv)
+    try:
+        handler = {"profile": _profile_fit, "show": _show, "combine": _combine,
+                   "report": _report, "compare": _compare}[args.command]
+        return handler(args)
+    except RNNCovError as exc:
+        print(f"python -m pytest_rnncov {args.command}: error: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+
+
+# -- profile fit -------------------------------------------------------------------------
+def _load_array(path: str, key: str | None) -> Any:
+    import numpy as np
+
+    from .errors import DataFileError
+
+    source = Path(path)
+    if not source.is_file():
+        raise DataFileError(f"no file at {path!r}; save the training inputs with numpy.save")
+    try:
+        data = np.load(source, allow_pickle=False)  # never runs code from the file
+    except (ValueError, OSError) as exc:
+        raise DataFileError(f"{path!r} is not a numpy .npy/.npz file of numbers ({exc})") from None
+    if isinstance(data, np.ndarray):
+        return data
+    names = list(data.files)
+    if key is None:
+        if len(names) != 1:
+            raise DataFileError(f"{path!r} holds {', '.join(names)}; pick one with --x-train-key")
+        key = names[0]
+    if key not in names:
+        raise DataFileError(f"{path!r} has no array {key!r}; it has {', '.join(names)}")
+    return data[key]
+
+
+def _window(text: str | None) -> tuple[int, int] | None:
+    from .errors import InvalidArgument
+
+    if text is None:
+        return None
+    parts = text.split(",")
+    try:
+        t1, t2 = (int(p) for p in parts)
+    except ValueError:
+        raise InvalidArgument(f"--window {text!r}: give two step indices, e.g. --window 4,24") from None
+    return t1, t2
+
+
+def _layer(text: str | None) -> str | int | None:
+    return int(text) if text is not None and text.lstrip("-").isdigit() else text
+
+
+def _profile_fit(args: argparse.Namespace) -> int:
+    from .adapters.loading import load_model
+    from .adapters.model import RNNModel
+    from .core.profile import Profile
+
+    model = load_model(args.model, safe_mode=not args.unsafe_load)
+    rnn = RNNModel(model, _layer(args.layer), direction=args.direction, output=_layer(args.output))
+    x = _load_array(args.x_train, args.x_train_key)
+    profile = Profile(window=_window(args.window), state_components=args.state_components,
+                      state_intervals=args.state_intervals).fit(rnn, x)
+    profile.save(args.out)
+    print(f"profile of {rnn.cell_kind} layer {rnn.layer_name!r} (window {list(profile.window_)}, "
+          f"{profile.n_samples_} training inputs) written to {args.out}")
+    return 0
+
+
+# -- show --------------------------------------------------------------------------------
+def _show(args: argparse.Namespace) -> int:
+    from .errors import DataFileError
+    from .reporting.data import read_bounded
+
+    path = Path(args.file)
+    raw = read_bounded(path, f"file {args.file!r}")
+    try:
+        kind = json.loads(raw.decode("utf-8")).get("format")
+    except (UnicodeDecodeError, ValueError, AttributeError):
+        kind = None
+    if kind == "pytest-rnncov-profile":
+        print(_profile_text(path))
+    elif kind == "pytest-rnncov-data":
+        from .reporting.data import CoverageData
+        from .reporting.terminal import coverage_lines
+
+        data = CoverageData.load(path)
+        print("\n".join(coverage_lines(data, detail=True)))
+    elif kind == "pytest-rnncov-baseline":
+        from .reporting.baseline import load_baseline
+        from .reporting.data import CoverageData
+        from .reporting.terminal import coverage_lines
+
+        print("\n".join(coverage_lines(CoverageData(models=load_baseline(path)))))
+    elif kind == "pytest-rnncov-report":
+        data = json.loads(raw)
+        print(f"JSON report, passed: {data.get('passed')}")
+        for name, model in data.get("models", {}).items():
+            rates = ", ".join(f"{k} {m['rate']:.1%}" for k, m in model["metrics"].items())
+            print(f"  {name}: {rates}")
+    else:
+        raise DataFileError(f"{args.file!r} is not a pytest-rnncov profile, data, baseline or "
+                            "report file")
+    return 0
+
+
+def _profile_text(path: Path) -> str:
+    from .core.profile import Profile
+
+    profile = Profile.load(path)
+    lines = [f"profile {str(path)!r}: {profile.cell_} layer {profile.layer_!r}, "
+             f"{profile.units_} units, {profile.n_steps_} steps, window {list(profile.window_)}, "
+             f"{profile.n_samples_} training inputs, weights {profile.fingerprint_}"]
+    lines.append(f"  {'signal':<14}{'min':>12}{'max':>12}{'mean':>12}{'std':>12}")
+    for name, s in profile.signals_.items():
+        lines.append(f"  {name:<14}{s.min:12.5g}{s.max:12.5g}{s.mean:12.5g}{s.std:12.5g}")
+    states = profile.states_
+    lines.append("  states: none" if states is None else
+                 f"  states: PCA {states.components.shape[0]} x {states.intervals} intervals, "
+                 f"{len(states.cells)} training cells, {len(states.transitions)} transitions")
+    return "\n".join(lines)
+
+
+# -- combine, report, compare ------------------------------------------------------------
+def _combined(paths: Sequence[str]) -> Any:
+    from .reporting.data import CoverageData, combine
+
+    return combine(CoverageData.load(p) for p in paths)
+
+
+def _render(args: argparse.Namespace, data: Any, verdict: Any) -> None:
+    from .reporting.html import HtmlReport
+    from .reporting.json_report import JsonReport
+    from .reporting.specs import parse_report
+    from .reporting.terminal import LinesWriter, TermReport
+
+    reports = [parse_report(r) for r in (args.report or ["term"])]
+    kinds = {kind for kind, _ in reports}
+    writer = LinesWriter()
+    written = []
+    for kind, dest in reports:
+        if kind == "json" and dest is not None:
+            written.append(f"RNN coverage JSON written to {JsonReport(dest).report(data, verdict)}")
+        if kind == "html" and dest is not None:
+            written.append(f"RNN coverage HTML written to {HtmlReport(dest).report(data, verdict)}")
+    TermReport(writer, detail="term-detail" in kinds,
+               coverage=bool(kinds & {"term", "term-detail"})).sections(data)
+    writer.lines.extend(written)
+    TermReport(writer).verdict(verdict)
+    print("\n".join(writer.lines))
+
+
+def _verdict(args: argparse.Namespace, data: Any) -> Any:
+    from .core.names import DEFAULT_METRICS
+    from .reporting.bars import Bars
+    from .reporting.results import evaluate
+    from .reporting.specs import parse_metrics
+
+    gate = parse_metrics(args.rnn_metrics) if args.rnn_metrics else DEFAULT_METRICS
+    bars = None if args.rnn_coverage is None else Bars.parse(args.rnn_coverage, gate)
+    return evaluate(data, bars)
+
+
+def _combine(args: argparse.Namespace) -> int:
+    data = _combined(args.data)
+    verdict = _verdict(args, data)
+    if args.out:
+        data.save(args.out)
+    _render(args, data, verdict)
+    if args.out:
+        print(f"combined data of {len(args.data)} runs written to {args.out}")
+    return 1 if verdict.passed is False else 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    data = _combined(args.data)
+    verdict = _verdict(args, data)
+    _render(args, data, verdict)
+    return 1 if verdict.passed is False else 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from .reporting.bars import parse_fraction
+    from .reporting.baseline import load_baseline, regressions
+    from .reporting.results import evaluate
+    from .reporting.terminal import LinesWriter, TermReport
+
+    tolerance = parse_fraction(args.tolerance, "--tolerance")
+    baseline = load_baseline(Path(args.baseline))
+    data = _combined(args.data)
+    found = regressions(baseline, data.models, tolerance)
+    verdict = evaluate(data, None, baseline=args.baseline, tolerance=tolerance, regressions=found)
+    writer = LinesWriter()
+    TermReport(writer).verdict(verdict)
+    print("\n".join(writer.lines))
+    return 1 if found else 0

@@ -1,0 +1,118 @@
+"""Shrinking adversarial samples toward their seeds, as Hypothesis shrinks toward simpler
+examples: a failing case is replaced by the closest one found that still fails.
+
+Every step is one batched model call over all samples being shrunk (never one call per
+case). Continuous cases: bisection on the line from the seed to the case, then reverting
+time steps (the first axis of a case) to the seed's values while the oracle still fails.
+Text: each word edit (as ``difflib`` aligns seed and case) is undone, last first, while the
+case still fails. SMILES re-enumerations have no edit to undo and are left as found.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from .mutators import EDAMutator, Mutator
+from .oracle import Oracle
+
+#: Bisection steps on the seed-case line (the found distance shrinks to within 2**-8 of it).
+BISECTION_STEPS = 8
+
+
+@dataclass
+class Shrunk:
+    """Shrunk cases (row-aligned with the input), their distances and model outputs."""
+
+    cases: Any
+    distances: np.ndarray
+    outputs: np.ndarray
+    model_calls: int
+
+
+def shrink(mutator: Mutator, oracle: Oracle, predict: Callable[[Any], np.ndarray], seeds: Any,
+           seed_outputs: np.ndarray, cases: Any, outputs: np.ndarray) -> Shrunk:
+    """Shrink failing ``cases`` toward their row-aligned ``seeds``; every result still fails."""
+    if mutator.array_cases:
+        return _shrink_arrays(mutator, oracle, predict, np.asarray(seeds), seed_outputs,
+                              np.asarray(cases), outputs)
+    if isinstance(mutator, EDAMutator):
+        return _shrink_words(mutator, oracle, predict, list(seeds), seed_outputs, list(cases),
+                             outputs)
+    return Shrunk(cases, np.asarray(mutator.distance(seeds, cases), np.float64), outputs, 0)
+
+
+def _still_fails(mutator: Mutator, oracle: Oracle, predict: Callable[[Any], np.ndarray],
+                 seeds: Any, seed_outputs: np.ndarray, candidates: Any
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    outputs = np.asarray(predict(mutator.encode(candidates)))
+    distances = np.asarray(mutator.distance(seeds, candidates), np.float64)
+    return oracle.fails(seed_outputs, outputs, distances), outputs
+
+
+def _shrink_arrays(mutator: Mutator, oracle: Oracle, predict: Callable[[Any], np.ndarray],
+                   seeds: np.ndarray, seed_outputs: np.ndarray, cases: np.ndarray,
+                   outputs: np.ndarray) -> Shrunk:
+    current, current_out = cases.copy(), np.array(outputs, copy=True)
+    calls = 0
+    low = np.zeros(len(cases))  # the seed (alpha 0) passes, the case (alpha 1) fails
+    high = np.ones(len(cases))
+    delta = (cases - seeds).astype(np.float64)
+    shape = (-1,) + (1,) * (cases.ndim - 1)
+    for _ in range(BISECTION_STEPS):
+        middle = (low + high) / 2
+        candidates = (seeds + middle.reshape(shape) * delta).astype(cases.dtype)
+        fails, out = _still_fails(mutator, oracle, predict, seeds, seed_outputs, candidates)
+        calls += 1
+        high = np.where(fails, middle, high)
+        low = np.where(fails, low, middle)
+        current[fails], current_out[fails] = candidates[fails], out[fails]
+    for step in range(cases.shape[1] if cases.ndim > 1 else 0):
+        differs = (current[:, step] != seeds[:, step]).reshape(len(cases), -1).any(axis=1)
+        if not differs.any():
+            continue
+        rows = np.flatnonzero(differs)
+        candidates = current[rows].copy()
+        candidates[:, step] = seeds[rows, step]
+        fails, out = _still_fails(mutator, oracle, predict, seeds[rows], seed_outputs[rows],
+                                  candidates)
+        calls += 1
+        current[rows[fails]], current_out[rows[fails]] = candidates[fails], out[fails]
+    distances = np.asarray(mutator.distance(seeds, current), np.float64)
+    return Shrunk(current, distances, current_out, calls)
+
+
+def _shrink_words(mutator: EDAMutator, oracle: Oracle, predict: Callable[[Any], np.ndarray],
+                  seeds: list[str], seed_outputs: np.ndarray, cases: list[str],
+                  outputs: np.ndarray) -> Shrunk:
+    words = [c.split() for c in cases]
+    edits = [difflib.SequenceMatcher(a=s.split(), b=c.split(), autojunk=False).get_opcodes()
+             for s, c in zip(seeds, cases)]
+    edits = [[op for op in ops if op[0] != "equal"] for ops in edits]
+    current_out = np.array(outputs, copy=True)
+    calls = 0
+    for round_ in range(max((len(e) for e in edits), default=0)):
+        rows, candidates = [], []
+        for row, ops in enumerate(edits):
+            if round_ >= len(ops):
+                continue
+            _, a1, a2, b1, b2 = ops[len(ops) - 1 - round_]  # last edit first: earlier indices hold
+            seed_words = seeds[row].split()
+            candidate = words[row][:b1] + seed_words[a1:a2] + words[row][b2:]
+            if candidate:
+                rows.append(row)
+                candidates.append(" ".join(candidate))
+        if not rows:
+            continue
+        picked = np.array(rows)
+        fails, out = _still_fails(mutator, oracle, predict, [seeds[r] for r in rows],
+                                  seed_outputs[picked], candidates)
+        calls += 1
+        for k in np.flatnonzero(fails).tolist():
+            words[rows[k]] = candidates[k].split()
+            current_out[rows[k]] = out[k]
+    shrunk = [" ".join(w) for w in words]
+    return Shrunk(shrunk, np.asarray(mutator.distance(seeds, shrunk), np.float64), current_out, calls)

@@ -1,0 +1,48 @@
+"""Parsers of the option values the plugin and the command line share (numpy-free)."""
+
+from __future__ import annotations
+
+from ..core.names import METRIC_NAMES
+from ..errors import InvalidArgument
+
+REPORT_TYPES = ("term", "term-detail", "json", "html")
+DEFAULT_JSON = "rnncov.json"
+DEFAULT_HTML = "rnncov-html"
+MAX_SEED = 2**63 - 1
+
+
+def parse_metrics(value: str) -> tuple[str, ...]:
+    """Comma-separated metric names, e.g. ``BC,SC,TC`` (case-insensitive, each once)."""
+    names = tuple(v.strip().upper() for v in value.split(",") if v.strip())
+    unknown = [n for n in names if n not in METRIC_NAMES]
+    if unknown or not names:
+        raise InvalidArgument(
+            f"unknown metric {', '.join(unknown) or repr(value)}; choose from "
+            f"{','.join(METRIC_NAMES)}")
+    return tuple(dict.fromkeys(names))
+
+
+def parse_report(value: str) -> tuple[str, str | None]:
+    """``term``, ``term-detail``, ``json[:PATH]`` or ``html[:DIR]``."""
+    kind, _, dest = value.partition(":")
+    if kind not in REPORT_TYPES:
+        raise InvalidArgument(
+            f"unknown report type {kind!r}; use term, term-detail, json:PATH or html:DIR")
+    if kind.startswith("term") and dest:
+        raise InvalidArgument(f"{kind} takes no destination; use {kind}")
+    if kind == "json":
+        return kind, dest or DEFAULT_JSON
+    if kind == "html":
+        return kind, dest or DEFAULT_HTML
+    return kind, None
+
+
+def parse_seed(value: str) -> int:
+    """A seed in [0, 2**63 - 1]."""
+    try:
+        number = int(value)
+    except ValueError:
+        raise InvalidArgument(f"{value!r} is not an integer seed") from None
+    if not 0 <= number <= MAX_SEED:
+        raise InvalidArgument(f"{value} is not a seed in [0, 2**63 - 1]; e.g. 0")
+    return number

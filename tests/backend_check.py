@@ -1,0 +1,69 @@
+"""Run by test_backends.py under KERAS_BACKEND=jax / torch: the Keras path on a backend
+without TensorFlow (importing it is made to fail, as on a machine without it). Exits
+non-zero (with the failing check) when anything differs."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+
+# as on a machine without TensorFlow: importing it fails, find_spec finds nothing
+sys.modules["tensorflow"] = None  # type: ignore[assignment]
+sys.modules["tf_keras"] = None  # type: ignore[assignment]
+
+backend = os.environ["KERAS_BACKEND"]
+import keras  # noqa: E402
+
+from pytest_rnncov import Coverage, Profile, RNNModel  # noqa: E402
+
+assert keras.backend.backend() == backend, keras.backend.backend()
+rng = np.random.default_rng(0)
+x = rng.normal(size=(12, 7, 3)).astype(np.float32)
+tokens = rng.integers(1, 30, size=(10, 8))
+tokens[0, :3] = 0
+tokens[1, 5:] = 0
+checked = []
+
+
+def seeded(model):
+    """Fixed weights from numpy (keras.utils.set_random_seed would import TensorFlow)."""
+    weights = np.random.default_rng(7)
+    model.set_weights([weights.normal(0, 0.5, w.shape).astype(np.float32)
+                       for w in model.get_weights()])
+    return model
+
+
+for cell, options in [("LSTM", {}), ("LSTM", {"recurrent_activation": "hard_sigmoid"}),
+                      ("GRU", {}), ("GRU", {"reset_after": False}), ("SimpleRNN", {})]:
+    for backwards in (False, True):
+        layer = getattr(keras.layers, cell)(5, return_sequences=True, go_backwards=backwards,
+                                            name="rec", **options)
+        model = seeded(keras.Sequential([keras.Input((7, 3)), layer, keras.layers.Dense(2)]))
+        rnn = RNNModel(model)
+        own = keras.ops.convert_to_numpy(
+            keras.Model(model.inputs, model.get_layer("rec").output)(x))
+        h = rnn.trace(x).h
+        np.testing.assert_allclose(h, own, atol=1e-5, rtol=0, err_msg=f"{cell} {options}")
+        outputs, _ = rnn.run(x)
+        np.testing.assert_allclose(outputs, keras.ops.convert_to_numpy(model(x)), atol=1e-5)
+        checked.append(f"{cell}{options}{'/backwards' if backwards else ''}")
+for cell in ("LSTM", "GRU"):  # masking through an Embedding, inside Bidirectional
+    model = seeded(keras.Sequential([
+        keras.Input((8,), dtype="int32"), keras.layers.Embedding(30, 4, mask_zero=True),
+        keras.layers.Bidirectional(getattr(keras.layers, cell)(5, return_sequences=True),
+                                   name="bi")]))
+    own = keras.ops.convert_to_numpy(model(tokens))
+    forward = RNNModel(model, "bi").trace(tokens)
+    backward = RNNModel(model, "bi", direction="backward").trace(tokens)
+    mask = tokens != 0
+    np.testing.assert_array_equal(forward.mask, mask)
+    np.testing.assert_allclose(forward.h[mask], own[..., :5][mask], atol=1e-5, rtol=0)
+    np.testing.assert_allclose(backward.h[:, ::-1][mask], own[..., 5:][mask], atol=1e-5, rtol=0)
+    checked.append(f"Bidirectional({cell}) masked")
+profile = Profile(window=(1, 6)).fit(RNNModel(model, "bi"), tokens)
+coverage = Coverage(RNNModel(model, "bi"), profile)
+coverage.update(tokens)
+assert coverage.n_inputs_ == 10 and 0 < coverage.rates()["TC"] <= 1
+print(f"OK {backend}: {len(checked)} cells checked without TensorFlow")

@@ -1,0 +1,21 @@
+"""Keras 3 on the JAX and torch backends, without TensorFlow: every cell traces exactly."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+CHECK = Path(__file__).with_name("backend_check.py")
+
+
+@pytest.mark.parametrize("backend", ["jax", "torch"])
+def test_keras3_backend_without_tensorflow(backend):
+    env = dict(os.environ, KERAS_BACKEND=backend)
+    done = subprocess.run([sys.executable, "-W", "ignore", str(CHECK)], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert f"OK {backend}: 12 cells checked without TensorFlow" in done.stdout

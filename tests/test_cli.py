@@ -1,0 +1,128 @@
+"""``python -m pytest_rnncov``: profile fit, show, combine (the exact union of runs),
+report and compare, with pytest's exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from test_plugin import CONFTEST
+
+HALVES = '''
+from conftest import inputs
+
+
+def test_one(tiny):
+    tiny.predict(inputs(1, n=20))
+
+
+def test_two(tiny):
+    tiny.predict(inputs(2, n=20))
+'''
+
+
+def cli(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "pytest_rnncov", *map(str, args)], cwd=cwd,
+                          capture_output=True, text=True)
+
+
+def pytest_run(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+                          cwd=cwd, capture_output=True, text=True)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Data files of two half-runs and of the whole run of the same tests."""
+    path = tmp_path_factory.mktemp("cli")
+    (path / "conftest.py").write_text(CONFTEST)
+    (path / "test_halves.py").write_text(HALVES)
+    for args in (["-k", "one", "--rnn-data=a.json"], ["-k", "two", "--rnn-data=b.json"],
+                 ["--rnn-data=whole.json", "--rnn-save=base.json"]):
+        done = pytest_run(*args, cwd=path)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return path
+
+
+def test_combine_of_two_halves_equals_the_whole_run(runs):
+    done = cli("combine", "a.json", "b.json", "--out", "ab.json", "--rnn-coverage=0.01",
+               "--report", "term", "--report", "json:r.json", cwd=runs)
+    assert done.returncode == 0, done.stderr
+    assert "Required RNN coverage of 1% reached." in done.stdout
+    assert "combined data of 2 runs written to ab.json" in done.stdout
+    combined = json.loads((runs / "ab.json").read_text())["models"]["tiny"]
+    whole = json.loads((runs / "whole.json").read_text())["models"]["tiny"]
+    assert combined["inputs"] == whole["inputs"] == 40
+    for name in ("BC", "SC", "TC"):
+        for key in ("covered_ids", "times", "total"):
+            assert combined["metrics"][name][key] == whole["metrics"][name][key]
+    assert json.loads((runs / "r.json").read_text())["passed"] is True
+
+
+def test_combine_applies_the_gate(runs):
+    done = cli("combine", "a.json", "b.json", "--rnn-coverage=TC:0.99", cwd=runs)
+    assert done.returncode == 1
+    assert "FAIL Required RNN coverage (TC:0.99) not reached: TC" in done.stdout
+
+
+def test_report_writes_html_from_data_files(runs):
+    done = cli("report", "whole.json", "--report", "html:h", "--report", "term-detail", cwd=runs)
+    assert done.returncode == 0, done.stderr
+    assert (runs / "h" / "index.html").is_file()
+    assert "uncovered steps" in done.stdout
+
+
+def test_compare_with_a_baseline(runs):
+    same = cli("compare", "whole.json", "--baseline", "base.json", cwd=runs)
+    assert same.returncode == 0 and "is not below baseline base.json" in same.stdout
+    worse = cli("compare", "a.json", "--baseline", "base.json", cwd=runs)
+    assert worse.returncode == 1
+    assert "FAIL RNN coverage fell below baseline base.json (tolerance 0): tiny" in worse.stdout
+
+
+def test_show_reads_every_file_kind(runs):
+    assert "tiny" in cli("show", "whole.json", cwd=runs).stdout
+    assert "tiny" in cli("show", "base.json", cwd=runs).stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["combine", "missing.json"], "no file at 'missing.json'"),
+        (["combine", "bad.json"], "is not a pytest-rnncov data file"),
+        (["combine", "a.json", "--rnn-coverage=90"], "for 90% use 0.9"),
+        (["combine", "a.json", "--report", "xml"], "unknown report type 'xml'"),
+        (["compare", "a.json", "--baseline", "a.json"], "is not a pytest-rnncov baseline file"),
+        (["show", "bad.json"], "is not a pytest-rnncov profile, data, baseline or report file"),
+        (["frobnicate"], "invalid choice: 'frobnicate'"),
+    ],
+)
+def test_usage_errors_exit_4_and_say_why(runs, args, message):
+    (runs / "bad.json").write_text('{"format": "something else"}')
+    done = cli(*args, cwd=runs)
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert message in done.stderr
+
+
+def test_profile_fit_from_a_model_file_and_a_npy(keras, tmp_path, seq_inputs, stacked_model):
+    stacked_model.save(tmp_path / "m.keras")
+    np.save(tmp_path / "x.npy", seq_inputs)
+    done = cli("profile", "fit", "m.keras", "--x-train", "x.npy", "--layer", "lstm_b",
+               "--window", "1,5", "--out", "p.json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "profile of lstm layer 'lstm_b' (window [1, 5], 12 training inputs)" in done.stdout
+    shown = cli("show", "p.json", cwd=tmp_path)
+    assert "lstm layer 'lstm_b', 5 units, 7 steps, window [1, 5]" in shown.stdout
+    # a pickled object array is never unpickled
+    (tmp_path / "evil.npy").write_bytes(b"")
+    np.save(tmp_path / "evil.npy", np.array([object()], dtype=object), allow_pickle=True)
+    refused = cli("profile", "fit", "m.keras", "--x-train", "evil.npy", "--out", "q.json",
+                  cwd=tmp_path)
+    assert refused.returncode == 4 and "is not a numpy .npy/.npz file of numbers" in refused.stderr
+    bad_window = cli("profile", "fit", "m.keras", "--x-train", "x.npy", "--window", "a,b",
+                     "--out", "q.json", cwd=tmp_path)
+    assert bad_window.returncode == 4 and "give two step indices" in bad_window.stderr
