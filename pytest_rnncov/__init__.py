@@ -41,6 +41,7 @@ _EXPORTS = {
     "GaussianMutator": "generation.mutators",
     "EDAMutator": "generation.mutators",
     "SmilesMutator": "generation.mutators",
+    "TimeSeriesMutator": "generation.series",
     "Oracle": "generation.oracle",
     "CharEncoder": "generation.encoders",
     "WordEncoder": "generation.encoders",

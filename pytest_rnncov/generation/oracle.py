@@ -3,15 +3,27 @@ model's decision changed."""
 
 from __future__ import annotations
 
-import numpy as np
-
 from typing import Any, Callable
+
+import numpy as np
 
 from ..errors import AdversarialFailure, InvalidArgument, InvalidInput
 from ..validation import check_choice, check_float, check_int
 
 #: Most seeds Oracle.calibrate compares pairwise (a seeded sample of them above this).
 CALIBRATION_SEEDS = 2000
+
+
+def output_rows(outputs: Any, what: str) -> np.ndarray:
+    """Model outputs as finite float64 rows (one per input), or InvalidInput naming them."""
+    array = np.asarray(outputs, np.float64)
+    if array.ndim == 0 or len(array) == 0:
+        raise InvalidInput(f"{what} must be a non-empty batch of model outputs, got shape "
+                           f"{array.shape}")
+    array = array.reshape(len(array), -1)
+    if not np.isfinite(array).all():
+        raise InvalidInput(f"{what} hold NaN or inf; the oracle cannot judge them")
+    return array
 
 
 class Oracle:
@@ -64,7 +76,7 @@ class Oracle:
                                 example="0.5")
         check_int("seed", seed, minimum=0)
         x = np.asarray(seeds)
-        out = oracle._rows(outputs, "outputs")
+        out = output_rows(outputs, "outputs")
         if x.ndim < 2 or len(x) != len(out) or len(x) < 2:
             raise InvalidInput(f"calibrate needs at least two seeds with one output row each; "
                                f"got seeds {x.shape} and outputs {out.shape}")
@@ -96,27 +108,16 @@ class Oracle:
             f"({gap:.4g}) of the {what} between {len(d)} pairs of seeds decided differently")
         return oracle
 
-    @staticmethod
-    def _rows(outputs: np.ndarray, what: str) -> np.ndarray:
-        array = np.asarray(outputs, np.float64)
-        if array.ndim == 0 or len(array) == 0:
-            raise InvalidInput(f"{what} must be a non-empty batch of model outputs, got shape "
-                               f"{array.shape}")
-        array = array.reshape(len(array), -1)
-        if not np.isfinite(array).all():
-            raise InvalidInput(f"{what} hold NaN or inf; the oracle cannot judge them")
-        return array
-
     def decisions(self, outputs: np.ndarray) -> np.ndarray:
         """The classification decision for each row of model outputs."""
-        outputs = self._rows(outputs, "outputs")
+        outputs = output_rows(outputs, "outputs")
         if outputs.shape[1] == 1:
             return (outputs[:, 0] > self.threshold).astype(np.int64)
         return outputs.argmax(axis=1)
 
     def changed(self, seed_outputs: np.ndarray, case_outputs: np.ndarray) -> np.ndarray:
         """Whether each case's decision differs from its seed's."""
-        a, b = self._rows(seed_outputs, "seed outputs"), self._rows(case_outputs, "case outputs")
+        a, b = output_rows(seed_outputs, "seed outputs"), output_rows(case_outputs, "case outputs")
         if a.shape != b.shape:
             raise InvalidInput(f"seed outputs {a.shape} and case outputs {b.shape} differ in shape")
         if self.task == "regression":
@@ -134,15 +135,15 @@ class Oracle:
     def decision_text(self, outputs: np.ndarray) -> str:
         """The decision for the first row of ``outputs`` as text (class, or value)."""
         if self.task == "regression":
-            return f"{float(self._rows(outputs, 'outputs')[0, 0]):.3g}"
+            return f"{float(output_rows(outputs, 'outputs')[0, 0]):.3g}"
         return str(int(self.decisions(outputs)[0]))
 
     def check(self, seed_output: Any, case_output: Any, distance: float, *,
               seed: Any = None, case: Any = None) -> None:
         """Raise AdversarialFailure (an AssertionError) when the case fails the oracle, with
         a message that explains it: both decisions, the distance and the radius."""
-        seed_rows = self._rows(seed_output, "seed output")[:1]
-        case_rows = self._rows(case_output, "case output")[:1]
+        seed_rows = output_rows(seed_output, "seed output")[:1]
+        case_rows = output_rows(case_output, "case output")[:1]
         distance = check_float("distance", distance, minimum=0.0)
         if not self.fails(seed_rows, case_rows, np.array([distance]))[0]:
             return
@@ -167,7 +168,7 @@ class Oracle:
         classification the seed class's output minus the best other output (a single output:
         its distance to the threshold on the seed's side); for regression the tolerance
         minus how far the output moved."""
-        a, b = self._rows(seed_outputs, "seed outputs"), self._rows(case_outputs, "case outputs")
+        a, b = output_rows(seed_outputs, "seed outputs"), output_rows(case_outputs, "case outputs")
         if self.task == "regression":
             assert self.tolerance is not None
             return self.tolerance - np.abs(a - b).max(axis=1)

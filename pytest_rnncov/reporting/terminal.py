@@ -97,6 +97,13 @@ def _metric_detail(key: str, m: MetricState) -> str:
     return f"{m.describe}: {len(missing)} conditions uncovered"
 
 
+def _rate(rate: float) -> str:
+    """A percentage that never shows a non-zero rate as 0% (11 of 5,000: 0.22%)."""
+    if 0 < rate < 0.01:
+        return f"{rate * 100:.2g}%"
+    return percent(rate)
+
+
 def adversarial_lines(campaigns: Sequence[dict[str, Any]]) -> list[str]:
     """The rows of the "RNN adversarial samples" section, one per campaign."""
     rows = [["model", "test cases", "adversarial", "adversary rate", "unique seeds",
@@ -105,7 +112,7 @@ def adversarial_lines(campaigns: Sequence[dict[str, Any]]) -> list[str]:
         avg = c.get("average_perturbation")
         rows.append([
             str(c.get("model", "?")), str(c["test_cases"]), str(c["adversarial"]),
-            percent(c["adversary_rate"]) if c["test_cases"] else "-", str(c["unique"]),
+            _rate(c["adversary_rate"]) if c["test_cases"] else "-", str(c["unique"]),
             "-" if avg is None else f"{avg:.4g}", str(c.get("saved_to") or "-")])
     lines = table(rows)
     for c in campaigns:

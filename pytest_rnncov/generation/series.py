@@ -1,0 +1,143 @@
+"""Random mutation of sensor and other multivariate time series: a random monotone time
+warp of each case, then Gaussian noise.
+
+Cases are ``(batch, steps, channels)`` arrays. Every operation is vectorised over the
+batch and draws only from the ``numpy.random.Generator`` it is given, so a mutation is
+reproducible from one seed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..errors import InvalidArgument, InvalidInput
+from ..validation import check_float, check_int, check_range
+from .mutators import Cases, Mutator
+
+
+class TimeSeriesMutator(Mutator):
+    """A random time warp of each case, then Gaussian noise.
+
+    ``warp``: the strength of the time warp (0: none). The time axis is cut into
+    ``segments`` equal pieces; each piece's length is multiplied by ``exp(warp * z)``
+    (``z`` standard normal, per case and piece) and the pieces are rescaled to span the
+    series again, which gives a monotone piecewise-linear map of time keeping the first and
+    last step fixed. Every channel is resampled along it by linear interpolation.
+
+    ``noise``: the noise's standard deviation, one value drawn per batch from this range
+    (or fixed); ``channel_scale`` multiplies it per channel (e.g. each channel's spread).
+    """
+
+    def __init__(self, noise: float | tuple[float, float] = (0.05, 0.1), warp: float = 0.2,
+                 segments: int = 4, channel_scale: Any = None) -> None:
+        if isinstance(noise, (int, float, np.integer, np.floating)) and not isinstance(noise, bool):
+            fixed = check_float("noise", noise, minimum=0.0, example="(0.05, 0.1)")
+            self.noise = (fixed, fixed)
+        else:
+            self.noise = check_range("noise", noise, minimum=0.0, example="(0.05, 0.1)",
+                                     strict=False)
+        self.warp = check_float("warp", warp, minimum=0.0, example="0.2 (0 for no warp)")
+        self.segments = check_int("segments", segments, minimum=2, example="4")
+        self.channel_scale = None if channel_scale is None else self._checked_scale(channel_scale)
+
+    @staticmethod
+    def _checked_scale(channel_scale: Any) -> np.ndarray:
+        try:
+            scale = np.asarray(channel_scale, np.float64)
+        except (TypeError, ValueError):
+            scale = np.array([np.nan])
+        if scale.ndim != 1 or len(scale) == 0 or not np.isfinite(scale).all() or (scale < 0).any():
+            shown = repr(channel_scale)
+            shown = shown if len(shown) <= 80 else shown[:77] + "..."
+            raise InvalidArgument(
+                f"channel_scale={shown} must be a non-empty list of finite numbers >= 0, one "
+                "per channel, e.g. channel_scale=x_train.std(axis=(0, 1))")
+        return scale
+
+    @classmethod
+    def from_seeds(cls, seeds: Any, spread: tuple[float, float] = (0.25, 0.5),
+                   warp: float = 0.2, segments: int = 4) -> "TimeSeriesMutator":
+        """Noise scaled to the data: each channel's standard deviation is drawn from
+        ``spread`` times that channel's spread in the seeds (its per-step standard
+        deviation across seeds, averaged over the steps)."""
+        low, high = check_range("spread", spread, minimum=0.0, example="(0.25, 0.5)",
+                                strict=False)
+        array = np.asarray(seeds, np.float64)
+        if array.ndim != 3 or len(array) < 2 or not np.isfinite(array).all():
+            raise InvalidInput(f"from_seeds needs at least two finite seeds of shape (steps, "
+                               f"channels); got an array of shape {array.shape}")
+        per_channel = array.std(axis=0).mean(axis=0)
+        scale = float(per_channel.mean())
+        if not scale > 0:
+            raise InvalidInput("the seeds do not vary, so they give no scale for the noise")
+        return cls(noise=(low * scale, high * scale), warp=warp, segments=segments,
+                   channel_scale=per_channel / scale)
+
+    def describe(self) -> str:
+        low, high = self.noise
+        per_channel = "" if self.channel_scale is None else " (scaled per channel)"
+        warp = "no time warp" if self.warp == 0 else (
+            f"time warp {self.warp:g} over {self.segments} segments")
+        return f"{warp}, then Gaussian noise, std {low:.3g}-{high:.3g}{per_channel}"
+
+    def _check_shape(self, cases: np.ndarray) -> None:
+        if cases.ndim != 3:
+            raise InvalidInput(f"cases have shape {cases.shape}; TimeSeriesMutator takes "
+                               "(batch, steps, channels) arrays (x[..., None] for one channel)")
+        if self.warp > 0 and cases.shape[1] < 2:
+            raise InvalidInput(f"a time warp needs at least 2 time steps; cases have {cases.shape[1]}")
+        if self.channel_scale is not None and len(self.channel_scale) != cases.shape[2]:
+            raise InvalidInput(f"cases have {cases.shape[2]} channels but channel_scale has "
+                               f"{len(self.channel_scale)} values")
+
+    def warp_positions(self, n_cases: int, n_steps: int, rng: np.random.Generator) -> np.ndarray:
+        """Where each case's warped series samples its original time axis: ``(n_cases,
+        n_steps)`` positions in ``[0, n_steps - 1]``, non-decreasing, first 0 and last
+        ``n_steps - 1``."""
+        lengths = np.exp(self.warp * rng.standard_normal((n_cases, self.segments)))
+        knots = np.concatenate([np.zeros((n_cases, 1)), np.cumsum(lengths, axis=1)], axis=1)
+        knots *= (n_steps - 1) / knots[:, -1:]
+        grid = np.arange(n_steps) * (self.segments / (n_steps - 1))  # in segments
+        segment = np.minimum(grid.astype(np.intp), self.segments - 1)
+        fraction = grid - segment
+        positions = knots[:, segment] * (1 - fraction) + knots[:, segment + 1] * fraction
+        positions[:, 0], positions[:, -1] = 0.0, n_steps - 1
+        return positions
+
+    @staticmethod
+    def resample(cases: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        """Every channel of each case linearly interpolated at its ``positions``."""
+        left = np.minimum(positions.astype(np.intp), cases.shape[1] - 2)
+        weight = (positions - left)[:, :, None]
+        rows = np.arange(len(cases))[:, None]
+        return cases[rows, left] * (1 - weight) + cases[rows, left + 1] * weight
+
+    def mutate(self, cases: Cases, rng: np.random.Generator) -> np.ndarray:
+        array = np.asarray(cases)
+        self._check_shape(array)
+        mutated = array.astype(np.float64)
+        if self.warp > 0:
+            mutated = self.resample(mutated, self.warp_positions(len(array), array.shape[1], rng))
+        if self.noise[1] > 0:
+            sigma = rng.uniform(*self.noise)
+            scale = sigma if self.channel_scale is None else sigma * self.channel_scale
+            mutated = mutated + rng.standard_normal(array.shape) * scale
+        return mutated.astype(array.dtype if array.dtype.kind == "f" else np.float32)
+
+    def encode(self, cases: Cases) -> np.ndarray:
+        return np.asarray(cases, np.float32)
+
+    def check_seeds(self, seeds: Any) -> np.ndarray:
+        array = super().check_seeds(seeds)
+        if array.dtype.kind not in "biuf":
+            raise InvalidInput(f"seeds have dtype {array.dtype}; a time series needs numbers")
+        self._check_shape(array)
+        with np.errstate(over="ignore", invalid="ignore"):
+            cast = array.astype(np.float32)
+        if not np.isfinite(cast).all():
+            rows = np.flatnonzero(~np.isfinite(cast).reshape(len(cast), -1).all(axis=1))
+            raise InvalidInput(f"seeds hold NaN or inf (or values beyond float32's range) in rows "
+                               f"{rows[:5].tolist()}; clean or drop them")
+        return cast

@@ -1,0 +1,171 @@
+"""TimeSeriesMutator: time warp and noise, checked against facts computed by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pytest_rnncov import InvalidArgument, InvalidInput
+from pytest_rnncov.generation.mutators import checked_mutate
+from pytest_rnncov.generation.series import TimeSeriesMutator
+
+
+def series(cases: int = 40, steps: int = 20, channels: int = 3, dtype=np.float32) -> np.ndarray:
+    return np.random.default_rng(0).normal(size=(cases, steps, channels)).astype(dtype)
+
+
+def ramp(cases: int = 50, steps: int = 20) -> np.ndarray:
+    """Every case and channel is 0, 1, ..., steps - 1 (two channels)."""
+    return np.broadcast_to(np.arange(steps, dtype=np.float64)[None, :, None],
+                           (cases, steps, 2)).copy()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_shape_and_dtype_are_kept(dtype):
+    cases = series(dtype=dtype)
+    out = checked_mutate(TimeSeriesMutator(noise=0.1, warp=0.3), cases, np.random.default_rng(1))
+    assert out.shape == cases.shape and out.dtype == dtype
+
+
+def test_integer_cases_become_float32():
+    cases = np.arange(60).reshape(2, 10, 3)
+    assert TimeSeriesMutator().mutate(cases, np.random.default_rng(0)).dtype == np.float32
+
+
+def test_same_seed_same_output_other_seed_other_output():
+    cases, mutator = series(), TimeSeriesMutator(noise=(0.05, 0.1), warp=0.2)
+    a = mutator.mutate(cases, np.random.default_rng(7))
+    b = mutator.mutate(cases, np.random.default_rng(7))
+    c = mutator.mutate(cases, np.random.default_rng(8))
+    np.testing.assert_array_equal(a, b)
+    assert not np.allclose(a, c)
+
+
+def test_no_warp_and_no_noise_is_the_identity():
+    cases, mutator = series(), TimeSeriesMutator(noise=0.0, warp=0.0)
+    out = mutator.mutate(cases, np.random.default_rng(0))
+    np.testing.assert_array_equal(out, cases)
+    assert mutator.unchanged(cases, out).all()
+    np.testing.assert_array_equal(mutator.distance(cases, out), np.zeros(len(cases)))
+
+
+def test_resample_interpolates_linearly_between_steps():
+    cases = np.array([[[0.0], [10.0], [20.0]]])  # one case, three steps, one channel
+    positions = np.array([[0.0, 0.5, 2.0]])
+    np.testing.assert_array_equal(TimeSeriesMutator.resample(cases, positions)[0, :, 0],
+                                  [0.0, 5.0, 20.0])
+
+
+def test_warp_keeps_the_endpoints_and_the_order_of_time():
+    cases = ramp()
+    out = TimeSeriesMutator(noise=0.0, warp=0.5).mutate(cases, np.random.default_rng(3))
+    # a ramp sampled at the warped positions is the warp map itself: it starts at 0, ends
+    # at 19 and rises step after step
+    np.testing.assert_array_equal(out[:, 0], 0.0)
+    np.testing.assert_array_equal(out[:, -1], 19.0)
+    assert (np.diff(out, axis=1) > 0).all()
+    np.testing.assert_array_equal(out[..., 0], out[..., 1])  # one map for all channels
+    assert np.abs(out - cases).max() > 0.5  # and it does move the interior steps
+    assert not np.allclose(out[0], out[1])  # a map per case
+
+
+def test_warp_positions_span_the_series_without_going_back():
+    positions = TimeSeriesMutator(warp=1.0, segments=5).warp_positions(
+        200, 12, np.random.default_rng(0))
+    assert positions.shape == (200, 12)
+    np.testing.assert_array_equal(positions[:, 0], 0.0)
+    np.testing.assert_array_equal(positions[:, -1], 11.0)
+    assert (np.diff(positions, axis=1) >= 0).all()
+
+
+def test_warped_values_stay_within_each_case_and_channel_range():
+    cases = series(steps=15)
+    out = TimeSeriesMutator(noise=0.0, warp=1.0).mutate(cases, np.random.default_rng(2))
+    assert (out >= cases.min(axis=1, keepdims=True)).all()
+    assert (out <= cases.max(axis=1, keepdims=True)).all()
+
+
+def test_noise_has_the_configured_scale_per_channel():
+    cases = np.zeros((2000, 20, 3), np.float64)
+    mutator = TimeSeriesMutator(noise=0.3, warp=0.0, channel_scale=[1.0, 2.0, 0.0])
+    noise = mutator.mutate(cases, np.random.default_rng(0))
+    std = noise.std(axis=(0, 1))
+    assert std[0] == pytest.approx(0.3, rel=0.02)
+    assert std[1] == pytest.approx(0.6, rel=0.02)
+    assert std[2] == 0.0
+    np.testing.assert_allclose(mutator.distance(cases, noise),
+                               np.linalg.norm(noise.reshape(2000, -1), axis=1))
+
+
+def test_noise_level_is_drawn_once_per_batch_from_the_range():
+    mutator = TimeSeriesMutator(noise=(0.1, 0.5), warp=0.0)
+    cases = np.zeros((200, 50, 4))
+    levels = []
+    for seed in range(5):
+        per_case = mutator.mutate(cases, np.random.default_rng(seed)).std(axis=(1, 2))
+        assert per_case.std() < 0.1 * per_case.mean()  # one level for the whole batch
+        levels.append(per_case.mean())
+    assert 0.1 * 0.9 < min(levels) and max(levels) < 0.5 * 1.1
+    assert max(levels) - min(levels) > 0.05  # another batch, another level
+
+
+def test_from_seeds_scales_the_noise_to_each_channels_spread():
+    # two seeds: channel 0 is +1 / -1 and channel 1 is +3 / -3 at every step, so their
+    # spread across seeds is 1 and 3 (mean 2)
+    seeds = np.stack([np.tile([[1.0, 3.0]], (10, 1)), np.tile([[-1.0, -3.0]], (10, 1))])
+    mutator = TimeSeriesMutator.from_seeds(seeds, spread=(0.25, 0.5), warp=0.1)
+    assert mutator.noise == pytest.approx((0.5, 1.0))
+    np.testing.assert_allclose(mutator.channel_scale, [0.5, 1.5])
+    assert mutator.warp == 0.1
+    assert mutator.describe() == ("time warp 0.1 over 4 segments, then Gaussian noise, std "
+                                  "0.5-1 (scaled per channel)")
+
+
+def test_describe_without_warp():
+    assert TimeSeriesMutator(noise=0.2, warp=0).describe() == (
+        "no time warp, then Gaussian noise, std 0.2-0.2")
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: TimeSeriesMutator(noise=(0.5, 0.1)), r"noise=\(0\.5, 0\.1\) needs low <= high"),
+        (lambda: TimeSeriesMutator(noise=-1), "noise=-1.0 must be >= 0"),
+        (lambda: TimeSeriesMutator(noise=(0.0, float("nan"))), r"noise\[1\]=nan must be a finite"),
+        (lambda: TimeSeriesMutator(warp=-0.2), "warp=-0.2 must be >= 0"),
+        (lambda: TimeSeriesMutator(warp="0.2"), r"warp='0\.2' \(str\) must be a number"),
+        (lambda: TimeSeriesMutator(segments=1), "segments=1 must be an integer >= 2"),
+        (lambda: TimeSeriesMutator(segments=2.5), r"segments=2\.5 \(float\) must be an integer"),
+        (lambda: TimeSeriesMutator(channel_scale=[1.0, -1.0]), r"channel_scale=\[1\.0, -1\.0\]"),
+        (lambda: TimeSeriesMutator(channel_scale=[[1.0]]), r"channel_scale=\[\[1\.0\]\]"),
+        (lambda: TimeSeriesMutator(channel_scale="wide"), "channel_scale='wide'"),
+        (lambda: TimeSeriesMutator.from_seeds(series(), spread=(1, 0)),
+         r"spread=\(1, 0\) needs low <= high"),
+    ],
+)
+def test_bad_arguments_name_the_value(make, message):
+    with pytest.raises(InvalidArgument, match=message):
+        make()
+
+
+def test_cases_of_the_wrong_shape_are_refused():
+    rng = np.random.default_rng(0)
+    with pytest.raises(InvalidInput, match=r"shape \(4, 20\); TimeSeriesMutator takes"):
+        TimeSeriesMutator().mutate(np.zeros((4, 20)), rng)
+    with pytest.raises(InvalidInput, match="cases have 3 channels but channel_scale has 2"):
+        TimeSeriesMutator(channel_scale=[1, 1]).mutate(np.zeros((4, 20, 3)), rng)
+    with pytest.raises(InvalidInput, match="a time warp needs at least 2 time steps; cases have 1"):
+        TimeSeriesMutator(warp=0.1).mutate(np.zeros((4, 1, 3)), rng)
+    TimeSeriesMutator(warp=0.0).mutate(np.zeros((4, 1, 3)), rng)  # noise alone needs no time
+
+
+def test_seeds_are_checked():
+    with pytest.raises(InvalidInput, match=r"NaN or inf .* in rows \[1\]"):
+        TimeSeriesMutator().check_seeds(np.array([[[0.0], [1.0]], [[np.nan], [1.0]]]))
+    with pytest.raises(InvalidInput, match="dtype <U1"):
+        TimeSeriesMutator().check_seeds(np.array([[["a"], ["b"]]]))
+    with pytest.raises(InvalidInput, match="do not vary"):
+        TimeSeriesMutator.from_seeds(np.ones((5, 10, 2)))
+    with pytest.raises(InvalidInput, match=r"shape \(5, 10\)"):
+        TimeSeriesMutator.from_seeds(np.zeros((5, 10)))
+    assert TimeSeriesMutator().check_seeds(np.zeros((2, 5, 3), np.float64)).dtype == np.float32
