@@ -16,12 +16,14 @@ second traced, window [4, 24]). For each batch size it prints medians of:
 and, with --metrics, the update cost of every metric per 1,000 inputs.
 
     python bench/bench_core.py [--framework keras|torch] [--backend tensorflow|jax|torch]
-        [--cell lstm|gru|simple_rnn] [--batches 1000,10000] [--repeats 5] [--busy]
-        [--blas-threads N] [--metrics]
+        [--cell lstm|gru|simple_rnn] [--trace-on auto|numpy|device] [--batches 1000,10000]
+        [--repeats 5] [--busy] [--blas-threads N] [--metrics]
 
 ``--busy`` runs a process that keeps one core busy during the measurement. ``--backend``
-sets KERAS_BACKEND (Keras 3 on JAX or torch needs no TensorFlow). On a CUDA machine the
-framework runs the model on the GPU; the trace and update run on the CPU.
+sets KERAS_BACKEND (Keras 3 on JAX or torch needs no TensorFlow). ``--trace-on`` picks
+where the trace and the BC/SC/TC update run: "numpy" (the host), "device" (the framework's
+own arrays where the model runs), or "auto" (device on an accelerator, else numpy). It
+runs as it is on a CUDA machine with torch or JAX and no TensorFlow.
 """
 
 from __future__ import annotations
@@ -87,6 +89,7 @@ def main() -> None:
     parser.add_argument("--busy", action="store_true")
     parser.add_argument("--blas-threads", default=None)
     parser.add_argument("--metrics", action="store_true")
+    parser.add_argument("--trace-on", choices=["auto", "numpy", "device"], default="auto")
     args = parser.parse_args()
     if args.backend:
         os.environ["KERAS_BACKEND"] = args.backend
@@ -97,6 +100,7 @@ def main() -> None:
     import numpy as np
 
     from pytest_rnncov import Coverage, Profile, RNNModel
+    from pytest_rnncov.core.arrays import to_host
     from pytest_rnncov.core.metrics import METRICS
 
     batches = [int(b) for b in args.batches.split(",")]
@@ -107,20 +111,20 @@ def main() -> None:
         import keras
 
         model = keras_model(args.cell)
-        rnn = RNNModel(model, "traced", batch_size=largest)
+        rnn = RNNModel(model, "traced", batch_size=largest, trace_on=args.trace_on)
         label = f"Keras {keras.__version__} on {keras.backend.backend()}"
     else:
         import torch
 
         model = torch_model(args.cell)
-        rnn = RNNModel(model, "rnn.l1", batch_size=largest)
+        rnn = RNNModel(model, "rnn.l1", batch_size=largest, trace_on=args.trace_on)
         label = f"PyTorch {torch.__version__} on {next(model.parameters()).device}"
     profile = Profile(window=(4, 24)).fit(rnn, x_all[:2000])
     busy = None
     if args.busy:
         busy = subprocess.Popen([sys.executable, "-c", "while True:\n    sum(range(10**6))"])
     try:
-        print(f"{label}, {args.cell}, traced layer {rnn.layer_name}, BLAS threads "
+        print(f"{label}, {args.cell}, traced layer {rnn.layer_name}, trace on {rnn.trace_on}, BLAS threads "
               f"{os.environ.get('RNNCOV_BLAS_THREADS', '1')}, busy={args.busy}")
         for batch in batches:
             x = x_all[:batch]
@@ -144,7 +148,9 @@ def main() -> None:
             until = session.until
 
             def trace_window():
-                return [t for _, t in rnn.iter_traces(x, outputs=False, until=until)][0]
+                trace = [t for _, t in rnn.iter_traces(x, outputs=False, until=until)][0]
+                to_host(trace.h[:1, :1, :1])  # waits for asynchronous devices (CUDA)
+                return trace
 
             def tracked():
                 for _, t in rnn.iter_traces(x, outputs=True, until=until):

@@ -15,6 +15,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from ..core.arrays import to_host
 from ..core.cells import Cell
 from ..core.threads import numpy_work
 from ..core.trace import Trace, concat_traces
@@ -22,6 +23,7 @@ from ..errors import InvalidArgument, InvalidInput, ModelError
 from ..validation import check_choice, check_int
 
 DIRECTIONS = ("forward", "backward")
+TRACE_ON = ("auto", "numpy", "device")
 
 
 def framework_of(model: Any) -> str:
@@ -57,6 +59,22 @@ class Adapter:
     input_shape: tuple[int | None, ...]
     input_dtype: np.dtype
     _n_steps: int | None
+    #: where traces are computed: "numpy" (the host reference) or "device" (the framework's
+    #: own arrays, where the model runs)
+    trace_on: str = "numpy"
+
+    def _pick_trace_on(self, option: str, accelerator: bool, supported: bool, why: str) -> str:
+        """"numpy" or "device" for ``trace_on=option`` ("auto": the device path where the
+        model runs on an accelerator and the path supports it, else numpy)."""
+        check_choice("trace_on", option, TRACE_ON)
+        if option == "numpy":
+            return "numpy"
+        if option == "device" and not supported:
+            raise ModelError(f"trace_on='device' is not available here: {why}; use "
+                             "trace_on='numpy'")
+        if option == "device" or (accelerator and supported):
+            return "device"
+        return "numpy"
 
     def _init_common(self, model: Any, direction: str, batch_size: int) -> None:
         self.model = model
@@ -164,7 +182,8 @@ class Adapter:
         the framework computes them (one batch: for checks and debugging)."""
         x = self.check_input(x)
         _, sequence, mask = self._forward(x, False)
-        return np.asarray(sequence), None if mask is None else np.asarray(mask, bool)
+        return (np.asarray(to_host(sequence), np.float32),
+                None if mask is None else np.asarray(to_host(mask), bool))
 
     def iter_traces(self, x: np.ndarray, *, outputs: bool = True, until: int | None = None
                     ) -> Iterator[tuple[np.ndarray | None, Trace]]:
@@ -172,9 +191,8 @@ class Adapter:
         ``until`` stops each trace after that many steps (what a window needs)."""
         for start in range(0, len(x), self.batch_size):
             out, sequence, mask = self._forward(x[start : start + self.batch_size], outputs)
-            mask = None if mask is None else np.asarray(mask, bool)
-            with numpy_work():
-                trace = self.cell.forward(np.asarray(sequence, np.float32), mask, until)
+            with numpy_work():  # numpy arrays run the numpy kernel, device arrays stay there
+                trace = self.cell.forward(sequence, mask, until)
             yield (None if out is None else np.asarray(out)), trace
 
     def run(self, x: Any) -> tuple[np.ndarray, Trace]:

@@ -75,7 +75,8 @@ class KerasModel(Adapter):
     ``keras.layers.RNN`` forms, or any of them inside ``Bidirectional``) made traceable."""
 
     def __init__(self, model: Any, layer: str | int | None = None, *, direction: str = "forward",
-                 output: str | int | None = None, batch_size: int = 512) -> None:
+                 output: str | int | None = None, batch_size: int = 512,
+                 trace_on: str = "auto") -> None:
         self.framework = framework_of(model)
         self._init_common(model, direction, batch_size)
         self.name = str(model.name)
@@ -99,6 +100,11 @@ class KerasModel(Adapter):
         self.input_dtype = np.dtype(str(getattr(model.inputs[0].dtype, "name", model.inputs[0].dtype)))
         self._build_probe()
         self.id_range = self._embedding_range()
+        backend = self._backend()
+        self.trace_on = self._pick_trace_on(
+            trace_on, _accelerator(backend), backend in ("jax", "torch") and self.cell.on_device,
+            f"the {backend} backend's arrays have no array-API kernel here" if backend not in
+            ("jax", "torch") else "an activation has no array-API twin")
 
     @property
     def layer_name(self) -> str:  # type: ignore[override]
@@ -263,9 +269,22 @@ class KerasModel(Adapter):
         out, sequence, mask = self._call(_padded(x, self.batch_size), outputs)
         return (None if out is None else out[:rows]), sequence[:rows], (None if mask is None else mask[:rows])
 
-    def _call(self, x: np.ndarray, outputs: bool) -> tuple[np.ndarray | None, np.ndarray,
-                                                          np.ndarray | None]:
+    def _backend(self) -> str:
+        if self.framework == "tf_keras":
+            return "tensorflow"
+        import keras
+
+        return str(keras.backend.backend())
+
+    def _call(self, x: np.ndarray, outputs: bool) -> tuple[np.ndarray | None, Any, Any]:
         try:
+            if self.trace_on == "device":  # backend tensors stay where the model runs
+                import keras
+
+                result = self._subs[outputs](x, training=False)
+                result = list(result) if isinstance(result, (list, tuple)) else [result]
+                out = keras.ops.convert_to_numpy(result[-1]) if outputs else None
+                return out, result[0], result[1] if self._has_mask else None
             if self.framework == "keras":
                 result = self._subs[outputs].predict_on_batch(x)
                 result = list(result) if isinstance(result, (list, tuple)) else [result]
@@ -308,3 +327,16 @@ class KerasModel(Adapter):
             text = json.dumps(config, sort_keys=True, default=lambda o: type(o).__name__)
             parts.append(f"{type(lay).__name__}:{text}")
         return "|".join(parts)
+
+
+def _accelerator(backend: str) -> bool:
+    """Whether the Keras backend runs on an accelerator (a GPU or TPU)."""
+    if backend == "jax":
+        import jax
+
+        return jax.default_backend() != "cpu"
+    if backend == "torch":
+        import torch
+
+        return bool(torch.cuda.is_available())
+    return False

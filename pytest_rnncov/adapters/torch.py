@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core.arrays import array_namespace
 from ..core.cells import Activation, Cell, GRUCell, LSTMCell, SimpleRNNCell
 from ..errors import InvalidArgument, InvalidInput, ModelError
 from ..validation import check_choice
@@ -46,7 +47,8 @@ class TorchModel(Adapter):
 
     def __init__(self, model: Any, layer: str | int | None = None, *, direction: str = "forward",
                  output: int | None = None, batch_size: int = 512,
-                 input_shape: tuple[int, ...] | None = None, input_dtype: str | None = None) -> None:
+                 input_shape: tuple[int, ...] | None = None, input_dtype: str | None = None,
+                 trace_on: str = "auto") -> None:
         import torch
 
         self._init_common(model, direction, batch_size)
@@ -74,6 +76,10 @@ class TorchModel(Adapter):
             self.id_range = (0, int(embeddings[0].num_embeddings))
         self._captured: list[Any] = []
         self._device = next((p.device for p in model.parameters()), torch.device("cpu"))
+        cells = [self.cell] + [c for below in self._below for c in below]
+        self.trace_on = self._pick_trace_on(
+            trace_on, self._device.type != "cpu", all(c.on_device for c in cells),
+            "an activation has no array-API twin")
 
     @property
     def layer_name(self) -> str:  # type: ignore[override]
@@ -195,29 +201,38 @@ class TorchModel(Adapter):
             out = out[self.output_index]
         return out.detach().cpu().numpy()
 
-    def _layer_input(self, captured: Any, steps: int) -> tuple[np.ndarray, np.ndarray | None]:
+    def _layer_input(self, captured: Any, steps: int) -> tuple[Any, Any]:
         """(B, T, D) input of the traced stacked layer and its (B, T) mask of real steps; a
         PackedSequence is padded back to the model input's ``steps``."""
+        import torch
         from torch.nn.utils.rnn import PackedSequence, pad_packed_sequence
 
-        mask = None
+        mask: Any = None
+        sequence: Any
         if isinstance(captured, PackedSequence):
             padded, lengths = pad_packed_sequence(captured, batch_first=True, total_length=steps)
-            sequence = _numpy(padded)
-            mask = np.arange(sequence.shape[1])[None, :] < lengths.numpy()[:, None]
+            sequence = padded.detach().float()
+            mask = (torch.arange(sequence.shape[1], device=sequence.device)[None, :]
+                    < lengths.to(sequence.device)[:, None])
         else:
-            sequence = _numpy(captured)
+            sequence = captured.detach().float()
             if not self.module.batch_first:
-                sequence = sequence.transpose(1, 0, 2)
+                sequence = sequence.transpose(0, 1)
+        if self.trace_on == "numpy":
+            sequence = sequence.cpu().numpy()
+            mask = None if mask is None else mask.cpu().numpy()
         for cells in self._below:  # deeper layers: the recomputed output of the layers below
-            parts = []
+            parts: list[Any] = []
             for cell in cells:
                 h = cell.forward(sequence, mask).h
-                parts.append(h[:, ::-1] if cell.go_backwards else h)
-            sequence = np.concatenate(parts, axis=-1)
+                xp = array_namespace(h)
+                parts.append(xp.flip(h, axis=1) if cell.go_backwards else h)
+            sequence = xp.concat(parts, axis=-1)
             if mask is not None:
-                sequence = sequence * mask[:, :, None]
-        return np.ascontiguousarray(sequence, np.float32), mask
+                sequence = sequence * xp.astype(mask, sequence.dtype)[:, :, None]
+        if self.trace_on == "numpy":
+            return np.ascontiguousarray(sequence, np.float32), mask
+        return sequence, mask
 
     def _forward(self, x: np.ndarray, outputs: bool) -> tuple[np.ndarray | None, np.ndarray,
                                                                 np.ndarray | None]:

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from ..errors import InvalidArgument
 from ..validation import check_window
+from .arrays import array_namespace, wide_float
 from .trace import COMPONENT_MEANING, Trace
 
 ABSTRACTIONS = ("pos", "neg", "net", "avg", "delta", "delta_net")
@@ -57,33 +56,38 @@ def check_signal(component: Any, abstraction: Any) -> None:
         )
 
 
-def signal(trace: Trace, component: str, abstraction: str, window: Window) -> np.ndarray:
-    """The abstraction of ``component`` at each step of ``window``: (B, |window|) float64.
-
-    ``avg`` is (B, |window|) as well (mean over units). ``delta`` and ``delta_net`` use
-    zeros before step 0 (the initial state).
-    """
+def signal(trace: Trace, component: str, abstraction: str, window: Window) -> Any:
+    """The abstraction of ``component`` at each step of ``window``: (B, |window|), in the
+    trace's own array namespace, accumulated in float64 (float32 under JAX without 64-bit
+    mode). ``delta`` and ``delta_net`` use zeros before step 0 (the initial state)."""
     check_signal(component, abstraction)
     t1, t2 = window
     values = trace.component(component)
+    xp = array_namespace(values)
+    wide = wide_float(xp)
     if abstraction == "avg":
-        return values[:, t1 : t2 + 1].mean(axis=-1, dtype=np.float64)
+        return xp.mean(xp.astype(values[:, t1 : t2 + 1], wide), axis=-1)
     needs_previous = abstraction in ("delta", "delta_net")
     start = t1 - 1 if needs_previous and t1 > 0 else t1
     part = values[:, start : t2 + 1]
-    total = part.sum(axis=-1, dtype=np.float64)
+    total = xp.sum(part, axis=-1, dtype=wide)
     if abstraction == "net":
-        return np.abs(total)
+        return xp.abs(total)
     if abstraction == "delta_net":
-        if start == t1:
-            return np.abs(np.diff(total, axis=1, prepend=0.0))
-        return np.abs(np.diff(total, axis=1))
-    pos = np.maximum(part, 0).sum(axis=-1, dtype=np.float64)
+        return xp.abs(_diff(xp, total, from_zero=start == t1))
+    pos = xp.sum(xp.clip(part, min=0), axis=-1, dtype=wide)
     neg = total - pos
     if abstraction == "pos":
         return pos
     if abstraction == "neg":
         return neg
-    if start == t1:  # window starts at step 0: the step before is the zero state
-        return np.abs(np.diff(pos, axis=1, prepend=0.0)) + np.abs(np.diff(neg, axis=1, prepend=0.0))
-    return np.abs(np.diff(pos, axis=1)) + np.abs(np.diff(neg, axis=1))
+    # window starting at step 0: the step before is the zero state
+    return (xp.abs(_diff(xp, pos, from_zero=start == t1))
+            + xp.abs(_diff(xp, neg, from_zero=start == t1)))
+
+
+def _diff(xp: Any, values: Any, from_zero: bool) -> Any:
+    """Differences along steps; with ``from_zero`` the first is taken from a zero before."""
+    if from_zero:
+        values = xp.concat([xp.zeros_like(values[:, :1]), values], axis=1)
+    return values[:, 1:] - values[:, :-1]

@@ -14,12 +14,13 @@ previous step's values (zeros before the first real step).
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar
 
 import numpy as np
 
 from ..errors import RNNCovWarning
+from .arrays import array_namespace, device, is_host, is_jax_array, like
 from .trace import CELL_COMPONENTS, Trace
 
 InPlace = Callable[[np.ndarray], None]
@@ -71,16 +72,41 @@ KNOWN_ACTIVATIONS: dict[str, InPlace] = {
 }
 
 
+def _xp_activation(name: str) -> Callable[[Any, Any], Any] | None:
+    """The activation ``name`` in array-API form (for device arrays), or None."""
+    table: dict[str, Callable[[Any, Any], Any]] = {
+        "sigmoid": lambda xp, x: 0.5 * xp.tanh(0.5 * x) + 0.5,
+        "tanh": lambda xp, x: xp.tanh(x),
+        "relu": lambda xp, x: xp.clip(x, min=0.0),
+        "linear": lambda xp, x: x,
+        "hard_sigmoid_keras3": lambda xp, x: xp.clip(x + 3.0, min=0.0, max=6.0) / 6.0,
+        "hard_sigmoid_keras2": lambda xp, x: xp.clip(0.2 * x + 0.5, min=0.0, max=1.0),
+    }
+    return table.get(name)
+
+
 @dataclass(frozen=True)
 class Activation:
     """An activation function applied in place on float32 arrays.
 
-    Known functions (``KNOWN_ACTIVATIONS``) are numpy twins of the framework's; any other
-    callable runs through the framework itself (exact, slower, announced by a warning).
+    Known functions (``KNOWN_ACTIVATIONS``) are numpy twins of the framework's (and have
+    array-API twins for the device path); any other callable runs through the framework
+    itself (exact, slower, announced by a warning).
     """
 
     name: str
     apply: InPlace
+
+    @property
+    def on_device(self) -> bool:
+        """Whether the device path can compute this activation."""
+        return _xp_activation(self.name) is not None
+
+    def xp(self, xp: Any, x: Any) -> Any:
+        """Out of place, in ``x``'s array namespace (for device arrays)."""
+        fn = _xp_activation(self.name)
+        assert fn is not None, self.name
+        return fn(xp, x)
 
     @classmethod
     def named(cls, name: str) -> "Activation":
@@ -144,6 +170,8 @@ class Cell:
 
     kind: ClassVar[str]
     go_backwards: bool
+    #: the weights as device arrays, per (namespace, device)
+    cache: dict[Any, Any]
 
     @property
     def components(self) -> tuple[str, ...]:
@@ -165,9 +193,40 @@ class Cell:
         """Time-major components (T, B, width) for time-major-ready input ``x`` (B, T, D)."""
         raise NotImplementedError
 
-    def forward(self, x: Any, mask: np.ndarray | None = None, until: int | None = None) -> Trace:
+    def _activations(self) -> list[Activation]:
+        raise NotImplementedError
+
+    def _step_xp(self, xp: Any, w: dict[str, Any], x_t: Any, state: dict[str, Any]
+                 ) -> dict[str, Any]:
+        """One step in array-API form: the components at this step (new state included)."""
+        raise NotImplementedError
+
+    def _weights_xp(self, like_array: Any) -> dict[str, Any]:
+        """The weights as arrays of ``like_array``'s namespace and device (cached)."""
+        raise NotImplementedError
+
+    @property
+    def on_device(self) -> bool:
+        """Whether this cell can run on a framework's own arrays (known activations)."""
+        return all(a.on_device for a in self._activations())
+
+    def _cached(self, like_array: Any, build: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        key = (array_namespace(like_array).__name__, str(device(like_array)))
+        if key not in self.cache:
+            self.cache[key] = build()
+        return self.cache[key]
+
+    def forward(self, x: Any, mask: Any = None, until: int | None = None) -> Trace:
         """The trace of ``x`` (B, T, D); ``mask`` (B, T) marks real steps (input order).
-        With ``until``, only the first ``until`` steps (in processing order) are computed."""
+        With ``until``, only the first ``until`` steps (in processing order) are computed.
+        numpy input runs the in-place numpy kernel; a framework's arrays (torch, JAX) run
+        the array-API kernel where they are, and the trace stays there."""
+        if not is_host(x) and self.on_device:
+            return self._forward_xp(x, mask, until)
+        if not is_host(x):
+            from .arrays import to_host
+
+            x, mask = to_host(x), None if mask is None else to_host(mask)
         x = np.asarray(x, dtype=np.float32)
         length = x.shape[1]
         if self.go_backwards:
@@ -180,6 +239,46 @@ class Cell:
         out = self._run(x, keep)
         return Trace({n: np.swapaxes(out[n], 0, 1) for n in self.components}, cell=self.kind,
                      mask=None if mask is None else np.asarray(mask, bool), length=length)
+
+    def _forward_xp(self, x: Any, mask: Any, until: int | None) -> Trace:
+        xp = array_namespace(x)
+        x = xp.astype(x, xp.float32)
+        length = x.shape[1]
+        if self.go_backwards:
+            x = xp.flip(x, axis=1)
+            mask = None if mask is None else xp.flip(mask, axis=1)
+        if until is not None and until < length:
+            x = x[:, :until]
+            mask = None if mask is None else mask[:, :until]
+        w = self._weights_xp(x)
+        run = self._run_xp
+        if is_jax_array(x):  # one compiled computation per shape instead of an op per call
+            if "jit" not in self.cache:
+                import jax
+
+                self.cache["jit"] = jax.jit(self._run_xp)
+            run = self.cache["jit"]
+        return Trace(run(w, x, mask), cell=self.kind, mask=mask, length=length)
+
+    def _run_xp(self, w: dict[str, Any], x: Any, mask: Any) -> dict[str, Any]:
+        """Every step in array-API form: the components, (B, T, width) each."""
+        xp = array_namespace(x)
+        batch = x.shape[0]
+        state = {name: xp.zeros((batch, self._width_xp(name, w)), dtype=xp.float32, **_on(x))
+                 for name in self.components}
+        steps: dict[str, list[Any]] = {name: [] for name in self.components}
+        for t in range(x.shape[1]):
+            new = self._step_xp(xp, w, x[:, t], state)
+            if mask is not None:  # masked rows keep every component of the step before
+                keep = mask[:, t][:, None]
+                new = {n: xp.where(keep, v, state[n]) for n, v in new.items()}
+            state = new
+            for name in self.components:
+                steps[name].append(new[name])
+        return {n: xp.stack(v, axis=1) for n, v in steps.items()}
+
+    def _width_xp(self, component: str, w: dict[str, Any]) -> int:
+        return self.units
 
     @staticmethod
     def _input_projection(x: np.ndarray, kernel: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
@@ -218,11 +317,47 @@ class LSTMCell(Cell):
     go_backwards: bool = False
     projection: np.ndarray | None = None  # (U, P)
 
+    cache: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+
     kind: ClassVar[str] = "lstm"
 
     @property
     def units(self) -> int:
         return int(self.kernel.shape[1] // 4)
+
+    def _activations(self) -> list[Activation]:
+        return [self.activation, self.recurrent_activation]
+
+    def _weights_xp(self, like_array: Any) -> dict[str, Any]:
+        def build() -> dict[str, Any]:
+            f32 = array_namespace(like_array).float32
+            weights = {"kernel": like(self.kernel, like_array, f32),
+                       "recurrent": like(self.recurrent, like_array, f32),
+                       "bias": None if self.bias is None else like(self.bias, like_array, f32)}
+            weights["projection"] = (None if self.projection is None
+                                     else like(self.projection, like_array, f32))
+            return weights
+        return self._cached(like_array, build)
+
+    def _width_xp(self, component: str, w: dict[str, Any]) -> int:
+        if component == "h" and w["projection"] is not None:
+            return int(w["projection"].shape[1])
+        return self.units
+
+    def _step_xp(self, xp: Any, w: dict[str, Any], x_t: Any, state: dict[str, Any]
+                 ) -> dict[str, Any]:
+        u = self.units
+        z = x_t @ w["kernel"] + state["h"] @ w["recurrent"]
+        if w["bias"] is not None:
+            z = z + w["bias"]
+        gate, act = self.recurrent_activation, self.activation
+        i, f = gate.xp(xp, z[:, :u]), gate.xp(xp, z[:, u:2 * u])
+        g, o = act.xp(xp, z[:, 2 * u:3 * u]), gate.xp(xp, z[:, 3 * u:])
+        c = i * g + f * state["c"]
+        h = o * act.xp(xp, c)
+        if w["projection"] is not None:
+            h = h @ w["projection"]
+        return {"f": f, "i": i, "o": o, "c": c, "h": h}
 
     def arrays(self) -> list[np.ndarray]:
         return [a for a in (self.kernel, self.recurrent, self.bias, self.projection) if a is not None]
@@ -290,11 +425,48 @@ class GRUCell(Cell):
     recurrent_activation: Activation
     go_backwards: bool = False
 
+    cache: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+
     kind: ClassVar[str] = "gru"
 
     @property
     def units(self) -> int:
         return int(self.kernel.shape[1] // 3)
+
+    def _activations(self) -> list[Activation]:
+        return [self.activation, self.recurrent_activation]
+
+    def _weights_xp(self, like_array: Any) -> dict[str, Any]:
+        def build() -> dict[str, Any]:
+            f32 = array_namespace(like_array).float32
+            return {name: None if value is None else like(value, like_array, f32)
+                    for name, value in (("kernel", self.kernel), ("recurrent", self.recurrent),
+                                        ("input_bias", self.input_bias),
+                                        ("recurrent_bias", self.recurrent_bias))}
+        return self._cached(like_array, build)
+
+    def _step_xp(self, xp: Any, w: dict[str, Any], x_t: Any, state: dict[str, Any]
+                 ) -> dict[str, Any]:
+        u = self.units
+        x_proj = x_t @ w["kernel"]
+        if w["input_bias"] is not None:
+            x_proj = x_proj + w["input_bias"]
+        h_prev = state["h"]
+        gate, act = self.recurrent_activation, self.activation
+        if self.reset_after:
+            rec = h_prev @ w["recurrent"]
+            if w["recurrent_bias"] is not None:
+                rec = rec + w["recurrent_bias"]
+            z = gate.xp(xp, x_proj[:, :u] + rec[:, :u])
+            r = gate.xp(xp, x_proj[:, u:2 * u] + rec[:, u:2 * u])
+            n = act.xp(xp, x_proj[:, 2 * u:] + r * rec[:, 2 * u:])
+        else:
+            rec = h_prev @ w["recurrent"][:, :2 * u]
+            z = gate.xp(xp, x_proj[:, :u] + rec[:, :u])
+            r = gate.xp(xp, x_proj[:, u:2 * u] + rec[:, u:])
+            n = act.xp(xp, x_proj[:, 2 * u:] + (r * h_prev) @ w["recurrent"][:, 2 * u:])
+        h = n + z * (h_prev - n)
+        return {"z": z, "r": r, "n": n, "h": h}
 
     def arrays(self) -> list[np.ndarray]:
         return [a for a in (self.kernel, self.recurrent, self.input_bias, self.recurrent_bias)
@@ -363,11 +535,31 @@ class SimpleRNNCell(Cell):
     activation: Activation
     go_backwards: bool = False
 
+    cache: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+
     kind: ClassVar[str] = "simple_rnn"
 
     @property
     def units(self) -> int:
         return int(self.kernel.shape[1])
+
+    def _activations(self) -> list[Activation]:
+        return [self.activation]
+
+    def _weights_xp(self, like_array: Any) -> dict[str, Any]:
+        def build() -> dict[str, Any]:
+            f32 = array_namespace(like_array).float32
+            return {"kernel": like(self.kernel, like_array, f32),
+                    "recurrent": like(self.recurrent, like_array, f32),
+                    "bias": None if self.bias is None else like(self.bias, like_array, f32)}
+        return self._cached(like_array, build)
+
+    def _step_xp(self, xp: Any, w: dict[str, Any], x_t: Any, state: dict[str, Any]
+                 ) -> dict[str, Any]:
+        h = x_t @ w["kernel"] + state["h"] @ w["recurrent"]
+        if w["bias"] is not None:
+            h = h + w["bias"]
+        return {"h": self.activation.xp(xp, h)}
 
     def arrays(self) -> list[np.ndarray]:
         return [a for a in (self.kernel, self.recurrent, self.bias) if a is not None]
@@ -387,3 +579,8 @@ class SimpleRNNCell(Cell):
             self.activation.apply(h_all[t])
             self._hold(t, keep, h_all)
         return {"h": h_all}
+
+
+def _on(array: Any) -> dict[str, Any]:
+    """The ``device=`` keyword for creating arrays beside ``array`` (none for JAX)."""
+    return {} if is_jax_array(array) else {"device": device(array)}

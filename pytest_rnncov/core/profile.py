@@ -112,6 +112,7 @@ class Profile:
         kept: list[np.ndarray] | None = []
         kept_size = 0
         for trace in traces():
+            trace = trace.to_host()  # statistics are kept on the host, in float64
             if window is None:
                 cell, n_steps, units = trace.cell, trace.n_steps, trace.units
                 window = resolve_window(self.window, n_steps)
@@ -158,7 +159,7 @@ class Profile:
         def states() -> Iterable[np.ndarray]:
             if kept is not None:
                 return kept
-            return (t.h[:, t1 : t2 + 1] for t in traces())
+            return (t.to_host().h[:, t1 : t2 + 1] for t in traces())
 
         try:
             self.states_: StateModel | None = StateModel.fit(

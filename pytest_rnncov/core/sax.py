@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from statistics import NormalDist
 
+from typing import Any
+
 import numpy as np
+
+from .arrays import array_namespace, like
 
 
 def paa_matrix(length: int, segments: int) -> np.ndarray:
@@ -51,16 +55,27 @@ def word_label(digits: np.ndarray) -> str:
     return "".join(chr(ord("a") + int(d)) for d in digits)
 
 
-def interval_distance(values: np.ndarray, cuts: np.ndarray) -> np.ndarray:
-    """Distance of each value to each symbol's interval [lo, hi): shape values.shape + (a,).
+def interval_distance(values: Any, cuts: np.ndarray) -> Any:
+    """Distance of each value to each symbol's interval [lo, hi): shape values.shape + (a,),
+    in the values' own array namespace.
 
     Zero exactly when the value takes that symbol. A value sitting on the (excluded) upper
     end of an interval gets the smallest positive distance, so "distance <= 0" and
     "has this symbol" agree to the last bit.
     """
-    lo = np.concatenate([[-np.inf], cuts])
-    hi = np.concatenate([cuts, [np.inf]])
+    xp = array_namespace(values)
+    lo = like(np.concatenate([[-np.inf], cuts]), values, dtype=values.dtype)
+    hi = like(np.concatenate([cuts, [np.inf]]), values, dtype=values.dtype)
+    tiny = like(np.finfo(np.float32 if values.dtype == xp.float32 else np.float64).tiny,
+                values, dtype=values.dtype)
     v = values[..., None]
-    below = lo - v
-    above = np.where(v >= hi, np.maximum(v - hi, np.finfo(np.float64).tiny), 0.0)
-    return np.where(v < lo, below, above)
+    zero = xp.zeros_like(v - hi)
+    above = xp.where(v >= hi, xp.maximum(v - hi, tiny), zero)
+    return xp.where(v < lo, lo - v, above)
+
+
+def symbols_of(values: Any, cuts: np.ndarray) -> Any:
+    """``symbols`` in the values' own namespace: how many breakpoints each value reaches."""
+    xp = array_namespace(values)
+    reached = values[..., None] >= like(cuts, values, dtype=values.dtype)
+    return xp.sum(xp.astype(reached, xp.int64), axis=-1)

@@ -7,6 +7,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..errors import InvalidArgument
+from .arrays import array_namespace, is_host, to_host
 
 #: The components each cell type records, in trace order.
 CELL_COMPONENTS: dict[str, tuple[str, ...]] = {
@@ -66,19 +67,19 @@ class Trace:
             raise InvalidArgument(
                 f"a {cell} trace holds components {', '.join(names)}; got "
                 f"{', '.join(map(repr, components)) or 'none'}")
-        arrays = {n: np.asarray(components[n]) for n in names}
-        shape = arrays[names[-1]].shape
+        arrays = {n: _array(components[n]) for n in names}
+        shape = tuple(arrays[names[-1]].shape)
         for name, array in arrays.items():  # units may differ (an LSTM's projected h)
-            if array.ndim != 3 or array.shape[:2] != shape[:2]:
+            if array.ndim != 3 or tuple(array.shape[:2]) != shape[:2]:
                 raise InvalidArgument(
-                    f"trace component {name!r} has shape {array.shape}; every component "
+                    f"trace component {name!r} has shape {tuple(array.shape)}; every component "
                     f"must be (batch, steps, units) with h's batch and steps {shape[:2]}")
-            if array.dtype.kind != "f":
+            if not array_namespace(array).isdtype(array.dtype, "real floating"):
                 raise InvalidArgument(f"trace component {name!r} has dtype {array.dtype}; "
                                       "use floats")
         if mask is not None:
-            mask = np.asarray(mask, bool)
-            if mask.shape != shape[:2]:
+            mask = _array(mask)
+            if tuple(mask.shape) != shape[:2]:
                 raise InvalidArgument(f"trace mask has shape {mask.shape}, not (batch, steps) "
                                       f"{shape[:2]}")
         if length is not None and length < shape[1]:
@@ -120,6 +121,18 @@ class Trace:
         check_component(self.cell, name)
         return self.components[name]
 
+    @property
+    def on_host(self) -> bool:
+        """Whether the arrays are numpy arrays (else a framework's, on its device)."""
+        return is_host(self.components["h"])
+
+    def to_host(self) -> "Trace":
+        """This trace with numpy arrays (itself when it is on the host already)."""
+        if self.on_host:
+            return self
+        return Trace({n: to_host(a) for n, a in self.components.items()}, cell=self.cell,
+                     mask=None if self.mask is None else to_host(self.mask), length=self.length)
+
     def __getitem__(self, rows: slice | np.ndarray) -> "Trace":
         """The trace of a subset of the batch."""
         return Trace({n: a[rows] for n, a in self.components.items()}, cell=self.cell,
@@ -139,9 +152,17 @@ def concat_traces(parts: list[Trace]) -> Trace:
     if len(parts) == 1:
         return parts[0]
     first = parts[0]
-    arrays = {n: np.concatenate([p.components[n] for p in parts]) for n in first.names}
-    mask: np.ndarray | None = None
+    xp = array_namespace(first.components["h"])
+    arrays = {n: xp.concat([p.components[n] for p in parts]) for n in first.names}
+    mask = None
     if any(p.mask is not None for p in parts):
-        mask = np.concatenate([np.ones(p.components["h"].shape[:2], bool) if p.mask is None
-                               else p.mask for p in parts])
+        mask = xp.concat([xp.ones(tuple(p.components["h"].shape[:2]), dtype=xp.bool)
+                          if p.mask is None else p.mask for p in parts])
     return Trace(arrays, cell=first.cell, mask=mask, length=first.length)
+
+
+def _array(value: Any) -> Any:
+    """Arrays of any framework as they are; anything else through numpy."""
+    if hasattr(value, "shape") and hasattr(value, "dtype") and hasattr(value, "ndim"):
+        return value
+    return np.asarray(value)

@@ -23,7 +23,7 @@ def sample_signals(trace: Trace, profile: Profile) -> dict[str, Any]:
     """z-normalised h/net, min-max normalised f/avg (LSTM) and h/delta over the window for
     the first inputs of ``trace``; a signal the profile cannot normalise is left out with
     a warning."""
-    rows = trace[:SIGNAL_SAMPLES]
+    rows = trace[:SIGNAL_SAMPLES].to_host()
     window = profile.window_
     out: dict[str, Any] = {"steps": list(range(window[0], window[1] + 1))}
     for key, component, abstraction, kind in _PANELS:

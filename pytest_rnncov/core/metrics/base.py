@@ -19,6 +19,7 @@ import numpy as np
 
 from ...errors import InvalidArgument, InvalidInput, ProfileError
 from ..abstractions import Window, signal
+from ..arrays import array_namespace, to_host
 from ..state import MetricState
 from ..trace import Trace, check_component
 
@@ -40,7 +41,9 @@ class Signals:
 
     Every signal handed to a metric is checked to be finite: a NaN or inf (from an input
     beyond float32's range, or a custom adapter) raises :class:`InvalidInput` naming the
-    rows, so it can never count as covering a condition.
+    rows, so it can never count as covering a condition. Signals live where the trace does
+    (numpy, or a framework's arrays on its device); ``host()`` gives numpy ones for the
+    metrics that only run on the host.
     """
 
     def __init__(self, trace: Trace, window: Window) -> None:
@@ -49,17 +52,27 @@ class Signals:
             raise InvalidInput(f"window {list(window)} does not fit a trace of {trace.n_steps} steps")
         self.trace = trace
         self.window = (int(t1), int(t2))
-        self._cache: dict[tuple[str, str], np.ndarray] = {}
-        self._neurons: dict[str, np.ndarray] = {}
+        self._cache: dict[tuple[str, str], Any] = {}
+        self._neurons: dict[str, Any] = {}
+        self._host: "Signals | None" = None if not trace.on_host else self
 
     def __len__(self) -> int:
         return self.trace.batch_size
 
+    def host(self) -> "Signals":
+        """These signals with the trace on the host (itself when it is there already)."""
+        if self._host is None:
+            self._host = Signals(self.trace.to_host(), self.window)
+        return self._host
+
     @staticmethod
-    def _check_finite(values: np.ndarray, what: str) -> None:
-        finite = np.isfinite(values)
+    def _check_finite(values: Any, what: str) -> None:
+        xp = array_namespace(values)
+        if bool(xp.all(xp.isfinite(values))):
+            return
+        finite = np.isfinite(to_host(values))
         if not finite.all():
-            bad = np.flatnonzero(~finite.reshape(len(values), -1).all(axis=1))
+            bad = np.flatnonzero(~finite.reshape(len(finite), -1).all(axis=1))
             raise InvalidInput(
                 f"the {what} signal holds NaN or inf for inputs {bad[:5].tolist()}"
                 f"{', ...' if bad.size > 5 else ''}; the layer overflowed: check those inputs "
@@ -83,12 +96,13 @@ class Signals:
             self._neurons[component] = values
         return self._neurons[component]
 
-    def neurons(self, component: str = "h") -> np.ndarray:
+    def neurons(self, component: str = "h") -> Any:
         """(B, |window| * U) values of every (step, unit) neuron of ``component``."""
         key = (component, "neurons")
         if key not in self._cache:
             values = self.states(component)
-            self._cache[key] = np.ascontiguousarray(values).reshape(values.shape[0], -1)
+            xp = array_namespace(values)
+            self._cache[key] = xp.reshape(values, (values.shape[0], -1))
         return self._cache[key]
 
 
@@ -109,8 +123,11 @@ class BatchResult:
     best_row: np.ndarray | None = None
 
     @classmethod
-    def from_dense(cls, hit: np.ndarray) -> "BatchResult":
-        return cls(np.count_nonzero(hit, axis=0).astype(np.int64), dense=hit)
+    def from_dense(cls, hit: Any) -> "BatchResult":
+        """From a (rows, conditions) boolean matrix of any namespace: only the counts come
+        to the host now, the matrix when ``hits()`` asks for it."""
+        xp = array_namespace(hit)
+        return cls(to_host(xp.sum(xp.astype(hit, xp.int64), axis=0)).astype(np.int64), dense=hit)
 
     @classmethod
     def from_pairs(cls, rows: np.ndarray, conditions: np.ndarray, total: int) -> "BatchResult":
@@ -122,16 +139,17 @@ class BatchResult:
         """(rows, conditions) of every input-condition pair satisfied (computed on demand:
         only campaigns and the coverage delta need them)."""
         if self.dense is not None:
-            rows, conditions = np.nonzero(self.dense)
+            rows, conditions = np.nonzero(to_host(self.dense))
             return rows.astype(np.int64), conditions.astype(np.int64)
         assert self.pairs is not None
         return self.pairs()
 
 
-def best_of(fitness: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(lowest value, its row) per column of a (rows, conditions) block."""
-    row = fitness.argmin(axis=0)
-    return fitness[row, np.arange(fitness.shape[1])], row
+def best_of(fitness: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(lowest value, its first row) per column of a (rows, conditions) block, on the host."""
+    xp = array_namespace(fitness)
+    return (to_host(xp.min(fitness, axis=0)).astype(np.float64),
+            to_host(xp.argmin(fitness, axis=0)).astype(np.int64))
 
 
 class Metric:
@@ -178,6 +196,7 @@ class Metric:
     def evaluate(self, signals: Signals, *, fitness: bool = True) -> BatchResult:
         """Which inputs satisfy which condition, and (with ``fitness``) the best per condition."""
         self._check_bound()
+        signals = signals.host()
         n = self.n_conditions
         rows_per_block = max(1, BLOCK // max(n, 1))
         counts = np.zeros(n, np.int64)
@@ -202,8 +221,9 @@ class Metric:
         return BatchResult(counts, pairs=lambda: (rows, conditions), best=best, best_row=best_row)
 
     def condition_fitness(self, signals: Signals, condition: int) -> np.ndarray:
-        """(B,) fitness of every input for one condition (the targeted search's objective)."""
-        return self.fitness(signals)[:, int(condition)]
+        """(B,) fitness of every input for one condition (the targeted search's objective),
+        on the host."""
+        return to_host(self.fitness(signals)[:, int(condition)])
 
     # -- binding and state -----------------------------------------------------------------
     def bind(self, profile: "Profile", *, track_fitness: bool = True) -> "Metric":

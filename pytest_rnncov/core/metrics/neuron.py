@@ -13,7 +13,8 @@ import numpy as np
 
 from ...errors import InvalidArgument
 from ...validation import check_choice, check_float, check_int
-from .base import TINY, BatchResult, Metric, Signals
+from ..arrays import array_namespace, like, to_host, wide_float
+from .base import TINY, BatchResult, Metric, Signals, best_of
 
 if TYPE_CHECKING:
     from ..profile import Profile
@@ -45,8 +46,10 @@ class _NeuronMetric(Metric):
         self.units_ = int(profile.neuron_min_.shape[-1])
         self.neurons_ = (self.window_[1] - self.window_[0] + 1) * self.units_
 
-    def _values(self, signals: Signals, rows: slice = slice(None)) -> np.ndarray:
-        return signals.neurons("h")[rows].astype(np.float64)
+    def _values(self, signals: Signals, rows: slice = slice(None)) -> Any:
+        v = signals.neurons("h")[rows]
+        xp = array_namespace(v)
+        return xp.astype(v, wide_float(xp))
 
     def _neuron_config(self) -> dict[str, Any]:
         return {"window": list(self.window_), "units": self.units_}
@@ -55,13 +58,6 @@ class _NeuronMetric(Metric):
     def _neuron_label(config: dict[str, Any], neuron: int) -> str:
         step, unit = divmod(int(neuron), int(config["units"]))
         return f"t={config['window'][0] + step} u={unit}"
-
-    @staticmethod
-    def _lowest(fitness: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(lowest fitness per column, the first row giving it)."""
-        row = fitness.argmin(axis=0)
-        return fitness[row, np.arange(fitness.shape[1])], row
-
 
 class NC(_NeuronMetric):
     """Neuron coverage: h > threshold."""
@@ -82,14 +78,14 @@ class NC(_NeuronMetric):
         return self._above() - self._values(signals, rows)
 
     def condition_fitness(self, signals: Signals, condition: int) -> np.ndarray:
-        return self._above() - signals.neurons("h")[:, int(condition)].astype(np.float64)
+        return self._above() - to_host(signals.neurons("h")[:, int(condition)]).astype(np.float64)
 
     def evaluate(self, signals: Signals, *, fitness: bool = True) -> BatchResult:
         self._check_bound()
         v = signals.neurons("h")  # float32: compared with float32 thresholds, exactly
-        result = BatchResult.from_dense(v >= float32_above(self.threshold))
+        result = BatchResult.from_dense(v >= like(float32_above(self.threshold), v, dtype=v.dtype))
         if fitness:
-            result.best, result.best_row = self._lowest(self._above() - v.astype(np.float64))
+            result.best, result.best_row = best_of(self._above() - self._values(signals))
         return result
 
     def config(self) -> dict[str, Any]:
@@ -129,8 +125,9 @@ class KMNC(_NeuronMetric):
         return len(self.active_) * self.k
 
     def _coordinates(self, signals: Signals, rows: slice = slice(None)) -> np.ndarray:
-        """Section coordinate u of each active neuron: section s is [s, s + 1) (k: last)."""
-        v = signals.neurons("h")[rows]
+        """Section coordinate u of each active neuron: section s is [s, s + 1) (k: last);
+        computed on the host (the bucketing needs numpy)."""
+        v = signals.host().neurons("h")[rows]
         v = v.astype(np.float64) if self.all_active_ else v[:, self.active_].astype(np.float64)
         v -= self.lo_
         v *= self.scale_
@@ -276,16 +273,19 @@ class NBC(_NeuronMetric):
     def n_conditions(self) -> int:
         return self.neurons_ * len(self.sides)
 
-    def _side_fitness(self, side: str, v: np.ndarray) -> np.ndarray:
-        return v - self.below_ if side == "lower" else self.above_ - v
+    def _side_fitness(self, side: str, v: Any) -> Any:
+        if side == "lower":
+            return v - like(self.below_, v, dtype=v.dtype)
+        return like(self.above_, v, dtype=v.dtype) - v
 
-    def fitness(self, signals: Signals, rows: slice = slice(None)) -> np.ndarray:
+    def fitness(self, signals: Signals, rows: slice = slice(None)) -> Any:
         v = self._values(signals, rows)
-        return np.concatenate([self._side_fitness(side, v) for side in self.sides], axis=1)
+        return array_namespace(v).concat([self._side_fitness(side, v) for side in self.sides],
+                                         axis=1)
 
     def condition_fitness(self, signals: Signals, condition: int) -> np.ndarray:
         side, neuron = divmod(int(condition), self.neurons_)
-        v = signals.neurons("h")[:, neuron].astype(np.float64)
+        v = to_host(signals.neurons("h")[:, neuron]).astype(np.float64)
         if self.sides[side] == "lower":
             return v - self.below_[neuron]
         return self.above_[neuron] - v
@@ -293,11 +293,12 @@ class NBC(_NeuronMetric):
     def evaluate(self, signals: Signals, *, fitness: bool = True) -> BatchResult:
         self._check_bound()
         v = signals.neurons("h")  # float32: compared with float32 thresholds, exactly
-        parts = {"lower": lambda: v < self.lower32_, "upper": lambda: v >= self.upper32_}
-        hit = np.concatenate([parts[side]() for side in self.sides], axis=1)
+        parts = {"lower": lambda: v < like(self.lower32_, v, dtype=v.dtype),
+                 "upper": lambda: v >= like(self.upper32_, v, dtype=v.dtype)}
+        hit = array_namespace(v).concat([parts[side]() for side in self.sides], axis=1)
         result = BatchResult.from_dense(hit)
         if fitness:
-            result.best, result.best_row = self._lowest(self.fitness(signals))
+            result.best, result.best_row = best_of(self.fitness(signals))
         return result
 
     def config(self) -> dict[str, Any]:

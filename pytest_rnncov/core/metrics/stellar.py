@@ -51,7 +51,7 @@ class _StateMetric(Metric):
         self.window_ = profile.window_
 
     def _cells(self, signals: Signals) -> np.ndarray:
-        return self.states_.cells_of(signals.states("h"))
+        return self.states_.cells_of(signals.host().states("h"))
 
     def _conditions_of(self, signals: Signals) -> tuple[np.ndarray, np.ndarray]:
         raise NotImplementedError
@@ -70,7 +70,7 @@ class _StateMetric(Metric):
         return result
 
     def fitness(self, signals: Signals, rows: slice = slice(None)) -> np.ndarray:
-        sub = Signals(signals.trace[rows], signals.window)
+        sub = Signals(signals.host().trace[rows], signals.window)
         hit_rows, conditions = self._conditions_of(sub)
         out = np.ones((len(sub), self.n_conditions))
         out[hit_rows, conditions] = 0.0
@@ -144,7 +144,7 @@ class SBC(_StateMetric):
         return 2 * self.k * self.states_.components.shape[0]
 
     def _hits(self, signals: Signals) -> np.ndarray:
-        index = self.states_.grid(self.states_.project(signals.states("h")))  # (B, T, K)
+        index = self.states_.grid(self.states_.project(signals.host().states("h")))  # (B, T, K)
         below = -index  # 1..k below the range
         above = index - self.states_.intervals + 1  # 1..k above
         j = np.arange(1, self.k + 1)

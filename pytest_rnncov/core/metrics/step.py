@@ -12,6 +12,7 @@ import numpy as np
 
 from ...validation import check_fraction
 from ..abstractions import check_signal
+from ..arrays import array_namespace, to_host
 from .base import BatchResult, Metric, Signals, best_of, check_cell_component
 
 if TYPE_CHECKING:
@@ -89,11 +90,11 @@ class BC(_StepMetric):
         upper = self.alpha_max - n
         if self.alpha_min is None:
             return upper
-        return np.concatenate([upper, n - self.alpha_min], axis=1)
+        return array_namespace(n).concat([upper, n - self.alpha_min], axis=1)
 
     def condition_fitness(self, signals: Signals, condition: int) -> np.ndarray:
         steps = len(self.steps_)
-        n = self.normalised(signals)[:, condition % steps]
+        n = to_host(self.normalised(signals)[:, condition % steps])
         return self.alpha_max - n if condition < steps else n - self.alpha_min
 
     def config(self) -> dict[str, Any]:
@@ -138,7 +139,7 @@ class SC(_StepMetric):
         return self.alpha_sc - self.normalised(signals, rows)
 
     def condition_fitness(self, signals: Signals, condition: int) -> np.ndarray:
-        return self.alpha_sc - self.normalised(signals)[:, condition]
+        return self.alpha_sc - to_host(self.normalised(signals)[:, condition])
 
     def config(self) -> dict[str, Any]:
         return {**self._base_config(), "alpha_sc": self.alpha_sc}

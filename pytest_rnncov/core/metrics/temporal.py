@@ -16,7 +16,8 @@ from ...errors import InvalidArgument
 from ...validation import check_int
 from .. import sax
 from ..abstractions import check_signal
-from .base import BLOCK, MAX_CONDITIONS, BatchResult, Metric, Signals, check_cell_component
+from ..arrays import array_namespace, like, to_host
+from .base import BLOCK, MAX_CONDITIONS, BatchResult, Metric, Signals, best_of, check_cell_component
 
 if TYPE_CHECKING:
     from ..profile import Profile
@@ -57,34 +58,45 @@ class TC(Metric):
     def n_conditions(self) -> int:
         return self.a ** self.w
 
-    def paa(self, signals: Signals, rows: slice = slice(None)) -> np.ndarray:
-        """z-normalised PAA values: (rows, w)."""
+    def paa(self, signals: Signals, rows: slice = slice(None)) -> Any:
+        """z-normalised PAA values: (rows, w), in the signals' own namespace."""
         values = signals.get(self.component, self.abstraction)[rows]
-        return ((values - self.mu_) / self.sigma_) @ self.paa_.T
+        z = (values - self.mu_) / self.sigma_
+        return z @ like(self.paa_.T, z, dtype=z.dtype)
+
+    def _words(self, paa: Any) -> np.ndarray:
+        """Word ids from PAA values, on the host (only B integers cross)."""
+        xp = array_namespace(paa)
+        place = like(self.a ** np.arange(self.w - 1, -1, -1, dtype=np.int64), paa, dtype=xp.int64)
+        return to_host(xp.sum(sax.symbols_of(paa, self.cuts_) * place, axis=-1)).astype(np.int64)
 
     def words(self, signals: Signals, rows: slice = slice(None)) -> np.ndarray:
         """The word (condition id) of each input."""
-        return sax.word_ids(sax.symbols(self.paa(signals, rows), self.cuts_), self.a)
+        return self._words(self.paa(signals, rows))
 
-    def _word_fitness(self, distances: np.ndarray) -> np.ndarray:
+    def _word_fitness(self, distances: Any) -> Any:
         """(rows, a**w) fitness of every word from per-position distances (rows, w, a)."""
+        xp = array_namespace(distances)
         out = distances[:, 0, :]
         for j in range(1, self.w):
-            out = (out[:, :, None] + distances[:, j, None, :]).reshape(len(distances), -1)
+            out = xp.reshape(out[:, :, None] + distances[:, j, None, :], (distances.shape[0], -1))
         return out
 
-    def fitness(self, signals: Signals, rows: slice = slice(None)) -> np.ndarray:
+    def fitness(self, signals: Signals, rows: slice = slice(None)) -> Any:
         return self._word_fitness(sax.interval_distance(self.paa(signals, rows), self.cuts_))
 
     def condition_fitness(self, signals: Signals, condition: int) -> np.ndarray:
         digits = sax.word_digits(np.array([condition]), self.a, self.w)[0]
         distances = sax.interval_distance(self.paa(signals), self.cuts_)
-        return distances[:, np.arange(self.w), digits].sum(axis=1)
+        total = distances[:, 0, int(digits[0])]
+        for j in range(1, self.w):
+            total = total + distances[:, j, int(digits[j])]
+        return to_host(total)
 
     def evaluate(self, signals: Signals, *, fitness: bool = True) -> BatchResult:
         self._check_bound()
         paa = self.paa(signals)
-        words = sax.word_ids(sax.symbols(paa, self.cuts_), self.a)
+        words = self._words(paa)
         result = BatchResult.from_pairs(np.arange(len(words), dtype=np.int64), words,
                                         self.n_conditions)
         if fitness:
@@ -92,10 +104,8 @@ class TC(Metric):
             best = np.full(self.n_conditions, np.inf)
             best_row = np.full(self.n_conditions, -1, np.int64)
             step = max(1, BLOCK // self.n_conditions)
-            for start in range(0, len(paa), step):
-                block = self._word_fitness(distances[start:start + step])
-                row = block.argmin(axis=0)
-                value = block[row, np.arange(block.shape[1])]
+            for start in range(0, paa.shape[0], step):
+                value, row = best_of(self._word_fitness(distances[start:start + step]))
                 better = value < best
                 best[better] = value[better]
                 best_row[better] = row[better] + start
