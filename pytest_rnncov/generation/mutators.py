@@ -144,20 +144,27 @@ class GaussianMutator(Mutator):
 
     def check_seeds(self, seeds: Any) -> np.ndarray:
         array = super().check_seeds(seeds)
-        if array.dtype.kind not in "biuf":
-            raise InvalidInput(f"seeds have dtype {array.dtype}; Gaussian noise needs numbers")
-        with np.errstate(over="ignore", invalid="ignore"):
-            cast = array.astype(np.float32)
-        if not np.isfinite(cast).all():
-            rows = np.flatnonzero(~np.isfinite(cast).reshape(len(cast), -1).all(axis=1))
-            raise InvalidInput(f"seeds hold NaN or inf (or values beyond float32's range) in rows "
-                               f"{rows[:5].tolist()}; clean or drop them")
+        cast = finite_float32(array, "Gaussian noise")
         if self.clip is not None and (array.min() < self.clip[0] or array.max() > self.clip[1]):
             raise InvalidInput(
                 f"seeds span [{array.min():g}, {array.max():g}], outside clip={self.clip}; "
                 "scale the seeds or pass the right clip range"
             )
         return cast
+
+
+def finite_float32(seeds: np.ndarray, needs: str) -> np.ndarray:
+    """Numeric seeds as float32, refusing NaN, inf and values beyond float32's range."""
+    if seeds.dtype.kind not in "biuf":
+        raise InvalidInput(f"seeds have dtype {seeds.dtype}; {needs} needs numbers")
+    with np.errstate(over="ignore", invalid="ignore"):
+        cast = seeds.astype(np.float32)
+    finite = np.isfinite(cast)
+    if not finite.all():
+        rows = np.flatnonzero(~finite.reshape(len(cast), -1).all(axis=1))
+        raise InvalidInput(f"seeds hold NaN or inf (or values beyond float32's range) in rows "
+                           f"{rows[:5].tolist()}; clean or drop them")
+    return cast
 
 
 def _word_edit_share(a: Sequence[str], b: Sequence[str]) -> float:

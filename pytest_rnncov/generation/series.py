@@ -14,7 +14,7 @@ import numpy as np
 
 from ..errors import InvalidArgument, InvalidInput
 from ..validation import check_float, check_int, check_range
-from .mutators import Cases, Mutator
+from .mutators import Cases, Mutator, finite_float32
 
 
 class TimeSeriesMutator(Mutator):
@@ -131,13 +131,6 @@ class TimeSeriesMutator(Mutator):
 
     def check_seeds(self, seeds: Any) -> np.ndarray:
         array = super().check_seeds(seeds)
-        if array.dtype.kind not in "biuf":
-            raise InvalidInput(f"seeds have dtype {array.dtype}; a time series needs numbers")
+        cast = finite_float32(array, "a time series")
         self._check_shape(array)
-        with np.errstate(over="ignore", invalid="ignore"):
-            cast = array.astype(np.float32)
-        if not np.isfinite(cast).all():
-            rows = np.flatnonzero(~np.isfinite(cast).reshape(len(cast), -1).all(axis=1))
-            raise InvalidInput(f"seeds hold NaN or inf (or values beyond float32's range) in rows "
-                               f"{rows[:5].tolist()}; clean or drop them")
         return cast

@@ -8,7 +8,7 @@ database and shrinks toward its seed (zero generations is the seed itself).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 from hypothesis import HealthCheck, note, settings, target
@@ -95,55 +95,21 @@ def targeted_mutants(
         return _failure_mutants(model, seeds, mutator, ga, oracle)
     scorer = model.coverage[metric]
 
-    def fitness(cases: Any, condition: int) -> np.ndarray:
-        signals = model.signals_of(mutator.encode(cases))
-        return scorer.condition_fitness(signals, condition)
+    def coverage_fitness(seed: Any, condition: int) -> Callable[[Any], np.ndarray]:
+        def fitness(cases: Any) -> np.ndarray:
+            return scorer.condition_fitness(model.signals_of(mutator.encode(cases)), condition)
 
-    @st.composite
-    def build(draw: Any) -> Mutant:
-        index = draw(st.integers(0, len(seeds) - 1))
-        condition = draw(st.integers(0, scorer.total - 1))
-        generations = draw(st.integers(0, ga.gamma))
-        rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-        seed = mutator.take(seeds, [index])
-        label = f"{metric}:{scorer.label(condition)}"
-        if generations == 0:
-            note(f"seed {index} unchanged (0 generations toward {label})")
-            return Mutant(seed[0], seed[0], index, 0, label)
-        population, scores = seed, fitness(seed, condition)
-        path = [f"{float(scores[0]):.4g}"]
-        for _ in range(generations):
-            order = np.argsort(scores, kind="stable")[: ga.k]
-            parents = mutator.take(population, order)
-            offspring = checked_mutate(mutator, mutator.take(parents, np.repeat(np.arange(len(order)), ga.n)), rng)
-            population = mutator.concat([parents, offspring])
-            scores = np.concatenate([scores[order], fitness(offspring, condition)])
-            path.append(f"{float(scores.min()):.4g}")
-            if (scores <= 0).any():
-                break
-        best = int(np.argmin(scores))
-        note(f"seed {index}, bred toward {label} for {len(path) - 1} generations "
-             f"(best fitness per generation: {' -> '.join(path)}; <= 0 covers it)")
-        target(-float(scores[best]), label=f"-fitness {metric}")
-        return Mutant(mutator.take(population, [best])[0], seed[0], index, generations, label,
-                      float(scores[best]))
+        return fitness
 
-    return build()
+    return _bred(seeds, mutator, ga, scorer.total, lambda c: f"{metric}:{scorer.label(c)}",
+                 coverage_fitness, "covers it")
 
 
 def _failure_mutants(model: TrackedLike, seeds: Any, mutator: Mutator, ga: GAConfig,
                      oracle: Oracle) -> st.SearchStrategy[Mutant]:
     """The GA toward failing ``oracle``: fitness = oracle.failure_fitness (<= 0 fails)."""
 
-    @st.composite
-    def build(draw: Any) -> Mutant:
-        index = draw(st.integers(0, len(seeds) - 1))
-        generations = draw(st.integers(0, ga.gamma))
-        rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-        seed = mutator.take(seeds, [index])
-        if generations == 0:
-            note(f"seed {index} unchanged (0 generations toward a failure)")
-            return Mutant(seed[0], seed[0], index, 0, "failure")
+    def failure_fitness(seed: Any, condition: int) -> Callable[[Any], np.ndarray]:
         seed_output = model.predict(mutator.encode(seed))
 
         def fitness(cases: Any) -> np.ndarray:
@@ -152,22 +118,50 @@ def _failure_mutants(model: TrackedLike, seeds: Any, mutator: Mutator, ga: GACon
             return oracle.failure_fitness(np.repeat(seed_output, len(outputs), axis=0), outputs,
                                           distances)
 
-        population, scores = seed, np.array([np.inf])
-        path = []
+        return fitness
+
+    return _bred(seeds, mutator, ga, 1, lambda c: "failure", failure_fitness, "fails the oracle")
+
+
+def _bred(seeds: Any, mutator: Mutator, ga: GAConfig, conditions: int,
+          label_of: Callable[[int], str], fitness_for: Callable[[Any, int], Callable[[Any], np.ndarray]],
+          reached: str) -> st.SearchStrategy[Mutant]:
+    """Mutants bred by the GA (paper Alg. 2) from a drawn seed toward a drawn condition.
+
+    Hypothesis draws the seed, the condition (when there is more than one), the number of
+    generations (0..gamma) and an rng seed, so every example is a pure function of the
+    draws; ``fitness_for(seed, condition)`` scores a batch of cases (<= 0: reached).
+    """
+
+    @st.composite
+    def build(draw: Any) -> Mutant:
+        index = draw(st.integers(0, len(seeds) - 1))
+        condition = draw(st.integers(0, conditions - 1)) if conditions > 1 else 0
+        generations = draw(st.integers(0, ga.gamma))
+        rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+        seed = mutator.take(seeds, [index])
+        label = label_of(condition)
+        if generations == 0:
+            note(f"seed {index} unchanged (0 generations toward {label})")
+            return Mutant(seed[0], seed[0], index, 0, label)
+        fitness = fitness_for(seed, condition)
+        population, scores = seed, fitness(seed)
+        path = [f"{float(scores[0]):.4g}"]
         for _ in range(generations):
             order = np.argsort(scores, kind="stable")[: ga.k]
             parents = mutator.take(population, order)
-            offspring = checked_mutate(mutator, mutator.take(parents, np.repeat(np.arange(len(order)), ga.n)), rng)
+            chosen = mutator.take(parents, np.repeat(np.arange(len(order)), ga.n))
+            offspring = checked_mutate(mutator, chosen, rng)
             population = mutator.concat([parents, offspring])
             scores = np.concatenate([scores[order], fitness(offspring)])
             path.append(f"{float(scores.min()):.4g}")
             if (scores <= 0).any():
                 break
         best = int(np.argmin(scores))
-        note(f"seed {index}, bred toward a failure for {len(path)} generations (best failure "
-             f"fitness per generation: {' -> '.join(path)}; <= 0 fails the oracle)")
-        target(-float(scores[best]), label="-failure fitness")
-        return Mutant(mutator.take(population, [best])[0], seed[0], index, generations,
-                      "failure", float(scores[best]))
+        note(f"seed {index}, bred toward {label} for {len(path) - 1} generations "
+             f"(best fitness per generation: {' -> '.join(path)}; <= 0 {reached})")
+        target(-float(scores[best]), label=f"-fitness {label.split(':')[0]}")
+        return Mutant(mutator.take(population, [best])[0], seed[0], index, generations, label,
+                      float(scores[best]))
 
     return build()
