@@ -14,7 +14,6 @@ or malformed files); every error says what was wrong and how to fix it.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any, NoReturn, Sequence
@@ -87,8 +86,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return USAGE_ERROR
 
 
+#: the largest array unpacked from an .npz file (bytes)
+MAX_ARRAY_BYTES = 4 * 1024 ** 3
+
+
 # -- profile fit -------------------------------------------------------------------------
 def _load_array(path: str, key: str | None) -> Any:
+    """The training inputs from a .npy (memory-mapped) or .npz file, never unpickled."""
+    import zipfile
+
     import numpy as np
 
     from .errors import DataFileError
@@ -97,19 +103,24 @@ def _load_array(path: str, key: str | None) -> Any:
     if not source.is_file():
         raise DataFileError(f"no file at {path!r}; save the training inputs with numpy.save")
     try:
-        data = np.load(source, allow_pickle=False)  # never runs code from the file
-    except (ValueError, OSError) as exc:
+        # .npy is memory-mapped: a header that claims more data than the file holds fails
+        data = np.load(source, mmap_mode="r", allow_pickle=False)  # never runs file code
+        if isinstance(data, np.ndarray):
+            return data
+        names = list(data.files)
+        if key is None:
+            if len(names) != 1:
+                raise DataFileError(f"{path!r} holds {', '.join(names)}; pick one with --x-train-key")
+            key = names[0]
+        if key not in names:
+            raise DataFileError(f"{path!r} has no array {key!r}; it has {', '.join(names)}")
+        size = data.zip.getinfo(f"{key}.npy").file_size
+        if size > MAX_ARRAY_BYTES:
+            raise DataFileError(f"{path!r} array {key!r} unpacks to {size:,} bytes, more than the "
+                                f"{MAX_ARRAY_BYTES:,} read; save it uncompressed with numpy.save")
+        return data[key]
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile, KeyError, MemoryError) as exc:
         raise DataFileError(f"{path!r} is not a numpy .npy/.npz file of numbers ({exc})") from None
-    if isinstance(data, np.ndarray):
-        return data
-    names = list(data.files)
-    if key is None:
-        if len(names) != 1:
-            raise DataFileError(f"{path!r} holds {', '.join(names)}; pick one with --x-train-key")
-        key = names[0]
-    if key not in names:
-        raise DataFileError(f"{path!r} has no array {key!r}; it has {', '.join(names)}")
-    return data[key]
 
 
 def _window(text: str | None) -> tuple[int, int] | None:
@@ -148,14 +159,12 @@ def _profile_fit(args: argparse.Namespace) -> int:
 # -- show --------------------------------------------------------------------------------
 def _show(args: argparse.Namespace) -> int:
     from .errors import DataFileError
-    from .reporting.data import read_bounded
+    from .files import as_path, parse_json, read_bounded
 
-    path = Path(args.file)
-    raw = read_bounded(path, f"file {args.file!r}")
-    try:
-        kind = json.loads(raw.decode("utf-8")).get("format")
-    except (UnicodeDecodeError, ValueError, AttributeError):
-        kind = None
+    path = as_path(args.file, "file")
+    where = f"file {args.file!r}"
+    content = parse_json(read_bounded(path, where), where)
+    kind = content.get("format") if isinstance(content, dict) else None
     if kind == "pytest-rnncov-profile":
         print(_profile_text(path))
     elif kind == "pytest-rnncov-data":
@@ -171,15 +180,32 @@ def _show(args: argparse.Namespace) -> int:
 
         print("\n".join(coverage_lines(CoverageData(models=load_baseline(path)))))
     elif kind == "pytest-rnncov-report":
-        data = json.loads(raw)
-        print(f"JSON report, passed: {data.get('passed')}")
-        for name, model in data.get("models", {}).items():
-            rates = ", ".join(f"{k} {m['rate']:.1%}" for k, m in model["metrics"].items())
-            print(f"  {name}: {rates}")
+        print("\n".join(_report_text(content, where)))
     else:
         raise DataFileError(f"{args.file!r} is not a pytest-rnncov profile, data, baseline or "
                             "report file")
     return 0
+
+
+def _report_text(content: dict[str, Any], where: str) -> list[str]:
+    from .errors import DataFileError
+
+    models = content.get("models")
+    if not isinstance(models, dict):
+        raise DataFileError(f"{where}: 'models' must be an object")
+    lines = [f"JSON report, passed: {content.get('passed')!r}"]
+    for name, model in models.items():
+        metrics = model.get("metrics") if isinstance(model, dict) else None
+        if not isinstance(metrics, dict):
+            raise DataFileError(f"{where}: model {name!r} has no 'metrics' object")
+        rates = []
+        for metric, figures in metrics.items():
+            rate = figures.get("rate") if isinstance(figures, dict) else None
+            if isinstance(rate, bool) or not isinstance(rate, (int, float)):
+                raise DataFileError(f"{where}: {name!r} {metric!r} has no numeric 'rate'")
+            rates.append(f"{metric} {rate:.1%}")
+        lines.append(f"  {name}: {', '.join(rates)}")
+    return lines
 
 
 def _profile_text(path: Path) -> str:

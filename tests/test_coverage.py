@@ -89,7 +89,7 @@ def test_errors(rnn, profile, seq_inputs):
         Coverage(rnn, profile)[0]
     with pytest.raises(InvalidArgument, match=r"condition=99; BC has conditions 0..5"):
         Coverage(rnn, profile).best_input("BC", 99)
-    with pytest.raises(InvalidArgument, match="profile=.* is not a fitted Profile"):
+    with pytest.raises(InvalidArgument, match="profile=.* is not a Profile; fit one"):
         Coverage(rnn, "profile.json")
 
 

@@ -106,7 +106,7 @@ def edited(data, change):
         (lambda d: d["signals"]["h/net"].update(std=-1.0), "signals.h/net has min > max or a negative std"),
         (lambda d: d["signals"].pop("f/avg"), "signals lack f/avg"),
         (lambda d: d["signals"]["h/net"].update(min="0"), r"signals.h/net.'min' is '0'"),
-        (lambda d: d["states"].update(intervals=0), "has intervals=0, not an integer >= 1"),
+        (lambda d: d["states"].update(intervals=0), r"has intervals=0, not an integer in \[1, 1048576\]"),
         (lambda d: d["states"].update(low=d["states"]["high"]), "'high' must exceed 'low'"),
         (lambda d: d["states"].update(cells=[-1]), "'cells' holds ids outside"),
         (lambda d: d.update(n_samples=0), "n_samples=0"),

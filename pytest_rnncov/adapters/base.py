@@ -154,16 +154,14 @@ class Adapter:
                     raise InvalidInput(
                         f"model {self.name!r} takes integer token ids, got non-integer floats; "
                         "encode the inputs to token ids")
-            ids = array.astype(np.int64)
-            if self.id_range is not None and ids.size:
-                low, high = self.id_range
-                bad = (ids < low) | (ids >= high)
-                if bad.any():
-                    rows = np.flatnonzero(bad.reshape(len(ids), -1).any(axis=1))
-                    raise InvalidInput(
-                        f"token ids must lie in [{low}, {high}) for model {self.name!r}'s "
-                        f"embedding; rows {rows[:5].tolist()}{', ...' if rows.size > 5 else ''} "
-                        f"hold {int(ids[bad][0])}: encode with the model's own vocabulary")
+            low, high = self.id_range if self.id_range is not None else (-(2 ** 31), 2 ** 31)
+            bad = (array < low) | (array >= high)  # compared before any cast can wrap
+            if bad.any():
+                rows = np.flatnonzero(bad.reshape(len(array), -1).any(axis=1))
+                raise InvalidInput(
+                    f"token ids must lie in [{low}, {high}) for model {self.name!r}'s "
+                    f"embedding; rows {rows[:5].tolist()}{', ...' if rows.size > 5 else ''} "
+                    f"hold {array[bad][0].item()!r}: encode with the model's own vocabulary")
             return array.astype(self.input_dtype, copy=False)
         with np.errstate(over="ignore", invalid="ignore"):
             cast = array.astype(np.float32, copy=False)

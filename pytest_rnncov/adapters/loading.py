@@ -11,7 +11,6 @@ files, has no safe mode of its own.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import zipfile
@@ -19,11 +18,16 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 from ..errors import InvalidArgument, ModelError, UnsafeModel
+from ..files import parse_json
 from ..validation import check_bool
 
 #: config keys under which Keras nests layers
 _LAYER_KEYS = ("layer", "forward_layer", "backward_layer", "cell")
 _MODEL_CLASSES = {"Sequential", "Functional", "Model"}
+#: top-level packages a layer's "module" may name without importing foreign code
+_KERAS_MODULES = {"keras", "tf_keras"}
+#: the largest model configuration read (bytes)
+MAX_CONFIG = 64 * 1024 * 1024
 
 
 def load_model(path: str | os.PathLike[str], *, safe_mode: bool = True,
@@ -95,10 +99,17 @@ def load_model(path: str | os.PathLike[str], *, safe_mode: bool = True,
 def _keras_zip_config(path: Path) -> Any:
     try:
         with zipfile.ZipFile(path) as archive:
-            with archive.open("config.json") as handle:
-                return json.loads(handle.read().decode("utf-8"))
-    except (zipfile.BadZipFile, KeyError, UnicodeDecodeError, json.JSONDecodeError, OSError) as exc:
+            info = archive.getinfo("config.json")
+            if info.file_size > MAX_CONFIG:
+                raise ModelError(f"{str(path)!r} has a config.json of {info.file_size:,} bytes, "
+                                 f"more than the {MAX_CONFIG:,} a model configuration needs")
+            with archive.open(info) as handle:
+                raw = handle.read(MAX_CONFIG + 1)
+    except (zipfile.BadZipFile, KeyError, OSError, ValueError, RuntimeError) as exc:
         raise ModelError(f"{str(path)!r} is not a valid .keras file ({exc})") from None
+    if len(raw) > MAX_CONFIG:
+        raise ModelError(f"{str(path)!r} has a config.json larger than {MAX_CONFIG:,} bytes")
+    return parse_json(raw, f"{str(path)!r} is not a valid .keras file: its config.json", ModelError)
 
 
 def _h5_version_and_config(path: Path) -> tuple[int, Any]:
@@ -126,24 +137,26 @@ def _h5_version_and_config(path: Path) -> tuple[int, Any]:
     if raw is None:
         raise ModelError(f"{str(path)!r} holds no model configuration (weights only?); build the "
                          "model in code and load the weights into it")
-    if isinstance(raw, bytes):
-        raw = raw.decode("utf-8", "replace")
-    try:
-        config = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise ModelError(f"{str(path)!r} has a model configuration that is not JSON ({exc})") from None
-    return major, config
+    if not isinstance(raw, (bytes, str)) or len(raw) > MAX_CONFIG:
+        raise ModelError(f"{str(path)!r} has a model configuration that is not JSON text of at "
+                         f"most {MAX_CONFIG:,} bytes")
+    return major, parse_json(raw, f"the model configuration of {str(path)!r}", ModelError)
 
 
 def _layers(node: Any) -> Iterator[dict[str, Any]]:
     """Every layer configuration in a model configuration, nested ones included."""
-    if isinstance(node, dict):
+    if isinstance(node, list):  # Keras 2.0 Sequential: "config": [layer, ...]
+        for item in node:
+            yield from _layers(item)
+    elif isinstance(node, dict):
         if "class_name" in node:
             yield node
         config = node.get("config")
-        if isinstance(config, dict):
-            for item in config.get("layers", []) if isinstance(config.get("layers"), list) else []:
-                yield from _layers(item)
+        if isinstance(config, list):
+            yield from _layers(config)
+        elif isinstance(config, dict):
+            if isinstance(config.get("layers"), list):
+                yield from _layers(config["layers"])
             for key in _LAYER_KEYS:
                 if isinstance(config.get(key), dict):
                     yield from _layers(config[key])
@@ -152,13 +165,34 @@ def _layers(node: Any) -> Iterator[dict[str, Any]]:
 def _lambda_functions(node: Any) -> Iterator[str]:
     """Serialised Python functions anywhere in the configuration."""
     if isinstance(node, dict):
-        if node.get("function_type") == "lambda" or node.get("class_name") == "__lambda__":
+        if node.get("class_name") == "__lambda__" or any(
+                isinstance(key, str) and key.endswith("_type") and value == "lambda"
+                for key, value in node.items()):
             yield str(node.get("name") or node.get("class_name"))
         for value in node.values():
             yield from _lambda_functions(value)
     elif isinstance(node, list):
         for value in node:
             yield from _lambda_functions(value)
+
+
+def _unsafe_parts(config: Any, custom: dict[str, Any], layers_module: Any) -> list[str]:
+    problems = []
+    for layer in _layers(config):
+        name = str(layer.get("class_name"))
+        settings = layer.get("config")
+        layer_name = settings.get("name", "?") if isinstance(settings, dict) else "?"
+        module = layer.get("module")
+        registered = layer.get("registered_name")
+        if name == "Lambda":
+            problems.append(f"Lambda layer {layer_name!r} (its function is code stored in the file)")
+        elif name not in _MODEL_CLASSES and name not in custom and not hasattr(layers_module, name):
+            problems.append(f"custom layer {layer_name!r} of class {name!r}")
+        elif isinstance(module, str) and module.split(".")[0] not in _KERAS_MODULES \
+                and name not in custom and registered not in custom:
+            problems.append(f"layer {layer_name!r} from module {module!r} (importing it runs code)")
+    problems += [f"serialised Python function {name!r}" for name in _lambda_functions(config)]
+    return problems
 
 
 def _refuse_unsafe(config: Any, path: Path, custom: dict[str, Any], framework: str) -> None:
@@ -174,15 +208,11 @@ def _refuse_unsafe(config: Any, path: Path, custom: dict[str, Any], framework: s
                 f"{str(path)!r} was saved by Keras 2 and only loads with tf_keras; install it "
                 "with: pip install 'pytest-rnncov[legacy]'") from None
         layers_module = tf_keras.layers
-    problems = []
-    for layer in _layers(config):
-        name = str(layer.get("class_name"))
-        layer_name = (layer.get("config") or {}).get("name", "?") if isinstance(layer.get("config"), dict) else "?"
-        if name == "Lambda":
-            problems.append(f"Lambda layer {layer_name!r} (its function is code stored in the file)")
-        elif name not in _MODEL_CLASSES and name not in custom and not hasattr(layers_module, name):
-            problems.append(f"custom layer {layer_name!r} of class {name!r}")
-    problems += [f"serialised Python function {name!r}" for name in _lambda_functions(config)]
+    try:
+        problems = _unsafe_parts(config, custom, layers_module)
+    except RecursionError:
+        raise UnsafeModel(f"{str(path)!r} nests its model configuration too deeply to be "
+                          "checked; load it only if you trust it, with safe_mode=False") from None
     if problems:
         raise UnsafeModel(
             f"{str(path)!r} has {', '.join(dict.fromkeys(problems))}; loading it would run code. "

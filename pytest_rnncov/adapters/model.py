@@ -5,6 +5,8 @@ from __future__ import annotations
 from abc import ABC
 from typing import Any
 
+import numpy as np
+
 from .base import framework_of
 from .keras import KerasModel
 from .torch import TorchModel
@@ -24,7 +26,14 @@ class RNNModel(ABC):
 
     def __new__(cls, model: Any = None, *args: Any, **kwargs: Any) -> Any:
         adapter: Any = TorchModel if framework_of(model) == "torch" else KerasModel
+        args = tuple(_plain(a) for a in args)
+        kwargs = {key: _plain(value) for key, value in kwargs.items()}
         return adapter(model, *args, **kwargs)
+
+
+def _plain(value: Any) -> Any:
+    """numpy integers (e.g. a layer index from np.argmax) as Python ints."""
+    return int(value) if isinstance(value, np.integer) else value
 
 
 RNNModel.register(KerasModel)

@@ -32,6 +32,16 @@ def _numpy(tensor: Any) -> np.ndarray:
     return tensor.detach().cpu().numpy().astype(np.float32)
 
 
+def _shape(value: Any) -> tuple[int, ...]:
+    """``input_shape`` (one input, no batch axis) as a tuple of positive ints."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, (tuple, list)) or not value or \
+            not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d > 0
+                    for d in value):
+        raise InvalidArgument(f"input_shape={value!r}; give one input's shape without the batch "
+                              "axis, e.g. input_shape=(29, 12) for 29 steps of 12 features")
+    return tuple(int(d) for d in value)
+
+
 class TorchModel(Adapter):
     """A ``torch.nn.Module`` with one of its recurrent modules made traceable.
 
@@ -65,13 +75,13 @@ class TorchModel(Adapter):
         self.units = int(self.cell.units if not (kind == "LSTM" and self.module.proj_size)
                          else self.module.proj_size)
         self._n_steps = None
-        self.input_shape = tuple(input_shape) if input_shape is not None else ()
+        self.input_shape = () if input_shape is None else _shape(input_shape)
         self._shape_known = input_shape is not None
+        embeddings = [m for m in model.modules() if isinstance(m, torch.nn.Embedding)]
         if input_dtype is not None:
             check_choice("input_dtype", input_dtype, ("float32", "int64"))
-        self.input_dtype = np.dtype(input_dtype or "float32")
-        self._dtype_known = input_dtype is not None
-        embeddings = [m for m in model.modules() if isinstance(m, torch.nn.Embedding)]
+        # token ids for a model with an embedding, float features otherwise
+        self.input_dtype = np.dtype(input_dtype or ("int64" if embeddings else "float32"))
         if embeddings:
             self.id_range = (0, int(embeddings[0].num_embeddings))
         self._captured: list[Any] = []
@@ -154,13 +164,16 @@ class TorchModel(Adapter):
         array = np.asarray(x) if not hasattr(x, "detach") else x.detach().cpu().numpy()
         if array.ndim < 2:
             raise InvalidInput(f"inputs have shape {array.shape}; pass a batch (x[None] for one)")
-        if not self._shape_known:
-            self.input_shape = tuple(int(d) for d in array.shape[1:])
-            self._shape_known = True
-        if not self._dtype_known and array.dtype.kind in "biu":
-            self.input_dtype = np.dtype("int64")
-        self._dtype_known = True
-        return super().check_input(array)
+        if self._shape_known:
+            return super().check_input(array)
+        self.input_shape = tuple(int(d) for d in array.shape[1:])
+        try:
+            checked = super().check_input(array)
+        except Exception:
+            self.input_shape = ()  # the first valid batch fixes the shape, not a refused one
+            raise
+        self._shape_known = True
+        return checked
 
     def _hook(self, module: Any, args: Any, kwargs: Any) -> None:
         hx = args[1] if len(args) > 1 else kwargs.get("hx")

@@ -10,11 +10,15 @@ from ..errors import InvalidArgument, InvalidInput
 from .metrics import DEFAULT_METRICS, BatchResult, Metric, Signals, make_metric
 from .profile import Profile
 from .state import MetricState, ModelState
+from .source import check_source
 from .threads import numpy_work
 from .trace import Trace
 
 if TYPE_CHECKING:
     from .source import TraceSource
+
+#: The most inputs a Coverage keeps copies of for the targeted search (``best_input``).
+MAX_KEPT = 4096
 
 #: One batch's results per metric name, tagged with the profile and configuration that
 #: produced them (a result is reused only where both are the same).
@@ -56,8 +60,10 @@ class Coverage:
     def __init__(self, model: "TraceSource", profile: Profile,
                  metrics: Iterable[Any] = DEFAULT_METRICS, *, preset: str = "paper",
                  track_fitness: bool = True) -> None:
+        model = check_source(model)
         if not isinstance(profile, Profile):
-            raise InvalidArgument(f"profile={profile!r} is not a fitted Profile")
+            raise InvalidArgument(f"profile={profile!r} is not a Profile; fit one with "
+                                  "Profile().fit(model, x_train) or Profile.load(path)")
         profile.check(model)
         self.model = model
         self.profile = profile
@@ -96,6 +102,12 @@ class Coverage:
 
     def update_trace(self, trace: Trace, inputs: np.ndarray | None = None) -> dict[str, int]:
         """Add an already computed trace (``inputs`` kept for ``best_input`` when given)."""
+        if not isinstance(trace, Trace):
+            raise InvalidArgument(f"trace={type(trace).__name__}; pass a Trace from "
+                                  "model.trace(x), or use update(x) for inputs")
+        if inputs is not None and len(inputs) != trace.batch_size:
+            raise InvalidArgument(f"inputs has {len(inputs)} rows but the trace {trace.batch_size}; "
+                                  "pass the inputs the trace was computed from")
         gained, _ = self.update_signals(self.signals(trace), inputs)
         return gained
 
@@ -143,16 +155,32 @@ class Coverage:
 
     def _keep_best(self, inputs: np.ndarray, ids: np.ndarray) -> None:
         """Keep copies of the inputs that hold a best fitness of an uncovered condition."""
-        wanted = np.unique(np.concatenate(
-            [m.best_input_[~m.covered_] for m in self.metrics.values()]))
+        wanted = self._wanted_inputs()
         keep = set(wanted.tolist())
         self._kept = {i: v for i, v in self._kept.items() if i in keep}
         fresh = wanted[(wanted >= ids[0]) & (wanted <= ids[-1])]
         for i in fresh.tolist():
             self._kept[i] = np.array(inputs[i - ids[0]], copy=True)
 
+    def _wanted_inputs(self) -> np.ndarray:
+        """Ids of the inputs holding a best fitness of an uncovered condition, at most
+        MAX_KEPT of them: the closest conditions of every metric first (round robin)."""
+        ranks, ids = [], []
+        for metric in self.metrics.values():
+            open_ = np.flatnonzero(~metric.covered_ & (metric.best_input_ >= 0))
+            order = open_[np.argsort(metric.best_fitness_[open_], kind="stable")]
+            ranks.append(np.arange(len(order)))
+            ids.append(metric.best_input_[order])
+        if not ids:
+            return np.zeros(0, np.int64)
+        ranked = np.concatenate(ids)[np.argsort(np.concatenate(ranks), kind="stable")]
+        unique, first = np.unique(ranked, return_index=True)
+        return unique[np.sort(np.argsort(first, kind="stable")[:MAX_KEPT])] \
+            if len(unique) > MAX_KEPT else unique
+
     def best_input(self, metric: str, condition: int) -> np.ndarray | None:
-        """The input closest to covering an uncovered condition (None when unknown)."""
+        """The input closest to covering an uncovered condition (None when unknown or when
+        it was not among the MAX_KEPT inputs kept)."""
         chosen = self[metric]
         if isinstance(condition, bool) or not isinstance(condition, (int, np.integer)) or not (
                 0 <= condition < chosen.total):

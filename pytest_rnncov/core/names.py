@@ -10,3 +10,6 @@ DEFAULT_METRICS = ("BC", "SC", "TC")
 
 #: Configuration presets: "paper" (SPEC defaults) and "testrnn" (the authors' tool).
 PRESET_NAMES = ("paper", "testrnn")
+
+#: The most coverage conditions one metric may have (its state must fit in memory).
+MAX_CONDITIONS = 1 << 20

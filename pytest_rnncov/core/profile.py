@@ -18,8 +18,10 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
 import numpy as np
 
 from ..errors import DegenerateProfile, InvalidArgument, ProfileError, RNNCovWarning, StaleProfile
-from ..validation import check_int, check_window
+from ..files import as_path, parse_json, read_bounded, write_text
+from ..validation import check_int, check_str, check_window
 from .abstractions import ABSTRACTIONS, Window, resolve_window, signal
+from .source import check_source
 from .states import RunningCovariance, StateModel
 from .trace import CELL_COMPONENTS, Trace, check_component
 
@@ -84,21 +86,35 @@ class Profile:
                  state_intervals: int = 10) -> None:
         self.window = check_window(window)
         self.state_components = check_int("state_components", state_components, minimum=1,
-                                          example="5")
+                                          maximum=64, example="5")
         self.state_intervals = check_int("state_intervals", state_intervals, minimum=1,
-                                         example="10")
+                                         maximum=1 << 20, example="10")
+        if self.state_intervals ** self.state_components > 2 ** 62:
+            raise InvalidArgument(
+                f"state_intervals={self.state_intervals} ** state_components="
+                f"{self.state_components} abstract states are too many to index; lower either")
         self.path_: Path | None = None
 
     # -- fitting ---------------------------------------------------------------------
     def fit(self, model: "TraceSource", x: Any) -> "Profile":
         """Learn every signal's statistics from training inputs ``x``, batch by batch."""
+        model = check_source(model)
         x = model.check_input(x)
         return self._fit(lambda: (trace for _, trace in model.iter_traces(x, outputs=False)),
                          layer=model.layer_name, fingerprint=model.fingerprint())
 
     def fit_traces(self, traces: Iterable[Trace], *, layer: str, fingerprint: str) -> "Profile":
         """Learn the statistics from already computed traces of the layer ``layer``."""
+        check_str("layer", layer)
+        check_str("fingerprint", fingerprint)
+        if isinstance(traces, (Trace, str, bytes)) or not isinstance(traces, Iterable):
+            raise InvalidArgument(f"traces={traces!r}: pass an iterable of Trace objects "
+                                  "(e.g. a list of model.trace(batch) results)")
         kept = list(traces)
+        wrong = [type(t).__name__ for t in kept if not isinstance(t, Trace)]
+        if wrong:
+            raise InvalidArgument(f"traces holds {wrong[0]}, not Trace; pass the results of "
+                                  "model.trace(batch)")
         return self._fit(lambda: iter(kept), layer=layer, fingerprint=fingerprint)
 
     def _fit(self, traces: Callable[[], Iterator[Trace]], *, layer: str,
@@ -219,6 +235,7 @@ class Profile:
     def check(self, model: "TraceSource") -> None:
         """Raise StaleProfile unless this profile belongs to ``model``'s traced layer."""
         self._fitted()
+        model = check_source(model)
         problems = []
         if self.layer_ != model.layer_name:
             problems.append(f"layer {self.layer_!r} != {model.layer_name!r}")
@@ -265,20 +282,21 @@ class Profile:
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the profile as JSON (see docs/definitions.md, "Profile files")."""
-        target = Path(path)
+        target = as_path(path, "profile path")
         text = json.dumps(self.to_dict(), indent=1, allow_nan=False) + "\n"
-        try:
-            target.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise ProfileError(f"cannot write the profile to {str(target)!r}: {exc.strerror}") from None
+        write_text(target, text, "the profile", ProfileError)
         self.path_ = target
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> "Profile":
         """Read a profile written by ``save``, checking every field."""
-        source = Path(path)
+        source = as_path(path, "profile path")
         where = f"profile {str(source)!r}"
-        data = _read_json(source, where)
+        if not source.exists():
+            raise InvalidArgument(f"no profile file at {str(source)!r}; fit one with "
+                                  "Profile().fit(model, x_train) and save it")
+        data = parse_json(read_bounded(source, where, ProfileError), where, ProfileError,
+                          fix="refit and save the profile")
         profile = _from_dict(cls, data, where)
         profile.path_ = source
         return profile
@@ -288,29 +306,6 @@ class Profile:
             return f"Profile(window={self.window!r})"
         return (f"Profile(layer={self.layer_!r}, cell={self.cell_!r}, window={list(self.window_)}, "
                 f"n_samples={self.n_samples_})")
-
-
-def _reject_constant(name: str) -> float:
-    raise ValueError(f"{name} is not a number JSON allows")
-
-
-def _read_json(path: Path, where: str) -> Any:
-    if path.is_dir():
-        raise ProfileError(f"{where} is a directory; pass the path of a profile .json file")
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise InvalidArgument(f"no profile file at {str(path)!r}") from None
-    except OSError as exc:
-        raise ProfileError(f"cannot read {where}: {exc.strerror}") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ProfileError(f"{where} is not UTF-8 text, so not a profile file") from None
-    try:
-        return json.loads(text, parse_constant=_reject_constant)
-    except (json.JSONDecodeError, ValueError) as exc:
-        raise ProfileError(f"{where} is not valid JSON ({exc}); refit and save the profile") from None
 
 
 def _from_dict(cls: type[Profile], data: Any, where: str) -> Profile:
@@ -369,19 +364,24 @@ def _from_dict(cls: type[Profile], data: Any, where: str) -> Profile:
         values = {}
         for field in ("min", "max", "mean", "std"):
             value = get(raw, field, (int, float), f"signals.{key}.")
-            if not math.isfinite(value):
+            if isinstance(value, int) and abs(value) > 2 ** 1000 or not math.isfinite(value):
                 raise fail(f"signals.{key}.{field} is {value!r}")
             values[field] = float(value)
         if values["min"] > values["max"] or values["std"] < 0:
             raise fail(f"signals.{key} has min > max or a negative std")
+        slack = 1e-9 * (abs(values["min"]) + abs(values["max"]) + 1.0)  # float64 rounding
+        if not values["min"] - slack <= values["mean"] <= values["max"] + slack:
+            raise fail(f"signals.{key}.mean {values['mean']!r} lies outside [min, max]")
         signals[key] = SignalStats(**values)
     neurons = get(data, "neurons", dict)
+    if neurons.get("component", "h") != "h":
+        raise fail(f"neurons.component is {neurons.get('component')!r}; profiles record 'h'")
     length = window[1] - window[0] + 1
     arrays = []
     for key in ("min", "max"):
         try:
             array = np.asarray(get(neurons, key, list, "neurons."), np.float64)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise fail(f"neurons.{key} is not a numeric array") from None
         if array.shape != (length, units) or not np.isfinite(array).all():
             raise fail(f"neurons.{key} must be finite numbers of shape ({length}, {units}) for "

@@ -6,6 +6,7 @@ from typing import Any, Iterator, Protocol
 
 import numpy as np
 
+from ..errors import InvalidArgument
 from .trace import Trace
 
 
@@ -28,3 +29,18 @@ class TraceSource(Protocol):
 
     def iter_traces(self, x: np.ndarray, *, outputs: bool = True, until: int | None = None
                     ) -> Iterator[tuple[np.ndarray | None, Trace]]: ...
+
+
+_REQUIRED = ("name", "layer_name", "units", "cell_kind", "n_steps", "fingerprint", "check_input",
+             "iter_traces")
+
+
+def check_source(model: Any, what: str = "model") -> "TraceSource":
+    """``model`` if it is a traceable model (an ``RNNModel``), else InvalidArgument."""
+    missing = [name for name in _REQUIRED if not hasattr(model, name)]
+    if missing:
+        raise InvalidArgument(
+            f"{what}={model!r} ({type(model).__name__}) is not a traceable model (it lacks "
+            f"{', '.join(missing)}); wrap your network first: "
+            "pytest_rnncov.RNNModel(keras_or_torch_model)")
+    return model  # type: ignore[no-any-return]

@@ -21,6 +21,8 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from ..errors import DataFileError, InvalidArgument
+from .names import MAX_CONDITIONS, METRIC_NAMES
+from .trace import CELL_COMPONENTS
 
 STATE_VERSION = 1
 
@@ -43,8 +45,9 @@ def _require(data: Any, key: str, kind: type | tuple[type, ...], where: str) -> 
 def _int_list(data: Any, key: str, where: str, *, length: int | None = None,
               low: int = 0, high: int | None = None) -> np.ndarray:
     values = _require(data, key, list, where)
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-        raise _fail(where, f"{key!r} must be a list of integers")
+    if not all(isinstance(v, int) and not isinstance(v, bool) and abs(v) < 2 ** 62
+               for v in values):
+        raise _fail(where, f"{key!r} must be a list of integers below 2**62")
     array = np.asarray(values, np.int64).reshape(-1)
     if length is not None and len(array) != length:
         raise _fail(where, f"{key!r} has {len(array)} entries, expected {length}")
@@ -164,9 +167,11 @@ class MetricState:
         metric = _require(data, "metric", str, where)
         describe = _require(data, "describe", str, where)
         config = _require(data, "config", dict, where)
+        if metric not in METRIC_NAMES:
+            raise _fail(where, f"metric {metric!r} is not one of {', '.join(METRIC_NAMES)}")
         total = _require(data, "total", int, where)
-        if total < 0:
-            raise _fail(where, f"'total' is {total}")
+        if not 0 <= total <= MAX_CONDITIONS:
+            raise _fail(where, f"'total' is {total}, outside [0, {MAX_CONDITIONS}]")
         ids = _int_list(data, "covered_ids", where, high=total)
         times = _int_list(data, "times", where, length=len(ids), low=1)
         if len(np.unique(ids)) != len(ids):
@@ -276,7 +281,10 @@ class ModelState:
             if state.metric != key:
                 raise _fail(where, f"metric {key!r} holds the state of {state.metric!r}")
             metrics[key] = state
-        return cls(name, _require(data, "layer", str, where), _require(data, "cell", str, where),
+        cell = _require(data, "cell", str, where)
+        if cell not in CELL_COMPONENTS:
+            raise _fail(where, f"cell {cell!r} is not one of {', '.join(CELL_COMPONENTS)}")
+        return cls(name, _require(data, "layer", str, where), cell,
                    (int(window[0]), int(window[1])), _require(data, "fingerprint", str, where),
                    n_inputs, metrics)
 

@@ -151,13 +151,13 @@ class StateModel:
         if missing:
             raise fail(f"lacks {', '.join(missing)}")
         intervals = data["intervals"]
-        if isinstance(intervals, bool) or not isinstance(intervals, int) or intervals < 1:
-            raise fail(f"has intervals={intervals!r}, not an integer >= 1")
+        if isinstance(intervals, bool) or not isinstance(intervals, int) or not 1 <= intervals <= 1 << 20:
+            raise fail(f"has intervals={intervals!r}, not an integer in [1, {1 << 20}]")
 
         def floats(key: str, shape: tuple[int, ...]) -> np.ndarray:
             try:
                 array = np.asarray(data[key], np.float64)
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):
                 raise fail(f"{key!r} is not a numeric array") from None
             if array.shape != shape or not np.isfinite(array).all():
                 raise fail(f"{key!r} must be finite numbers of shape {shape}, got {array.shape}")
@@ -169,6 +169,8 @@ class StateModel:
             raise fail("'components' must be a non-empty list of directions")
         mean = floats("mean", (units,))
         components = floats("components", (k, units))
+        if not (np.linalg.norm(components, axis=1) > 0).all():
+            raise fail("'components' holds a zero direction")
         low, high = floats("low", (k,)), floats("high", (k,))
         if not (high > low).all():
             raise fail("'high' must exceed 'low' along every direction")

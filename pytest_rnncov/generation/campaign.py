@@ -51,6 +51,8 @@ SCHEDULES = ("stall", "mixed")
 #: every case within it.
 BEYOND_RADIUS = 1e6
 OBJECTIVES = ("coverage", "failure", "both")
+#: the most inputs one generation of targeted mutation may breed (k * n)
+MAX_GENERATION = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -62,8 +64,13 @@ class GAConfig:
     gamma: int = 10
 
     def __post_init__(self) -> None:
-        for name in ("k", "n", "gamma"):
-            check_int(f"GAConfig {name}", getattr(self, name), minimum=1)
+        check_int("GAConfig k", self.k, minimum=1, maximum=4096, example="4")
+        check_int("GAConfig n", self.n, minimum=1, maximum=4096, example="8")
+        check_int("GAConfig gamma", self.gamma, minimum=1, maximum=100_000, example="10")
+        if self.k * self.n > MAX_GENERATION:
+            raise InvalidArgument(
+                f"GAConfig k={self.k} parents x n={self.n} offspring is {self.k * self.n:,} "
+                f"inputs per generation, more than {MAX_GENERATION:,}; lower k or n")
 
 
 @dataclass
@@ -326,10 +333,21 @@ class Campaign:
             targets = [k for k, m in self.coverage.metrics.items() if m.graded] or list(self.coverage.metrics)
         if isinstance(targets, str):
             targets = [targets]
-        self.targets = tuple(self.coverage[t].name for t in targets)
+        if not isinstance(targets, Sequence) or not targets:
+            raise InvalidArgument(f"targets={targets!r}; name at least one tracked metric, e.g. "
+                                  f"targets=[{next(iter(self.coverage.metrics))!r}]")
+        self.targets = tuple(dict.fromkeys(self.coverage[t].name for t in targets))
         seed = default_seed if seed is None else check_int("seed", seed, minimum=0, example="0")
         self.seed = seed
         self.rng = np.random.default_rng(seed)
+        if isinstance(listeners, (str, bytes)) or not isinstance(listeners, Sequence):
+            raise InvalidArgument(f"listeners={listeners!r}; pass a list of objects with "
+                                  "on_adversarial(campaign, sample) and/or on_finish(campaign, result)")
+        useless = [x for x in listeners if not (callable(getattr(x, "on_adversarial", None))
+                                                or callable(getattr(x, "on_finish", None)))]
+        if useless:
+            raise InvalidArgument(f"listener {useless[0]!r} has neither on_adversarial nor "
+                                  "on_finish, so it would receive nothing")
         self.listeners = list(listeners)
         self._cases = _CaseStore(mutator.array_cases)
         self._seed_of = np.zeros(0, np.int64)
@@ -552,7 +570,7 @@ class Campaign:
             order = np.argsort(fitness, kind="stable")[: self.ga.k]
             parents, parent_fitness = population[order], fitness[order]
             size = int(min(len(parents) * self.ga.n, self._remaining()))
-            offspring, from_ids = self._mutate(np.repeat(parents, self.ga.n)[:size])
+            offspring, from_ids = self._mutate(parents[np.arange(size) // self.ga.n])
             if len(from_ids) == 0:
                 return
             if kind == "failure" and self.oracle.radius is not None:

@@ -94,9 +94,14 @@ class WordEncoder:
 
     def __init__(self, words: Sequence[str], length: int, pad: str = "left") -> None:
         self.pad = check_choice("pad", pad, ("left", "right"))
-        if isinstance(words, str) or not all(isinstance(w, str) for w in words):
-            raise InvalidArgument("words must be a list of strings (the vocabulary)")
-        self.words = list(words)
+        if isinstance(words, (str, bytes)) or not isinstance(words, Iterable):
+            raise InvalidArgument(f"words={words!r}: pass the vocabulary as a list of words")
+        words = list(words)
+        bad = [w for w in words if not isinstance(w, str) or not w or w != "".join(w.split())]
+        if bad:
+            raise InvalidArgument(f"vocabulary entry {bad[0]!r} is not one word (a non-empty "
+                                  "string without spaces); the encoder splits texts on spaces")
+        self.words = list(dict.fromkeys(w.lower() for w in words))  # texts are lower-cased
         self.index = {w: i + 2 for i, w in enumerate(self.words)}
         self.length = check_int("length", length, minimum=1, example="40")
 
@@ -106,6 +111,11 @@ class WordEncoder:
         from collections import Counter
 
         check_int("max_words", max_words, minimum=1, example="5000")
+        if isinstance(texts, (str, bytes)) or not isinstance(texts, Iterable):
+            raise InvalidArgument("WordEncoder.fit needs a list of texts (wrap one text: [text])")
+        texts = list(texts)
+        if not all(isinstance(t, str) for t in texts):
+            raise InvalidArgument("WordEncoder.fit needs texts that are all strings")
         counts = Counter(w for t in texts for w in t.lower().split())
         return cls([w for w, _ in counts.most_common(max_words)], length, pad=pad)
 

@@ -90,6 +90,8 @@ class GaussianMutator(Mutator):
 
     def __init__(self, variance: float | tuple[float, float] = (0.005, 0.02),
                  clip: tuple[float, float] | None = (0.0, 1.0)) -> None:
+        if isinstance(variance, np.ndarray) and variance.ndim == 0:
+            variance = variance.item()
         if isinstance(variance, (int, float, np.integer, np.floating)) and not isinstance(variance, bool):
             fixed = check_float("variance", variance, minimum=0.0, example="(0.005, 0.02)")
             self.variance = (fixed, fixed)
@@ -105,7 +107,11 @@ class GaussianMutator(Mutator):
         the seeds' mean per-feature standard deviation (the paper's MNIST setting is about
         0.25-0.5 of the pixels' spread). ``clip="auto"`` clips to the seeds' own range."""
         low, high = check_range("spread", spread, minimum=0.0, example="(0.25, 0.5)", strict=False)
-        array = np.asarray(seeds, np.float64)
+        try:
+            array = np.asarray(seeds, np.float64)
+        except (TypeError, ValueError):
+            raise InvalidInput("from_seeds needs numeric seeds of one shape (for text use "
+                               "EDAMutator, for SMILES SmilesMutator)") from None
         if array.ndim < 2 or len(array) < 2 or not np.isfinite(array).all():
             raise InvalidInput("from_seeds needs at least two finite seeds")
         scale = float(array.reshape(len(array), -1).std(axis=0).mean())
@@ -353,8 +359,9 @@ class SmilesMutator(_StringMutator):
                 mol = Chem.MolFromSmiles(smiles)
             finally:
                 RDLogger.EnableLog("rdApp.*")  # type: ignore[attr-defined]
-            if mol is None:
-                raise InvalidInput(f"{smiles!r} is not a valid SMILES string (RDKit cannot parse it)")
+            if mol is None or mol.GetNumAtoms() == 0:
+                raise InvalidInput(f"{smiles!r} is not a valid SMILES string of a molecule "
+                                   "(RDKit cannot parse it, or it has no atoms)")
             self._mols[smiles] = mol
         return self._mols[smiles]
 

@@ -16,7 +16,11 @@ CALIBRATION_SEEDS = 2000
 
 def output_rows(outputs: Any, what: str) -> np.ndarray:
     """Model outputs as finite float64 rows (one per input), or InvalidInput naming them."""
-    array = np.asarray(outputs, np.float64)
+    try:
+        array = np.asarray(outputs, np.float64)
+    except (TypeError, ValueError):
+        raise InvalidInput(f"{what} must be numeric model outputs, got "
+                           f"{type(outputs).__name__} {_short(outputs)}") from None
     if array.ndim == 0 or len(array) == 0:
         raise InvalidInput(f"{what} must be a non-empty batch of model outputs, got shape "
                            f"{array.shape}")
@@ -24,6 +28,40 @@ def output_rows(outputs: Any, what: str) -> np.ndarray:
     if not np.isfinite(array).all():
         raise InvalidInput(f"{what} hold NaN or inf; the oracle cannot judge them")
     return array
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _distances(values: Any, n: int, what: str) -> np.ndarray:
+    """``values`` as ``n`` finite distances >= 0, or InvalidInput naming ``what``."""
+    try:
+        d = np.asarray(values, np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        raise InvalidInput(f"{what} must be numbers, got {_short(values)}") from None
+    if len(d) != n:
+        raise InvalidInput(f"{what} gave {len(d)} values for {n} cases; return one distance "
+                           "per row-aligned pair")
+    if not (np.isfinite(d).all() and (d >= 0).all()):
+        raise InvalidInput(f"{what} holds NaN, inf or negative values; distances must be "
+                           "finite and >= 0")
+    return d
+
+
+def _one_case(outputs: Any, what: str) -> np.ndarray:
+    """The outputs for one input as a (1, n) row: a scalar, a 1-D output vector or a batch
+    of one row."""
+    try:
+        array = np.asarray(outputs, np.float64)
+    except (TypeError, ValueError):
+        raise InvalidInput(f"{what} must be numeric model outputs, got "
+                           f"{type(outputs).__name__} {_short(outputs)}") from None
+    if array.ndim >= 2 and len(array) != 1:
+        raise InvalidInput(f"{what} has {len(array)} rows; check() judges one case: pass the "
+                           "outputs of one input (use fails() for batches)")
+    return output_rows(array.reshape(1, -1), what)
 
 
 class Oracle:
@@ -48,8 +86,11 @@ class Oracle:
             self.tolerance: float | None = check_float(
                 "tolerance", tolerance, minimum=0.0, exclusive_minimum=True, example="0.5")
         else:
-            self.tolerance = None if tolerance is None else check_float(
-                "tolerance", tolerance, minimum=0.0, exclusive_minimum=True)
+            if tolerance is not None:
+                raise InvalidArgument(
+                    f"tolerance={tolerance!r} applies to task='regression'; a classification "
+                    "oracle compares decisions (leave tolerance out)")
+            self.tolerance = None
         self.threshold = check_float("threshold", threshold, example="0.5")
         #: how the radius was chosen, when Oracle.calibrate chose it (shown in reports)
         self.calibration: str | None = None
@@ -75,7 +116,11 @@ class Oracle:
         fraction_ = check_float("fraction", fraction, minimum=0.0, exclusive_minimum=True,
                                 example="0.5")
         check_int("seed", seed, minimum=0)
-        x = np.asarray(seeds)
+        try:
+            x = np.asarray(seeds)
+        except ValueError as exc:
+            raise InvalidInput(f"seeds are not one array ({exc}); pass a batch of equal-shaped "
+                               "seeds") from None
         out = output_rows(outputs, "outputs")
         if x.ndim < 2 or len(x) != len(out) or len(x) < 2:
             raise InvalidInput(f"calibrate needs at least two seeds with one output row each; "
@@ -93,13 +138,25 @@ class Oracle:
                                "classes (or outputs farther apart than the tolerance)")
         a, b = a[differ], b[differ]
         if distance is None:
+            if not (np.issubdtype(x.dtype, np.number) or x.dtype == bool):
+                raise InvalidInput(
+                    f"seeds of dtype {x.dtype} have no L2 distance; pass distance=f where "
+                    "f(a, b) gives the distance of each row-aligned pair (e.g. an edit distance)")
             flat = x.reshape(n, -1).astype(np.float64)
+            if not np.isfinite(flat).all():
+                raise InvalidInput("seeds hold NaN or inf; calibrate needs finite seeds")
+            # scaled by a power of two (exact) so that the Gram matrix cannot overflow
+            scale = float(np.ldexp(1.0, int(np.frexp(np.abs(flat).max())[1])))
+            flat = flat / scale
             squares = np.einsum("ij,ij->i", flat, flat)
             gram = flat @ flat.T
-            d = np.sqrt(np.maximum(squares[a] + squares[b] - 2 * gram[a, b], 0.0))
+            d = scale * np.sqrt(np.maximum(squares[a] + squares[b] - 2 * gram[a, b], 0.0))
             what = "L2 distances"
         else:
-            d = np.asarray(distance(x[a], x[b]), np.float64)
+            if not callable(distance):
+                raise InvalidArgument(f"distance={distance!r} must be a function f(a, b) "
+                                      "returning the distance of each row-aligned pair")
+            d = _distances(distance(x[a], x[b]), len(a), "distance(a, b)")
             what = "distances"
         gap = float(np.quantile(d, quantile_))
         oracle.radius = fraction_ * gap
@@ -128,9 +185,10 @@ class Oracle:
     def fails(self, seed_outputs: np.ndarray, case_outputs: np.ndarray,
               distances: np.ndarray) -> np.ndarray:
         """Adversarial cases: within the radius of their seed and decided differently."""
-        distances = np.asarray(distances, np.float64).reshape(-1)
+        changed = self.changed(seed_outputs, case_outputs)
+        distances = _distances(distances, len(changed), "distances")
         near = np.ones(len(distances), bool) if self.radius is None else distances <= self.radius
-        return near & self.changed(seed_outputs, case_outputs)
+        return near & changed
 
     def decision_text(self, outputs: np.ndarray) -> str:
         """The decision for the first row of ``outputs`` as text (class, or value)."""
@@ -142,8 +200,8 @@ class Oracle:
               seed: Any = None, case: Any = None) -> None:
         """Raise AdversarialFailure (an AssertionError) when the case fails the oracle, with
         a message that explains it: both decisions, the distance and the radius."""
-        seed_rows = output_rows(seed_output, "seed output")[:1]
-        case_rows = output_rows(case_output, "case output")[:1]
+        seed_rows = _one_case(seed_output, "seed output")
+        case_rows = _one_case(case_output, "case output")
         distance = check_float("distance", distance, minimum=0.0)
         if not self.fails(seed_rows, case_rows, np.array([distance]))[0]:
             return

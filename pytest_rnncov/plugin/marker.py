@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 import pytest
@@ -43,10 +44,10 @@ def check_marker(marker: pytest.Mark, fed: dict[str, ModelState], settings: Sett
                 return "rnn_coverage marker needs min=..., or run with --rnn-coverage=..."
             bars = Bars(settings.bars.entries, metrics)
         else:
-            if isinstance(required, bool) or not isinstance(required, (int, float, str)):
+            if isinstance(required, bool) or not isinstance(required, (numbers.Real, str)):
                 raise InvalidArgument(f"min={required!r}; pass a fraction such as 0.8 or bars "
                                       "such as 'BC:0.9,TC:0.4'")
-            bars = Bars.parse(str(required) if isinstance(required, str) else repr(float(required)),
+            bars = Bars.parse(required if isinstance(required, str) else repr(float(required)),
                               metrics)
         wanted = (_names(options["model"], "model") if options.get("model") is not None
                   else sorted(fed))

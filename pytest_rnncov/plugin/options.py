@@ -8,6 +8,7 @@ will write are checked here, before any test runs.
 from __future__ import annotations
 
 import argparse
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -161,10 +162,12 @@ def read_settings(config: pytest.Config) -> Settings:
     reports = config.getoption("rnn_report")
     if reports is None:
         lines = _ini(config, "rnn_report") or []
-        specs = [item for line in lines for item in str(line).split()]
-        try:
+        if isinstance(lines, str):
+            lines = [lines]
+        try:  # shell-style words per line, so a quoted path may hold spaces
+            specs = [item for line in lines for item in shlex.split(str(line))]
             reports = [report_spec(s) for s in specs]
-        except argparse.ArgumentTypeError as exc:
+        except (argparse.ArgumentTypeError, ValueError) as exc:
             raise _usage(f"ini option rnn_report = {lines!r}", exc) from None
     reports = tuple(dict.fromkeys(reports or [("term", None)]))
 
@@ -178,6 +181,9 @@ def read_settings(config: pytest.Config) -> Settings:
 
     root = Path(config.rootpath)
     data = config.getoption("rnn_data") or _ini(config, "rnn_data")
+    if data is not None and (not isinstance(data, str) or not data.strip()):
+        raise pytest.UsageError(f"ini option rnn_data = {data!r}: give one file path, e.g. "
+                                "rnn_data = .rnncov/data.json")
     save, compare = config.getoption("rnn_save"), config.getoption("rnn_compare")
     try:
         from ..reporting.paths import baseline_path

@@ -26,6 +26,7 @@ from ..generation.campaign import Campaign, CampaignResult
 from ..reporting.data import CoverageData
 from ..reporting.samples import SampleWriter, gallery_entries
 from ..reporting.signals import sample_signals
+from ..reporting.specs import parse_metrics
 from ..validation import check_int, check_str, check_window
 
 
@@ -222,6 +223,8 @@ class RNNCovSession:
         else:
             rnn = RNNModel(model, layer, direction=direction, output=output)
         key = name or rnn.name
+        if isinstance(metrics, str):  # "TC" or "BC,TC", not the letters of a name
+            metrics = parse_metrics(metrics)
         specs = tuple(metrics) if metrics is not None else self.default_metrics
         if key in self.models:
             tracked = self.models[key]

@@ -11,12 +11,12 @@ from __future__ import annotations
 import datetime
 import json
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Mapping
 
 from ..core.state import ModelState
 from ..errors import DataFileError
-from .data import CoverageData, read_bounded
-from .paths import write_text
+from ..files import parse_json, read_bounded, write_text
+from .data import CoverageData, read_model_state
 from .results import percent
 
 FORMAT = "pytest-rnncov-baseline"
@@ -39,10 +39,7 @@ def load_baseline(path: Path) -> dict[str, ModelState]:
     if not path.exists():
         raise DataFileError(f"no coverage baseline at {str(path)!r}; create it with --rnn-save")
     raw = read_bounded(path, where)
-    try:
-        data = json.loads(raw.decode("utf-8"), parse_constant=_refuse)
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise DataFileError(f"{where} is not a JSON baseline file ({exc})") from None
+    data = parse_json(raw, where, fix="save it again with --rnn-save")
     if not isinstance(data, Mapping) or data.get("format") != FORMAT:
         raise DataFileError(f"{where} is not a pytest-rnncov baseline file")
     if data.get("version") != VERSION:
@@ -51,12 +48,8 @@ def load_baseline(path: Path) -> dict[str, ModelState]:
     models = data.get("models")
     if not isinstance(models, Mapping):
         raise DataFileError(f"{where}: 'models' must be an object")
-    return {name: ModelState.from_json(state, f"{where}, model {name!r}")
+    return {name: read_model_state(state, f"{where}, model {name!r}")
             for name, state in models.items()}
-
-
-def _refuse(name: str) -> Any:
-    raise ValueError(f"{name} is not a number JSON allows")
 
 
 def regressions(baseline: dict[str, ModelState], current: dict[str, ModelState],

@@ -15,17 +15,17 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, TypeGuard
 
+import numpy as np
+
+from ..core.metrics import condition_label
 from ..core.state import ModelState, merge_models
 from ..errors import DataFileError
+from ..files import as_path, parse_json, read_bounded, write_text
 
 FORMAT = "pytest-rnncov-data"
 VERSION = 1
-
-#: The largest data file read (bytes); bigger files are refused, not loaded.
-MAX_FILE = 512 * 1024 * 1024
-
 
 @dataclass
 class CoverageData:
@@ -76,16 +76,7 @@ class CoverageData:
     @classmethod
     def loads(cls, text: str | bytes, where: str = "coverage data") -> "CoverageData":
         """Read ``dumps`` output; anything malformed raises DataFileError naming it."""
-        if isinstance(text, bytes):
-            try:
-                text = text.decode("utf-8")
-            except UnicodeDecodeError:
-                raise DataFileError(f"{where} is not UTF-8 text") from None
-        try:
-            data = json.loads(text, parse_constant=_refuse_constant)
-        except (json.JSONDecodeError, ValueError) as exc:
-            raise DataFileError(f"{where} is not valid JSON ({exc})") from None
-        return cls.from_json(data, where)
+        return cls.from_json(parse_json(text, where), where)
 
     @classmethod
     def from_json(cls, data: Any, where: str) -> "CoverageData":
@@ -98,11 +89,13 @@ class CoverageData:
         models_raw = _field(data, "models", dict, where)
         models = {}
         for name, raw in models_raw.items():
-            state = ModelState.from_json(raw, f"{where}, model {name!r}")
+            state = read_model_state(raw, f"{where}, model {name!r}")
             if state.name != name:
                 raise DataFileError(f"{where}: model {name!r} holds the state of {state.name!r}")
             models[name] = state
         signals = _field(data, "signals", dict, where)
+        for name, values in signals.items():
+            _check_signals(name, values, where)
         campaigns = _field(data, "campaigns", list, where)
         for index, campaign in enumerate(campaigns):
             _check_campaign(campaign, f"{where}, campaign {index}")
@@ -111,17 +104,11 @@ class CoverageData:
                    _strings(data, "sources", where))
 
     def save(self, path: str | os.PathLike[str]) -> Path:
-        target = Path(path)
-        try:
-            target.write_text(self.dumps() + "\n", encoding="utf-8")
-        except OSError as exc:
-            raise DataFileError(f"cannot write coverage data to {str(target)!r}: "
-                                f"{exc.strerror}") from None
-        return target
+        return write_text(as_path(path, "data file"), self.dumps() + "\n", "coverage data")
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> "CoverageData":
-        source = Path(path)
+        source = as_path(path, "data file")
         where = f"data file {str(source)!r}"
         text = read_bounded(source, where)
         data = cls.loads(text, where)
@@ -129,23 +116,18 @@ class CoverageData:
         return data
 
 
-def read_bounded(path: Path, where: str) -> bytes:
-    """A file's bytes, refusing directories, missing files and files over MAX_FILE."""
-    if path.is_dir():
-        raise DataFileError(f"{where} is a directory; pass a file")
-    try:
-        size = path.stat().st_size
-        if size > MAX_FILE:
-            raise DataFileError(f"{where} has {size:,} bytes, more than the {MAX_FILE:,} read")
-        return path.read_bytes()
-    except FileNotFoundError:
-        raise DataFileError(f"no file at {str(path)!r}") from None
-    except OSError as exc:
-        raise DataFileError(f"cannot read {where}: {exc.strerror}") from None
-
-
-def _refuse_constant(name: str) -> float:
-    raise ValueError(f"{name} is not a number JSON allows")
+def read_model_state(raw: Any, where: str) -> ModelState:
+    """``ModelState.from_json`` plus a check that every metric's configuration names its
+    conditions (so reports built from the file cannot fail half-way)."""
+    state = ModelState.from_json(raw, where)
+    for key, metric in state.metrics.items():
+        try:
+            for condition in {0, metric.total - 1} if metric.total else ():
+                condition_label(metric.metric, metric.config, condition)
+        except (KeyError, TypeError, ValueError, IndexError, ZeroDivisionError) as exc:
+            raise DataFileError(f"{where}, metric {key!r}: its 'config' {metric.config!r} does "
+                                f"not describe {metric.total} conditions ({exc!r})") from None
+    return state
 
 
 def _field(data: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
@@ -164,24 +146,111 @@ def _strings(data: Mapping[str, Any], key: str, where: str) -> list[str]:
     return list(values)
 
 
-_CAMPAIGN_NUMBERS = ("test_cases", "adversarial", "unique")
+_CAMPAIGN_COUNTS = ("test_cases", "adversarial", "unique")
+_CAMPAIGN_TEXTS = ("distance", "saved_to", "oracle", "mutator", "schedule", "objective")
+_SIGNAL_PANELS = ("h_net_z", "f_avg_minmax", "h_delta_minmax")
+#: the most gallery samples and growth points a data file may hold per campaign
+MAX_GALLERY, MAX_GROWTH = 256, 100_000
+
+
+def _is_count(value: Any) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2 ** 62
+
+
+def _is_number(value: Any) -> TypeGuard[float]:
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and abs(value) < 2 ** 1000 and math.isfinite(value))
+
+
+def _numeric_array(value: Any, where: str) -> np.ndarray:
+    try:
+        array = np.asarray(value, np.float64)
+    except (TypeError, ValueError, OverflowError):
+        raise DataFileError(f"{where} is not a numeric array") from None
+    if array.size == 0 or not np.isfinite(array).all():
+        raise DataFileError(f"{where} must be a non-empty array of finite numbers")
+    return array
+
+
+def _check_sample(item: Any, where: str) -> None:
+    if not isinstance(item, Mapping):
+        raise DataFileError(f"{where} is not an object")
+    if not _is_count(item.get("seed_index")):
+        raise DataFileError(f"{where}: 'seed_index' is {item.get('seed_index')!r}, not a count")
+    distance = item.get("distance")
+    if not _is_number(distance) or distance < 0:
+        raise DataFileError(f"{where}: 'distance' is {distance!r}, not a number >= 0")
+    for key in ("seed_decision", "case_decision"):
+        if not (isinstance(item.get(key), str) or _is_number(item.get(key))):
+            raise DataFileError(f"{where}: {key!r} must be a class or a number")
+    seed, case = item.get("seed"), item.get("case")
+    if isinstance(seed, str) or isinstance(case, str):
+        if not (isinstance(seed, str) and isinstance(case, str)):
+            raise DataFileError(f"{where}: 'seed' and 'case' must both be text or both arrays")
+    elif _numeric_array(seed, f"{where}: 'seed'").shape != _numeric_array(case, f"{where}: 'case'").shape:
+        raise DataFileError(f"{where}: 'seed' and 'case' differ in shape")
+    clip = item.get("clip", [])
+    if not (isinstance(clip, list) and (not clip or (len(clip) == 2 and all(map(_is_number, clip))
+                                                     and clip[0] < clip[1]))):
+        raise DataFileError(f"{where}: 'clip' must be [] or [low, high]")
 
 
 def _check_campaign(campaign: Any, where: str) -> None:
     if not isinstance(campaign, Mapping):
         raise DataFileError(f"{where} is not an object")
-    for key in _CAMPAIGN_NUMBERS:
-        value = campaign.get(key)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise DataFileError(f"{where}: {key!r} is {value!r}, not a count")
+    for key in _CAMPAIGN_COUNTS:
+        if not _is_count(campaign.get(key)):
+            raise DataFileError(f"{where}: {key!r} is {campaign.get(key)!r}, not a count")
+    if campaign["adversarial"] > campaign["test_cases"] or campaign["unique"] > campaign["adversarial"]:
+        raise DataFileError(f"{where}: more adversarial samples than test cases, or more "
+                            "unique seeds than adversarial samples")
     rate = campaign.get("adversary_rate")
-    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not math.isfinite(rate):
-        raise DataFileError(f"{where}: 'adversary_rate' is {rate!r}")
+    if not _is_number(rate) or not 0 <= rate <= 1:
+        raise DataFileError(f"{where}: 'adversary_rate' is {rate!r}, not a fraction")
     if not isinstance(campaign.get("model"), str):
         raise DataFileError(f"{where}: 'model' must be a string")
+    for key in _CAMPAIGN_TEXTS:
+        if campaign.get(key) is not None and not isinstance(campaign[key], str):
+            raise DataFileError(f"{where}: {key!r} must be a string or null")
+    for key in ("average_perturbation", "discarded"):
+        if campaign.get(key) is not None and (not _is_number(campaign[key]) or campaign[key] < 0):
+            raise DataFileError(f"{where}: {key!r} must be a number >= 0 or null")
     gallery = campaign.get("gallery", [])
-    if not isinstance(gallery, list):
-        raise DataFileError(f"{where}: 'gallery' must be a list")
+    if not isinstance(gallery, list) or len(gallery) > MAX_GALLERY:
+        raise DataFileError(f"{where}: 'gallery' must be a list of at most {MAX_GALLERY} samples")
+    for index, item in enumerate(gallery):
+        _check_sample(item, f"{where}, gallery sample {index}")
+    growth = campaign.get("growth", [])
+    if not isinstance(growth, list) or len(growth) > MAX_GROWTH:
+        raise DataFileError(f"{where}: 'growth' must be a list of at most {MAX_GROWTH} points")
+    keys = None
+    for index, point in enumerate(growth):
+        if not (isinstance(point, Mapping) and _is_count(point.get("test_cases"))
+                and isinstance(point.get("phase"), str)
+                and all(_is_number(v) for k, v in point.items() if k not in ("test_cases", "phase"))):
+            raise DataFileError(f"{where}, growth point {index}: needs a 'test_cases' count, a "
+                                "'phase' and numeric rates")
+        if keys is None:
+            keys = set(point)
+        elif set(point) != keys:
+            raise DataFileError(f"{where}, growth point {index}: its keys differ from the first's")
+
+
+def _check_signals(name: str, signals: Any, where: str) -> None:
+    if not isinstance(signals, Mapping):
+        raise DataFileError(f"{where}: the signals of {name!r} are not an object")
+    steps = signals.get("steps")
+    if not isinstance(steps, list) or not steps or not all(map(_is_count, steps)):
+        raise DataFileError(f"{where}: the signals of {name!r} need a list of 'steps'")
+    for key, values in signals.items():
+        if key == "steps":
+            continue
+        if key not in _SIGNAL_PANELS:
+            raise DataFileError(f"{where}: unknown signal panel {key!r} for {name!r}")
+        array = _numeric_array(values, f"{where}: signals {name!r} {key}")
+        if array.ndim != 2 or array.shape[1] != len(steps):
+            raise DataFileError(f"{where}: signals {name!r} {key} must be rows of {len(steps)} "
+                                "values (one per step)")
 
 
 def combine(parts: Iterable[CoverageData]) -> CoverageData:

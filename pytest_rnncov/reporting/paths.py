@@ -6,6 +6,9 @@ import os
 from pathlib import Path
 
 from ..errors import DataFileError, InvalidArgument
+from ..files import write_text
+
+__all__ = ["baseline_path", "check_output_dir", "check_output_file", "write_text"]
 
 
 def _nearest_existing(path: Path) -> Path:
@@ -18,6 +21,14 @@ def _nearest_existing(path: Path) -> Path:
 def check_output_file(path: Path, what: str) -> Path:
     """Refuse a file path that is a directory or under something that is not a writable
     directory (missing parents are created when the file is written)."""
+    try:
+        return _check_output_file(path, what)
+    except (OSError, ValueError) as exc:
+        raise DataFileError(f"{what} {str(path)!r} cannot be used: "
+                            f"{getattr(exc, 'strerror', None) or exc}") from None
+
+
+def _check_output_file(path: Path, what: str) -> Path:
     if path.is_dir():
         raise DataFileError(f"{what} {str(path)!r} is a directory; give a file path")
     existing = _nearest_existing(path.parent)
@@ -32,6 +43,14 @@ def check_output_file(path: Path, what: str) -> Path:
 
 def check_output_dir(path: Path, what: str) -> Path:
     """Refuse a directory path that exists as something else or cannot be created."""
+    try:
+        return _check_output_dir(path, what)
+    except (OSError, ValueError) as exc:
+        raise DataFileError(f"{what} {str(path)!r} cannot be used: "
+                            f"{getattr(exc, 'strerror', None) or exc}") from None
+
+
+def _check_output_dir(path: Path, what: str) -> Path:
     if path.exists() and not path.is_dir():
         raise DataFileError(f"{what} {str(path)!r} exists and is not a directory; give a "
                             "directory path")
@@ -40,16 +59,6 @@ def check_output_dir(path: Path, what: str) -> Path:
         raise DataFileError(f"{what} {str(path)!r}: {str(existing)!r} is not a directory")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise DataFileError(f"{what} {str(path)!r}: cannot write in {str(existing)!r}")
-    return path
-
-
-def write_text(path: Path, text: str, what: str) -> Path:
-    """Write ``text`` (creating parents), as a DataFileError when it fails."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise DataFileError(f"cannot write {what} to {str(path)!r}: {exc.strerror}") from None
     return path
 
 

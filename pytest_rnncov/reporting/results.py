@@ -15,7 +15,8 @@ from .data import CoverageData
 
 @dataclass(frozen=True)
 class Check:
-    """One (model, metric) against its bar; ``rate`` is None when the metric was not tracked."""
+    """One (model, metric) against its bar; ``rate`` is None when the metric was not tracked
+    (``model_tracked`` False: a bar names a model that no test tracked)."""
 
     model: str
     metric: str
@@ -23,6 +24,7 @@ class Check:
     rate: float | None
     covered: int = 0
     total: int = 0
+    model_tracked: bool = True
 
     @property
     def passed(self) -> bool:
@@ -30,6 +32,8 @@ class Check:
 
     def text(self, show_model: bool, show_bar: bool) -> str:
         name = f"{self.model} {self.metric}" if show_model else self.metric
+        if not self.model_tracked:
+            return f"model {self.model!r} is not tracked ({self.metric} bar {percent(self.bar)})"
         if self.rate is None:
             return f"{name} not tracked"
         bar = f" < {percent(self.bar)}" if show_bar and not self.passed else ""
@@ -37,7 +41,8 @@ class Check:
 
     def to_json(self) -> dict[str, Any]:
         return {"model": self.model, "metric": self.metric, "bar": self.bar, "rate": self.rate,
-                "covered": self.covered, "total": self.total, "passed": self.passed}
+                "covered": self.covered, "total": self.total, "passed": self.passed,
+                "model_tracked": self.model_tracked}
 
 
 def check_models(models: dict[str, ModelState], bars: Bars) -> list[Check]:
@@ -51,7 +56,8 @@ def check_models(models: dict[str, ModelState], bars: Bars) -> list[Check]:
                           Check(name, metric, bar, m.rate, m.n_covered, m.total))
     for name in bars.named_models:
         if name not in models:
-            checks.extend(Check(name, metric, bar, None) for metric, bar in bars.gated(name))
+            checks.extend(Check(name, metric, bar, None, model_tracked=False)
+                          for metric, bar in bars.gated(name))
     return checks
 
 
@@ -194,7 +200,10 @@ class MarkerOutcome:
         for c in self.checks:
             if c.passed:
                 continue
-            if c.rate is None:
+            if not c.model_tracked:
+                lines.append(f"  model {c.model!r} is not tracked (tracked: "
+                             f"{', '.join(sorted({x.model for x in self.checks if x.model_tracked})) or 'none'})")
+            elif c.rate is None:
                 lines.append(f"  {c.model}: {c.metric} is not tracked for this model")
             else:
                 bar = "" if single is not None else f" < {percent(c.bar)}"

@@ -20,6 +20,7 @@ import numpy as np
 from ...errors import InvalidArgument, InvalidInput, ProfileError
 from ..abstractions import Window, signal
 from ..arrays import array_namespace, to_host
+from ..names import MAX_CONDITIONS
 from ..state import MetricState
 from ..trace import Trace, check_component
 
@@ -28,7 +29,6 @@ if TYPE_CHECKING:
 
 #: The most conditions one metric may have (dense per-condition arrays of this length are
 #: kept; TC's a**w beyond it is refused with a message saying how to shrink it).
-MAX_CONDITIONS = 1 << 20
 
 #: Largest (rows x conditions) block of fitness values computed at once.
 BLOCK = 1 << 22
@@ -271,6 +271,10 @@ class Metric:
     def label(self, condition: int) -> str:
         """Human-readable name of a condition."""
         self._check_bound()
+        if isinstance(condition, bool) or not isinstance(condition, (int, np.integer)) or not (
+                0 <= condition < self.n_conditions):
+            raise InvalidArgument(f"condition={condition!r}; {self.name} has conditions "
+                                  f"0..{self.n_conditions - 1}")
         return self.label_from_config(self.config(), int(condition))
 
     # read-only views of the state

@@ -137,7 +137,7 @@ class SBC(_StateMetric):
     name = "SBC"
 
     def __init__(self, k: int = 1) -> None:
-        self.k = check_int("k", k, minimum=1, example="1")
+        self.k = check_int("k", k, minimum=1, maximum=1000, example="1")
 
     @property
     def n_conditions(self) -> int:
@@ -145,13 +145,13 @@ class SBC(_StateMetric):
 
     def _hits(self, signals: Signals) -> np.ndarray:
         index = self.states_.grid(self.states_.project(signals.host().states("h")))  # (B, T, K)
-        below = -index  # 1..k below the range
-        above = index - self.states_.intervals + 1  # 1..k above
-        j = np.arange(1, self.k + 1)
-        hit_below = (below[..., None] == j).any(axis=1)  # (B, K, k)
-        hit_above = (above[..., None] == j).any(axis=1)
-        batch = len(index)
-        return np.concatenate([hit_below.reshape(batch, -1), hit_above.reshape(batch, -1)], axis=1)
+        batch, _, n_directions = index.shape
+        hits = np.zeros((batch, 2, n_directions, self.k), bool)
+        for side, distance in enumerate((-index, index - self.states_.intervals + 1)):
+            near = (distance >= 1) & (distance <= self.k)  # 1..k intervals outside the range
+            rows, _, directions = np.nonzero(near)
+            hits[rows, side, directions, distance[near] - 1] = True
+        return hits.reshape(batch, -1)
 
     def _conditions_of(self, signals: Signals) -> tuple[np.ndarray, np.ndarray]:
         rows, conditions = np.nonzero(self._hits(signals))

@@ -23,6 +23,10 @@ if TYPE_CHECKING:
     from ..profile import Profile
 
 
+#: the largest SAX alphabet TC accepts
+MAX_ALPHABET = 4096
+
+
 class TC(Metric):
     """Temporal coverage: every SAX word of length ``w`` over ``a`` symbols."""
 
@@ -32,8 +36,8 @@ class TC(Metric):
                  a: int = 3) -> None:
         check_signal(component, abstraction)
         self.component, self.abstraction = component, abstraction
-        self.w = check_int("w", w, minimum=1, example="5")
-        self.a = check_int("a", a, minimum=2, example="3")
+        self.w = check_int("w", w, minimum=1, maximum=64, example="5")
+        self.a = check_int("a", a, minimum=2, maximum=MAX_ALPHABET, example="3")
         if self.a ** self.w > MAX_CONDITIONS:
             largest = max(k for k in range(1, 64) if self.a ** k <= MAX_CONDITIONS)
             raise InvalidArgument(

@@ -1,0 +1,312 @@
+"""Hostile inputs: malformed files, absurd sizes and wrong types get the project's own errors,
+naming the value and the fix (never a bare traceback, a hang or an unbounded allocation)."""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+
+import numpy as np
+import pytest
+import torch
+from helpers import fit_profile, make_trace
+from torch import nn
+
+from pytest_rnncov import (
+    SBC,
+    TC,
+    Coverage,
+    DataFileError,
+    GaussianMutator,
+    InvalidArgument,
+    InvalidInput,
+    ModelError,
+    Oracle,
+    Profile,
+    ProfileError,
+    RNNModel,
+    UnsafeModel,
+    load_model,
+)
+from pytest_rnncov.core.coverage import MAX_KEPT
+from pytest_rnncov.core.metrics import make_metric
+from pytest_rnncov.files import parse_json, read_bounded
+from pytest_rnncov.generation.campaign import GAConfig
+from pytest_rnncov.generation.encoders import WordEncoder
+from pytest_rnncov.reporting.data import CoverageData
+
+
+class Net(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.rnn = nn.GRU(3, 4, batch_first=True)
+        self.head = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.head(self.rnn(x)[0][:, -1])
+
+
+@pytest.fixture(scope="module")
+def torch_model():
+    torch.manual_seed(0)
+    rnn = RNNModel(Net())
+    x = np.random.default_rng(0).normal(size=(40, 6, 3)).astype(np.float32)
+    return rnn, Profile().fit(rnn, x), x
+
+
+# -- files ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("raw, message", [
+    (b"[" * 100_000 + b"]" * 100_000, "nests JSON too deeply"),
+    (b'{"a": NaN}', "NaN is not a number JSON allows"),
+    (b"\xff\xfe", "is not UTF-8 text"),
+    (b'{"a": ' + b"9" * 5000 + b"}", "is not valid JSON"),
+])
+def test_json_readers_refuse_malformed_text(raw, message):
+    with pytest.raises(DataFileError, match=message):
+        parse_json(raw, "the file")
+
+
+def test_read_bounded_refuses_devices_long_names_and_nul(tmp_path):
+    with pytest.raises(DataFileError, match="not a regular file"):
+        read_bounded(__import__("pathlib").Path("/dev/zero"), "/dev/zero")
+    with pytest.raises(DataFileError, match="cannot read"):
+        read_bounded(tmp_path / ("x" * 5000), "a long name")
+    big = tmp_path / "big.json"
+    big.write_bytes(b" " * 2000)
+    with pytest.raises(DataFileError, match="more than the 1,000 read"):
+        read_bounded(big, "big", limit=1000)
+
+
+@pytest.mark.parametrize("path", ["a\x00b.json", "", 3, None, b"x.json"])
+def test_bad_paths_are_invalid_arguments(path):
+    with pytest.raises(InvalidArgument):
+        CoverageData.load(path)
+    with pytest.raises(InvalidArgument):
+        Profile.load(path)
+
+
+def _data_file(tmp_path, change):
+    rng = np.random.default_rng(0)
+    profile = fit_profile(make_trace(h=rng.normal(size=(6, 5, 3)), f=rng.uniform(size=(6, 5, 3))))
+    from pytest_rnncov.core.state import ModelState
+
+    metrics = {}
+    for name in ("BC", "TC"):
+        metric = make_metric(name).bind(profile, track_fitness=False)
+        metrics[name] = metric.state_
+    state = ModelState("m", "hand", "lstm", profile.window_, "hand", 0, metrics)
+    content = CoverageData(models={"m": state}).to_json()
+    change(content)
+    path = tmp_path / "data.json"
+    path.write_text(json.dumps(content))
+    return path
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda d: d["models"]["m"]["metrics"]["TC"].update(total=10 ** 12), "outside"),
+    (lambda d: d["models"]["m"]["metrics"]["TC"].update(covered_ids=[2 ** 70], times=[1]),
+     "integers below 2\\*\\*62"),
+    (lambda d: d["models"]["m"]["metrics"]["TC"].update(metric="XX"), "not one of"),
+    (lambda d: d["models"]["m"].update(cell="transformer"), "cell 'transformer'"),
+    (lambda d: d["models"]["m"]["metrics"]["TC"].update(config={}),
+     "does not describe"),
+    (lambda d: d["campaigns"].append({"test_cases": 1, "adversarial": 5, "unique": 0,
+                                      "adversary_rate": 0.5, "model": "m"}),
+     "more adversarial samples than test cases"),
+    (lambda d: d["campaigns"].append({"test_cases": 9, "adversarial": 1, "unique": 1,
+                                      "adversary_rate": 0.1, "model": "m",
+                                      "gallery": [{"seed_index": 0, "distance": 1.0,
+                                                   "seed_decision": 0, "case_decision": 1,
+                                                   "seed": [1, 2], "case": [1, 2, 3]}]}),
+     "differ in shape"),
+    (lambda d: d["signals"].update(m={"steps": [0, 1], "h_net_z": [[1.0]]}), "rows of 2"),
+])
+def test_edited_data_files_are_refused_by_name(tmp_path, change, message):
+    path = _data_file(tmp_path, change)
+    with pytest.raises(DataFileError, match=message):
+        CoverageData.load(path)
+
+
+def test_an_unedited_data_file_loads(tmp_path):
+    assert CoverageData.load(_data_file(tmp_path, lambda d: None)).models["m"].name == "m"
+
+
+def test_profile_files_with_huge_numbers_are_profile_errors(tmp_path):
+    profile = fit_profile(make_trace(h=np.random.default_rng(0).normal(size=(6, 5, 3))))
+    content = profile.to_dict()
+    content["neurons"]["min"][0][0] = 10 ** 400
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(content))
+    with pytest.raises(ProfileError, match="neurons.min"):
+        Profile.load(path)
+    content = profile.to_dict()
+    key = next(iter(content["signals"]))
+    content["signals"][key]["mean"] = content["signals"][key]["max"] + 1.0
+    path.write_text(json.dumps(content))
+    with pytest.raises(ProfileError, match="lies outside"):
+        Profile.load(path)
+
+
+def _keras_file(tmp_path, config: dict) -> str:
+    path = tmp_path / "model.keras"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("config.json", json.dumps(config))
+    return str(path)
+
+
+def test_layers_from_foreign_modules_are_refused(tmp_path):
+    config = {"class_name": "Sequential", "config": {"layers": [
+        {"module": "evil.payload", "class_name": "Dense", "config": {"name": "d"}}]}}
+    with pytest.raises(UnsafeModel, match="from module 'evil.payload'"):
+        load_model(_keras_file(tmp_path, config))
+
+
+def test_keras2_list_configs_and_any_lambda_type_are_scanned(tmp_path):
+    config = {"class_name": "Sequential", "config": [
+        {"class_name": "MyLayer", "config": {"name": "mine"}}]}
+    with pytest.raises(UnsafeModel, match="custom layer 'mine'"):
+        load_model(_keras_file(tmp_path, config))
+    config = {"class_name": "Sequential", "config": {"layers": [
+        {"class_name": "Dense", "config": {"name": "d", "activation": {
+            "name": "act", "output_shape_type": "lambda"}}}]}}
+    with pytest.raises(UnsafeModel, match="serialised Python function 'act'"):
+        load_model(_keras_file(tmp_path, config))
+
+
+def test_an_oversized_keras_config_is_refused_unread(tmp_path, monkeypatch):
+    from pytest_rnncov.adapters import loading
+
+    monkeypatch.setattr(loading, "MAX_CONFIG", 100)
+    path = _keras_file(tmp_path, {"class_name": "Sequential", "config": {"x": "y" * 200}})
+    with pytest.raises(ModelError, match="more than the 100"):
+        load_model(path)
+
+
+# -- sizes ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("make", [
+    lambda: TC(w=10 ** 6),
+    lambda: TC(a=10 ** 18),
+    lambda: SBC(k=10 ** 9),
+    lambda: Profile(state_components=64, state_intervals=10 ** 5),
+    lambda: GAConfig(k=4096, n=4096),
+    lambda: GAConfig(gamma=10 ** 9),
+])
+def test_absurd_sizes_are_refused_at_once(make):
+    with pytest.raises(InvalidArgument):
+        make()
+
+
+def test_kept_inputs_are_bounded(monkeypatch):
+    from pytest_rnncov.core import coverage as coverage_module
+
+    monkeypatch.setattr(coverage_module, "MAX_KEPT", 3)
+    rng = np.random.default_rng(0)
+    profile = fit_profile(make_trace(h=rng.normal(size=(6, 9, 3)), f=rng.uniform(size=(6, 9, 3))))
+
+    class Source:  # a TraceSource over hand-made traces
+        name, layer_name, units, cell_kind, n_steps = "hand", "hand", 3, "lstm", 9
+
+        def fingerprint(self):
+            return "hand"
+
+        def check_input(self, x):
+            return np.asarray(x)
+
+        def iter_traces(self, x, *, outputs=True, until=None):
+            yield None, make_trace(h=x, f=x)
+
+    coverage = Coverage(Source(), profile, ["BC", "SC", "TC"])
+    coverage.update(rng.normal(size=(50, 9, 3)).astype(np.float32))
+    assert 0 < len(coverage._kept) <= 3
+    assert MAX_KEPT == 4096
+
+
+# -- arguments -----------------------------------------------------------------------------
+def test_not_a_model_is_named(torch_model):
+    _, profile, x = torch_model
+    with pytest.raises(InvalidArgument, match="is not a traceable model.*RNNModel"):
+        Profile().fit("model.keras", x)
+    with pytest.raises(InvalidArgument, match="is not a traceable model"):
+        Coverage(object(), profile)
+
+
+def test_update_trace_and_fit_traces_check_their_arguments(torch_model):
+    rnn, profile, x = torch_model
+    coverage = Coverage(rnn, profile)
+    with pytest.raises(InvalidArgument, match="pass a Trace"):
+        coverage.update_trace(x)
+    with pytest.raises(InvalidArgument, match="inputs has 3 rows but the trace 5"):
+        coverage.update_trace(rnn.trace(x[:5]), x[:3])
+    with pytest.raises(InvalidArgument, match="not Trace"):
+        Profile().fit_traces([x], layer="l", fingerprint="f")
+    with pytest.raises(InvalidArgument, match="condition=99"):
+        coverage["BC"].label(99)
+
+
+def test_campaign_targets_and_listeners_are_checked(torch_model):
+    from pytest_rnncov import Campaign
+
+    rnn, profile, x = torch_model
+    mutator = GaussianMutator(0.01, clip=None)
+    with pytest.raises(InvalidArgument, match="name at least one tracked metric"):
+        Campaign(rnn, x[:4], mutator, Oracle(), profile=profile, targets=[])
+    with pytest.raises(InvalidArgument, match="neither on_adversarial nor on_finish"):
+        Campaign(rnn, x[:4], mutator, Oracle(), profile=profile, listeners=[object()])
+
+
+def test_mutator_and_oracle_arguments():
+    assert GaussianMutator(np.array(0.01)).variance == (0.01, 0.01)
+    with pytest.raises(InvalidInput, match="numeric seeds"):
+        GaussianMutator.from_seeds([["a", "b"], ["c", "d"]])
+    with pytest.raises(InvalidArgument, match="applies to task='regression'"):
+        Oracle(tolerance=0.5)
+    oracle = Oracle(1.0)
+    with pytest.raises(InvalidInput, match="numeric model outputs"):
+        oracle.check("cat", "dog", 0.1)
+    with pytest.raises(InvalidInput, match="check\\(\\) judges one case"):
+        oracle.check(np.eye(3)[:2], np.eye(3)[:2], 0.1)
+    with pytest.raises(InvalidInput, match="2 values for 3 cases"):
+        oracle.fails(np.eye(3), np.eye(3), [0.1, 0.2])
+    # a 1-D output vector is one case's outputs, not a batch of scalars
+    with pytest.raises(AssertionError, match="decision changed from 0 to 2"):
+        oracle.check(np.array([0.9, 0.05, 0.05]), np.array([0.1, 0.2, 0.7]), 0.5)
+    with pytest.raises(InvalidInput, match="distance=f"):
+        Oracle.calibrate(np.array([["a"], ["b"]]), np.eye(2))
+    with pytest.raises(InvalidInput, match="NaN, inf or negative"):
+        Oracle.calibrate(np.eye(2), np.eye(2), distance=lambda a, b: -np.ones(len(a)))
+    big = np.array([[1e200], [-1e200]])  # the Gram matrix would overflow unscaled
+    assert Oracle.calibrate(big, np.eye(2), quantile=0.0).radius == pytest.approx(1e200)
+
+
+def test_word_encoder_vocabulary():
+    encoder = WordEncoder(["Good", "bad"], length=3)
+    assert encoder(["good BAD"]).tolist() == [[0, 2, 3]]
+    with pytest.raises(InvalidArgument, match="not one word"):
+        WordEncoder(["very good"], length=3)
+    with pytest.raises(InvalidArgument, match="list of texts"):
+        WordEncoder.fit("one text")
+
+
+def test_torch_input_shape_and_dtype(torch_model):
+    with pytest.raises(InvalidArgument, match="input_shape="):
+        RNNModel(Net(), input_shape=(0, 3))
+    rnn = RNNModel(Net())
+    with pytest.raises(InvalidInput):
+        rnn.check_input(np.full((2, 6, 3), np.nan, np.float32))
+    # the refused batch did not fix the input shape: a batch of another length still works
+    assert rnn.check_input(np.zeros((2, 5, 3), np.float32)).shape == (2, 5, 3)
+    assert rnn.input_dtype == np.float32
+
+
+def test_numpy_integers_are_accepted_as_layer_indices(torch_model):
+    assert RNNModel(Net(), np.int64(0)).layer_name == RNNModel(Net(), 0).layer_name
+
+
+def test_save_to_an_unwritable_path_is_a_data_file_error(tmp_path):
+    with pytest.raises(DataFileError, match="cannot write"):
+        CoverageData().save(tmp_path / ("x" * 5000))
+    if os.geteuid() != 0:
+        os.chmod(tmp_path, 0o500)
+        with pytest.raises(DataFileError):
+            CoverageData().save(tmp_path / "data.json")
