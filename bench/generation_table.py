@@ -84,7 +84,7 @@ def table(name: str, seed: int):
     seed_coverage.update(mutator.encode(seeds))
     rows = [f"| Seeds | {len(seeds)} | - | - | - | - | "
             + " | ".join(f"{seed_coverage[k].rate:.2f}" for k in ("BC", "SC", "TC")) + " | - |"]
-    growth = {}
+    growth, unchanged = {}, []
     predictions = predictions_per_second(rnn, mutator.encode(seeds))
     for method, options in METHODS.items():
         campaign = Campaign(rnn, seeds, mutator, oracle, profile=profile, budget=budget,
@@ -100,10 +100,12 @@ def table(name: str, seed: int):
             f"{result.unique} | " + " | ".join(f"{result.rates[k]:.2f}" for k in ("BC", "SC", "TC"))
             + f" | {result.test_cases / seconds / predictions:.2f} |")
         growth[method] = result.growth
+        unchanged.append(f"{method} {result.discarded / (result.discarded + result.test_cases):.1%}")
         print(rows[-1], flush=True)
     note = (f"Oracle: {oracle_text}; distance: {mutator.distance_name}. Speed: test cases per "
             f"second over the model's own `predict` rate ({predictions:.0f} predictions/s, "
-            "batch of 1,000, after a pause).")
+            "batch of 1,000, after a pause). Mutants equal to their parent, dropped before the "
+            f"model call: {', '.join(unchanged)}.")
     return rows, note, growth
 
 

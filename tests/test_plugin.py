@@ -97,6 +97,31 @@ def test_no_section_when_plugin_unused(pytester):
     assert "RNN coverage" not in result.stdout.str() and "rnncov: gate" not in result.stdout.str()
 
 
+HEAVY_PROBE = """
+import sys
+
+def pytest_unconfigure(config):
+    heavy = [m for m in ("numpy", "tensorflow", "torch", "jax", "keras") if m in sys.modules]
+    print("HEAVY", heavy)
+"""
+
+
+def test_an_unused_plugin_imports_nothing_heavy(pytester):
+    pytester.makeconftest(HEAVY_PROBE)
+    pytester.makepyfile("def test_nothing():\n    pass\n")
+    result = pytester.runpytest_subprocess()
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["HEAVY []"])
+    # under xdist too: workers that did not use the plugin are not reported as missing
+    result = pytester.runpytest_subprocess("-n", "2", "-p", "xdist")
+    assert result.ret == 0
+    assert "RNN coverage" not in result.stdout.str()
+    # asking for the plugin (a gate) sets it up: the gate then fails with no tracked model
+    result = pytester.runpytest_subprocess("--rnn-coverage=0.5")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["*no model was tracked*"])
+
+
 def test_gate_metrics_option_restricts_the_gate(project):
     # 32 inputs reach at most 32 of TC's 243 words (13%); NC (h > 0 on 20 neurons) is high
     everything = project.runpytest("--rnn-coverage=0.3", "--rnn-report=json:a.json")

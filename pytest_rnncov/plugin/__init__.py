@@ -49,26 +49,61 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 class RNNCovPlugin:
-    """Forwards pytest's hooks to the session engine and the process's role."""
+    """Forwards pytest's hooks to the session engine and the process's role.
+
+    Dormant until used: the engine (numpy and the rest) is created when a test asks for the
+    ``rnncov`` fixture or a marker, and the role when an option asked for something or a
+    model was tracked, so a run that does not use the plugin imports nothing heavy.
+    """
 
     def __init__(self, config: pytest.Config, settings: "Settings") -> None:
-        from ..errors import RNNCovError
-        from .roles import Central, DistController, DistWorker
-        from .session import RNNCovSession
-
         self.config = config
         self.settings = settings
-        self.engine = RNNCovSession(seed=settings.seed, metrics=settings.tracked_metrics)
-        self.role: Central | DistWorker
-        if hasattr(config, "workerinput"):
-            self.role = DistWorker(settings, self.engine)
-        else:
-            distributed = getattr(config.option, "dist", "no") not in (None, "no")
-            try:
-                self.role = (DistController if distributed else Central)(settings, self.engine)
-            except RNNCovError as exc:  # an unreadable baseline
-                raise pytest.UsageError(f"--rnn-compare: {exc}") from None
+        self.worker = hasattr(config, "workerinput")
+        self.distributed = getattr(config.option, "dist", "no") not in (None, "no")
+        self._engine: RNNCovSession | None = None
+        self._role: Central | DistWorker | None = None
+        self._current_test: str | None = None
+        #: (worker id, payload) of every xdist worker that finished; payload "" = unused
+        self._nodes: list[tuple[str, str | None]] = []
         self.problems: list[str] = []
+        if settings.explicit:  # asked for: set up now (an unreadable baseline stops the run)
+            self.role  # noqa: B018
+
+    @property
+    def engine(self) -> "RNNCovSession":
+        """The session engine, created on first use."""
+        if self._engine is None:
+            from .session import RNNCovSession
+
+            self._engine = RNNCovSession(seed=self.settings.seed,
+                                         metrics=self.settings.tracked_metrics)
+            self._engine.current_test = self._current_test
+        return self._engine
+
+    @property
+    def in_use(self) -> bool:
+        """Whether anything asked for the plugin: an option, a tracked model, a worker's data."""
+        return (self.settings.explicit or self._engine is not None
+                or any(payload for _, payload in self._nodes))
+
+    @property
+    def role(self) -> "Central | DistWorker":
+        """This process's role (created on first use; an unreadable baseline is a usage
+        error)."""
+        if self._role is None:
+            from ..errors import RNNCovError
+            from .roles import Central, DistController, DistWorker
+
+            if self.worker:
+                self._role = DistWorker(self.settings, self.engine)
+            else:
+                try:
+                    self._role = (DistController if self.distributed else Central)(
+                        self.settings, self.engine)
+                except RNNCovError as exc:  # an unreadable baseline
+                    raise pytest.UsageError(f"--rnn-compare: {exc}") from None
+        return self._role
 
     def pytest_report_header(self, config: pytest.Config) -> str | None:
         if not self.settings.explicit:
@@ -78,11 +113,15 @@ class RNNCovPlugin:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item) -> Generator[None, Any, Any]:
-        self.engine.current_test = item.nodeid
+        self._current_test = item.nodeid
+        if self._engine is not None:
+            self._engine.current_test = item.nodeid
         try:
             return (yield)
         finally:
-            self.engine.current_test = None
+            self._current_test = None
+            if self._engine is not None:
+                self._engine.current_test = None
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, Any, Any]:
@@ -104,7 +143,22 @@ class RNNCovPlugin:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, Any, Any]:
         result = yield
-        if self.role.controller:
+        if not self.in_use or self.worker:
+            return result
+        role = self.role
+        from .roles import DistController
+
+        if isinstance(role, DistController):
+            from ..errors import RNNCovError
+
+            for worker, payload in self._nodes:
+                if payload == "":  # a worker that did not use the plugin
+                    continue
+                try:
+                    role.receive(worker, payload)
+                except RNNCovError as exc:
+                    self.problems.append(str(exc))
+        if role.controller:
             applied, reason = True, None
             if session.config.option.collectonly:
                 applied, reason = False, "only collecting (--collect-only)"
@@ -117,19 +171,19 @@ class RNNCovPlugin:
 
     @pytest.hookimpl(optionalhook=True)  # an xdist hook: unknown where xdist is not installed
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        from ..errors import RNNCovError
-        from .roles import DistController
-
-        if isinstance(self.role, DistController):
-            try:
-                self.role.testnodedown(node, error)
-            except RNNCovError as exc:
-                self.problems.append(str(exc))
+        output = getattr(node, "workeroutput", None) or {}
+        worker = str(getattr(getattr(node, "gateway", None), "id", "?"))
+        self._nodes.append((worker, output.get("rnncov")))
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         from ..errors import RNNCovError
 
+        if self.worker and not self.in_use:
+            self.config.workeroutput["rnncov"] = ""  # type: ignore[attr-defined]
+            return
+        if not self.in_use:
+            return
         try:
             self.role.sessionfinish(self.config)
         except RNNCovError as exc:
@@ -137,9 +191,11 @@ class RNNCovPlugin:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self._role is None:
+            return  # the plugin was not used: print nothing
         from .roles import Central
 
-        role = self.role
+        role = self._role
         if not isinstance(role, Central):
             return
         from ..reporting.terminal import TermReport

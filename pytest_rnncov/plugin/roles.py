@@ -8,7 +8,6 @@ Only controllers decide the verdict and write reports; they do it once, from one
 
 from __future__ import annotations
 
-from typing import Any
 
 import pytest
 
@@ -86,10 +85,8 @@ class DistController(Central):
     """The xdist controller: unions what every worker sent; a worker that finished without
     sending data (it crashed) is named in the verdict, which marks the coverage partial."""
 
-    def testnodedown(self, node: Any, error: Any) -> None:
-        output = getattr(node, "workeroutput", None) or {}
-        payload = output.get("rnncov")
-        worker = str(getattr(getattr(node, "gateway", None), "id", "?"))
+    def receive(self, worker: str, payload: str | None) -> None:
+        """Merge what a worker sent (None: it finished without sending: it crashed)."""
         if payload is None:
             self.received.missing_workers.append(worker)
             return
