@@ -2,7 +2,7 @@
 (the example's settings: 100 seeds, budget 3,000, batches of 200, GA k=4 n=8 gamma=10),
 beside the model's own predictions per second.
 
-    python bench/bench_campaign.py [--repeats 3] [--tree PATH]
+    python bench/bench_campaign.py [--repeats 3] [--tree PATH] [--no-shrink]
 
 ``--tree`` runs the campaign of another checkout of this project (e.g. an older commit in
 a ``git worktree``), with that checkout's package and example artifacts, so two versions are
@@ -26,6 +26,8 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--tree", default=str(Path(__file__).resolve().parents[1]))
+    parser.add_argument("--no-shrink", action="store_true",
+                        help="skip shrinking the adversarial samples (trees that shrink)")
     args = parser.parse_args()
     tree = Path(args.tree).resolve()
     sys.path.insert(0, str(tree))
@@ -53,9 +55,10 @@ def main() -> None:
         tracked = session.track(model, layer="lstm_2", profile=artifacts / "profile.json",
                                 x_train=x_train, window=(4, 24), name="mnist")
         seeds = x_train[session.rng().choice(len(x_train), 100, replace=False)]
+        options = {"shrink": False} if args.no_shrink else {}
         campaign = tracked.campaign(seeds, GaussianMutator(variance=(0.005, 0.02)),
                                     Oracle(radius=3.0), budget=3000, batch_size=200,
-                                    ga=GAConfig(k=4, n=8, gamma=10))
+                                    ga=GAConfig(k=4, n=8, gamma=10), **options)
         time.sleep(0.3)
         start = time.perf_counter()
         result = campaign.run()
@@ -68,7 +71,7 @@ def main() -> None:
         start = time.perf_counter()
         model.predict(batch, verbose=0)
         predict.append(len(batch) / (time.perf_counter() - start))
-    print(f"{tree.name}: campaign {statistics.median(rates):.0f} test cases/s "
+    print(f"{tree.name}{' (no shrinking)' if args.no_shrink else ''}: campaign {statistics.median(rates):.0f} test cases/s "
           f"(runs: {', '.join(f'{r:.0f}' for r in rates)}), model.predict "
           f"{statistics.median(predict):.0f} predictions/s, ratio "
           f"{statistics.median(rates) / statistics.median(predict):.2f}")

@@ -90,6 +90,8 @@ def main() -> None:
     parser.add_argument("--blas-threads", default=None)
     parser.add_argument("--metrics", action="store_true")
     parser.add_argument("--trace-on", choices=["auto", "numpy", "device"], default="auto")
+    parser.add_argument("--chunk", type=int, default=512,
+                        help="inputs per framework call of the trace (the adapter's batch_size)")
     args = parser.parse_args()
     if args.backend:
         os.environ["KERAS_BACKEND"] = args.backend
@@ -111,20 +113,21 @@ def main() -> None:
         import keras
 
         model = keras_model(args.cell)
-        rnn = RNNModel(model, "traced", batch_size=largest, trace_on=args.trace_on)
+        rnn = RNNModel(model, "traced", batch_size=args.chunk, trace_on=args.trace_on)
         label = f"Keras {keras.__version__} on {keras.backend.backend()}"
     else:
         import torch
 
         model = torch_model(args.cell)
-        rnn = RNNModel(model, "rnn.l1", batch_size=largest, trace_on=args.trace_on)
+        rnn = RNNModel(model, "rnn.l1", batch_size=args.chunk, trace_on=args.trace_on)
         label = f"PyTorch {torch.__version__} on {next(model.parameters()).device}"
     profile = Profile(window=(4, 24)).fit(rnn, x_all[:2000])
     busy = None
     if args.busy:
         busy = subprocess.Popen([sys.executable, "-c", "while True:\n    sum(range(10**6))"])
     try:
-        print(f"{label}, {args.cell}, traced layer {rnn.layer_name}, trace on {rnn.trace_on}, BLAS threads "
+        print(f"{label}, {args.cell}, traced layer {rnn.layer_name}, trace on {rnn.trace_on}, chunks of "
+              f"{args.chunk}, BLAS threads "
               f"{os.environ.get('RNNCOV_BLAS_THREADS', '1')}, busy={args.busy}")
         for batch in batches:
             x = x_all[:batch]
@@ -147,16 +150,16 @@ def main() -> None:
             session = Coverage(rnn, profile, ("BC", "SC", "TC"), track_fitness=False)
             until = session.until
 
-            def trace_window():
-                trace = [t for _, t in rnn.iter_traces(x, outputs=False, until=until)][0]
-                to_host(trace.h[:1, :1, :1])  # waits for asynchronous devices (CUDA)
-                return trace
+            def trace_window():  # streamed in chunks, as Coverage.update runs it
+                traces = [t for _, t in rnn.iter_traces(x, outputs=False, until=until)]
+                to_host(traces[-1].h[:1, :1, :1])  # waits for asynchronous devices (CUDA)
+                return traces
 
             def tracked():
                 for _, t in rnn.iter_traces(x, outputs=True, until=until):
                     session.update_trace(t)
 
-            trace = trace_window()
+            traces = trace_window()
             tracked()
             names = [*calls, "trace", "update", "update+fit", "tracked"]
             times: dict[str, list[float]] = {k: [] for k in names}
@@ -166,7 +169,7 @@ def main() -> None:
                 times["trace"].append(timed(trace_window))
                 for name, fit in (("update", False), ("update+fit", True)):
                     coverage = Coverage(rnn, profile, ("BC", "SC", "TC"), track_fitness=fit)
-                    times[name].append(timed(lambda: coverage.update_trace(trace)))
+                    times[name].append(timed(lambda: [coverage.update_trace(t) for t in traces]))
                 times["tracked"].append(timed(tracked, args.pause))
             med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
             fastest = min(med[k] for k in calls)

@@ -227,10 +227,11 @@ class KerasModel(Adapter):
             self._n_steps = None if sequence.shape[1] is None else int(sequence.shape[1])
             head = [sequence] + ([mask] if mask is not None else [])
             output = model.outputs[self.output_index]
-            self._head = keras.Model(model.inputs, head)
-            self._subs = {False: self._head, True: keras.Model(model.inputs, head + [output])}
+            inputs = model.inputs[0] if len(model.inputs) == 1 else model.inputs  # as called
+            self._head = keras.Model(inputs, head)
+            self._subs = {False: self._head, True: keras.Model(inputs, head + [output])}
             self._has_mask = mask is not None
-            self._predictor = keras.Model(model.inputs, output) if len(model.outputs) > 1 else model
+            self._predictor = keras.Model(inputs, output) if len(model.outputs) > 1 else model
             return
 
         import tensorflow as tf

@@ -19,7 +19,6 @@ from typing import Any
 
 import numpy as np
 
-from ..core.arrays import array_namespace
 from ..core.cells import Activation, Cell, GRUCell, LSTMCell, SimpleRNNCell
 from ..errors import InvalidArgument, InvalidInput, ModelError
 from ..validation import check_choice
@@ -30,6 +29,11 @@ KINDS = {"LSTM": "lstm", "GRU": "gru", "RNN": "simple_rnn"}
 
 def _numpy(tensor: Any) -> np.ndarray:
     return tensor.detach().cpu().numpy().astype(np.float32)
+
+
+class _LayerReached(BaseException):
+    """Raised by the forward pre-hook to stop a forward pass at the traced module (a
+    BaseException, so that a model's own ``except Exception`` does not swallow it)."""
 
 
 def _shape(value: Any) -> tuple[int, ...]:
@@ -71,7 +75,7 @@ class TorchModel(Adapter):
                                   "tuple the model returns")
         self.output_index = output
         self.cell = self._cell(self.module, self.depth, self.direction == "backward")
-        self._below = [self._cells_at(d) for d in range(self.depth)]
+        self._lower = self._lower_layers() if self.depth else None
         self.units = int(self.cell.units if not (kind == "LSTM" and self.module.proj_size)
                          else self.module.proj_size)
         self._n_steps = None
@@ -85,10 +89,11 @@ class TorchModel(Adapter):
         if embeddings:
             self.id_range = (0, int(embeddings[0].num_embeddings))
         self._captured: list[Any] = []
+        self._stop_at_layer = False
+        self._runs_once = False
         self._device = next((p.device for p in model.parameters()), torch.device("cpu"))
-        cells = [self.cell] + [c for below in self._below for c in below]
         self.trace_on = self._pick_trace_on(
-            trace_on, self._device.type != "cpu", all(c.on_device for c in cells),
+            trace_on, self._device.type != "cpu", self.cell.on_device,
             "an activation has no array-API twin")
 
     @property
@@ -154,10 +159,26 @@ class TorchModel(Adapter):
         activation = Activation.named("relu" if module.nonlinearity == "relu" else "tanh")
         return SimpleRNNCell(w_ih.T, w_hh.T, bias, activation, backward)
 
-    def _cells_at(self, depth: int) -> list[Cell]:
-        """The cells of stacked layer ``depth`` (forward, and backward if bidirectional)."""
-        directions = [False, True] if self.module.bidirectional else [False]
-        return [self._cell(self.module, depth, backward) for backward in directions]
+    def _lower_layers(self) -> Any:
+        """The stacked layers below the traced one as a module of their own (a copy of their
+        weights, in eval mode): PyTorch's own kernel computes the traced layer's input."""
+        import torch
+
+        module = self.module
+        options: dict[str, Any] = {
+            "input_size": module.input_size, "hidden_size": module.hidden_size,
+            "num_layers": self.depth, "bias": module.bias, "batch_first": module.batch_first,
+            "bidirectional": module.bidirectional}
+        if isinstance(module, torch.nn.LSTM):
+            options["proj_size"] = module.proj_size
+        if type(module) is torch.nn.RNN:
+            options["nonlinearity"] = module.nonlinearity
+        parameter = next(module.parameters())
+        lower = type(module)(**options).to(device=parameter.device, dtype=parameter.dtype)
+        with torch.no_grad():
+            for name, value in lower.named_parameters():
+                value.copy_(getattr(module, name))
+        return lower.eval()
 
     # -- running ---------------------------------------------------------------------
     def check_input(self, x: Any) -> np.ndarray:
@@ -181,17 +202,24 @@ class TorchModel(Adapter):
             raise ModelError(f"module {self.module_name!r} is called with an initial state (hx); "
                              "pytest-rnncov traces recurrent layers that start from zeros")
         self._captured.append(args[0] if args else kwargs["input"])
+        if self._stop_at_layer:
+            raise _LayerReached  # only the layer's input is wanted: skip the rest of the model
 
-    def _run_model(self, x: np.ndarray) -> tuple[Any, Any]:
+    def _run_model(self, x: np.ndarray, outputs: bool = True) -> tuple[Any, Any]:
         import torch
 
         was_training = self.model.training
         handle = self.module.register_forward_pre_hook(self._hook, with_kwargs=True)
         self._captured.clear()
+        # stop early only once a full pass has shown the module runs once per forward pass
+        self._stop_at_layer = not outputs and self._runs_once
+        out = None
         try:
             self.model.eval()
             with torch.no_grad():
                 out = self.model(torch.from_numpy(np.ascontiguousarray(x)).to(self._device))
+        except _LayerReached:
+            pass
         except ModelError:
             raise
         except Exception as exc:
@@ -199,7 +227,11 @@ class TorchModel(Adapter):
         finally:
             handle.remove()
             self.model.train(was_training)
-        if len(self._captured) != 1:
+        if self._stop_at_layer and self._captured:
+            return None, self._captured[0]
+        if len(self._captured) == 1:
+            self._runs_once = True
+        else:
             raise ModelError(f"module {self.module_name!r} ran {len(self._captured)} times in one "
                              "forward pass; pytest-rnncov traces a module called once")
         return out, self._captured[0]
@@ -222,6 +254,9 @@ class TorchModel(Adapter):
 
         mask: Any = None
         sequence: Any
+        if self._lower is not None:  # deeper layers: the output of the layers below
+            with torch.no_grad():
+                captured = self._lower(captured)[0]
         if isinstance(captured, PackedSequence):
             padded, lengths = pad_packed_sequence(captured, batch_first=True, total_length=steps)
             sequence = padded.detach().float()
@@ -234,22 +269,13 @@ class TorchModel(Adapter):
         if self.trace_on == "numpy":
             sequence = sequence.cpu().numpy()
             mask = None if mask is None else mask.cpu().numpy()
-        for cells in self._below:  # deeper layers: the recomputed output of the layers below
-            parts: list[Any] = []
-            for cell in cells:
-                h = cell.forward(sequence, mask).h
-                xp = array_namespace(h)
-                parts.append(xp.flip(h, axis=1) if cell.go_backwards else h)
-            sequence = xp.concat(parts, axis=-1)
-            if mask is not None:
-                sequence = sequence * xp.astype(mask, sequence.dtype)[:, :, None]
         if self.trace_on == "numpy":
             return np.ascontiguousarray(sequence, np.float32), mask
         return sequence, mask
 
     def _forward(self, x: np.ndarray, outputs: bool) -> tuple[np.ndarray | None, np.ndarray,
                                                                 np.ndarray | None]:
-        out, captured = self._run_model(x)
+        out, captured = self._run_model(x, outputs)
         sequence, mask = self._layer_input(captured, int(x.shape[1]))
         if self._n_steps is None:
             self._n_steps = int(sequence.shape[1])

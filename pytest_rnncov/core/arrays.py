@@ -36,6 +36,16 @@ def wide_float(xp: Any) -> Any:
     return xp.float64
 
 
+def wide_int(xp: Any) -> Any:
+    """The integer dtype for counts and word ids: int64, except under JAX without 64-bit
+    mode (int32; counts per batch and TC's at most 2**20 words fit)."""
+    if xp.__name__.startswith("jax"):
+        import jax
+
+        return xp.int64 if jax.config.read("jax_enable_x64") else xp.int32
+    return xp.int64
+
+
 def like(value: Any, array: Any, dtype: Any = None) -> Any:
     """``value`` (numpy or a scalar) as an array of ``array``'s namespace and device."""
     if is_numpy_array(array):

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from .arrays import array_namespace, like
+from .arrays import array_namespace, like, wide_int
 
 
 def paa_matrix(length: int, segments: int) -> np.ndarray:
@@ -78,4 +78,4 @@ def symbols_of(values: Any, cuts: np.ndarray) -> Any:
     """``symbols`` in the values' own namespace: how many breakpoints each value reaches."""
     xp = array_namespace(values)
     reached = values[..., None] >= like(cuts, values, dtype=values.dtype)
-    return xp.sum(xp.astype(reached, xp.int64), axis=-1)
+    return xp.sum(xp.astype(reached, wide_int(xp)), axis=-1)

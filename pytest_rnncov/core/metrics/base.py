@@ -19,7 +19,7 @@ import numpy as np
 
 from ...errors import InvalidArgument, InvalidInput, ProfileError
 from ..abstractions import Window, signal
-from ..arrays import array_namespace, to_host
+from ..arrays import array_namespace, to_host, wide_int
 from ..names import MAX_CONDITIONS
 from ..state import MetricState
 from ..trace import Trace, check_component
@@ -127,7 +127,7 @@ class BatchResult:
         """From a (rows, conditions) boolean matrix of any namespace: only the counts come
         to the host now, the matrix when ``hits()`` asks for it."""
         xp = array_namespace(hit)
-        return cls(to_host(xp.sum(xp.astype(hit, xp.int64), axis=0)).astype(np.int64), dense=hit)
+        return cls(to_host(xp.sum(xp.astype(hit, wide_int(xp)), axis=0)).astype(np.int64), dense=hit)
 
     @classmethod
     def from_pairs(cls, rows: np.ndarray, conditions: np.ndarray, total: int) -> "BatchResult":
