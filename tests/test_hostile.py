@@ -310,3 +310,25 @@ def test_save_to_an_unwritable_path_is_a_data_file_error(tmp_path):
         os.chmod(tmp_path, 0o500)
         with pytest.raises(DataFileError):
             CoverageData().save(tmp_path / "data.json")
+
+
+def test_updates_leave_no_reference_cycles(torch_model):
+    """Every batch's trace is freed when the batch is done (by reference counting, not by
+    the cyclic collector, which may run too rarely to keep memory flat)."""
+    import gc
+
+    from pytest_rnncov.core.metrics import Signals
+    from pytest_rnncov.core.trace import Trace
+
+    rnn, profile, x = torch_model
+    coverage = Coverage(rnn, profile, ["BC", "SC", "TC", "NC", "KMNC"])
+    gc.collect()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        coverage.update(x)
+        gc.collect()
+        cyclic = [type(o).__name__ for o in gc.garbage if isinstance(o, (Trace, Signals))]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+    assert cyclic == []

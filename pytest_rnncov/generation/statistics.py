@@ -3,6 +3,7 @@ incrementally in memory bounded by the seeds and the conditions, not the number 
 
 from __future__ import annotations
 
+import heapq
 from typing import Mapping
 
 import numpy as np
@@ -36,7 +37,10 @@ class DiversityAccumulator:
         moved = norms > 0
         if self.sums is None:
             self.sums = np.zeros((self.n_seeds, d.shape[1]))
-        np.add.at(self.sums, seed_index[moved], d[moved] / norms[moved, None])
+        seeds_moved, inverse = np.unique(seed_index[moved], return_inverse=True)
+        grouped = np.zeros((len(seeds_moved), int(moved.sum())))  # one-hot: case -> its seed
+        grouped[inverse, np.arange(len(inverse))] = 1.0
+        self.sums[seeds_moved] += grouped @ (d[moved] / norms[moved, None])
         self.counts += np.bincount(seed_index[moved], minlength=self.n_seeds)
 
     def per_seed(self, minimum: int = 1) -> np.ndarray:
@@ -70,23 +74,33 @@ class MinimalSuite:
         self._hits: list[np.ndarray] = []
 
     def add(self, case_ids: np.ndarray, rows: np.ndarray, conditions: np.ndarray) -> None:
-        """Add a batch: case ``case_ids[r]`` satisfies ``conditions[k]`` where ``rows[k] == r``."""
-        new = ~self.covered[conditions]
-        if not new.any():
+        """Add a batch: case ``case_ids[r]`` satisfies ``conditions[k]`` where ``rows[k] == r``.
+
+        Lazy greedy: a case's gain only shrinks as the suite grows, so the cases wait in a
+        heap under their last known gain and only the top one is re-counted; the result is
+        the eager greedy choice (ties to the earlier case) at a cost proportional to the
+        hits of the cases examined, not to all pending hits per member added.
+        """
+        if not (~self.covered[conditions]).any():
             return
         order = np.argsort(rows, kind="stable")
         rows_sorted, conditions_sorted = rows[order], conditions[order]
         starts = np.searchsorted(rows_sorted, np.arange(len(case_ids) + 1))
-        pending_rows, pending_conditions = rows[new], conditions[new]
-        while len(pending_rows):
-            gain = np.bincount(pending_rows, minlength=len(case_ids))
-            best = int(gain.argmax())
-            hit = conditions_sorted[starts[best]:starts[best + 1]]
-            self._ids.append(int(case_ids[best]))
+        fresh = np.bincount(rows[~self.covered[conditions]], minlength=len(case_ids))
+        heap = [(-int(fresh[r]), int(r)) for r in np.flatnonzero(fresh)]
+        heapq.heapify(heap)
+        while heap:
+            _, row = heapq.heappop(heap)
+            hit = conditions_sorted[starts[row]:starts[row + 1]]
+            gain = int((~self.covered[hit]).sum())
+            if gain == 0:
+                continue
+            if heap and (-gain, row) > heap[0]:  # another case may gain more now
+                heapq.heappush(heap, (-gain, row))
+                continue
+            self._ids.append(int(case_ids[row]))
             self._hits.append(np.unique(hit))
             self.covered[hit] = True
-            still = ~self.covered[pending_conditions]
-            pending_rows, pending_conditions = pending_rows[still], pending_conditions[still]
 
     def members(self) -> np.ndarray:
         """Sorted ids of the suite after dropping redundant members."""

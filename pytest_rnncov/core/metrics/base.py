@@ -54,13 +54,16 @@ class Signals:
         self.window = (int(t1), int(t2))
         self._cache: dict[tuple[str, str], Any] = {}
         self._neurons: dict[str, Any] = {}
-        self._host: "Signals | None" = None if not trace.on_host else self
+        self._host: "Signals | None" = None  # never self: a self-reference would leave every
+        # batch's trace to the cyclic garbage collector, and memory would grow with the inputs
 
     def __len__(self) -> int:
         return self.trace.batch_size
 
     def host(self) -> "Signals":
         """These signals with the trace on the host (itself when it is there already)."""
+        if self.trace.on_host:
+            return self
         if self._host is None:
             self._host = Signals(self.trace.to_host(), self.window)
         return self._host
