@@ -81,12 +81,15 @@ class MinimalSuite:
         the eager greedy choice (ties to the earlier case) at a cost proportional to the
         hits of the cases examined, not to all pending hits per member added.
         """
-        if not (~self.covered[conditions]).any():
+        new = ~self.covered[conditions]
+        if not new.any():
             return
+        fresh = np.bincount(rows[new], minlength=len(case_ids))
+        candidate = (fresh > 0)[rows]  # only cases that gain something can join
+        rows, conditions = rows[candidate], conditions[candidate]
         order = np.argsort(rows, kind="stable")
         rows_sorted, conditions_sorted = rows[order], conditions[order]
         starts = np.searchsorted(rows_sorted, np.arange(len(case_ids) + 1))
-        fresh = np.bincount(rows[~self.covered[conditions]], minlength=len(case_ids))
         heap = [(-int(fresh[r]), int(r)) for r in np.flatnonzero(fresh)]
         heapq.heapify(heap)
         while heap:
@@ -99,7 +102,7 @@ class MinimalSuite:
                 heapq.heappush(heap, (-gain, row))
                 continue
             self._ids.append(int(case_ids[row]))
-            self._hits.append(np.unique(hit))
+            self._hits.append(hit.copy())  # unique already: metrics report each pair once
             self.covered[hit] = True
 
     def members(self) -> np.ndarray:
