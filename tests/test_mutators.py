@@ -136,6 +136,38 @@ def test_eda_distance_is_the_share_of_words_changed():
     )
 
 
+def _textbook_levenshtein(a, b):
+    """Wagner-Fischer with the full table, as in any textbook."""
+    table = [[i + j if i * j == 0 else 0 for j in range(len(b) + 1)] for i in range(len(a) + 1)]
+    for i in range(1, len(a) + 1):
+        for j in range(1, len(b) + 1):
+            table[i][j] = min(table[i - 1][j] + 1, table[i][j - 1] + 1,
+                              table[i - 1][j - 1] + (a[i - 1] != b[j - 1]))
+    return table[-1][-1]
+
+
+@pytest.mark.parametrize("a, b, changed", [
+    ("kitten", "sitting", 3),      # the classic: k->s, e->i, +g
+    ("flaw", "lawn", 2),           # delete f, add n
+    ("abc", "abc", 0), ("", "abc", 3), ("abc", "", 3),
+    ("abcab", "ab", 3),            # common ends overlap: trimming must not count twice
+    ("CC(=O)O", "OC(C)=O", 4),
+])
+def test_char_edit_distance_hand_checked(a, b, changed):
+    from pytest_rnncov.generation.mutators import _edit_share
+    assert _edit_share(list(a), list(b)) == pytest.approx(changed / max(len(a), len(b), 1))
+
+
+def test_edit_distance_matches_the_textbook_table():
+    from pytest_rnncov.generation.mutators import _edit_share
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        a = list(rng.choice(list("abc"), rng.integers(0, 80)))  # past 64: big ints
+        b = list(rng.choice(list("abcd"), rng.integers(0, 80)))
+        expected = _textbook_levenshtein(a, b) / max(len(a), len(b), 1)
+        assert _edit_share(a, b) == pytest.approx(expected), (a, b)
+
+
 def test_word_encoder_and_eda_encode():
     encoder = WordEncoder.fit(TEXTS, max_words=10, length=6)
     ids = EDAMutator(encoder=encoder).encode(["the movie", "zzz unknown"])

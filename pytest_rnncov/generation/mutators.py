@@ -173,17 +173,42 @@ def finite_float32(seeds: np.ndarray, needs: str) -> np.ndarray:
     return cast
 
 
-def _word_edit_share(a: Sequence[str], b: Sequence[str]) -> float:
-    """Word-level Levenshtein distance over the longer length: the share of tokens changed."""
-    if not a and not b:
+def _edit_share(a: Sequence[str], b: Sequence[str]) -> float:
+    """Levenshtein distance between token sequences over the longer length: the share of
+    tokens changed: ``d[i][j] = min(d[i-1][j] + 1, d[i][j-1] + 1, d[i-1][j-1] + (a_i != b_j))``.
+    Common ends are trimmed first (a mutation edits a few places)."""
+    longer = max(len(a), len(b))
+    if longer == 0:
         return 0.0
-    previous = list(range(len(b) + 1))
-    for i, wa in enumerate(a, 1):
-        current = [i]
-        for j, wb in enumerate(b, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (wa != wb)))
-        previous = current
-    return previous[-1] / max(len(a), len(b))
+    shorter = min(len(a), len(b))
+    start = 0
+    while start < shorter and a[start] == b[start]:
+        start += 1
+    end = 0
+    while end < shorter - start and a[len(a) - 1 - end] == b[len(b) - 1 - end]:
+        end += 1
+    a, b = a[start:len(a) - end], b[start:len(b) - end]
+    if not a or not b:
+        return max(len(a), len(b)) / longer
+    # Hyyrö's bit-parallel form of that programme: bit i of the vertical delta vectors
+    # says whether d[i+1][j] - d[i][j] is +1 (positive) or -1 (negative).
+    positions: dict[str, int] = {}
+    for i, token in enumerate(a):
+        positions[token] = positions.get(token, 0) | (1 << i)
+    full, top = (1 << len(a)) - 1, 1 << (len(a) - 1)
+    positive, negative, distance = full, 0, len(a)
+    for token in b:
+        match = positions.get(token, 0)
+        vertical = match | negative
+        horizontal = ((((match & positive) + positive) & full) ^ positive) | match
+        up = negative | (~(horizontal | positive) & full)
+        down = positive & horizontal
+        distance += bool(up & top) - bool(down & top)
+        up = ((up << 1) | 1) & full
+        down = (down << 1) & full
+        positive = down | (~(vertical | up) & full)
+        negative = up & vertical
+    return distance / longer
 
 
 class _StringMutator(Mutator):
@@ -323,7 +348,7 @@ class EDAMutator(_StringMutator):
         return " ".join(words)
 
     def distance(self, seeds: Cases, cases: Cases) -> np.ndarray:
-        return np.array([0.0 if s == c else _word_edit_share(s.split(), c.split())
+        return np.array([0.0 if s == c else _edit_share(s.split(), c.split())
                          for s, c in zip(seeds, cases)])
 
 
@@ -392,7 +417,7 @@ class SmilesMutator(_StringMutator):
         return out
 
     def distance(self, seeds: Cases, cases: Cases) -> np.ndarray:
-        return np.array([0.0 if s == c else _word_edit_share(list(s), list(c))
+        return np.array([0.0 if s == c else _edit_share(list(s), list(c))
                          for s, c in zip(seeds, cases)])
 
 
