@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Callable
 
 from ..errors import DataFileError, InvalidArgument
 from ..files import write_text
@@ -21,8 +22,13 @@ def _nearest_existing(path: Path) -> Path:
 def check_output_file(path: Path, what: str) -> Path:
     """Refuse a file path that is a directory or under something that is not a writable
     directory (missing parents are created when the file is written)."""
+    return _explained(_check_output_file, path, what)
+
+
+def _explained(check: Callable[[Path, str], Path], path: Path, what: str) -> Path:
+    """Run a path check, turning an operating-system error into a DataFileError."""
     try:
-        return _check_output_file(path, what)
+        return check(path, what)
     except (OSError, ValueError) as exc:
         raise DataFileError(f"{what} {str(path)!r} cannot be used: "
                             f"{getattr(exc, 'strerror', None) or exc}") from None
@@ -43,11 +49,7 @@ def _check_output_file(path: Path, what: str) -> Path:
 
 def check_output_dir(path: Path, what: str) -> Path:
     """Refuse a directory path that exists as something else or cannot be created."""
-    try:
-        return _check_output_dir(path, what)
-    except (OSError, ValueError) as exc:
-        raise DataFileError(f"{what} {str(path)!r} cannot be used: "
-                            f"{getattr(exc, 'strerror', None) or exc}") from None
+    return _explained(_check_output_dir, path, what)
 
 
 def _check_output_dir(path: Path, what: str) -> Path:
