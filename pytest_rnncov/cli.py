@@ -58,8 +58,9 @@ def _parser() -> _Parser:
                        ("report", "reports from data files")):
         command = commands.add_parser(name, help=text)
         command.add_argument("data", nargs="+", help="--rnn-data files")
-        command.add_argument("--rnn-coverage", default=None, metavar="BARS",
-                             help="0.9, BC:0.9,TC:0.4 or MODEL:METRIC:BAR")
+        command.add_argument("--rnn-coverage", action="append", default=None, metavar="BARS",
+                             help="0.9, BC:0.9,TC:0.4 or MODEL:METRIC:BAR; repeatable: the "
+                                  "bars add up")
         command.add_argument("--rnn-metrics", default=None, metavar="LIST",
                              help="metrics a plain bar applies to (default BC,SC,TC)")
         command.add_argument("--report", action="append", default=None, metavar="TYPE[:DEST]",
@@ -137,7 +138,9 @@ def _window(text: str | None) -> tuple[int, int] | None:
 
 
 def _layer(text: str | None) -> str | int | None:
-    return int(text) if text is not None and text.lstrip("-").isdigit() else text
+    """An index when the text is an ASCII integer, else a name."""
+    digits = None if text is None else text.removeprefix("-")
+    return int(text) if text and digits and digits.isascii() and digits.isdigit() else text
 
 
 def _profile_fit(args: argparse.Namespace) -> int:
@@ -148,6 +151,11 @@ def _profile_fit(args: argparse.Namespace) -> int:
     model = load_model(args.model, safe_mode=not args.unsafe_load)
     rnn = RNNModel(model, _layer(args.layer), direction=args.direction, output=_layer(args.output))
     x = _load_array(args.x_train, args.x_train_key)
+    if args.x_train_key is not None and not args.x_train.endswith(".npz"):
+        from .errors import InvalidArgument
+
+        raise InvalidArgument(f"--x-train-key {args.x_train_key!r} names an array inside a .npz "
+                              f"file; {args.x_train!r} is one array: drop --x-train-key")
     profile = Profile(window=_window(args.window), state_components=args.state_components,
                       state_intervals=args.state_intervals).fit(rnn, x)
     profile.save(args.out)
@@ -232,13 +240,26 @@ def _combined(paths: Sequence[str]) -> Any:
     return combine(CoverageData.load(p) for p in paths)
 
 
+def _reports(args: argparse.Namespace) -> list[tuple[str, str | None]]:
+    """The requested reports, after checking that no output replaces an input or another
+    output (a data file is never overwritten by a report)."""
+    from .reporting.paths import check_distinct
+    from .reporting.specs import parse_report
+
+    reports = [parse_report(r) for r in (args.report or ["term"])]
+    outputs = [(f"--report {kind}:", Path(dest)) for kind, dest in reports if dest is not None]
+    if getattr(args, "out", None) is not None:
+        outputs.append(("--out", Path(args.out)))
+    check_distinct(outputs, [("data file", Path(p)) for p in args.data])
+    return reports
+
+
 def _render(args: argparse.Namespace, data: Any, verdict: Any) -> None:
     from .reporting.html import HtmlReport
     from .reporting.json_report import JsonReport
-    from .reporting.specs import parse_report
     from .reporting.terminal import LinesWriter, TermReport
 
-    reports = [parse_report(r) for r in (args.report or ["term"])]
+    reports = _reports(args)
     kinds = {kind for kind, _ in reports}
     writer = LinesWriter()
     written = []
@@ -261,11 +282,16 @@ def _verdict(args: argparse.Namespace, data: Any) -> Any:
     from .reporting.specs import parse_metrics
 
     gate = parse_metrics(args.rnn_metrics) if args.rnn_metrics else DEFAULT_METRICS
-    bars = None if args.rnn_coverage is None else Bars.parse(args.rnn_coverage, gate)
+    bars = None if args.rnn_coverage is None else Bars.parse(",".join(args.rnn_coverage), gate)
     return evaluate(data, bars)
 
 
 def _combine(args: argparse.Namespace) -> int:
+    from .errors import InvalidArgument
+
+    if args.out is not None and not args.out.strip():
+        raise InvalidArgument("--out '': give a file path, e.g. --out combined.json")
+    _reports(args)  # refuse clashing paths before reading anything
     data = _combined(args.data)
     verdict = _verdict(args, data)
     if args.out:
@@ -277,6 +303,7 @@ def _combine(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
+    _reports(args)
     data = _combined(args.data)
     verdict = _verdict(args, data)
     _render(args, data, verdict)

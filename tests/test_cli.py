@@ -99,6 +99,12 @@ def test_show_reads_every_file_kind(runs):
         (["compare", "a.json", "--baseline", "a.json"], "is not a pytest-rnncov baseline file"),
         (["show", "bad.json"], "is not a pytest-rnncov profile, data, baseline or report file"),
         (["frobnicate"], "invalid choice: 'frobnicate'"),
+        (["combine", "a.json", "a.json"], "is given twice; each run's data counts once"),
+        (["report", "a.json", "--report", "json:a.json"], "would overwrite data file"),
+        (["combine", "a.json", "--out", "x.json", "--report", "json:x.json"],
+         "would collide with --report json:"),
+        (["combine", "a.json", "--out", ""], "--out '': give a file path"),
+        (["combine", "a.json", "--rnn-coverage=0.1", "--rnn-coverage=0.2"], "is given twice"),
     ],
 )
 def test_usage_errors_exit_4_and_say_why(runs, args, message):
@@ -126,3 +132,20 @@ def test_profile_fit_from_a_model_file_and_a_npy(keras, tmp_path, seq_inputs, st
     bad_window = cli("profile", "fit", "m.keras", "--x-train", "x.npy", "--window", "a,b",
                      "--out", "q.json", cwd=tmp_path)
     assert bad_window.returncode == 4 and "give two step indices" in bad_window.stderr
+
+
+def test_repeated_bars_add_up(runs):
+    done = cli("combine", "a.json", "b.json", "--rnn-coverage=BC:0.99", "--rnn-coverage=TC:0.01",
+               cwd=runs)
+    assert done.returncode == 1
+    assert "FAIL Required RNN coverage (BC:0.99,TC:0.01) not reached: BC" in done.stdout
+
+
+def test_a_layer_in_other_digits_is_a_name(keras, tmp_path, seq_inputs, stacked_model):
+    """'²' is a digit to str.isdigit but no integer: it names a layer (and none exists)."""
+    stacked_model.save(tmp_path / "m.keras")
+    np.save(tmp_path / "x.npy", seq_inputs)
+    done = cli("profile", "fit", "m.keras", "--x-train", "x.npy", "--out", "p.json",
+               "--layer", "\u00b2", cwd=tmp_path)
+    assert done.returncode == 4, done.stderr
+    assert "'\u00b2'" in done.stderr and "Traceback" not in done.stderr

@@ -110,7 +110,16 @@ def _data_file(tmp_path, change):
     (lambda d: d["models"]["m"]["metrics"]["TC"].update(metric="XX"), "not one of"),
     (lambda d: d["models"]["m"].update(cell="transformer"), "cell 'transformer'"),
     (lambda d: d["models"]["m"]["metrics"]["TC"].update(config={}),
-     "does not describe"),
+     "must hold exactly the keys"),
+    # fields of the right name but the wrong type, range or count of conditions
+    (lambda d: d["models"]["m"]["metrics"]["TC"]["config"].update(a=2 ** 63), "'a' cannot be"),
+    (lambda d: d["models"]["m"]["metrics"]["TC"]["config"].update(a=[3]), "'a' cannot be"),
+    (lambda d: d["models"]["m"]["metrics"]["TC"]["config"].update(a=2), "implies 32 conditions"),
+    (lambda d: d["models"]["m"]["metrics"]["TC"]["config"].update(w=2 ** 63), "'w' cannot be"),
+    (lambda d: d["models"]["m"]["metrics"]["BC"]["config"].update(window=[1]), "'window'"),
+    (lambda d: d["models"]["m"]["metrics"]["BC"]["config"].update(component=[]), "'component'"),
+    (lambda d: d["models"]["m"]["metrics"]["BC"]["config"].update(alpha_max=None), "'alpha_max'"),
+    (lambda d: d["models"]["m"].pop("profile"), "missing key 'profile'"),
     (lambda d: d["campaigns"].append({"test_cases": 1, "adversarial": 5, "unique": 0,
                                       "adversary_rate": 0.5, "model": "m"}),
      "more adversarial samples than test cases"),
@@ -332,3 +341,90 @@ def test_updates_leave_no_reference_cycles(torch_model):
         gc.set_debug(0)
         gc.garbage.clear()
     assert cyclic == []
+
+
+def _varied_profile(scale=1.0):
+    """A profile with a state model (hidden states vary in every direction)."""
+    rng = np.random.default_rng(1)
+    return fit_profile(make_trace(h=scale * rng.normal(size=(40, 5, 3)),
+                                  f=rng.uniform(size=(40, 5, 3))))
+
+
+def test_profile_state_ids_beyond_int64_are_refused(tmp_path):
+    profile = _varied_profile()
+    assert profile.states_ is not None
+    data = profile.to_dict()
+    data["states"]["cells"][0] = 2 ** 63
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ProfileError, match="'cells' holds ids outside"):
+        Profile.load(path)
+
+
+def _state(profile, metrics=("BC", "TC")):
+    from pytest_rnncov.core.state import ModelState
+
+    bound = {name: make_metric(name).bind(profile, track_fitness=False) for name in metrics}
+    return ModelState("m", "hand", "lstm", profile.window_, "hand", 0,
+                      {name: m.state_ for name, m in bound.items()}, profile.digest())
+
+
+def test_coverage_from_different_profiles_does_not_combine():
+    """Same layer, window and weights, other training data: TC's symbols mean other things."""
+    one, other = _state(_varied_profile()), _state(_varied_profile(scale=5.0))
+    assert one.profile != other.profile
+    with pytest.raises(InvalidArgument, match="profiles"):
+        one.copy().merge(other)
+    one.copy().merge(_state(_varied_profile()))  # the same profile fitted again: equal digest
+
+
+def test_configurations_are_compared_to_the_last_digit():
+    from pytest_rnncov import BC
+
+    profile = _varied_profile()
+    close, exact = BC(alpha_max=0.8000001).bind(profile), BC(alpha_max=0.8).bind(profile)
+    assert close.describe() == exact.describe()  # the words round ...
+    assert not close.state_.same_configuration(exact.state_)  # ... the comparison does not
+    with pytest.raises(InvalidArgument, match="configurations differ"):
+        close.state_.copy().merge(exact.state_)
+
+
+def test_a_mutator_that_overflows_is_named(torch_model):
+    from pytest_rnncov import Campaign
+
+    rnn, profile, x = torch_model
+    wild = GaussianMutator(variance=1e300, clip=None)
+    campaign = Campaign(rnn, x[:4], wild, Oracle(), profile=profile, budget=8, batch_size=4)
+    with pytest.raises(InvalidArgument, match="GaussianMutator.mutate produced NaN, inf .* variance"):
+        campaign.run()
+
+
+def test_public_mutator_methods_check_their_arguments():
+    from pytest_rnncov import CharEncoder, EDAMutator, WordEncoder
+
+    x = np.zeros((3, 4, 2), np.float32)
+    with pytest.raises(InvalidInput, match=r"seeds of shape \(2, 4, 2\) and cases of shape"):
+        GaussianMutator().distance(x[:2], x)
+    with pytest.raises(InvalidInput, match="2 seeds and 1 cases"):
+        EDAMutator().distance(["a b", "c"], ["a"])
+    for rng in (None, 3):
+        with pytest.raises(InvalidArgument, match="is not a numpy.random.Generator"):
+            GaussianMutator().mutate(x, rng)
+    with pytest.raises(InvalidArgument, match="length"):
+        WordEncoder(["a"], length=10 ** 10)
+    with pytest.raises(InvalidArgument, match="length"):
+        CharEncoder("ab", length=10 ** 10)
+
+
+def test_coverage_flags_are_booleans(torch_model):
+    rnn, profile, _ = torch_model
+    with pytest.raises(InvalidArgument, match="track_fitness='no'"):
+        Coverage(rnn, profile, track_fitness="no")
+
+
+def test_a_bar_too_small_to_tell_from_zero_is_refused():
+    from pytest_rnncov.reporting.bars import Bars
+
+    with pytest.raises(InvalidArgument, match="too small to tell from 0"):
+        Bars.parse("1e-400")
+    assert Bars.parse("0").single == 0.0

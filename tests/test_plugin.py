@@ -188,6 +188,12 @@ def test_ini_options(project):
         (["--rnn-metrics=BC,XX"], "*--rnn-metrics: unknown metric XX; choose from BC,SC,TC*"),
         (["--rnn-report=xml"], "*unknown report type 'xml'*"),
         (["--rnn-seed=x"], "*'x' is not an integer seed*"),
+        (["--rnn-data="], "*--rnn-data='': give a file path*"),
+        (["--rnn-report=json:r.json", "--rnn-data=r.json"],
+         "*--rnn-data * would collide with --rnn-report=json: *r.json*"),
+        (["--rnn-report=html:out", "--rnn-report=json:out/index.html"],
+         "*would collide with --rnn-report=html: *out*"),
+        (["--rnn-coverage=BC:0.5", "--rnn-coverage=BC:0.6"], "*'BC:0.6' is given twice*"),
     ],
 )
 def test_bad_option_values(pytester, args, message):
@@ -416,3 +422,47 @@ def test_deepstellar_metrics_through_the_plugin(pytester):
     assert tiny["BS"]["describe"] == "BS(h, PCA 4 x 10 intervals)"  # 4 units: 4 directions
     assert 0 < tiny["BS"]["covered"] <= tiny["BS"]["total"]
     assert 0 <= tiny["WT"]["rate"] <= 1
+
+
+def test_repeated_coverage_options_add_up(project):
+    """A second --rnn-coverage adds its bars; it does not replace the first."""
+    result = project.runpytest("--rnn-coverage=BC:0.99", "--rnn-coverage=TC:0.01",
+                               "--rnn-report=json:j.json", "--rnn-report=term")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["FAIL Required RNN coverage (BC:0.99,TC:0.01) not reached: BC*"])
+    report = json.loads((project.path / "j.json").read_text())
+    assert report["passed"] is False and report["required"] == "BC:0.99,TC:0.01"
+
+
+def test_every_metric_reaches_the_data_file_and_json(project):
+    """SNAC's one-sided bound (no lower bound) is written as null, not -inf."""
+    result = project.runpytest("--rnn-metrics=BC,SC,TC,NC,KMNC,NBC,SNAC,BS,SBC,BT,WT",
+                               "--rnn-data=d.json", "--rnn-report=json:r.json", "-n", "2",
+                               "-p", "xdist")
+    assert result.ret == 0, result.stdout.str()
+    data = json.loads((project.path / "d.json").read_text())
+    snac = data["models"]["tiny"]["metrics"]["SNAC"]
+    assert snac["config"]["lower"] is None and snac["total"] == 20  # 5 steps x 4 units
+    assert json.loads((project.path / "r.json").read_text())["models"]["tiny"]["metrics"]["SNAC"]
+
+
+TRACK_RAISES = """
+import pytest
+
+
+def test_model_raises(rnncov):
+    class Broken:
+        def __getattr__(self, name):
+            raise OverflowError("the model's own error")
+
+    with pytest.raises(Exception):
+        rnncov.track(Broken(), x_train=None)
+"""
+
+
+def test_a_track_that_raised_is_reported_as_such(pytester):
+    pytester.makepyfile(test_broken=TRACK_RAISES)
+    result = pytester.runpytest("--rnn-coverage=0.5")
+    assert result.ret == 1
+    assert "no model was tracked (register" not in result.stdout.str()
+    result.stdout.fnmatch_lines(["*rnncov.track* failed*"])

@@ -54,6 +54,16 @@ def test_collect_only_does_not_apply_an_ini_gate(project):
     assert passed is None and last == "RNN coverage gate not applied: only collecting (--collect-only)."
 
 
+def test_a_session_that_ran_nothing_keeps_the_data_file(project):
+    """--collect-only or every test deselected: an earlier run's data file is not emptied."""
+    assert project.runpytest("--rnn-data=d.json").ret == 0
+    before = (project.path / "d.json").read_text()
+    for args in (["--collect-only"], ["-k", "no_such_test"]):
+        result = project.runpytest("--rnn-data=d.json", *args)
+        result.stdout.fnmatch_lines(["RNN coverage data not written to d.json: *"])
+        assert (project.path / "d.json").read_text() == before
+
+
 def test_a_baseline_regression_fails_everywhere(project):
     assert project.runpytest("--rnn-save=main").ret == 0
     project.makepyfile(test_feed="from conftest import inputs\n\ndef test_one(tiny):\n"
@@ -221,3 +231,28 @@ def test_marker_keywords_of_every_type(project):
     ])
     result.stdout.fnmatch_lines(["*rnn_coverage marker: coverage bar 'high': 'high' is not a number*"])
     result.stdout.fnmatch_lines(["*rnn_coverage marker: unknown metric ZZ*"])
+
+
+NAMES = '''
+import pytest
+from conftest import inputs
+
+
+@pytest.mark.parametrize("name", ["a:b", "a,b", "a\\nb", " a", "*"])
+def test_name(rnncov, tiny, name):
+    with pytest.raises(Exception, match="cannot appear in a bar"):
+        rnncov.track(tiny.rnn.model, x_train=inputs(0, n=8), window=(1, 5), name=name)
+
+
+@pytest.mark.rnn_coverage(min="nosuch:TC:0.5")
+def test_marker_names_another_model(tiny):
+    tiny.predict(inputs(1, n=4))
+'''
+
+
+def test_model_names_that_bars_cannot_name_and_markers_naming_others(project):
+    project.makepyfile(test_names=NAMES)
+    result = project.runpytest("test_names.py")
+    result.assert_outcomes(passed=5, failed=1)
+    result.stdout.fnmatch_lines(
+        ["*a bar names model 'nosuch', which this test did not feed (it fed: tiny)*"])

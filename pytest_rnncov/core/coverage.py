@@ -65,8 +65,11 @@ class Coverage:
             raise InvalidArgument(f"profile={profile!r} is not a Profile; fit one with "
                                   "Profile().fit(model, x_train) or Profile.load(path)")
         profile.check(model)
+        if not isinstance(track_fitness, (bool, np.bool_)):
+            raise InvalidArgument(f"track_fitness={track_fitness!r}; pass True or False")
         self.model = model
         self.profile = profile
+        self.profile_digest_ = profile.digest()
         self.preset = preset
         self.metrics = bind_metrics(metrics, profile, preset, track_fitness)
         self.track_fitness = track_fitness
@@ -201,7 +204,7 @@ class Coverage:
             name or model.layer_name, model.layer_name, self.profile.cell_,
             (int(self.profile.window_[0]), int(self.profile.window_[1])),
             model.fingerprint(), self.n_inputs_,
-            {key: m.state_.copy() for key, m in self.metrics.items()})
+            {key: m.state_.copy() for key, m in self.metrics.items()}, self.profile_digest_)
 
     def merge(self, other: "Coverage") -> None:
         """Union another Coverage of the same model, profile and metrics into this one."""

@@ -8,6 +8,7 @@ refused by name instead of normalising with garbage.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -279,6 +280,12 @@ class Profile:
             },
             "states": None if self.states_ is None else self.states_.to_dict(),
         }
+
+    def digest(self) -> str:
+        """A short hash of everything fitted: equal digests, equal conditions."""
+        content = {k: v for k, v in self.to_dict().items() if k != "window_requested"}
+        text = json.dumps(content, sort_keys=True, allow_nan=False)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the profile as JSON (see docs/definitions.md, "Profile files")."""

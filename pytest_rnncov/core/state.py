@@ -111,7 +111,9 @@ class MetricState:
         return np.flatnonzero(self.covered_mask & ~before)
 
     def same_configuration(self, other: "MetricState") -> bool:
-        return (self.metric, self.describe, self.total) == (other.metric, other.describe, other.total)
+        """Same metric, same number of conditions, same configuration to the last digit."""
+        return ((self.metric, self.total, self.config)
+                == (other.metric, other.total, other.config))
 
     def check_compatible(self, other: "MetricState") -> None:
         if not self.same_configuration(other):
@@ -216,18 +218,23 @@ class ModelState:
     fingerprint: str
     n_inputs: int
     metrics: dict[str, MetricState]
+    #: digest of the profile the conditions were built from (``Profile.digest``)
+    profile: str = ""
 
     def same_subject(self, other: "ModelState") -> bool:
-        return ((self.layer, self.cell, tuple(self.window), self.fingerprint)
-                == (other.layer, other.cell, tuple(other.window), other.fingerprint))
+        return ((self.layer, self.cell, tuple(self.window), self.fingerprint, self.profile)
+                == (other.layer, other.cell, tuple(other.window), other.fingerprint,
+                    other.profile))
 
     def check_compatible(self, other: "ModelState") -> None:
         if not self.same_subject(other):
             raise InvalidArgument(
                 f"cannot combine coverage of model {other.name!r} (layer {other.layer!r}, "
-                f"{other.cell}, window {list(other.window)}, weights {other.fingerprint}) with "
-                f"{self.name!r} (layer {self.layer!r}, {self.cell}, window {list(self.window)}, "
-                f"weights {self.fingerprint}): they measure different layers, windows or weights")
+                f"{other.cell}, window {list(other.window)}, weights {other.fingerprint}, "
+                f"profile {other.profile}) with {self.name!r} (layer {self.layer!r}, "
+                f"{self.cell}, window {list(self.window)}, weights {self.fingerprint}, profile "
+                f"{self.profile}): they measure different layers, windows, weights or "
+                "profiles (TC symbols and neuron ranges come from the profile)")
 
     def merge(self, other: "ModelState") -> None:
         """Union another state of the same model (metrics tracked only there are added)."""
@@ -243,7 +250,8 @@ class ModelState:
     def copy(self) -> "ModelState":
         return ModelState(self.name, self.layer, self.cell, (self.window[0], self.window[1]),
                           self.fingerprint,
-                          self.n_inputs, {k: m.copy() for k, m in self.metrics.items()})
+                          self.n_inputs, {k: m.copy() for k, m in self.metrics.items()},
+                          self.profile)
 
     def rates(self) -> dict[str, float]:
         return {k: m.rate for k, m in self.metrics.items()}
@@ -256,6 +264,7 @@ class ModelState:
             "cell": self.cell,
             "window": list(self.window),
             "fingerprint": self.fingerprint,
+            "profile": self.profile,
             "inputs": self.n_inputs,
             "metrics": {k: m.to_json(fitness=fitness) for k, m in self.metrics.items()},
         }
@@ -286,7 +295,7 @@ class ModelState:
             raise _fail(where, f"cell {cell!r} is not one of {', '.join(CELL_COMPONENTS)}")
         return cls(name, _require(data, "layer", str, where), cell,
                    (int(window[0]), int(window[1])), _require(data, "fingerprint", str, where),
-                   n_inputs, metrics)
+                   n_inputs, metrics, _require(data, "profile", str, where))
 
 
 def merge_models(into: dict[str, ModelState], states: Iterable[ModelState]) -> None:

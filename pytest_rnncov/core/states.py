@@ -183,10 +183,9 @@ class StateModel:
             if not isinstance(values, list) or not all(
                     isinstance(v, int) and not isinstance(v, bool) for v in values):
                 raise fail(f"{key!r} must be a list of integers")
-            array = np.asarray(values, np.int64)
-            if len(array) and (array.min() < 0 or array.max() >= limit):
+            if not all(0 <= v < limit for v in values):  # before numpy: ids may be huge
                 raise fail(f"{key!r} holds ids outside [0, {limit})")
-            return array
+            return np.asarray(values, np.int64)
 
         cells = ids("cells", n_cells)
         transitions = ids("transitions", min(n_cells * n_cells, 2 ** 62))

@@ -10,6 +10,10 @@ from ..errors import InvalidArgument, InvalidInput
 from ..validation import check_bool, check_choice, check_int
 
 
+#: the most steps an encoder pads to (a million tokens per text)
+MAX_LENGTH = 1_000_000
+
+
 def _padded(rows: Sequence[Sequence[int]], length: int, pad: str) -> np.ndarray:
     """Token id rows (each at most ``length`` long) padded with 0 on the ``pad`` side."""
     out = np.zeros((len(rows), length), np.int32)
@@ -40,7 +44,7 @@ class CharEncoder:
             raise InvalidArgument("vocabulary must be a non-empty iterable of single characters")
         self.vocabulary = chars
         self.index = {c: i + 1 for i, c in enumerate(chars)}
-        self.length = check_int("length", length, minimum=1, example="80")
+        self.length = check_int("length", length, minimum=1, maximum=MAX_LENGTH, example="80")
         self.pad = check_choice("pad", pad, ("left", "right"))
         self.truncate = check_bool("truncate", truncate)
 
@@ -103,7 +107,7 @@ class WordEncoder:
                                   "string without spaces); the encoder splits texts on spaces")
         self.words = list(dict.fromkeys(w.lower() for w in words))  # texts are lower-cased
         self.index = {w: i + 2 for i, w in enumerate(self.words)}
-        self.length = check_int("length", length, minimum=1, example="40")
+        self.length = check_int("length", length, minimum=1, maximum=MAX_LENGTH, example="40")
 
     @classmethod
     def fit(cls, texts: Iterable[str], max_words: int = 5000, length: int = 40,

@@ -42,7 +42,11 @@ class Mutator(ABC):
 
     def distance(self, seeds: Cases, cases: Cases) -> np.ndarray:
         """Distance of each case to its seed (row-aligned): L2 of the flattened difference."""
-        diff = np.asarray(cases, np.float64) - np.asarray(seeds, np.float64)
+        seeds, cases = np.asarray(seeds, np.float64), np.asarray(cases, np.float64)
+        if seeds.shape != cases.shape:
+            raise InvalidInput(f"seeds of shape {seeds.shape} and cases of shape {cases.shape}: "
+                               "distance pairs each case with the seed in the same row")
+        diff = cases - seeds
         flat = diff.reshape(len(diff), -1)
         return np.sqrt(np.einsum("ij,ij->i", flat, flat))
 
@@ -126,12 +130,14 @@ class GaussianMutator(Mutator):
         return f"Gaussian noise, variance {low:.3g}-{high:.3g}, {clip}"
 
     def mutate(self, cases: Cases, rng: np.random.Generator) -> np.ndarray:
+        check_rng(rng)
         cases = np.asarray(cases)
         sigma = np.sqrt(rng.uniform(*self.variance))
         mutated = cases + rng.normal(0.0, sigma, cases.shape)
         if self.clip is not None:
             mutated = np.clip(mutated, *self.clip)
-        return mutated.astype(cases.dtype if cases.dtype.kind == "f" else np.float32)
+        with np.errstate(over="ignore"):  # an overflow is refused by name after the call
+            return mutated.astype(cases.dtype if cases.dtype.kind == "f" else np.float32)
 
     def encode(self, cases: Cases) -> np.ndarray:
         return np.asarray(cases, np.float32)
@@ -159,6 +165,13 @@ class GaussianMutator(Mutator):
         return cast
 
 
+def check_rng(rng: Any) -> None:
+    """Mutators draw only from a ``numpy.random.Generator`` (results follow the seed)."""
+    if not isinstance(rng, np.random.Generator):
+        raise InvalidArgument(f"rng={rng!r} is not a numpy.random.Generator; pass "
+                              "numpy.random.default_rng(seed)")
+
+
 def finite_float32(seeds: np.ndarray, needs: str) -> np.ndarray:
     """Numeric seeds as float32, refusing NaN, inf and values beyond float32's range."""
     if seeds.dtype.kind not in "biuf":
@@ -171,6 +184,12 @@ def finite_float32(seeds: np.ndarray, needs: str) -> np.ndarray:
         raise InvalidInput(f"seeds hold NaN or inf (or values beyond float32's range) in rows "
                            f"{rows[:5].tolist()}; clean or drop them")
     return cast
+
+
+def _same_count(seeds: Cases, cases: Cases) -> None:
+    if len(seeds) != len(cases):
+        raise InvalidInput(f"{len(seeds)} seeds and {len(cases)} cases: distance pairs each case "
+                           "with the seed in the same row")
 
 
 def _edit_share(a: Sequence[str], b: Sequence[str]) -> float:
@@ -314,6 +333,7 @@ class EDAMutator(_StringMutator):
         return self._synonyms[word]
 
     def mutate(self, cases: Cases, rng: np.random.Generator) -> list[str]:
+        check_rng(rng)
         self._load()
         ops = rng.choice(len(self.operations), size=len(cases))
         return [self._one(text, self.operations[op], rng) for text, op in zip(cases, ops)]
@@ -348,6 +368,7 @@ class EDAMutator(_StringMutator):
         return " ".join(words)
 
     def distance(self, seeds: Cases, cases: Cases) -> np.ndarray:
+        _same_count(seeds, cases)
         return np.array([0.0 if s == c else _edit_share(s.split(), c.split())
                          for s, c in zip(seeds, cases)])
 
@@ -399,6 +420,7 @@ class SmilesMutator(_StringMutator):
         return seeds
 
     def mutate(self, cases: Cases, rng: np.random.Generator) -> list[str]:
+        check_rng(rng)
         from rdkit import Chem
 
         can_encode = getattr(self.encoder, "can_encode", None)
@@ -417,6 +439,7 @@ class SmilesMutator(_StringMutator):
         return out
 
     def distance(self, seeds: Cases, cases: Cases) -> np.ndarray:
+        _same_count(seeds, cases)
         return np.array([0.0 if s == c else _edit_share(list(s), list(c))
                          for s, c in zip(seeds, cases)])
 
@@ -433,6 +456,15 @@ def checked_mutate(mutator: Mutator, cases: Cases, rng: np.random.Generator) -> 
                 f"{name}.mutate returned shape {out.shape} for cases of shape {expected}; a "
                 "mutator must return one mutant per case, of the same shape"
             )
+        if out.dtype.kind in "fc":
+            with np.errstate(over="ignore", invalid="ignore"):
+                finite = np.isfinite(out.astype(np.float32))
+            if not finite.all():
+                rows = np.flatnonzero(~finite.reshape(len(out), -1).all(axis=1))
+                raise InvalidArgument(
+                    f"{name}.mutate produced NaN, inf or values beyond float32's range in "
+                    f"mutants {rows[:5].tolist()} ({mutator.describe()}); lower its variance "
+                    "or set clip=")
     elif len(out) != len(cases) or not all(isinstance(c, str) for c in out):
         raise InvalidArgument(
             f"{name}.mutate returned {len(out)} items for {len(cases)} cases; a string mutator "

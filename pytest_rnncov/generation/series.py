@@ -14,7 +14,7 @@ import numpy as np
 
 from ..errors import InvalidArgument, InvalidInput
 from ..validation import check_float, check_int, check_range
-from .mutators import Cases, Mutator, finite_float32
+from .mutators import Cases, Mutator, check_rng, finite_float32
 
 
 class TimeSeriesMutator(Mutator):
@@ -115,6 +115,7 @@ class TimeSeriesMutator(Mutator):
         return cases[rows, left] * (1 - weight) + cases[rows, left + 1] * weight
 
     def mutate(self, cases: Cases, rng: np.random.Generator) -> np.ndarray:
+        check_rng(rng)
         array = np.asarray(cases)
         self._check_shape(array)
         mutated = array.astype(np.float64)

@@ -59,5 +59,6 @@ def check_marker(marker: pytest.Mark, fed: dict[str, ModelState], settings: Sett
         if name not in fed:
             return (f"rnn_coverage marker: this test fed no inputs to model {name!r} "
                     f"(it fed: {', '.join(sorted(fed)) or 'none'})")
-    outcome = MarkerOutcome(bars, check_models({n: fed[n] for n in wanted}, bars))
+    outcome = MarkerOutcome(bars, check_models({n: fed[n] for n in wanted}, bars),
+                            tuple(sorted(fed)))
     return None if outcome.passed else outcome.message()

@@ -47,10 +47,12 @@ seed = _argparse_type(parse_seed)
 
 def addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("rnncov", "RNN coverage of recurrent models (pytest-rnncov)")
-    group.addoption("--rnn-coverage", metavar="BARS", type=bars_text, default=None,
+    group.addoption("--rnn-coverage", metavar="BARS", type=bars_text, action="append",
+                    default=None,
                     help="fail the session when a tracked model's coverage is below the bar: "
                          "0.9 (every gate metric), BC:0.9,TC:0.4 (per metric) or "
-                         "mnist:TC:0.4 (per model) (ini: rnn_coverage)")
+                         "mnist:TC:0.4 (per model); repeatable: the bars add up "
+                         "(ini: rnn_coverage)")
     group.addoption("--rnn-metrics", metavar="LIST", type=metric_list, default=None,
                     help="metrics a plain bar applies to, comma-separated (default BC,SC,TC; "
                          f"known: {','.join(METRIC_NAMES)}; ini: rnn_metrics)")
@@ -148,7 +150,8 @@ def read_settings(config: pytest.Config) -> Settings:
             except argparse.ArgumentTypeError as exc:
                 raise _usage(f"ini option rnn_metrics = {text!r}", exc) from None
     gate_metrics = tuple(metrics or DEFAULT_METRICS)
-    bars_value = config.getoption("rnn_coverage")
+    given = config.getoption("rnn_coverage")
+    bars_value = None if given is None else ",".join(given)
     where = "--rnn-coverage"
     if bars_value is None:
         bars_value = _joined(config, "rnn_coverage")
@@ -180,7 +183,11 @@ def read_settings(config: pytest.Config) -> Settings:
             raise _usage(f"ini option rnn_compare_tolerance = {raw!r}", exc) from None
 
     root = Path(config.rootpath)
-    data = config.getoption("rnn_data") or _ini(config, "rnn_data")
+    data = config.getoption("rnn_data")
+    if data is not None and not data.strip():
+        raise pytest.UsageError("--rnn-data='': give a file path, e.g. --rnn-data=rnncov-data.json")
+    if data is None:
+        data = _ini(config, "rnn_data")
     if data is not None and (not isinstance(data, str) or not data.strip()):
         raise pytest.UsageError(f"ini option rnn_data = {data!r}: give one file path, e.g. "
                                 "rnn_data = .rnncov/data.json")
@@ -201,9 +208,14 @@ def read_settings(config: pytest.Config) -> Settings:
 
 def check_outputs(settings: Settings) -> None:
     """Refuse, before any test runs, outputs that cannot be written (pytest.UsageError)."""
-    from ..reporting.paths import check_output_dir, check_output_file
+    from ..reporting.paths import check_distinct, check_output_dir, check_output_file
 
     try:
+        check_distinct([(f"--rnn-report={kind}:", Path(dest)) for kind, dest in settings.reports
+                        if dest is not None]
+                       + [(option, path) for option, path in (("--rnn-data", settings.data),
+                                                              ("--rnn-save", settings.save))
+                          if path is not None])  # --rnn-compare=X --rnn-save=X ratchets
         for kind, dest in settings.reports:
             if kind == "json" and dest is not None:
                 check_output_file(Path(dest), "--rnn-report=json:")

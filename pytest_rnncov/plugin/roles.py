@@ -70,8 +70,11 @@ class Central:
         verdict = self.verdict or self.decide(False, "the session stopped before the tests ran")
         if self.settings.save is not None and verdict.applied:
             self.written.append(f"RNN coverage baseline saved to {save_baseline(self.settings.save, data)}")
-        if self.settings.data is not None:
+        if self.settings.data is not None and verdict.applied:
             self.written.append(f"RNN coverage data written to {data.save(self.settings.data)}")
+        elif self.settings.data is not None:  # an earlier run's data file stays as it was
+            self.written.append(f"RNN coverage data not written to {self.settings.data}: "
+                                f"{verdict.skipped_reason}")
         for kind, dest in self.settings.reports:
             if kind == "json" and dest is not None:
                 path = JsonReport(dest).report(data, verdict)

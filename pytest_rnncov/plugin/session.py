@@ -21,7 +21,7 @@ from ..core.metrics import DEFAULT_METRICS, Signals
 from ..core.profile import Profile
 from ..core.state import MetricState, ModelState
 from ..core.trace import Trace, concat_traces
-from ..errors import InvalidArgument, ProfileError, RNNCovError, StaleProfile
+from ..errors import InvalidArgument, ProfileError, StaleProfile
 from ..generation.campaign import Campaign, CampaignResult
 from ..reporting.data import CoverageData
 from ..reporting.samples import SampleWriter, gallery_entries
@@ -48,7 +48,7 @@ class _TestCoverage:
         for name, states in self.states.items():
             base = session.models[name].coverage.state(name)
             out[name] = ModelState(name, base.layer, base.cell, base.window, base.fingerprint,
-                                   self.inputs[name], states)
+                                   self.inputs[name], states, base.profile)
         return out
 
 
@@ -203,7 +203,7 @@ class RNNCovSession:
         try:
             return self._track(model, profile, x_train, window, name, layer, direction, output,
                                metrics, preset)
-        except RNNCovError as exc:
+        except Exception as exc:  # the model's own errors too: the report says what failed
             where = f" ({self.current_test})" if self.current_test else ""
             self.track_errors.append(f"{type(exc).__name__}{where}: {exc}")
             raise
@@ -223,6 +223,10 @@ class RNNCovSession:
         else:
             rnn = RNNModel(model, layer, direction=direction, output=output)
         key = name or rnn.name
+        if any(c in key for c in ":,*") or not key.isprintable() or key != key.strip():
+            raise InvalidArgument(
+                f"model name {key!r} cannot appear in a bar (MODEL:METRIC:BAR): pass name= "
+                "without ':', ',', '*', control characters or surrounding spaces")
         if isinstance(metrics, str):  # "TC" or "BC,TC", not the letters of a name
             metrics = parse_metrics(metrics)
         specs = tuple(metrics) if metrics is not None else self.default_metrics

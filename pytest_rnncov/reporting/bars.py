@@ -28,6 +28,8 @@ def parse_fraction(text: str, what: str) -> float:
         number = float(text)
     except (TypeError, ValueError):
         raise InvalidArgument(f"{what} {text!r} is not a number; give a fraction such as 0.9") from None
+    if number == 0 and any(c in "123456789" for c in str(text).lower().split("e")[0]):
+        raise InvalidArgument(f"{what} {text!r} is too small to tell from 0; write 0 for no bar")
     if math.isnan(number) or not 0 <= number <= 1:
         hint = f"; for {number:g}% use {number / 100:g}" if 1 < number <= 100 else ""
         raise InvalidArgument(f"{what} {text} is not a fraction in [0, 1]{hint}")

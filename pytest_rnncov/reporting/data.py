@@ -19,7 +19,7 @@ from typing import Any, Iterable, Mapping, TypeGuard
 
 import numpy as np
 
-from ..core.metrics import condition_label
+from ..core.metrics import config_problem
 from ..core.state import ModelState, merge_models
 from ..errors import DataFileError
 from ..files import as_path, parse_json, read_bounded, write_text
@@ -117,16 +117,14 @@ class CoverageData:
 
 
 def read_model_state(raw: Any, where: str) -> ModelState:
-    """``ModelState.from_json`` plus a check that every metric's configuration names its
-    conditions (so reports built from the file cannot fail half-way)."""
+    """``ModelState.from_json`` plus a check of every metric's configuration (fields, types,
+    ranges, the number of conditions it implies), so that reports and comparisons built
+    from the file cannot fail half-way."""
     state = ModelState.from_json(raw, where)
     for key, metric in state.metrics.items():
-        try:
-            for condition in {0, metric.total - 1} if metric.total else ():
-                condition_label(metric.metric, metric.config, condition)
-        except (KeyError, TypeError, ValueError, IndexError, ZeroDivisionError) as exc:
-            raise DataFileError(f"{where}, metric {key!r}: its 'config' {metric.config!r} does "
-                                f"not describe {metric.total} conditions ({exc!r})") from None
+        problem = config_problem(metric.metric, metric.config, metric.total)
+        if problem is not None:
+            raise DataFileError(f"{where}, metric {key!r}: its 'config' is malformed: {problem}")
     return state
 
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from ..errors import DataFileError, InvalidArgument
 from ..files import write_text
 
-__all__ = ["baseline_path", "check_output_dir", "check_output_file", "write_text"]
+__all__ = ["baseline_path", "check_distinct", "check_output_dir", "check_output_file", "write_text"]
 
 
 def _nearest_existing(path: Path) -> Path:
@@ -73,3 +73,21 @@ def baseline_path(name: str, directory: Path) -> Path:
     if "/" in name or "\\" in name or name in (".", ".."):
         raise InvalidArgument(f"baseline name {name!r}: use a plain name or a path ending in .json")
     return directory / f"{name}.json"
+
+
+def check_distinct(outputs: Sequence[tuple[str, Path]],
+                   inputs: Sequence[tuple[str, Path]] = ()) -> None:
+    """Refuse an input given twice, two outputs at one path (or one inside another's
+    folder), and an output that would overwrite an input: no result replaces another."""
+    entries = ([(what, Path(os.path.abspath(p)), False) for what, p in inputs]
+               + [(what, Path(os.path.abspath(p)), True) for what, p in outputs])
+    for index, (what, path, written) in enumerate(entries):
+        for other_what, other, other_written in entries[:index]:
+            if not written and not other_written:
+                if path == other:
+                    raise InvalidArgument(f"{what} {str(path)!r} is given twice; each run's "
+                                          "data counts once")
+            elif path == other or other in path.parents or path in other.parents:
+                verb = "collide with" if other_written else "overwrite"
+                raise InvalidArgument(f"{what} {str(path)!r} would {verb} {other_what} "
+                                      f"{str(other)!r}; give each output its own path")

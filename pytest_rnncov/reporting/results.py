@@ -187,6 +187,8 @@ class MarkerOutcome:
 
     bars: Bars
     checks: list[Check] = field(default_factory=list)
+    #: the models this test fed
+    fed: tuple[str, ...] = ()
 
     @property
     def passed(self) -> bool:
@@ -201,8 +203,8 @@ class MarkerOutcome:
             if c.passed:
                 continue
             if not c.model_tracked:
-                lines.append(f"  model {c.model!r} is not tracked (tracked: "
-                             f"{', '.join(sorted({x.model for x in self.checks if x.model_tracked})) or 'none'})")
+                lines.append(f"  a bar names model {c.model!r}, which this test did not feed "
+                             f"(it fed: {', '.join(self.fed) or 'none'})")
             elif c.rate is None:
                 lines.append(f"  {c.model}: {c.metric} is not tracked for this model")
             else:

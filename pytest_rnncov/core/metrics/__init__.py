@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from typing import Any, Callable
 
 from ...errors import InvalidArgument
+from ..abstractions import ABSTRACTIONS
 from ..names import DEFAULT_METRICS, METRIC_NAMES, PRESET_NAMES
+from ..trace import CELL_COMPONENTS
 from .base import MAX_CONDITIONS, BatchResult, Metric, Signals
 from .neuron import KMNC, NBC, NC, SNAC
 from .stellar import BS, BT, SBC, WT
@@ -14,7 +17,7 @@ from .temporal import TC
 
 __all__ = ["BC", "SC", "TC", "NC", "KMNC", "NBC", "SNAC", "BS", "SBC", "BT", "WT", "Metric",
            "Signals", "BatchResult", "METRICS", "DEFAULT_METRICS", "MAX_CONDITIONS",
-           "PRESETS", "make_metric", "condition_label"]
+           "PRESETS", "make_metric", "condition_label", "config_problem"]
 
 METRICS: dict[str, type[Metric]] = {
     m.name: m for m in (BC, SC, TC, NC, KMNC, NBC, SNAC, BS, SBC, BT, WT)}
@@ -46,3 +49,87 @@ def make_metric(spec: Any, preset: str = "paper") -> Metric:
 def condition_label(metric: str, config: dict[str, Any], condition: int) -> str:
     """The name of a condition from a state's metric name and configuration."""
     return METRICS[metric].label_from_config(config, condition)
+
+
+def _integer(low: int, high: int) -> Callable[[Any], bool]:
+    return lambda v: type(v) is int and low <= v <= high
+
+
+def _number(v: Any) -> bool:
+    return type(v) in (int, float) and math.isfinite(v)
+
+
+def _window(v: Any) -> bool:
+    return (isinstance(v, list) and len(v) == 2 and all(_integer(0, 1 << 31)(t) for t in v)
+            and v[0] <= v[1])
+
+
+_COMPONENTS = {c for components in CELL_COMPONENTS.values() for c in components}
+#: what each configuration field may hold
+_FIELDS: dict[str, Callable[[Any], bool]] = {
+    "window": _window,
+    "component": lambda v: isinstance(v, str) and v in _COMPONENTS,
+    "abstraction": lambda v: isinstance(v, str) and v in ABSTRACTIONS,
+    "alpha_max": _number, "alpha_sc": _number, "threshold": _number, "upper": _number,
+    "alpha_min": lambda v: v is None or _number(v),
+    "lower": lambda v: v is None or _number(v),
+    "w": _integer(1, 64), "a": _integer(2, 4096), "k": _integer(1, 1000),
+    "units": _integer(1, MAX_CONDITIONS), "components": _integer(1, 4096),
+    "intervals": _integer(1, 4096),
+    "active": lambda v: isinstance(v, list) and all(_integer(0, MAX_CONDITIONS)(i) for i in v),
+    "sides": lambda v: v in (["lower"], ["upper"], ["lower", "upper"]),
+    "bounds": lambda v: isinstance(v, str) and v in ("fixed", "profile"),
+}
+
+
+_NEURON = ("window", "units")
+_STATES = ("window", "components", "intervals")
+#: the keys of each metric's ``config()``
+CONFIG_KEYS: dict[str, tuple[str, ...]] = {
+    "BC": ("component", "abstraction", "window", "alpha_max", "alpha_min"),
+    "SC": ("component", "abstraction", "window", "alpha_sc"),
+    "TC": ("component", "abstraction", "w", "a", "window"),
+    "NC": (*_NEURON, "threshold"),
+    "KMNC": (*_NEURON, "k", "active"),
+    "NBC": (*_NEURON, "sides", "bounds", "lower", "upper"),
+    "SNAC": (*_NEURON, "sides", "bounds", "lower", "upper"),
+    "BS": _STATES, "BT": _STATES, "WT": _STATES, "SBC": (*_STATES, "k"),
+}
+
+
+def _steps(c: dict[str, Any]) -> int:
+    return int(c["window"][1] - c["window"][0] + 1)
+
+
+#: the number of conditions a configuration implies (None: it depends on the profile)
+_TOTALS: dict[str, Callable[[dict[str, Any]], int | None]] = {
+    "BC": lambda c: _steps(c) * (1 if c["alpha_min"] is None else 2),
+    "SC": _steps,
+    "TC": lambda c: int(c["a"]) ** int(c["w"]),
+    "NC": lambda c: _steps(c) * c["units"],
+    "KMNC": lambda c: len(c["active"]) * c["k"],
+    "NBC": lambda c: _steps(c) * c["units"] * len(c["sides"]),
+    "SNAC": lambda c: _steps(c) * c["units"] * len(c["sides"]),
+    "BS": lambda c: None, "BT": lambda c: None, "WT": lambda c: None,
+    "SBC": lambda c: 2 * c["k"] * c["components"],
+}
+
+
+def config_problem(metric: str, config: Any, total: int) -> str | None:
+    """What is wrong with a metric configuration read from a file (None: nothing): every
+    field the metric writes, of the right type and range, and as many conditions as
+    ``total``."""
+    if metric not in METRICS or not isinstance(config, dict):
+        return f"no configuration of {metric!r} is {type(config).__name__}"
+    expected = set(CONFIG_KEYS[metric])
+    if set(config) != expected:
+        return f"it must hold exactly the keys {sorted(expected)}"
+    for key in sorted(expected):
+        if not _FIELDS[key](config[key]):
+            return f"{key!r} cannot be {config[key]!r}"
+    if metric == "KMNC" and any(i >= _steps(config) * config["units"] for i in config["active"]):
+        return "'active' names a neuron outside the window's units"
+    implied = _TOTALS[metric](config)
+    if implied is not None and implied != total:
+        return f"it implies {implied} conditions, not {total}"
+    return None

@@ -7,6 +7,8 @@ matrix is built.
 
 from __future__ import annotations
 
+import math
+
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -303,7 +305,8 @@ class NBC(_NeuronMetric):
 
     def config(self) -> dict[str, Any]:
         return {**self._neuron_config(), "sides": list(self.sides), "bounds": self.bounds,
-                "lower": self.lower, "upper": self.upper}
+                "lower": self.lower if math.isfinite(self.lower) else None,  # JSON has no -inf
+                "upper": self.upper}
 
     @classmethod
     def label_from_config(cls, config: dict[str, Any], condition: int) -> str:
