@@ -108,7 +108,8 @@ def test_merging_another_models_coverage_is_refused(rnn, profile, seq_inputs, st
     theirs = Coverage(other, Profile(window=(1, 6)).fit(other, seq_inputs))
     theirs.update(seq_inputs)
     mine = Coverage(rnn, profile)
-    with pytest.raises(InvalidArgument, match="measure different layers, windows or weights"):
+    with pytest.raises(InvalidArgument,
+                       match="measure different layers, windows, weights or profiles"):
         mine.merge(theirs)
     with pytest.raises(InvalidArgument, match="configurations differ"):
         mine.merge_state(Coverage(rnn, profile, [BC(alpha_max=0.5), "SC", "TC"]).state())

@@ -466,3 +466,32 @@ def test_a_track_that_raised_is_reported_as_such(pytester):
     assert result.ret == 1
     assert "no model was tracked (register" not in result.stdout.str()
     result.stdout.fnmatch_lines(["*rnncov.track* failed*"])
+
+
+UNSENDABLE = '''
+import os
+
+from pytest_rnncov.reporting.data import CoverageData
+
+_dumps = CoverageData.dumps
+_calls = []
+
+
+def _fails_once(self):
+    _calls.append(1)
+    if os.environ.get("PYTEST_XDIST_WORKER") and len(_calls) == 1:
+        raise ValueError("cannot serialise this")
+    return _dumps(self)
+
+
+CoverageData.dumps = _fails_once
+'''
+
+
+def test_a_worker_that_cannot_send_its_data_says_why(pytester):
+    pytester.makeconftest(CONFTEST + UNSENDABLE)
+    pytester.makepyfile(test_feed=FEEDING)
+    result = pytester.runpytest_subprocess("-n", "1", "--rnn-coverage=0.01")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["WARNING RNN coverage is partial: worker gw0 (ValueError: "
+                                 "cannot serialise this) sent no coverage data*"])

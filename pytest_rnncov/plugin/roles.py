@@ -28,7 +28,13 @@ class DistWorker:
         self.engine = engine
 
     def sessionfinish(self, config: pytest.Config) -> None:
-        config.workeroutput["rnncov"] = self.engine.data().dumps()  # type: ignore[attr-defined]
+        try:
+            payload = self.engine.data().dumps()
+        except Exception as exc:  # the controller names this worker and the reason
+            worker = config.workerinput["workerid"]  # type: ignore[attr-defined]
+            reason = f"{worker} ({type(exc).__name__}: {exc})"
+            payload = CoverageData(missing_workers=[reason]).dumps()
+        config.workeroutput["rnncov"] = payload  # type: ignore[attr-defined]
 
 
 class Central:
