@@ -351,7 +351,6 @@ class Campaign:
         self.listeners = list(listeners)
         self._cases = _CaseStore(mutator.array_cases)
         self._seed_of = np.zeros(0, np.int64)
-        self._distances: list[np.ndarray] = []
         self._seed_outputs: np.ndarray | None = None
         self._offsets = np.cumsum([0] + [m.total for m in self.coverage.metrics.values()])
         self._suite = MinimalSuite(int(self._offsets[-1]))
@@ -395,14 +394,16 @@ class Campaign:
         else:
             self.generated += len(seed_index)
             seeds = self.mutator.take(self.seeds, seed_index)
-            distances = np.asarray(self.mutator.distance(seeds, cases), np.float64)
+            # without a radius no decision needs distances (the reported samples' distances
+            # are computed when they are reported)
+            distances = (np.zeros(len(seed_index)) if self.oracle.radius is None
+                         else np.asarray(self.mutator.distance(seeds, cases), np.float64))
             assert self._seed_outputs is not None
             failed = self.oracle.fails(self._seed_outputs[seed_index], outputs, distances)
             fitness = self._failure_fitness(seed_index, outputs, distances)
             self._track_failure_fitness(seed_index, ids, fitness)
             if self._diversity is not None:
                 self._diversity.add(np.asarray(cases), np.asarray(seeds), seed_index)
-        self._distances.append(distances)
         for position in np.flatnonzero(failed).tolist():
             self._adversarial.append(int(ids[position]))
             self._adversarial_outputs.append(np.asarray(outputs[position]))
