@@ -176,14 +176,18 @@ def finite_float32(seeds: np.ndarray, needs: str) -> np.ndarray:
     """Numeric seeds as float32, refusing NaN, inf and values beyond float32's range."""
     if seeds.dtype.kind not in "biuf":
         raise InvalidInput(f"seeds have dtype {seeds.dtype}; {needs} needs numbers")
-    with np.errstate(over="ignore", invalid="ignore"):
-        cast = seeds.astype(np.float32)
-    finite = np.isfinite(cast)
-    if not finite.all():
-        rows = np.flatnonzero(~finite.reshape(len(cast), -1).all(axis=1))
+    rows = nonfinite_rows(seeds)
+    if len(rows):
         raise InvalidInput(f"seeds hold NaN or inf (or values beyond float32's range) in rows "
                            f"{rows[:5].tolist()}; clean or drop them")
-    return cast
+    return seeds.astype(np.float32)
+
+
+def nonfinite_rows(values: np.ndarray) -> np.ndarray:
+    """The rows of ``values`` holding NaN, inf or values beyond float32's range."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        finite = np.isfinite(values.astype(np.float32))
+    return np.flatnonzero(~finite.reshape(len(values), -1).all(axis=1))
 
 
 def _same_count(seeds: Cases, cases: Cases) -> None:
@@ -456,15 +460,12 @@ def checked_mutate(mutator: Mutator, cases: Cases, rng: np.random.Generator) -> 
                 f"{name}.mutate returned shape {out.shape} for cases of shape {expected}; a "
                 "mutator must return one mutant per case, of the same shape"
             )
-        if out.dtype.kind in "fc":
-            with np.errstate(over="ignore", invalid="ignore"):
-                finite = np.isfinite(out.astype(np.float32))
-            if not finite.all():
-                rows = np.flatnonzero(~finite.reshape(len(out), -1).all(axis=1))
-                raise InvalidArgument(
-                    f"{name}.mutate produced NaN, inf or values beyond float32's range in "
-                    f"mutants {rows[:5].tolist()} ({mutator.describe()}); lower its variance "
-                    "or set clip=")
+        rows = nonfinite_rows(out) if out.dtype.kind in "fc" else ()
+        if len(rows):
+            raise InvalidArgument(
+                f"{name}.mutate produced NaN, inf or values beyond float32's range in "
+                f"mutants {list(rows[:5])} ({mutator.describe()}); lower its variance or set "
+                "clip=")
     elif len(out) != len(cases) or not all(isinstance(c, str) for c in out):
         raise InvalidArgument(
             f"{name}.mutate returned {len(out)} items for {len(cases)} cases; a string mutator "
