@@ -148,6 +148,10 @@ def _profile_fit(args: argparse.Namespace) -> int:
     from .adapters.model import RNNModel
     from .core.profile import Profile
 
+    from .reporting.paths import check_distinct
+
+    check_distinct([("--out", Path(args.out))],
+                   [("the model", Path(args.model)), ("--x-train", Path(args.x_train))])
     model = load_model(args.model, safe_mode=not args.unsafe_load)
     rnn = RNNModel(model, _layer(args.layer), direction=args.direction, output=_layer(args.output))
     x = _load_array(args.x_train, args.x_train_key)

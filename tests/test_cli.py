@@ -149,3 +149,23 @@ def test_a_layer_in_other_digits_is_a_name(keras, tmp_path, seq_inputs, stacked_
                "--layer", "\u00b2", cwd=tmp_path)
     assert done.returncode == 4, done.stderr
     assert "'\u00b2'" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_links_and_inputs_are_not_overwritten(runs, tmp_path):
+    (runs / "link.json").unlink(missing_ok=True)
+    (runs / "link.json").symlink_to(runs / "a.json")
+    for args in (["report", "a.json", "--report", "json:link.json"],
+                 ["combine", "a.json", "link.json"]):
+        done = cli(*args, cwd=runs)
+        assert done.returncode == 4, done.stdout + done.stderr
+        assert "would overwrite" in done.stderr or "is given twice" in done.stderr
+    assert json.loads((runs / "a.json").read_text())["format"] == "pytest-rnncov-data"
+
+
+def test_profile_fit_does_not_overwrite_its_inputs(keras, tmp_path, seq_inputs, stacked_model):
+    stacked_model.save(tmp_path / "m.keras")
+    np.save(tmp_path / "x.npy", seq_inputs)
+    for out in ("x.npy", "m.keras"):
+        done = cli("profile", "fit", "m.keras", "--x-train", "x.npy", "--out", out, cwd=tmp_path)
+        assert done.returncode == 4 and "would overwrite" in done.stderr, done.stderr
+    assert np.load(tmp_path / "x.npy").shape == seq_inputs.shape

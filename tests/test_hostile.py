@@ -120,6 +120,13 @@ def _data_file(tmp_path, change):
     (lambda d: d["models"]["m"]["metrics"]["BC"]["config"].update(component=[]), "'component'"),
     (lambda d: d["models"]["m"]["metrics"]["BC"]["config"].update(alpha_max=None), "'alpha_max'"),
     (lambda d: d["models"]["m"].pop("profile"), "missing key 'profile'"),
+    # values the metric itself would refuse, or that disagree with the rest of the file
+    (lambda d: d["models"]["m"]["metrics"]["BC"]["config"].update(alpha_max=0.9),
+     "does not match its fields"),
+    (lambda d: d["models"]["m"]["metrics"]["BC"]["config"].update(component="r"),
+     "'component' 'r'|'BC\\(r/avg"),
+    (lambda d: d["models"]["m"]["metrics"]["TC"]["config"].update(window=[1, 4]),
+     "is not the model's"),
     (lambda d: d["campaigns"].append({"test_cases": 1, "adversarial": 5, "unique": 0,
                                       "adversary_rate": 0.5, "model": "m"}),
      "more adversarial samples than test cases"),
@@ -428,3 +435,67 @@ def test_a_bar_too_small_to_tell_from_zero_is_refused():
     with pytest.raises(InvalidArgument, match="too small to tell from 0"):
         Bars.parse("1e-400")
     assert Bars.parse("0").single == 0.0
+
+
+def _neuron_data_file(tmp_path, change):
+    """A data file holding NBC, SNAC and KMNC, edited by ``change``."""
+    from pytest_rnncov.core.state import ModelState
+
+    profile = _varied_profile()
+    metrics = {name: make_metric(name).bind(profile, track_fitness=False).state_
+               for name in ("NBC", "SNAC", "KMNC")}
+    state = ModelState("m", "hand", "lstm", profile.window_, "hand", 0, metrics, profile.digest())
+    content = CoverageData(models={"m": state}).to_json()
+    change(content["models"]["m"]["metrics"])
+    path = tmp_path / "data.json"
+    path.write_text(json.dumps(content))
+    return path
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda m: m["NBC"]["config"].update(lower=5.0, upper=-5.0), "must be below"),
+    (lambda m: m["SNAC"]["config"].update(lower=0.3), "SNAC has no lower bound"),
+    (lambda m: m["SNAC"]["config"].update(sides=["lower", "upper"]), "'sides' of SNAC"),
+    (lambda m: m["KMNC"]["config"].update(active=[0] * len(m["KMNC"]["config"]["active"])),
+     "distinct neurons"),
+])
+def test_neuron_metric_configurations_are_checked(tmp_path, change, message):
+    with pytest.raises(DataFileError, match=message):
+        CoverageData.load(_neuron_data_file(tmp_path, change))
+    CoverageData.load(_neuron_data_file(tmp_path, lambda m: None))  # unedited: fine
+
+
+def test_profile_state_values_beyond_float32_are_refused(tmp_path):
+    data = _varied_profile().to_dict()
+    data["states"]["mean"][0] = 1e308
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ProfileError, match="within float32's range"):
+        Profile.load(path)
+
+
+def test_states_far_outside_the_grid_fall_outside():
+    import warnings
+
+    states = _varied_profile().states_
+    far = np.full((2, states.components.shape[0]), 1e30)
+    far[1] = np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "invalid value encountered in cast"
+        assert (states.cells_of_projection(far) == -1).all()
+
+
+def test_gaussian_mutator_methods_refuse_what_they_cannot_measure():
+    mutator = GaussianMutator()
+    x = np.zeros((2, 3), np.float32)
+    for seeds, cases in ((["ab", "cd"], ["ab", "cd"]), (np.float32(1), np.float32(2)),
+                         (x, np.full_like(x, np.nan))):
+        with pytest.raises(InvalidInput):
+            mutator.distance(seeds, cases)
+    with pytest.raises(InvalidInput, match="needs numbers"):
+        mutator.mutate(np.array(["ab"]), np.random.default_rng(0))
+    with pytest.raises(InvalidInput, match="of one shape|same row"):
+        mutator.within(x, x[:1], 1.0)
+    for radius in (float("nan"), -1.0):
+        with pytest.raises(InvalidArgument, match="radius"):
+            mutator.within(x, x, radius)

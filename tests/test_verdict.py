@@ -256,3 +256,40 @@ def test_model_names_that_bars_cannot_name_and_markers_naming_others(project):
     result.assert_outcomes(passed=5, failed=1)
     result.stdout.fnmatch_lines(
         ["*a bar names model 'nosuch', which this test did not feed (it fed: tiny)*"])
+
+
+def test_the_baseline_being_compared_is_not_overwritten(project):
+    assert project.runpytest("--rnn-save=b.json").ret == 0
+    before = (project.path / "b.json").read_text()
+    for args in (["--rnn-data=b.json"], ["--rnn-report=json:b.json"]):
+        result = project.runpytest("--rnn-compare=b.json", *args)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines(["*would overwrite --rnn-compare*"])
+    ratchet = project.runpytest("--rnn-compare=b.json", "--rnn-save=b.json")
+    assert ratchet.ret == 0  # compare with the old baseline, then replace it
+    assert json.loads((project.path / "b.json").read_text())["format"] == "pytest-rnncov-baseline"
+    assert before  # the first baseline was there to compare with
+
+
+NOTHING_TRACKED = """
+def test_nothing(rnncov):
+    pass
+"""
+
+
+def test_a_session_that_tracked_nothing_keeps_baseline_and_data(project):
+    assert project.runpytest("--rnn-save=b.json", "--rnn-data=d.json").ret == 0
+    saved = {name: (project.path / name).read_text() for name in ("b.json", "d.json")}
+    project.makepyfile(test_feed=NOTHING_TRACKED)
+    result = project.runpytest("--rnn-save=b.json", "--rnn-data=d.json")
+    result.stdout.fnmatch_lines(["RNN coverage baseline not saved to *b.json: no model was tracked",
+                                 "RNN coverage data not written to d.json: no model was tracked"])
+    assert {name: (project.path / name).read_text() for name in saved} == saved
+
+
+def test_an_empty_baseline_is_refused(project):
+    (project.path / "empty.json").write_text(json.dumps(
+        {"format": "pytest-rnncov-baseline", "version": 2, "models": {}}))
+    result = project.runpytest("--rnn-compare=empty.json")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*holds no model*"])

@@ -117,9 +117,11 @@ class MetricState:
 
     def check_compatible(self, other: "MetricState") -> None:
         if not self.same_configuration(other):
+            theirs, ours = ((other.describe, self.describe) if other.describe != self.describe
+                            else (other.config, self.config))
             raise InvalidArgument(
-                f"cannot combine coverage of {other.describe} ({other.total} conditions) with "
-                f"{self.describe} ({self.total} conditions): the configurations differ")
+                f"cannot combine coverage of {theirs} ({other.total} conditions) with "
+                f"{ours} ({self.total} conditions): the configurations differ")
 
     def merge(self, other: "MetricState") -> None:
         """Union: covered conditions, summed times, lowest fitness."""

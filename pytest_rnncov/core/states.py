@@ -48,6 +48,10 @@ class RunningCovariance:
         return self.m2 / max(self.n - 1, 1)
 
 
+#: how many intervals outside the training range a coordinate can lie (far beyond SBC's k)
+FAR = 1 << 40
+
+
 @dataclass
 class StateModel:
     """PCA directions, grid, and the cells and transitions seen in training."""
@@ -110,7 +114,12 @@ class StateModel:
     def grid(self, z: np.ndarray) -> np.ndarray:
         """Interval index per coordinate (< 0 or >= intervals outside the training range;
         the top of the range belongs to the last interval)."""
-        index = np.floor((z - self.low) / (self.high - self.low) * self.intervals).astype(np.int64)
+        with np.errstate(over="ignore", invalid="ignore"):
+            scaled = np.floor((z - self.low) / (self.high - self.low) * self.intervals)
+        # far outside stays far outside (SBC counts intervals beyond the range, k <= 1000)
+        # but within int64; not a number counts as below
+        index = np.nan_to_num(np.clip(scaled, -FAR, self.intervals + FAR), nan=-FAR)
+        index = index.astype(np.int64)
         return np.where(z == self.high, self.intervals - 1, index)
 
     def cells_of(self, h: np.ndarray) -> np.ndarray:
@@ -159,8 +168,10 @@ class StateModel:
                 array = np.asarray(data[key], np.float64)
             except (TypeError, ValueError, OverflowError):
                 raise fail(f"{key!r} is not a numeric array") from None
-            if array.shape != shape or not np.isfinite(array).all():
-                raise fail(f"{key!r} must be finite numbers of shape {shape}, got {array.shape}")
+            if (array.shape != shape or not np.isfinite(array).all()
+                    or np.abs(array).max(initial=0) > np.finfo(np.float32).max):
+                raise fail(f"{key!r} must be finite numbers within float32's range, of shape "
+                           f"{shape}, got {array.shape}")
             return array
 
         raw_components = data["components"]

@@ -42,10 +42,7 @@ class Mutator(ABC):
 
     def distance(self, seeds: Cases, cases: Cases) -> np.ndarray:
         """Distance of each case to its seed (row-aligned): L2 of the flattened difference."""
-        seeds, cases = np.asarray(seeds, np.float64), np.asarray(cases, np.float64)
-        if seeds.shape != cases.shape:
-            raise InvalidInput(f"seeds of shape {seeds.shape} and cases of shape {cases.shape}: "
-                               "distance pairs each case with the seed in the same row")
+        seeds, cases = _numeric_pair(seeds, cases)
         diff = cases - seeds
         flat = diff.reshape(len(diff), -1)
         return np.sqrt(np.einsum("ij,ij->i", flat, flat))
@@ -132,6 +129,8 @@ class GaussianMutator(Mutator):
     def mutate(self, cases: Cases, rng: np.random.Generator) -> np.ndarray:
         check_rng(rng)
         cases = np.asarray(cases)
+        if cases.dtype.kind not in "biuf":
+            raise InvalidInput(f"cases have dtype {cases.dtype}; Gaussian noise needs numbers")
         sigma = np.sqrt(rng.uniform(*self.variance))
         mutated = cases + rng.normal(0.0, sigma, cases.shape)
         if self.clip is not None:
@@ -145,14 +144,16 @@ class GaussianMutator(Mutator):
     def within(self, seeds: Cases, cases: Cases, radius: float) -> np.ndarray:
         """Cases farther than ``radius`` (L2) scaled back onto the sphere around their seed,
         then clipped (the clip box holds the seed, so clipping never moves them away)."""
-        seeds, cases = np.asarray(seeds, np.float64), np.asarray(cases)
-        diff = cases.astype(np.float64) - seeds
+        radius = check_float("radius", radius, minimum=0.0)
+        dtype = np.asarray(cases).dtype
+        seeds, cases = _numeric_pair(seeds, cases)
+        diff = cases - seeds
         norms = np.sqrt(np.einsum("ij,ij->i", *(2 * [diff.reshape(len(diff), -1)])))
         scale = np.where(norms > radius, radius / np.maximum(norms, 1e-300), 1.0)
         moved = seeds + diff * scale.reshape((-1,) + (1,) * (diff.ndim - 1))
         if self.clip is not None:
             moved = np.clip(moved, *self.clip)
-        return moved.astype(cases.dtype)
+        return moved.astype(dtype)
 
     def check_seeds(self, seeds: Any) -> np.ndarray:
         array = super().check_seeds(seeds)
@@ -188,6 +189,20 @@ def nonfinite_rows(values: np.ndarray) -> np.ndarray:
     with np.errstate(over="ignore", invalid="ignore"):
         finite = np.isfinite(values.astype(np.float32))
     return np.flatnonzero(~finite.reshape(len(values), -1).all(axis=1))
+
+
+def _numeric_pair(seeds: Cases, cases: Cases) -> tuple[np.ndarray, np.ndarray]:
+    """Seeds and cases as float64 arrays of one shape, finite (for distances)."""
+    try:
+        pair = np.asarray(seeds, np.float64), np.asarray(cases, np.float64)
+    except (TypeError, ValueError):
+        raise InvalidInput("seeds and cases must be numeric arrays of one shape") from None
+    if pair[0].ndim == 0 or pair[0].shape != pair[1].shape:
+        raise InvalidInput(f"seeds of shape {pair[0].shape} and cases of shape {pair[1].shape}: "
+                           "distance pairs each case with the seed in the same row")
+    if not (np.isfinite(pair[0]).all() and np.isfinite(pair[1]).all()):
+        raise InvalidInput("seeds or cases hold NaN or inf; a distance needs finite values")
+    return pair
 
 
 def _same_count(seeds: Cases, cases: Cases) -> None:
@@ -464,7 +479,8 @@ def checked_mutate(mutator: Mutator, cases: Cases, rng: np.random.Generator) -> 
         if len(rows):
             raise InvalidArgument(
                 f"{name}.mutate produced NaN, inf or values beyond float32's range in "
-                f"mutants {list(rows[:5])} ({mutator.describe()}); lower its variance or set "
+                f"mutants {np.asarray(rows)[:5].tolist()} ({mutator.describe()}); lower its "
+                "variance or set "
                 "clip=")
     elif len(out) != len(cases) or not all(isinstance(c, str) for c in out):
         raise InvalidArgument(

@@ -47,8 +47,11 @@ def check_marker(marker: pytest.Mark, fed: dict[str, ModelState], settings: Sett
             if isinstance(required, bool) or not isinstance(required, (numbers.Real, str)):
                 raise InvalidArgument(f"min={required!r}; pass a fraction such as 0.8 or bars "
                                       "such as 'BC:0.9,TC:0.4'")
-            bars = Bars.parse(required if isinstance(required, str) else repr(float(required)),
-                              metrics)
+            try:
+                text = required if isinstance(required, str) else repr(float(required))
+            except OverflowError:
+                raise InvalidArgument(f"min={required!r} is not a fraction in [0, 1]") from None
+            bars = Bars.parse(text, metrics)
         wanted = (_names(options["model"], "model") if options.get("model") is not None
                   else sorted(fed))
     except InvalidArgument as exc:

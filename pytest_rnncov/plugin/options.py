@@ -8,6 +8,7 @@ will write are checked here, before any test runs.
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -211,11 +212,16 @@ def check_outputs(settings: Settings) -> None:
     from ..reporting.paths import check_distinct, check_output_dir, check_output_file
 
     try:
-        check_distinct([(f"--rnn-report={kind}:", Path(dest)) for kind, dest in settings.reports
-                        if dest is not None]
-                       + [(option, path) for option, path in (("--rnn-data", settings.data),
-                                                              ("--rnn-save", settings.save))
-                          if path is not None])  # --rnn-compare=X --rnn-save=X ratchets
+        outputs = [(f"--rnn-report={kind}:", Path(dest)) for kind, dest in settings.reports
+                   if dest is not None]
+        if settings.data is not None:
+            outputs.append(("--rnn-data", settings.data))
+        inputs = [] if settings.compare is None else [("--rnn-compare", settings.compare)]
+        if settings.save is not None and not (  # --rnn-compare=X --rnn-save=X ratchets
+                settings.compare is not None
+                and os.path.realpath(settings.save) == os.path.realpath(settings.compare)):
+            outputs.append(("--rnn-save", settings.save))
+        check_distinct(outputs, inputs)
         for kind, dest in settings.reports:
             if kind == "json" and dest is not None:
                 check_output_file(Path(dest), "--rnn-report=json:")

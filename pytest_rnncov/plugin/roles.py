@@ -74,13 +74,19 @@ class Central:
 
         data = self.data()
         verdict = self.verdict or self.decide(False, "the session stopped before the tests ran")
-        if self.settings.save is not None and verdict.applied:
+        # a session that measured nothing leaves an earlier baseline or data file as it was
+        unwritten = (verdict.skipped_reason if not verdict.applied
+                     else None if data.models else "no model was tracked")
+        if self.settings.save is not None and unwritten is None:
             self.written.append(f"RNN coverage baseline saved to {save_baseline(self.settings.save, data)}")
-        if self.settings.data is not None and verdict.applied:
+        elif self.settings.save is not None:
+            self.written.append(f"RNN coverage baseline not saved to {self.settings.save}: "
+                                f"{unwritten}")
+        if self.settings.data is not None and unwritten is None:
             self.written.append(f"RNN coverage data written to {data.save(self.settings.data)}")
-        elif self.settings.data is not None:  # an earlier run's data file stays as it was
+        elif self.settings.data is not None:
             self.written.append(f"RNN coverage data not written to {self.settings.data}: "
-                                f"{verdict.skipped_reason}")
+                                f"{unwritten}")
         for kind, dest in self.settings.reports:
             if kind == "json" and dest is not None:
                 path = JsonReport(dest).report(data, verdict)

@@ -48,6 +48,9 @@ def load_baseline(path: Path) -> dict[str, ModelState]:
     models = data.get("models")
     if not isinstance(models, Mapping):
         raise DataFileError(f"{where}: 'models' must be an object")
+    if not models:  # comparing with nothing would always pass
+        raise DataFileError(f"{where} holds no model; save it again with --rnn-save from a "
+                            "run that tracks one")
     return {name: read_model_state(state, f"{where}, model {name!r}")
             for name, state in models.items()}
 

@@ -20,6 +20,7 @@ from typing import Any, Iterable, Mapping, TypeGuard
 import numpy as np
 
 from ..core.metrics import config_problem
+from ..core.trace import CELL_COMPONENTS
 from ..core.state import ModelState, merge_models
 from ..errors import DataFileError
 from ..files import as_path, parse_json, read_bounded, write_text
@@ -121,8 +122,15 @@ def read_model_state(raw: Any, where: str) -> ModelState:
     ranges, the number of conditions it implies), so that reports and comparisons built
     from the file cannot fail half-way."""
     state = ModelState.from_json(raw, where)
+    components = CELL_COMPONENTS[state.cell]
     for key, metric in state.metrics.items():
-        problem = config_problem(metric.metric, metric.config, metric.total)
+        config = metric.config
+        problem = config_problem(metric.metric, config, metric.total, metric.describe)
+        if problem is None and config.get("window") != list(state.window):
+            problem = f"'window' {config.get('window')} is not the model's {list(state.window)}"
+        if problem is None and config.get("component", "h") not in components:
+            problem = (f"'component' {config['component']!r} is not one of the {state.cell} "
+                       f"components {', '.join(components)}")
         if problem is not None:
             raise DataFileError(f"{where}, metric {key!r}: its 'config' is malformed: {problem}")
     return state

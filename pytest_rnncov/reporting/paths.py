@@ -75,19 +75,30 @@ def baseline_path(name: str, directory: Path) -> Path:
     return directory / f"{name}.json"
 
 
+def _same_or_inside(path: Path, other: Path) -> bool:
+    """Whether two resolved paths are one file (links included) or one holds the other."""
+    if path == other or other in path.parents or path in other.parents:
+        return True
+    try:
+        return os.path.samefile(path, other)  # hard links
+    except OSError:
+        return False
+
+
 def check_distinct(outputs: Sequence[tuple[str, Path]],
                    inputs: Sequence[tuple[str, Path]] = ()) -> None:
     """Refuse an input given twice, two outputs at one path (or one inside another's
-    folder), and an output that would overwrite an input: no result replaces another."""
-    entries = ([(what, Path(os.path.abspath(p)), False) for what, p in inputs]
-               + [(what, Path(os.path.abspath(p)), True) for what, p in outputs])
+    folder), and an output that would overwrite an input: no result replaces another.
+    Paths are compared after resolving symbolic links; hard links count as one file."""
+    entries = ([(what, Path(os.path.realpath(p)), False) for what, p in inputs]
+               + [(what, Path(os.path.realpath(p)), True) for what, p in outputs])
     for index, (what, path, written) in enumerate(entries):
         for other_what, other, other_written in entries[:index]:
             if not written and not other_written:
-                if path == other:
+                if path == other or _same_or_inside(path, other) and path.is_file():
                     raise InvalidArgument(f"{what} {str(path)!r} is given twice; each run's "
                                           "data counts once")
-            elif path == other or other in path.parents or path in other.parents:
+            elif _same_or_inside(path, other):
                 verb = "collide with" if other_written else "overwrite"
                 raise InvalidArgument(f"{what} {str(path)!r} would {verb} {other_what} "
                                       f"{str(other)!r}; give each output its own path")

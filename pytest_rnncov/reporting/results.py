@@ -203,6 +203,8 @@ class MarkerOutcome:
             if c.passed:
                 continue
             if not c.model_tracked:
+                if any(f"model {c.model!r}," in line for line in lines):
+                    continue  # one line per unfed model, not one per metric
                 lines.append(f"  a bar names model {c.model!r}, which this test did not feed "
                              f"(it fed: {', '.join(self.fed) or 'none'})")
             elif c.rate is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 from typing import Any, Callable
 
@@ -115,10 +116,10 @@ _TOTALS: dict[str, Callable[[dict[str, Any]], int | None]] = {
 }
 
 
-def config_problem(metric: str, config: Any, total: int) -> str | None:
+def config_problem(metric: str, config: Any, total: int, describe: str) -> str | None:
     """What is wrong with a metric configuration read from a file (None: nothing): every
-    field the metric writes, of the right type and range, and as many conditions as
-    ``total``."""
+    field the metric writes, of the right type, accepted by the metric's constructor,
+    agreeing with ``describe``, and implying ``total`` conditions."""
     if metric not in METRICS or not isinstance(config, dict):
         return f"no configuration of {metric!r} is {type(config).__name__}"
     expected = set(CONFIG_KEYS[metric])
@@ -127,9 +128,26 @@ def config_problem(metric: str, config: Any, total: int) -> str | None:
     for key in sorted(expected):
         if not _FIELDS[key](config[key]):
             return f"{key!r} cannot be {config[key]!r}"
-    if metric == "KMNC" and any(i >= _steps(config) * config["units"] for i in config["active"]):
-        return "'active' names a neuron outside the window's units"
+    if metric == "KMNC" and (any(i >= _steps(config) * config["units"] for i in config["active"])
+                             or any(a >= b for a, b in zip(config["active"], config["active"][1:]))):
+        return "'active' must name distinct neurons of the window's units, in order"
+    kind = METRICS[metric]
+    if "sides" in config and config["sides"] != list(getattr(kind, "sides")):
+        return f"'sides' of {metric} are {list(getattr(kind, 'sides'))}"
+    if metric == "SNAC" and config["lower"] is not None:
+        return "'lower' of SNAC must be null (SNAC has no lower bound)"
     implied = _TOTALS[metric](config)
     if implied is not None and implied != total:
         return f"it implies {implied} conditions, not {total}"
+    parameters = inspect.signature(kind.__init__).parameters
+    try:
+        rebuilt = kind(**{k: config[k] for k in parameters if k in config})
+    except InvalidArgument as exc:
+        return str(exc)
+    try:
+        described: str | None = rebuilt.describe()
+    except AttributeError:  # described by what the profile gave it (DeepStellar metrics)
+        described = None
+    if described is not None and described != describe:
+        return f"its description {describe!r} does not match its fields ({described!r})"
     return None
