@@ -6,7 +6,7 @@ from statistics import NormalDist
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -309,6 +309,8 @@ def test_a_non_finite_signal_is_refused_not_counted():
 
 
 @given(st.floats(allow_nan=False, width=64), st.lists(st.floats(allow_nan=False, width=32), min_size=1))
+@example(threshold=float("inf"), values=[float("inf")])  # nothing is above +inf, not even inf
+@example(threshold=float("-inf"), values=[float("-inf"), 0.0])
 def test_float32_thresholds_compare_exactly_like_float64(threshold, values):
     from pytest_rnncov.core.metrics.neuron import float32_above, float32_at_least
 

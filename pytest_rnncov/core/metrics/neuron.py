@@ -29,7 +29,9 @@ def float32_above(threshold: np.ndarray | float) -> np.ndarray:
     with np.errstate(over="ignore"):
         low = t.astype(np.float32)
         low = np.where(low.astype(np.float64) > t, np.nextafter(low, np.float32(-np.inf)), low)
-        return np.nextafter(low, np.float32(np.inf)).astype(np.float32)
+        above = np.nextafter(low, np.float32(np.inf))
+        # nothing is above +inf: NaN compares false with every value
+        return np.where(np.isposinf(t), np.float32(np.nan), above).astype(np.float32)
 
 
 def float32_at_least(threshold: np.ndarray | float) -> np.ndarray:
