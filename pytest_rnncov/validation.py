@@ -14,7 +14,8 @@ from typing import Any, Iterable, Sequence
 from .errors import InvalidArgument
 
 
-def _shown(value: Any) -> str:
+def shown(value: Any) -> str:
+    """``repr(value)``, cut to 80 characters for messages."""
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
 
@@ -27,13 +28,27 @@ def _is_real(value: Any) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
+def _as_float(value: Any) -> float:
+    """A real number as a float; integers beyond float's range become +-inf (not an
+    OverflowError), so range checks refuse them by name."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
+def is_finite_number(value: Any) -> bool:
+    """Whether ``value`` is a real number (not a bool) that is finite as a float."""
+    return _is_real(value) and math.isfinite(_as_float(value))
+
+
 def check_int(name: str, value: Any, *, minimum: int | None = None,
               maximum: int | None = None, example: str | None = None) -> int:
     """``value`` as an ``int`` (Python or numpy integer; not a float, bool or string)."""
     if not _is_integer(value):
         hint = f", e.g. {name}={example}" if example else ""
         kind = type(value).__name__
-        raise InvalidArgument(f"{name}={_shown(value)} ({kind}) must be an integer{hint}")
+        raise InvalidArgument(f"{name}={shown(value)} ({kind}) must be an integer{hint}")
     number = int(value)
     if minimum is not None and number < minimum:
         raise InvalidArgument(f"{name}={number} must be an integer >= {minimum}")
@@ -49,8 +64,8 @@ def check_float(name: str, value: Any, *, minimum: float | None = None,
     hint = f", e.g. {name}={example}" if example else ""
     if not _is_real(value):
         raise InvalidArgument(
-            f"{name}={_shown(value)} ({type(value).__name__}) must be a number{hint}")
-    number = float(value)
+            f"{name}={shown(value)} ({type(value).__name__}) must be a number{hint}")
+    number = _as_float(value)
     if math.isnan(number) or (math.isinf(number) and not allow_infinite):
         raise InvalidArgument(f"{name}={number!r} must be a finite number{hint}")
     if minimum is not None:
@@ -69,9 +84,9 @@ def check_fraction(name: str, value: Any, *, allow_none: bool = False) -> float 
         return None
     if not _is_real(value):
         raise InvalidArgument(
-            f"{name}={_shown(value)} ({type(value).__name__}) must be a number in [0, 1], "
+            f"{name}={shown(value)} ({type(value).__name__}) must be a number in [0, 1], "
             f"e.g. {name}=0.8")
-    number = float(value)
+    number = _as_float(value)
     if math.isnan(number) or not 0 <= number <= 1:
         hint = f"; for {number:g}% use {number / 100:g}" if 1 < number <= 100 else ""
         raise InvalidArgument(f"{name}={number!r} must be a number in [0, 1]{hint}")
@@ -82,19 +97,19 @@ def check_choice(name: str, value: Any, choices: Sequence[Any]) -> Any:
     """One of ``choices`` (compared with ``==``, strings only match strings)."""
     if not any(type(value) is type(c) and value == c for c in choices):
         raise InvalidArgument(
-            f"{name}={_shown(value)}; use one of {', '.join(map(repr, choices))}")
+            f"{name}={shown(value)}; use one of {', '.join(map(repr, choices))}")
     return value
 
 
 def check_bool(name: str, value: Any) -> bool:
     if not isinstance(value, bool):
-        raise InvalidArgument(f"{name}={_shown(value)} must be True or False")
+        raise InvalidArgument(f"{name}={shown(value)} must be True or False")
     return value
 
 
 def check_str(name: str, value: Any, *, allow_empty: bool = False) -> str:
     if not isinstance(value, str) or (not allow_empty and not value):
-        raise InvalidArgument(f"{name}={_shown(value)} must be a non-empty string")
+        raise InvalidArgument(f"{name}={shown(value)} must be a non-empty string")
     return value
 
 
@@ -103,17 +118,17 @@ def check_range(name: str, value: Any, *, minimum: float | None = None,
                 strict: bool = True) -> tuple[float, float]:
     """A ``(low, high)`` pair of numbers with ``low < high`` (``<=`` when not ``strict``)."""
     if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
-        raise InvalidArgument(f"{name}={_shown(value)} must be a pair (low, high), e.g. "
+        raise InvalidArgument(f"{name}={shown(value)} must be a pair (low, high), e.g. "
                               f"{name}={example}")
     items = list(value)
     if len(items) != 2:
-        raise InvalidArgument(f"{name}={_shown(value)} must be a pair (low, high), e.g. "
+        raise InvalidArgument(f"{name}={shown(value)} must be a pair (low, high), e.g. "
                               f"{name}={example}")
     low = check_float(f"{name}[0]", items[0], minimum=minimum, allow_infinite=allow_infinite)
     high = check_float(f"{name}[1]", items[1], minimum=minimum, allow_infinite=allow_infinite)
     if (strict and not low < high) or (not strict and not low <= high):
         relation = "<" if strict else "<="
-        raise InvalidArgument(f"{name}={_shown(value)} needs low {relation} high, e.g. "
+        raise InvalidArgument(f"{name}={shown(value)} needs low {relation} high, e.g. "
                               f"{name}={example}")
     return low, high
 
@@ -124,10 +139,10 @@ def check_window(value: Any) -> tuple[int, int] | None:
         return None
     if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
         raise InvalidArgument(
-            f"window={_shown(value)} is not a pair of step indices; pass e.g. window=(4, 24)")
+            f"window={shown(value)} is not a pair of step indices; pass e.g. window=(4, 24)")
     items = list(value)
     if len(items) != 2 or not all(_is_integer(v) for v in items):
         raise InvalidArgument(
-            f"window={_shown(value)} is not a pair of integer step indices; pass e.g. "
+            f"window={shown(value)} is not a pair of integer step indices; pass e.g. "
             "window=(4, 24) (both ends inclusive, 0-based; negatives count from the end)")
     return int(items[0]), int(items[1])

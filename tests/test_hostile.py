@@ -119,6 +119,8 @@ def _data_file(tmp_path, change):
     (lambda d: d["models"]["m"]["metrics"]["BC"]["config"].update(window=[1]), "'window'"),
     (lambda d: d["models"]["m"]["metrics"]["BC"]["config"].update(component=[]), "'component'"),
     (lambda d: d["models"]["m"]["metrics"]["BC"]["config"].update(alpha_max=None), "'alpha_max'"),
+    (lambda d: d["models"]["m"]["metrics"]["BC"]["config"].update(alpha_max=10 ** 400),
+     "'alpha_max' cannot be 1000"),
     (lambda d: d["models"]["m"].pop("profile"), "missing key 'profile'"),
     # values the metric itself would refuse, or that disagree with the rest of the file
     (lambda d: d["models"]["m"]["metrics"]["BC"]["config"].update(alpha_max=0.9),
@@ -499,3 +501,13 @@ def test_gaussian_mutator_methods_refuse_what_they_cannot_measure():
     for radius in (float("nan"), -1.0):
         with pytest.raises(InvalidArgument, match="radius"):
             mutator.within(x, x, radius)
+
+
+def test_integers_beyond_float_range_are_refused_by_name():
+    """float(10**400) raises OverflowError; every number check turns it into a named error."""
+    from pytest_rnncov import BC
+
+    with pytest.raises(InvalidArgument, match="radius=inf must be a finite number"):
+        Oracle(radius=10 ** 400)
+    with pytest.raises(InvalidArgument, match="alpha_max=inf must be a number in"):
+        BC(alpha_max=10 ** 400)

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidArgument, InvalidInput
-from ..validation import check_float, check_int, check_range
+from ..validation import check_float, check_int, check_range, shown
 from .mutators import Cases, Mutator, check_rng, finite_float32
 
 
@@ -49,10 +49,8 @@ class TimeSeriesMutator(Mutator):
         except (TypeError, ValueError):
             scale = np.array([np.nan])
         if scale.ndim != 1 or len(scale) == 0 or not np.isfinite(scale).all() or (scale < 0).any():
-            shown = repr(channel_scale)
-            shown = shown if len(shown) <= 80 else shown[:77] + "..."
             raise InvalidArgument(
-                f"channel_scale={shown} must be a non-empty list of finite numbers >= 0, one "
+                f"channel_scale={shown(channel_scale)} must be a non-empty list of finite numbers >= 0, one "
                 "per channel, e.g. channel_scale=x_train.std(axis=(0, 1))")
         return scale
 

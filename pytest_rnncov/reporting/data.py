@@ -11,7 +11,6 @@ name, never half-read.
 from __future__ import annotations
 
 import json
-import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +23,7 @@ from ..core.trace import CELL_COMPONENTS
 from ..core.state import ModelState, merge_models
 from ..errors import DataFileError
 from ..files import as_path, parse_json, read_bounded, write_text
+from ..validation import is_finite_number
 
 FORMAT = "pytest-rnncov-data"
 VERSION = 1
@@ -164,8 +164,7 @@ def _is_count(value: Any) -> TypeGuard[int]:
 
 
 def _is_number(value: Any) -> TypeGuard[float]:
-    return (isinstance(value, (int, float)) and not isinstance(value, bool)
-            and abs(value) < 2 ** 1000 and math.isfinite(value))
+    return is_finite_number(value) and abs(value) < 2 ** 1000
 
 
 def _numeric_array(value: Any, where: str) -> np.ndarray:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import inspect
-import math
 from typing import Any, Callable
 
 from ...errors import InvalidArgument
+from ...validation import is_finite_number, shown
 from ..abstractions import ABSTRACTIONS
 from ..names import DEFAULT_METRICS, METRIC_NAMES, PRESET_NAMES
 from ..trace import CELL_COMPONENTS
@@ -56,10 +56,6 @@ def _integer(low: int, high: int) -> Callable[[Any], bool]:
     return lambda v: type(v) is int and low <= v <= high
 
 
-def _number(v: Any) -> bool:
-    return type(v) in (int, float) and math.isfinite(v)
-
-
 def _window(v: Any) -> bool:
     return (isinstance(v, list) and len(v) == 2 and all(_integer(0, 1 << 31)(t) for t in v)
             and v[0] <= v[1])
@@ -71,9 +67,10 @@ _FIELDS: dict[str, Callable[[Any], bool]] = {
     "window": _window,
     "component": lambda v: isinstance(v, str) and v in _COMPONENTS,
     "abstraction": lambda v: isinstance(v, str) and v in ABSTRACTIONS,
-    "alpha_max": _number, "alpha_sc": _number, "threshold": _number, "upper": _number,
-    "alpha_min": lambda v: v is None or _number(v),
-    "lower": lambda v: v is None or _number(v),
+    "alpha_max": is_finite_number, "alpha_sc": is_finite_number,
+    "threshold": is_finite_number, "upper": is_finite_number,
+    "alpha_min": lambda v: v is None or is_finite_number(v),
+    "lower": lambda v: v is None or is_finite_number(v),
     "w": _integer(1, 64), "a": _integer(2, 4096), "k": _integer(1, 1000),
     "units": _integer(1, MAX_CONDITIONS), "components": _integer(1, 4096),
     "intervals": _integer(1, 4096),
@@ -127,7 +124,7 @@ def config_problem(metric: str, config: Any, total: int, describe: str) -> str |
         return f"it must hold exactly the keys {sorted(expected)}"
     for key in sorted(expected):
         if not _FIELDS[key](config[key]):
-            return f"{key!r} cannot be {config[key]!r}"
+            return f"{key!r} cannot be {shown(config[key])}"
     if metric == "KMNC" and (any(i >= _steps(config) * config["units"] for i in config["active"])
                              or any(a >= b for a, b in zip(config["active"], config["active"][1:]))):
         return "'active' must name distinct neurons of the window's units, in order"
