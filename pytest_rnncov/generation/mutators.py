@@ -43,9 +43,7 @@ class Mutator(ABC):
     def distance(self, seeds: Cases, cases: Cases) -> np.ndarray:
         """Distance of each case to its seed (row-aligned): L2 of the flattened difference."""
         seeds, cases = _numeric_pair(seeds, cases)
-        diff = cases - seeds
-        flat = diff.reshape(len(diff), -1)
-        return np.sqrt(np.einsum("ij,ij->i", flat, flat))
+        return _row_norms(cases - seeds)
 
     def unchanged(self, before: Cases, after: Cases) -> np.ndarray:
         """Which mutants equal the case they came from (they are not new test cases)."""
@@ -91,14 +89,7 @@ class GaussianMutator(Mutator):
 
     def __init__(self, variance: float | tuple[float, float] = (0.005, 0.02),
                  clip: tuple[float, float] | None = (0.0, 1.0)) -> None:
-        if isinstance(variance, np.ndarray) and variance.ndim == 0:
-            variance = variance.item()
-        if isinstance(variance, (int, float, np.integer, np.floating)) and not isinstance(variance, bool):
-            fixed = check_float("variance", variance, minimum=0.0, example="(0.005, 0.02)")
-            self.variance = (fixed, fixed)
-        else:
-            self.variance = check_range("variance", variance, minimum=0.0,
-                                        example="(0.005, 0.02)", strict=False)
+        self.variance = fixed_or_range("variance", variance, example="(0.005, 0.02)")
         self.clip = None if clip is None else check_range("clip", clip, example="(0.0, 1.0)")
 
     @classmethod
@@ -148,7 +139,7 @@ class GaussianMutator(Mutator):
         dtype = np.asarray(cases).dtype
         seeds, cases = _numeric_pair(seeds, cases)
         diff = cases - seeds
-        norms = np.sqrt(np.einsum("ij,ij->i", *(2 * [diff.reshape(len(diff), -1)])))
+        norms = _row_norms(diff)
         scale = np.where(norms > radius, radius / np.maximum(norms, 1e-300), 1.0)
         moved = seeds + diff * scale.reshape((-1,) + (1,) * (diff.ndim - 1))
         if self.clip is not None:
@@ -164,6 +155,17 @@ class GaussianMutator(Mutator):
                 "scale the seeds or pass the right clip range"
             )
         return cast
+
+
+def fixed_or_range(name: str, value: Any, example: str) -> tuple[float, float]:
+    """A noise level: one number >= 0 (fixed, as ``(v, v)``) or a ``(low, high)`` range
+    from which each batch draws."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value.item()
+    if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
+        fixed = check_float(name, value, minimum=0.0, example=example)
+        return fixed, fixed
+    return check_range(name, value, minimum=0.0, example=example, strict=False)
 
 
 def check_rng(rng: Any) -> None:
@@ -203,6 +205,12 @@ def _numeric_pair(seeds: Cases, cases: Cases) -> tuple[np.ndarray, np.ndarray]:
     if not (np.isfinite(pair[0]).all() and np.isfinite(pair[1]).all()):
         raise InvalidInput("seeds or cases hold NaN or inf; a distance needs finite values")
     return pair
+
+
+def _row_norms(diff: np.ndarray) -> np.ndarray:
+    """The L2 norm of each row of ``diff`` (every axis after the first flattened)."""
+    flat = diff.reshape(len(diff), -1)
+    return np.sqrt(np.einsum("ij,ij->i", flat, flat))
 
 
 def _same_count(seeds: Cases, cases: Cases) -> None:
@@ -475,13 +483,12 @@ def checked_mutate(mutator: Mutator, cases: Cases, rng: np.random.Generator) -> 
                 f"{name}.mutate returned shape {out.shape} for cases of shape {expected}; a "
                 "mutator must return one mutant per case, of the same shape"
             )
-        rows = nonfinite_rows(out) if out.dtype.kind in "fc" else ()
+        rows = nonfinite_rows(out) if out.dtype.kind in "fc" else np.zeros(0, np.intp)
         if len(rows):
             raise InvalidArgument(
                 f"{name}.mutate produced NaN, inf or values beyond float32's range in "
-                f"mutants {np.asarray(rows)[:5].tolist()} ({mutator.describe()}); lower its "
-                "variance or set "
-                "clip=")
+                f"mutants {rows[:5].tolist()} ({mutator.describe()}); lower its variance or "
+                "set clip=")
     elif len(out) != len(cases) or not all(isinstance(c, str) for c in out):
         raise InvalidArgument(
             f"{name}.mutate returned {len(out)} items for {len(cases)} cases; a string mutator "

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..errors import InvalidArgument, InvalidInput
 from ..validation import check_float, check_int, check_range, shown
-from .mutators import Cases, Mutator, check_rng, finite_float32
+from .mutators import Cases, Mutator, check_rng, finite_float32, fixed_or_range
 
 
 class TimeSeriesMutator(Mutator):
@@ -32,12 +32,7 @@ class TimeSeriesMutator(Mutator):
 
     def __init__(self, noise: float | tuple[float, float] = (0.05, 0.1), warp: float = 0.2,
                  segments: int = 4, channel_scale: Any = None) -> None:
-        if isinstance(noise, (int, float, np.integer, np.floating)) and not isinstance(noise, bool):
-            fixed = check_float("noise", noise, minimum=0.0, example="(0.05, 0.1)")
-            self.noise = (fixed, fixed)
-        else:
-            self.noise = check_range("noise", noise, minimum=0.0, example="(0.05, 0.1)",
-                                     strict=False)
+        self.noise = fixed_or_range("noise", noise, example="(0.05, 0.1)")
         self.warp = check_float("warp", warp, minimum=0.0, example="0.2 (0 for no warp)")
         self.segments = check_int("segments", segments, minimum=2, example="4")
         self.channel_scale = None if channel_scale is None else self._checked_scale(channel_scale)

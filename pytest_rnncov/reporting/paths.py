@@ -75,12 +75,12 @@ def baseline_path(name: str, directory: Path) -> Path:
     return directory / f"{name}.json"
 
 
-def _same_or_inside(path: Path, other: Path) -> bool:
-    """Whether two resolved paths are one file (links included) or one holds the other."""
-    if path == other or other in path.parents or path in other.parents:
+def _same_file(path: Path, other: Path) -> bool:
+    """Whether two resolved paths name one file (hard links included)."""
+    if path == other:
         return True
     try:
-        return os.path.samefile(path, other)  # hard links
+        return os.path.samefile(path, other)
     except OSError:
         return False
 
@@ -95,10 +95,10 @@ def check_distinct(outputs: Sequence[tuple[str, Path]],
     for index, (what, path, written) in enumerate(entries):
         for other_what, other, other_written in entries[:index]:
             if not written and not other_written:
-                if path == other or _same_or_inside(path, other) and path.is_file():
+                if _same_file(path, other):
                     raise InvalidArgument(f"{what} {str(path)!r} is given twice; each run's "
                                           "data counts once")
-            elif _same_or_inside(path, other):
+            elif _same_file(path, other) or other in path.parents or path in other.parents:
                 verb = "collide with" if other_written else "overwrite"
                 raise InvalidArgument(f"{what} {str(path)!r} would {verb} {other_what} "
                                       f"{str(other)!r}; give each output its own path")
