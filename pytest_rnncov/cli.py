@@ -147,19 +147,17 @@ def _profile_fit(args: argparse.Namespace) -> int:
     from .adapters.loading import load_model
     from .adapters.model import RNNModel
     from .core.profile import Profile
-
+    from .errors import InvalidArgument
     from .reporting.paths import check_distinct
 
     check_distinct([("--out", Path(args.out))],
                    [("the model", Path(args.model)), ("--x-train", Path(args.x_train))])
+    if args.x_train_key is not None and not args.x_train.endswith(".npz"):
+        raise InvalidArgument(f"--x-train-key {args.x_train_key!r} names an array inside a .npz "
+                              f"file; {args.x_train!r} is one array: drop --x-train-key")
     model = load_model(args.model, safe_mode=not args.unsafe_load)
     rnn = RNNModel(model, _layer(args.layer), direction=args.direction, output=_layer(args.output))
     x = _load_array(args.x_train, args.x_train_key)
-    if args.x_train_key is not None and not args.x_train.endswith(".npz"):
-        from .errors import InvalidArgument
-
-        raise InvalidArgument(f"--x-train-key {args.x_train_key!r} names an array inside a .npz "
-                              f"file; {args.x_train!r} is one array: drop --x-train-key")
     profile = Profile(window=_window(args.window), state_components=args.state_components,
                       state_intervals=args.state_intervals).fit(rnn, x)
     profile.save(args.out)
@@ -258,12 +256,11 @@ def _reports(args: argparse.Namespace) -> list[tuple[str, str | None]]:
     return reports
 
 
-def _render(args: argparse.Namespace, data: Any, verdict: Any) -> None:
+def _render(reports: list[tuple[str, str | None]], data: Any, verdict: Any) -> None:
     from .reporting.html import HtmlReport
     from .reporting.json_report import JsonReport
     from .reporting.terminal import LinesWriter, TermReport
 
-    reports = _reports(args)
     kinds = {kind for kind, _ in reports}
     writer = LinesWriter()
     written = []
@@ -295,22 +292,22 @@ def _combine(args: argparse.Namespace) -> int:
 
     if args.out is not None and not args.out.strip():
         raise InvalidArgument("--out '': give a file path, e.g. --out combined.json")
-    _reports(args)  # refuse clashing paths before reading anything
+    reports = _reports(args)  # refuse clashing paths before reading anything
     data = _combined(args.data)
     verdict = _verdict(args, data)
     if args.out:
         data.save(args.out)
-    _render(args, data, verdict)
+    _render(reports, data, verdict)
     if args.out:
         print(f"combined data of {len(args.data)} runs written to {args.out}")
     return 1 if verdict.passed is False else 0
 
 
 def _report(args: argparse.Namespace) -> int:
-    _reports(args)
+    reports = _reports(args)  # refuse clashing paths before reading anything
     data = _combined(args.data)
     verdict = _verdict(args, data)
-    _render(args, data, verdict)
+    _render(reports, data, verdict)
     return 1 if verdict.passed is False else 0
 
 

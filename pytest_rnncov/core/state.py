@@ -115,10 +115,14 @@ class MetricState:
         return ((self.metric, self.total, self.config)
                 == (other.metric, other.total, other.config))
 
+    def shown_beside(self, other: "MetricState") -> str:
+        """This configuration as words, or as its fields where the words match ``other``'s
+        (descriptions round numbers)."""
+        return self.describe if self.describe != other.describe else str(self.config)
+
     def check_compatible(self, other: "MetricState") -> None:
         if not self.same_configuration(other):
-            theirs, ours = ((other.describe, self.describe) if other.describe != self.describe
-                            else (other.config, self.config))
+            theirs, ours = other.shown_beside(self), self.shown_beside(other)
             raise InvalidArgument(
                 f"cannot combine coverage of {theirs} ({other.total} conditions) with "
                 f"{ours} ({self.total} conditions): the configurations differ")

@@ -8,7 +8,6 @@ Only controllers decide the verdict and write reports; they do it once, from one
 
 from __future__ import annotations
 
-
 import pytest
 
 from ..reporting.baseline import load_baseline, regressions, save_baseline

@@ -75,10 +75,9 @@ def regressions(baseline: dict[str, ModelState], current: dict[str, ModelState],
             if after is None:
                 found.append(f"{name} {key}: not tracked in this run")
             elif not before.same_configuration(after):
-                now, then = ((after.describe, before.describe) if after.describe != before.describe
-                             else (after.config, before.config))
-                found.append(f"{name} {key}: configured as {now}, the baseline has {then}; "
-                             "save a new baseline with --rnn-save")
+                found.append(f"{name} {key}: configured as {after.shown_beside(before)}, the "
+                             f"baseline has {before.shown_beside(after)}; save a new baseline "
+                             "with --rnn-save")
             elif after.rate < before.rate - tolerance:
                 lost = int((before.covered_mask & ~after.covered_mask).sum())
                 found.append(

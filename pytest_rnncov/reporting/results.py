@@ -199,12 +199,14 @@ class MarkerOutcome:
         head = (f"below {percent(single)}" if single is not None
                 else f"below its bars ({self.bars.describe()})")
         lines = [f"RNN coverage of the inputs this test fed is {head}:"]
+        unfed: set[str] = set()
         for c in self.checks:
             if c.passed:
                 continue
             if not c.model_tracked:
-                if any(f"model {c.model!r}," in line for line in lines):
+                if c.model in unfed:
                     continue  # one line per unfed model, not one per metric
+                unfed.add(c.model)
                 lines.append(f"  a bar names model {c.model!r}, which this test did not feed "
                              f"(it fed: {', '.join(self.fed) or 'none'})")
             elif c.rate is None:
