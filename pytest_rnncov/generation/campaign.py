@@ -503,8 +503,7 @@ class Campaign:
 
     def _failing_seed(self, tried: set[tuple[str, int]]) -> tuple[str, int] | None:
         """The seed without a failure whose best case is closest to failing."""
-        candidates = np.where(np.isfinite(self._fail_best), self._fail_best, np.inf)
-        for seed_index in np.argsort(candidates, kind="stable").tolist():
+        for seed_index in np.argsort(self._fail_best, kind="stable").tolist():
             if seed_index in self._failing_seeds or ("failure", seed_index) in tried:
                 continue
             return "failure", int(seed_index)
