@@ -33,7 +33,7 @@ from ..errors import InvalidArgument, RNNCovWarning
 from ..validation import check_bool, check_choice, check_fraction, check_int
 from .mutators import Mutator, checked_mutate
 from .oracle import Oracle
-from .shrinking import shrink
+from .shrinking import can_shrink, shrink
 from .statistics import DiversityAccumulator, MinimalSuite
 
 if TYPE_CHECKING:
@@ -605,7 +605,7 @@ class Campaign:
         outputs = np.stack(self._adversarial_outputs)
         seed_outputs = self._seed_outputs[seed_index]
         found = np.asarray(self.mutator.distance(seeds, cases), np.float64)
-        if self.shrink:
+        if self.shrink and can_shrink(self.mutator):  # else the found distances stand
             shrunk = shrink(self.mutator, self.oracle, self.rnn.predict, seeds, seed_outputs,
                             cases, outputs)
             cases, distances, outputs, calls = shrunk.cases, shrunk.distances, shrunk.outputs, shrunk.model_calls

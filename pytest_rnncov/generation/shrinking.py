@@ -33,6 +33,11 @@ class Shrunk:
     model_calls: int
 
 
+def can_shrink(mutator: Mutator) -> bool:
+    """Whether ``shrink`` has an edit to undo for this mutator's cases."""
+    return mutator.array_cases or isinstance(mutator, EDAMutator)
+
+
 def shrink(mutator: Mutator, oracle: Oracle, predict: Callable[[Any], np.ndarray], seeds: Any,
            seed_outputs: np.ndarray, cases: Any, outputs: np.ndarray) -> Shrunk:
     """Shrink failing ``cases`` toward their row-aligned ``seeds``; every result still fails."""
