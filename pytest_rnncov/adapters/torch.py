@@ -267,10 +267,8 @@ class TorchModel(Adapter):
             if not self.module.batch_first:
                 sequence = sequence.transpose(0, 1)
         if self.trace_on == "numpy":
-            sequence = sequence.cpu().numpy()
             mask = None if mask is None else mask.cpu().numpy()
-        if self.trace_on == "numpy":
-            return np.ascontiguousarray(sequence, np.float32), mask
+            return np.ascontiguousarray(sequence.cpu().numpy(), np.float32), mask
         return sequence, mask
 
     def _forward(self, x: np.ndarray, outputs: bool) -> tuple[np.ndarray | None, np.ndarray,
