@@ -201,20 +201,24 @@ class Cell:
         """One step in array-API form: the components at this step (new state included)."""
         raise NotImplementedError
 
-    def _weights_xp(self, like_array: Any) -> dict[str, Any]:
-        """The weights as arrays of ``like_array``'s namespace and device (cached)."""
+    def _named_weights(self) -> dict[str, np.ndarray | None]:
+        """The weights under the names ``_step_xp`` uses (None: absent)."""
         raise NotImplementedError
+
+    def _weights_xp(self, like_array: Any) -> dict[str, Any]:
+        """The weights as float32 arrays of ``like_array``'s namespace and device, converted
+        once per namespace and device."""
+        key = (array_namespace(like_array).__name__, str(device(like_array)))
+        if key not in self.cache:
+            f32 = array_namespace(like_array).float32
+            self.cache[key] = {name: None if value is None else like(value, like_array, f32)
+                               for name, value in self._named_weights().items()}
+        return self.cache[key]
 
     @property
     def on_device(self) -> bool:
         """Whether this cell can run on a framework's own arrays (known activations)."""
         return all(a.on_device for a in self._activations())
-
-    def _cached(self, like_array: Any, build: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-        key = (array_namespace(like_array).__name__, str(device(like_array)))
-        if key not in self.cache:
-            self.cache[key] = build()
-        return self.cache[key]
 
     def forward(self, x: Any, mask: Any = None, until: int | None = None) -> Trace:
         """The trace of ``x`` (B, T, D); ``mask`` (B, T) marks real steps (input order).
@@ -328,16 +332,9 @@ class LSTMCell(Cell):
     def _activations(self) -> list[Activation]:
         return [self.activation, self.recurrent_activation]
 
-    def _weights_xp(self, like_array: Any) -> dict[str, Any]:
-        def build() -> dict[str, Any]:
-            f32 = array_namespace(like_array).float32
-            weights = {"kernel": like(self.kernel, like_array, f32),
-                       "recurrent": like(self.recurrent, like_array, f32),
-                       "bias": None if self.bias is None else like(self.bias, like_array, f32)}
-            weights["projection"] = (None if self.projection is None
-                                     else like(self.projection, like_array, f32))
-            return weights
-        return self._cached(like_array, build)
+    def _named_weights(self) -> dict[str, np.ndarray | None]:
+        return {"kernel": self.kernel, "recurrent": self.recurrent, "bias": self.bias,
+                "projection": self.projection}
 
     def _width_xp(self, component: str, w: dict[str, Any]) -> int:
         if component == "h" and w["projection"] is not None:
@@ -436,14 +433,9 @@ class GRUCell(Cell):
     def _activations(self) -> list[Activation]:
         return [self.activation, self.recurrent_activation]
 
-    def _weights_xp(self, like_array: Any) -> dict[str, Any]:
-        def build() -> dict[str, Any]:
-            f32 = array_namespace(like_array).float32
-            return {name: None if value is None else like(value, like_array, f32)
-                    for name, value in (("kernel", self.kernel), ("recurrent", self.recurrent),
-                                        ("input_bias", self.input_bias),
-                                        ("recurrent_bias", self.recurrent_bias))}
-        return self._cached(like_array, build)
+    def _named_weights(self) -> dict[str, np.ndarray | None]:
+        return {"kernel": self.kernel, "recurrent": self.recurrent,
+                "input_bias": self.input_bias, "recurrent_bias": self.recurrent_bias}
 
     def _step_xp(self, xp: Any, w: dict[str, Any], x_t: Any, state: dict[str, Any]
                  ) -> dict[str, Any]:
@@ -546,13 +538,8 @@ class SimpleRNNCell(Cell):
     def _activations(self) -> list[Activation]:
         return [self.activation]
 
-    def _weights_xp(self, like_array: Any) -> dict[str, Any]:
-        def build() -> dict[str, Any]:
-            f32 = array_namespace(like_array).float32
-            return {"kernel": like(self.kernel, like_array, f32),
-                    "recurrent": like(self.recurrent, like_array, f32),
-                    "bias": None if self.bias is None else like(self.bias, like_array, f32)}
-        return self._cached(like_array, build)
+    def _named_weights(self) -> dict[str, np.ndarray | None]:
+        return {"kernel": self.kernel, "recurrent": self.recurrent, "bias": self.bias}
 
     def _step_xp(self, xp: Any, w: dict[str, Any], x_t: Any, state: dict[str, Any]
                  ) -> dict[str, Any]:
