@@ -247,15 +247,22 @@ def test_name(rnncov, tiny, name):
 @pytest.mark.rnn_coverage(min="nosuch:TC:0.5")
 def test_marker_names_another_model(tiny):
     tiny.predict(inputs(1, n=4))
+
+
+@pytest.mark.rnn_coverage(min=10 ** 400)
+def test_marker_bar_beyond_float(tiny):
+    tiny.predict(inputs(1, n=4))
 '''
 
 
 def test_model_names_that_bars_cannot_name_and_markers_naming_others(project):
     project.makepyfile(test_names=NAMES)
     result = project.runpytest("test_names.py")
-    result.assert_outcomes(passed=5, failed=1)
+    result.assert_outcomes(passed=5, failed=2)
     result.stdout.fnmatch_lines(
         ["*a bar names model 'nosuch', which this test did not feed (it fed: tiny)*"])
+    result.stdout.fnmatch_lines(["*rnn_coverage marker: min=1000*is not a fraction in [[]0, 1]*"])
+    assert "OverflowError" not in result.stdout.str()
 
 
 def test_the_baseline_being_compared_is_not_overwritten(project):

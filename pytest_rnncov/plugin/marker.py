@@ -9,6 +9,7 @@ import pytest
 
 from ..core.state import ModelState
 from ..errors import InvalidArgument
+from ..validation import shown
 from ..reporting.bars import Bars
 from ..reporting.results import MarkerOutcome, check_models
 from ..reporting.specs import parse_metrics
@@ -50,7 +51,7 @@ def check_marker(marker: pytest.Mark, fed: dict[str, ModelState], settings: Sett
             try:
                 text = required if isinstance(required, str) else repr(float(required))
             except OverflowError:
-                raise InvalidArgument(f"min={required!r} is not a fraction in [0, 1]") from None
+                raise InvalidArgument(f"min={shown(required)} is not a fraction in [0, 1]") from None
             bars = Bars.parse(text, metrics)
         wanted = (_names(options["model"], "model") if options.get("model") is not None
                   else sorted(fed))
