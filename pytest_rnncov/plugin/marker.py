@@ -33,8 +33,8 @@ def check_marker(marker: pytest.Mark, fed: dict[str, ModelState], settings: Sett
     options = dict(marker.kwargs)
     unknown = sorted(set(options) - set(KEYWORDS))
     if marker.args or unknown:
-        shown = ", ".join(map(repr, marker.args)) if marker.args else ", ".join(unknown)
-        return f"rnn_coverage marker takes the keywords min=, metrics=, model=; got {shown}"
+        given = ", ".join(map(repr, marker.args)) if marker.args else ", ".join(unknown)
+        return f"rnn_coverage marker takes the keywords min=, metrics=, model=; got {given}"
     try:
         metrics = settings.gate_metrics
         if options.get("metrics") is not None:
