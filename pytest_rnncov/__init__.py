@@ -60,6 +60,7 @@ _EXPORTS = {
     "StaleProfile": "errors",
     "DegenerateProfile": "errors",
     "DataFileError": "errors",
+    "OutputConflict": "errors",
     "MissingResource": "errors",
     "AdversarialFailure": "errors",
     "RNNCovWarning": "errors",

@@ -14,6 +14,8 @@ or malformed files); every error says what was wrong and how to fix it.
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import sys
 from pathlib import Path
 from typing import Any, NoReturn, Sequence
@@ -75,9 +77,34 @@ def _parser() -> _Parser:
     return parser
 
 
+#: options whose value may start with "-" (a negative step or index)
+_SIGNED = ("--window", "--layer", "--output")
+
+
+def _joined_signed(argv: Sequence[str]) -> list[str]:
+    """``--window -3,-1`` as ``--window=-3,-1``: argparse takes a value starting with "-"
+    for an option and would refuse the command before our checks see it."""
+    out: list[str] = []
+    for arg in argv:
+        if out and out[-1] in _SIGNED and re.match(r"-\d", arg):
+            out[-1] = f"{out[-1]}={arg}"
+        else:
+            out.append(arg)
+    return out
+
+
+def _print(text: str) -> None:
+    """Print to stdout; a reader that went away (``| head``) is not an error."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # later writes (and exit's flush) go nowhere
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
-    args = _parser().parse_args(argv)
+    args = _parser().parse_args(_joined_signed(sys.argv[1:] if argv is None else argv))
     try:
         handler = {"profile": _profile_fit, "show": _show, "combine": _combine,
                    "report": _report, "compare": _compare}[args.command]
@@ -129,12 +156,11 @@ def _window(text: str | None) -> tuple[int, int] | None:
 
     if text is None:
         return None
-    parts = text.split(",")
-    try:
-        t1, t2 = (int(p) for p in parts)
-    except ValueError:
-        raise InvalidArgument(f"--window {text!r}: give two step indices, e.g. --window 4,24") from None
-    return t1, t2
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) != 2 or not all(re.fullmatch(r"-?[0-9]{1,9}", p) for p in parts):
+        raise InvalidArgument(f"--window {text!r}: give two step indices, e.g. --window 4,24 "
+                              "(negative ones count from the end: --window=-3,-1)")
+    return int(parts[0]), int(parts[1])
 
 
 def _layer(text: str | None) -> str | int | None:
@@ -147,11 +173,14 @@ def _profile_fit(args: argparse.Namespace) -> int:
     from .adapters.loading import load_model
     from .adapters.model import RNNModel
     from .core.profile import Profile
-    from .errors import InvalidArgument
+    from .errors import InvalidArgument, ProfileError
+    from .files import Output, as_output_path
     from .reporting.paths import check_distinct
 
-    check_distinct([("--out", Path(args.out))],
+    target = as_output_path(args.out, "--out")
+    check_distinct([("--out", target)],
                    [("the model", Path(args.model)), ("--x-train", Path(args.x_train))])
+    out = Output(target, "pytest-rnncov-profile", "--out", ProfileError)
     if args.x_train_key is not None and not args.x_train.endswith(".npz"):
         raise InvalidArgument(f"--x-train-key {args.x_train_key!r} names an array inside a .npz "
                               f"file; {args.x_train!r} is one array: drop --x-train-key")
@@ -160,9 +189,9 @@ def _profile_fit(args: argparse.Namespace) -> int:
     x = _load_array(args.x_train, args.x_train_key)
     profile = Profile(window=_window(args.window), state_components=args.state_components,
                       state_intervals=args.state_intervals).fit(rnn, x)
-    profile.save(args.out)
-    print(f"profile of {rnn.cell_kind} layer {rnn.layer_name!r} (window {list(profile.window_)}, "
-          f"{profile.n_samples_} training inputs) written to {args.out}")
+    out.write(profile.text())
+    _print(f"profile of {rnn.cell_kind} layer {rnn.layer_name!r} (window {list(profile.window_)}, "
+           f"{profile.n_samples_} training inputs) written to {out.path}")
     return 0
 
 
@@ -176,21 +205,21 @@ def _show(args: argparse.Namespace) -> int:
     content = parse_json(read_bounded(path, where), where)
     kind = content.get("format") if isinstance(content, dict) else None
     if kind == "pytest-rnncov-profile":
-        print(_profile_text(path))
+        _print(_profile_text(path))
     elif kind == "pytest-rnncov-data":
         from .reporting.data import CoverageData
         from .reporting.terminal import coverage_lines
 
         data = CoverageData.load(path)
-        print("\n".join(coverage_lines(data, detail=True)))
+        _print("\n".join(coverage_lines(data, detail=True)))
     elif kind == "pytest-rnncov-baseline":
         from .reporting.baseline import load_baseline
         from .reporting.data import CoverageData
         from .reporting.terminal import coverage_lines
 
-        print("\n".join(coverage_lines(CoverageData(models=load_baseline(path)))))
+        _print("\n".join(coverage_lines(CoverageData(models=load_baseline(path).models))))
     elif kind == "pytest-rnncov-report":
-        print("\n".join(_report_text(content, where)))
+        _print("\n".join(_report_text(content, where)))
     else:
         raise DataFileError(f"{args.file!r} is not a pytest-rnncov profile, data, baseline or "
                             "report file")
@@ -242,38 +271,53 @@ def _combined(paths: Sequence[str]) -> Any:
     return combine(CoverageData.load(p) for p in paths)
 
 
-def _reports(args: argparse.Namespace) -> list[tuple[str, str | None]]:
-    """The requested reports, after checking that no output replaces an input or another
-    output (a data file is never overwritten by a report)."""
-    from .reporting.paths import check_distinct
+def _outputs(args: argparse.Namespace,
+             inputs: list[tuple[str, Path]]) -> tuple[list[str], list[Any], Any]:
+    """The requested reports and ``--out`` as Outputs, after checking that no output
+    replaces an input, another output, or a file that is not an earlier output of its kind.
+    Returns (the report kinds, [(kind, Output)] of the files, the --out Output or None)."""
+    from .files import Output, as_output_path
+    from .reporting.outputs import KIND, report_output
+    from .reporting.paths import check_distinct, check_output_dir, check_output_file
     from .reporting.specs import parse_report
 
     reports = [parse_report(r) for r in (args.report or ["term"])]
-    outputs = [(f"--report {kind}:", Path(dest)) for kind, dest in reports if dest is not None]
+    paths = [(f"--report {kind}:", Path(dest)) for kind, dest in reports if dest is not None]
+    target = None
     if getattr(args, "out", None) is not None:
-        outputs.append(("--out", Path(args.out)))
-    check_distinct(outputs, [("data file", Path(p)) for p in args.data])
-    return reports
+        target = as_output_path(args.out, "--out")
+        paths.append(("--out", target))
+    check_distinct(paths, inputs)
+    out = None if target is None else Output(target, KIND["data"], "--out")
+    files = []
+    for kind, dest in reports:
+        if dest is None:
+            continue
+        if kind == "json":
+            check_output_file(as_output_path(dest, "--report json:"), "--report json:")
+        else:
+            check_output_dir(Path(dest), "--report html:")
+        files.append((kind, report_output(kind, dest, f"--report {kind}:")))
+    if out is not None:
+        check_output_file(out.path, "--out")
+    return [kind for kind, _ in reports], files, out
 
 
-def _render(reports: list[tuple[str, str | None]], data: Any, verdict: Any) -> None:
-    from .reporting.html import HtmlReport
-    from .reporting.json_report import JsonReport
+def _render(kinds: list[str], files: list[Any], data: Any, verdict: Any) -> list[str]:
+    """Write the report files and print the terminal report; returns the problems."""
+    from .reporting.outputs import write_reports
     from .reporting.terminal import LinesWriter, TermReport
 
-    kinds = {kind for kind, _ in reports}
     writer = LinesWriter()
-    written = []
-    for kind, dest in reports:
-        if kind == "json" and dest is not None:
-            written.append(f"RNN coverage JSON written to {JsonReport(dest).report(data, verdict)}")
-        if kind == "html" and dest is not None:
-            written.append(f"RNN coverage HTML written to {HtmlReport(dest).report(data, verdict)}")
+    written, problems = write_reports(files, data, verdict)
     TermReport(writer, detail="term-detail" in kinds,
-               coverage=bool(kinds & {"term", "term-detail"})).sections(data)
+               coverage=bool(set(kinds) & {"term", "term-detail"})).sections(data)
     writer.lines.extend(written)
     TermReport(writer).verdict(verdict)
-    print("\n".join(writer.lines))
+    _print("\n".join(writer.lines))
+    for problem in problems:
+        print(f"error: {problem}", file=sys.stderr)
+    return problems
 
 
 def _verdict(args: argparse.Namespace, data: Any) -> Any:
@@ -287,42 +331,53 @@ def _verdict(args: argparse.Namespace, data: Any) -> Any:
     return evaluate(data, bars)
 
 
+def _data_inputs(args: argparse.Namespace) -> list[tuple[str, Path]]:
+    return [("data file", Path(p)) for p in args.data]
+
+
 def _combine(args: argparse.Namespace) -> int:
-    from .errors import InvalidArgument
+    from .errors import InvalidArgument, RNNCovError
 
     if args.out is not None and not args.out.strip():
         raise InvalidArgument("--out '': give a file path, e.g. --out combined.json")
-    reports = _reports(args)  # refuse clashing paths before reading anything
+    kinds, files, out = _outputs(args, _data_inputs(args))  # before reading anything
     data = _combined(args.data)
     verdict = _verdict(args, data)
-    if args.out:
-        data.save(args.out)
-    _render(reports, data, verdict)
-    if args.out:
-        print(f"combined data of {len(args.data)} runs written to {args.out}")
-    return 1 if verdict.passed is False else 0
+    failed = None
+    if out is not None:
+        try:
+            out.write(data.dumps() + "\n")
+        except RNNCovError as exc:
+            failed = str(exc)
+    problems = _render(kinds, files, data, verdict)
+    if failed is not None:
+        print(f"error: {failed}", file=sys.stderr)
+    elif out is not None:
+        _print(f"combined data of {len(args.data)} runs written to {out.path}")
+    return 1 if verdict.passed is False or problems or failed else 0
 
 
 def _report(args: argparse.Namespace) -> int:
-    reports = _reports(args)  # refuse clashing paths before reading anything
+    kinds, files, _ = _outputs(args, _data_inputs(args))  # before reading anything
     data = _combined(args.data)
     verdict = _verdict(args, data)
-    _render(reports, data, verdict)
-    return 1 if verdict.passed is False else 0
+    problems = _render(kinds, files, data, verdict)
+    return 1 if verdict.passed is False or problems else 0
 
 
 def _compare(args: argparse.Namespace) -> int:
     from .reporting.bars import parse_fraction
-    from .reporting.baseline import load_baseline, regressions
+    from .reporting.baseline import load_baseline
+    from .reporting.paths import check_distinct
     from .reporting.results import evaluate
     from .reporting.terminal import LinesWriter, TermReport
 
     tolerance = parse_fraction(args.tolerance, "--tolerance")
+    check_distinct([], [*_data_inputs(args), ("--baseline", Path(args.baseline))])
     baseline = load_baseline(Path(args.baseline))
     data = _combined(args.data)
-    found = regressions(baseline, data.models, tolerance)
-    verdict = evaluate(data, None, baseline=args.baseline, tolerance=tolerance, regressions=found)
+    verdict = evaluate(data, None, baseline=baseline, tolerance=tolerance)
     writer = LinesWriter()
     TermReport(writer).verdict(verdict)
-    print("\n".join(writer.lines))
-    return 1 if found else 0
+    _print("\n".join(writer.lines))
+    return 1 if verdict.passed is False else 0

@@ -18,6 +18,7 @@ __all__ = [
     "StaleProfile",
     "DegenerateProfile",
     "DataFileError",
+    "OutputConflict",
     "MissingResource",
     "AdversarialFailure",
     "RNNCovWarning",
@@ -58,6 +59,11 @@ class DegenerateProfile(ProfileError):
 
 class DataFileError(RNNCovError):
     """A coverage data, baseline or report file cannot be read or written."""
+
+
+class OutputConflict(DataFileError):
+    """Another process wrote an output file while this run went on; this run's output was
+    kept beside it instead of replacing the other's."""
 
 
 class MissingResource(RNNCovError):

@@ -5,17 +5,26 @@ goes through :func:`read_bounded` and :func:`parse_json`: a path that is not a r
 file, a file over the size limit, bytes that are not UTF-8, JSON that is malformed, nested
 too deeply or holds NaN/Infinity all become the caller's error class naming the file, never
 a traceback. Nothing read is ever executed.
+
+Every file it writes goes through :func:`write_atomic` (a temporary file in the same
+folder, renamed into place) and, for a run's outputs, :class:`Output`, which refuses to
+replace anything but an earlier output of the same kind and never lets two concurrent
+writers lose one's results.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
+import secrets
 import stat
+import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
-from .errors import DataFileError, InvalidArgument, RNNCovError
+from .errors import DataFileError, InvalidArgument, OutputConflict, RNNCovError
 
 #: The largest file read (bytes); bigger files are refused, not loaded.
 MAX_FILE = 512 * 1024 * 1024
@@ -86,12 +95,168 @@ def parse_json(raw: bytes | str, where: str, error: type[RNNCovError] = DataFile
         raise error(f"{where} is not valid JSON ({exc}){suffix}") from None
 
 
-def write_text(path: Path, text: str, what: str, error: type[RNNCovError] = DataFileError) -> Path:
-    """Write ``text`` to ``path`` (creating parents), as ``error`` when it fails."""
+#: What the files pytest-rnncov writes start with, by kind (the JSON formats put "format"
+#: first); an existing file is replaced only when it is an earlier output of the same kind.
+KINDS = {
+    "pytest-rnncov-data": "data file",
+    "pytest-rnncov-baseline": "baseline",
+    "pytest-rnncov-report": "JSON report",
+    "pytest-rnncov-profile": "profile",
+    "pytest-rnncov-campaign": "campaign summary",
+    "html": "HTML report",
+}
+_JSON_FORMAT = re.compile(rb'\A\s*\{\s*"format"\s*:\s*"([a-z-]{1,40})"')
+_HTML_MARKS = (b'<meta name="generator" content="pytest-rnncov">',
+               b"<title>RNN coverage report</title>")  # the second: releases before the first
+
+
+def file_kind(path: Path) -> str | None:
+    """The kind of pytest-rnncov file at ``path`` (a key of KINDS), from its first bytes;
+    None for anything else."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(4096)
+    except OSError:
+        return None
+    match = _JSON_FORMAT.match(head)
+    if match is not None:
+        kind = match.group(1).decode()
+        return kind if kind in KINDS else None
+    return "html" if any(mark in head for mark in _HTML_MARKS) else None
+
+
+def check_replaceable(path: Path, kind: str, what: str,
+                      error: type[RNNCovError] = DataFileError) -> None:
+    """Refuse to write ``what`` (a file of ``kind``) at ``path`` when something other than
+    an earlier output of the same kind is there: a user's file is never replaced."""
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise error(f"{what} {str(path)!r} cannot be used: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise error(f"{what} {str(path)!r} is a directory; give a file path")
+    found = file_kind(path) if stat.S_ISREG(info.st_mode) else None
+    if found != kind:
+        seen = "a file pytest-rnncov did not write" if found is None else f"a {KINDS[found]}"
+        raise error(f"{what} {str(path)!r} would replace {seen}; pytest-rnncov replaces only "
+                    f"its own earlier {KINDS[kind]}: give another path, or move the file away")
+
+
+def as_output_path(path: Any, what: str) -> Path:
+    """``as_path`` for a file to write: a path ending in a separator names a folder, not a
+    file, and is refused (``dir/`` would otherwise write a file named ``dir``)."""
+    target = as_path(path, what)
+    if os.fspath(path).endswith(("/", os.sep)):
+        raise InvalidArgument(f"{what} {os.fspath(path)!r} ends in a separator (a folder); give "
+                              f"a file path, e.g. {os.fspath(path)}rnncov.json")
+    return target
+
+
+def _snapshot(path: Path) -> tuple[int, int, int, int] | None:
+    """What identifies the file's current content cheaply (None: no file)."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return (-1, -1, -1, -1)
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+@contextlib.contextmanager
+def folder_lock(folder: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``folder`` (flock on the directory itself, so no lock
+    file is left behind); writers of files in one folder take turns. A no-op where the
+    platform has no flock."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no advisory locks; writes stay atomic
+        yield
+        return
+    handle = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(handle)  # releases the lock
+
+
+def _new_file_mode() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def write_atomic(path: Path, content: str | bytes, what: str,
+                 error: type[RNNCovError] = DataFileError) -> Path:
+    """Write ``content`` to a temporary file in ``path``'s folder, flush it to disk and
+    rename it into place: readers see the old file or the new one, never a part of it, and
+    a write that fails (disk full, interrupt) leaves the old file as it was."""
+    data = content.encode("utf-8") if isinstance(content, str) else content
+    temporary: str | None = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        try:
+            mode = stat.S_IMODE(path.stat().st_mode)
+        except FileNotFoundError:
+            mode = _new_file_mode()
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.",
+                                             suffix=".tmp")
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.chmod(temporary, mode)
+        os.replace(temporary, path)
+        temporary = None
     except (OSError, ValueError) as exc:
         raise error(f"cannot write {what} to {str(path)!r}: "
-                    f"{getattr(exc, 'strerror', None) or exc}") from None
+                    f"{getattr(exc, 'strerror', None) or exc}; the file there is unchanged") from None
+    finally:
+        if temporary is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
     return path
+
+
+def write_text(path: Path, text: str, what: str, error: type[RNNCovError] = DataFileError) -> Path:
+    """Write ``text`` to ``path`` atomically (creating parents), as ``error`` when it fails."""
+    return write_atomic(path, text, what, error)
+
+
+class Output:
+    """A file a run will write, checked when the run starts and written when it ends.
+
+    At creation the path is checked (``check_replaceable``) and what is there is noted; at
+    :meth:`write` the folder is locked and, if another process changed the file since,
+    this run's content goes to a file beside it (``NAME.conflict-PID-XXXXXX.EXT``) and
+    :class:`OutputConflict` says where: two writers never silently lose one's results.
+    """
+
+    def __init__(self, path: Path, kind: str, what: str,
+                 error: type[RNNCovError] = DataFileError) -> None:
+        self.path, self.kind, self.what, self.error = path, kind, what, error
+        check_replaceable(path, kind, what, error)
+        self._seen = _snapshot(path)
+
+    def write(self, content: str | bytes) -> Path:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise self.error(f"cannot write {self.what} to {str(self.path)!r}: "
+                             f"{exc.strerror or exc}") from None
+        with folder_lock(self.path.parent):
+            if _snapshot(self.path) != self._seen:
+                kept = self.path.with_name(f"{self.path.stem}.conflict-{os.getpid()}-"
+                                           f"{secrets.token_hex(3)}{self.path.suffix}")
+                write_atomic(kept, content, self.what, self.error)
+                raise OutputConflict(
+                    f"{self.what} not written to {str(self.path)!r}: another process wrote "
+                    f"that file while this run went on; this run's {self.what} is in "
+                    f"{str(kept)!r}")
+            check_replaceable(self.path, self.kind, self.what, self.error)
+            write_atomic(self.path, content, self.what, self.error)
+            self._seen = _snapshot(self.path)
+        return self.path

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Literal, Sequence, overload
 
 from .errors import InvalidArgument
 
@@ -78,6 +78,14 @@ def check_float(name: str, value: Any, *, minimum: float | None = None,
     return number
 
 
+@overload
+def check_fraction(name: str, value: Any, *, allow_none: Literal[False] = False) -> float: ...
+
+
+@overload
+def check_fraction(name: str, value: Any, *, allow_none: bool) -> float | None: ...
+
+
 def check_fraction(name: str, value: Any, *, allow_none: bool = False) -> float | None:
     """A rate in [0, 1]; ``90`` is refused with a hint to write ``0.9``."""
     if value is None and allow_none:
@@ -91,6 +99,16 @@ def check_fraction(name: str, value: Any, *, allow_none: bool = False) -> float 
         hint = f"; for {number:g}% use {number / 100:g}" if 1 < number <= 100 else ""
         raise InvalidArgument(f"{name}={number!r} must be a number in [0, 1]{hint}")
     return number
+
+
+def check_ascii_number(text: str, what: str, example: str) -> str:
+    """``text`` unchanged when it is ASCII: Python's ``float`` and ``int`` also read other
+    scripts' digits (``'٠.٩'`` is 0.9), which option values refuse by name."""
+    if not text.isascii():
+        odd = "".join(dict.fromkeys(c for c in text if not c.isascii()))
+        raise InvalidArgument(f"{what} {shown(text)} holds non-ASCII characters ({odd!r}); "
+                              f"write it with ASCII digits, e.g. {example}".lstrip())
+    return text
 
 
 def check_choice(name: str, value: Any, choices: Sequence[Any]) -> Any:

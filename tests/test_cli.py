@@ -96,7 +96,7 @@ def test_show_reads_every_file_kind(runs):
         (["combine", "bad.json"], "is not a pytest-rnncov data file"),
         (["combine", "a.json", "--rnn-coverage=90"], "for 90% use 0.9"),
         (["combine", "a.json", "--report", "xml"], "unknown report type 'xml'"),
-        (["compare", "a.json", "--baseline", "a.json"], "is not a pytest-rnncov baseline file"),
+        (["compare", "a.json", "--baseline", "bad.json"], "is not a pytest-rnncov baseline file"),
         (["show", "bad.json"], "is not a pytest-rnncov profile, data, baseline or report file"),
         (["frobnicate"], "invalid choice: 'frobnicate'"),
         (["combine", "a.json", "a.json"], "is given twice; each run's data counts once"),

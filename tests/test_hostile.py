@@ -104,7 +104,7 @@ def _data_file(tmp_path, change):
 
 
 @pytest.mark.parametrize("change, message", [
-    (lambda d: d["models"]["m"]["metrics"]["TC"].update(total=10 ** 12), "outside"),
+    (lambda d: d["models"]["m"]["metrics"]["TC"].update(total=10 ** 12), "declares .* conditions in all"),
     (lambda d: d["models"]["m"]["metrics"]["TC"].update(covered_ids=[2 ** 70], times=[1]),
      "integers below 2\\*\\*62"),
     (lambda d: d["models"]["m"]["metrics"]["TC"].update(metric="XX"), "not one of"),
@@ -272,7 +272,7 @@ def test_campaign_targets_and_listeners_are_checked(torch_model):
     mutator = GaussianMutator(0.01, clip=None)
     with pytest.raises(InvalidArgument, match="name at least one tracked metric"):
         Campaign(rnn, x[:4], mutator, Oracle(), profile=profile, targets=[])
-    with pytest.raises(InvalidArgument, match="neither on_adversarial nor on_finish"):
+    with pytest.raises(InvalidArgument, match="has none of on_adversarial, on_shrunk, on_finish"):
         Campaign(rnn, x[:4], mutator, Oracle(), profile=profile, listeners=[object()])
 
 

@@ -70,8 +70,7 @@ def render(tmp_path, gallery=(), models=None):
     campaign = {"model": "m", "test_cases": 10, "adversarial": len(gallery), "adversary_rate": 0.1,
                 "unique": 1, "distance": "L2", "growth": [], "gallery": list(gallery)}
     data = CoverageData(models=models or {}, campaigns=[campaign])
-    path = HtmlReport(tmp_path / "r").report(data, evaluate(data, None))
-    return path.read_text()
+    return HtmlReport().render(data, evaluate(data, None))
 
 
 def test_text_gallery_marks_the_changes(tmp_path):

@@ -25,6 +25,10 @@ from ..validation import check_choice, check_int
 DIRECTIONS = ("forward", "backward")
 TRACE_ON = ("auto", "numpy", "device")
 
+#: largest |h - framework h| per compute dtype, documented in docs/definitions.md
+MIXED_PRECISION_NOTE = ("traces are recomputed in float32 while the layer computes in {dtype}: "
+                        "expect differences up to about 4e-3 (float16) / 2e-2 (bfloat16)")
+
 
 def framework_of(model: Any) -> str:
     """The framework of a model: "keras" (Keras 3), "tf_keras" (Keras 2) or "torch"."""
@@ -82,6 +86,15 @@ class Adapter:
         self.batch_size = check_int("batch_size", batch_size, minimum=1, example="512")
         #: (low, high) of integer token ids the model accepts (an embedding's range)
         self.id_range: tuple[int, int] | None = None
+
+    @staticmethod
+    def _forward_only(direction: str, layer: str) -> str:
+        """The direction of a one-directional layer: "forward"; "backward" is refused."""
+        if direction != "forward":
+            raise InvalidArgument(
+                f"direction={direction!r}, but layer {layer!r} is not bidirectional: direction "
+                "only applies to bidirectional layers; leave it out for this layer")
+        return direction
 
     # -- to implement -----------------------------------------------------------------
     def _forward(self, x: np.ndarray, outputs: bool) -> tuple[np.ndarray | None, np.ndarray,

@@ -16,14 +16,10 @@ import numpy as np
 
 from ..core.cells import Activation, Cell, GRUCell, LSTMCell, SimpleRNNCell
 from ..errors import InvalidArgument, ModelError, RNNCovWarning
-from .base import Adapter, framework_of, model_error_from
+from .base import MIXED_PRECISION_NOTE, Adapter, framework_of, model_error_from
 
 #: cell class name -> cell kind
 CELLS = {"LSTMCell": "lstm", "GRUCell": "gru", "SimpleRNNCell": "simple_rnn"}
-
-#: largest |h - framework h| per dtype policy, documented in docs/definitions.md
-MIXED_PRECISION_NOTE = ("traces are recomputed in float32 while the layer computes in {dtype}: "
-                        "expect differences up to about 4e-3 (float16) / 2e-2 (bfloat16)")
 
 
 def _recurrent(layer: Any) -> bool:
@@ -91,7 +87,7 @@ class KerasModel(Adapter):
             self.layer = (self.wrapper.forward_layer if direction == "forward"
                           else self.wrapper.backward_layer)
         else:
-            self.direction = "forward"
+            self.direction = self._forward_only(direction, str(self.wrapper.name))
             self.layer = self.wrapper
         self._refuse_untraceable()
         self.cell = self._cell()

@@ -15,20 +15,22 @@ from __future__ import annotations
 
 import hashlib
 import re
+import warnings
 from typing import Any
 
 import numpy as np
 
 from ..core.cells import Activation, Cell, GRUCell, LSTMCell, SimpleRNNCell
-from ..errors import InvalidArgument, InvalidInput, ModelError
+from ..errors import InvalidArgument, InvalidInput, ModelError, RNNCovWarning
 from ..validation import check_choice
-from .base import Adapter, model_error_from
+from .base import MIXED_PRECISION_NOTE, Adapter, model_error_from
 
 KINDS = {"LSTM": "lstm", "GRU": "gru", "RNN": "simple_rnn"}
 
 
 def _numpy(tensor: Any) -> np.ndarray:
-    return tensor.detach().cpu().numpy().astype(np.float32)
+    """A tensor as a float32 numpy array (bfloat16, which numpy lacks, included)."""
+    return np.array(tensor.detach().cpu().float().numpy())  # a copy, not the weights' memory
 
 
 class _LayerReached(BaseException):
@@ -69,12 +71,18 @@ class TorchModel(Adapter):
         self.name = type(model).__name__
         self.module_name, self.module, self.depth = self._find(layer)
         kind = type(self.module).__name__
-        self.direction = direction if self.module.bidirectional else "forward"
+        self.direction = (direction if self.module.bidirectional
+                          else self._forward_only(direction, self.module_name or self.name))
         if output is not None and (isinstance(output, bool) or not isinstance(output, int) or output < 0):
             raise InvalidArgument(f"output={output!r}; pass the index of the prediction in the "
                                   "tuple the model returns")
         self.output_index = output
         self.cell = self._cell(self.module, self.depth, self.direction == "backward")
+        compute = next(self.module.parameters()).dtype
+        if compute in (torch.float16, torch.bfloat16):
+            note = MIXED_PRECISION_NOTE.format(dtype=str(compute).removeprefix("torch."))
+            warnings.warn(f"module {self.module_name or self.name!r}: {note}", RNNCovWarning,
+                          stacklevel=3)
         self._lower = self._lower_layers() if self.depth else None
         self.units = int(self.cell.units if not (kind == "LSTM" and self.module.proj_size)
                          else self.module.proj_size)
@@ -92,6 +100,9 @@ class TorchModel(Adapter):
         self._stop_at_layer = False
         self._runs_once = False
         self._device = next((p.device for p in model.parameters()), torch.device("cpu"))
+        #: what float inputs are cast to: the dtype of the model's first float parameter
+        self._float_dtype = next((p.dtype for p in model.parameters() if p.is_floating_point()),
+                                 torch.float32)
         self.trace_on = self._pick_trace_on(
             trace_on, self._device.type != "cpu", self.cell.on_device,
             "an activation has no array-API twin")
@@ -217,7 +228,10 @@ class TorchModel(Adapter):
         try:
             self.model.eval()
             with torch.no_grad():
-                out = self.model(torch.from_numpy(np.ascontiguousarray(x)).to(self._device))
+                tensor = torch.from_numpy(np.ascontiguousarray(x)).to(self._device)
+                if tensor.is_floating_point():
+                    tensor = tensor.to(self._float_dtype)
+                out = self.model(tensor)
         except _LayerReached:
             pass
         except ModelError:
@@ -244,7 +258,9 @@ class TorchModel(Adapter):
             if self.output_index >= len(out):
                 raise InvalidArgument(f"output={self.output_index}; the model returns {len(out)} values")
             out = out[self.output_index]
-        return out.detach().cpu().numpy()
+        out = out.detach().cpu()
+        half = out.is_floating_point() and out.element_size() < 4  # numpy lacks bfloat16
+        return (out.float() if half else out).numpy()
 
     def _layer_input(self, captured: Any, steps: int) -> tuple[Any, Any]:
         """(B, T, D) input of the traced stacked layer and its (B, T) mask of real steps; a

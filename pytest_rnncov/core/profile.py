@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
 import numpy as np
 
 from ..errors import DegenerateProfile, InvalidArgument, ProfileError, RNNCovWarning, StaleProfile
-from ..files import as_path, parse_json, read_bounded, write_text
-from ..validation import check_int, check_str, check_window
+from ..files import as_path, check_replaceable, parse_json, read_bounded, write_text
+from ..validation import check_int, check_str, check_window, shown
 from .abstractions import ABSTRACTIONS, Window, resolve_window, signal
 from .source import check_source
 from .states import RunningCovariance, StateModel
@@ -252,9 +252,14 @@ class Profile:
                 "from the model input to the layer changed)")
         if problems:
             where = f"profile {str(self.path_)!r}" if self.path_ is not None else "the profile"
+            other_layer = len(problems) > 1 or not problems[0].startswith("weights")
+            hint = self.refit_hint()
+            if other_layer and self.path_ is not None:  # likely another model's profile
+                hint = ("if it belongs to another model, give this model its own profile path "
+                        "(rnncov.track(..., profile='OTHER.json')); if this model changed, "
+                        + hint)
             raise StaleProfile(
-                f"{where} does not belong to this model (" + "; ".join(problems) + "); "
-                + self.refit_hint())
+                f"{where} does not belong to this model (" + "; ".join(problems) + "); " + hint)
 
     # -- files -------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -287,11 +292,16 @@ class Profile:
         text = json.dumps(content, sort_keys=True, allow_nan=False)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
+    def text(self) -> str:
+        """The profile file's content (JSON; see docs/definitions.md, "Profile files")."""
+        return json.dumps(self.to_dict(), indent=1, allow_nan=False) + "\n"
+
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the profile as JSON (see docs/definitions.md, "Profile files")."""
+        """Write the profile file (atomically); an existing file that is not a profile is
+        never replaced."""
         target = as_path(path, "profile path")
-        text = json.dumps(self.to_dict(), indent=1, allow_nan=False) + "\n"
-        write_text(target, text, "the profile", ProfileError)
+        check_replaceable(target, "pytest-rnncov-profile", "profile path", ProfileError)
+        write_text(target, self.text(), "the profile", ProfileError)
         self.path_ = target
 
     @classmethod
@@ -367,9 +377,14 @@ def _from_dict(cls: type[Profile], data: Any, where: str) -> Profile:
                    + ("; " if missing and extra else "")
                    + ("have unknown " + ", ".join(extra) if extra else ""))
     signals = {}
+    fields = ("min", "max", "mean", "std")
     for key, raw in signals_raw.items():
+        unknown = sorted(set(raw) - set(fields)) if isinstance(raw, Mapping) else []
+        if unknown:
+            raise fail(f"signals.{key} has unknown key {shown(unknown[0])}; its statistics are "
+                       f"{', '.join(fields)}")
         values = {}
-        for field in ("min", "max", "mean", "std"):
+        for field in fields:
             value = get(raw, field, (int, float), f"signals.{key}.")
             if isinstance(value, int) and abs(value) > 2 ** 1000 or not math.isfinite(value):
                 raise fail(f"signals.{key}.{field} is {value!r}")

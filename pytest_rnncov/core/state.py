@@ -25,6 +25,9 @@ from .names import MAX_CONDITIONS, METRIC_NAMES
 from .trace import CELL_COMPONENTS
 
 STATE_VERSION = 1
+#: the largest coverage time or input count kept: sums saturate here instead of wrapping
+#: past int64 (the readers accept values below 2**62)
+MAX_COUNT = 2 ** 62 - 1
 
 
 def _fail(where: str, problem: str) -> DataFileError:
@@ -93,19 +96,27 @@ class MetricState:
         return np.flatnonzero(self.times)
 
     @property
+    def measurable(self) -> bool:
+        """Whether there is anything to cover (conditions, and weight for WT): a rate of
+        0/0 is not coverage, so an unmeasurable state never satisfies a bar."""
+        return self.total > 0 and (self.weights is None or float(self.weights.sum()) > 0)
+
+    @property
     def rate(self) -> float:
-        """covered / total, or the covered share of the weights (WT); 1.0 with no condition."""
+        """covered / total, or the covered share of the weights (WT); 0.0 with nothing to
+        cover (see ``measurable``)."""
+        if not self.measurable:
+            return 0.0
         if self.weights is not None:
-            weight = float(self.weights.sum())
-            return float(self.weights[self.covered_mask].sum() / weight) if weight else 1.0
-        return self.n_covered / self.total if self.total else 1.0
+            return float(self.weights[self.covered_mask].sum() / float(self.weights.sum()))
+        return self.n_covered / self.total
 
     # -- growing -------------------------------------------------------------------------
     def add_counts(self, counts: np.ndarray, best: np.ndarray | None = None) -> np.ndarray:
         """Count one batch: ``counts[c]`` inputs satisfied condition c; ``best`` is the batch's
         lowest fitness per condition. Returns the ids that became covered."""
         before = self.covered_mask
-        self.times += counts
+        _add_saturating(self.times, counts)
         if best is not None and self.best_fitness is not None:
             np.minimum(self.best_fitness, best, out=self.best_fitness)
         return np.flatnonzero(self.covered_mask & ~before)
@@ -130,7 +141,7 @@ class MetricState:
     def merge(self, other: "MetricState") -> None:
         """Union: covered conditions, summed times, lowest fitness."""
         self.check_compatible(other)
-        self.times += other.times
+        _add_saturating(self.times, other.times)
         if self.best_fitness is not None and other.best_fitness is not None:
             np.minimum(self.best_fitness, other.best_fitness, out=self.best_fitness)
 
@@ -251,7 +262,7 @@ class ModelState:
         for key, state in other.metrics.items():
             if key not in self.metrics:
                 self.metrics[key] = state.copy()
-        self.n_inputs += other.n_inputs
+        self.n_inputs = min(self.n_inputs + other.n_inputs, MAX_COUNT)
 
     def copy(self) -> "ModelState":
         return ModelState(self.name, self.layer, self.cell, (self.window[0], self.window[1]),
@@ -287,8 +298,8 @@ class ModelState:
         if window[0] > window[1]:
             raise _fail(where, f"'window' {window.tolist()} starts after it ends")
         n_inputs = _require(data, "inputs", int, where)
-        if n_inputs < 0:
-            raise _fail(where, f"'inputs' is {n_inputs}")
+        if not 0 <= n_inputs <= MAX_COUNT:
+            raise _fail(where, f"'inputs' is {n_inputs}, outside [0, 2**62)")
         raw = _require(data, "metrics", dict, where)
         metrics = {}
         for key, value in raw.items():
@@ -302,6 +313,11 @@ class ModelState:
         return cls(name, _require(data, "layer", str, where), cell,
                    (int(window[0]), int(window[1])), _require(data, "fingerprint", str, where),
                    n_inputs, metrics, _require(data, "profile", str, where))
+
+
+def _add_saturating(times: np.ndarray, counts: np.ndarray) -> None:
+    """``times += counts`` in place, saturating at MAX_COUNT instead of wrapping."""
+    np.add(times, np.minimum(np.asarray(counts, np.int64), MAX_COUNT - times), out=times)
 
 
 def merge_models(into: dict[str, ModelState], states: Iterable[ModelState]) -> None:

@@ -6,11 +6,15 @@ mutation until coverage stops growing, then the GA; ``schedule="mixed"`` gives t
 after every random batch from the start. The GA aims at uncovered conditions
 (``objective="coverage"``, the paper's Alg. 2), at failures (``"failure"``: the seed closest
 to failing the oracle, by the oracle's margin and the distance budget) or at both in turn.
-Every adversarial sample is shrunk toward its seed before it is reported. Each batch's signals are computed once and feed the campaign's coverage, the
-session's (for a tracked model) and the GA's fitness. Results stream to listeners
-(``on_adversarial`` as each sample is found, ``on_finish`` at the end), so writing files
-or registering with a test session lives outside the search; ``iterate()`` yields after
-every model call, and ``run()`` keeps everything found so far when interrupted.
+Every adversarial sample is shrunk toward its seed before it is reported. Each batch's
+signals are computed once and feed the campaign's coverage, the session's (for a tracked
+model) and the GA's fitness. Results stream to listeners (``on_adversarial`` with each
+sample as it is found, ``on_shrunk`` with every sample once shrinking finished,
+``on_finish`` with the result), so writing files or registering with a test session lives
+outside the search; ``iterate()`` yields after every model call, and ``run()`` keeps
+everything found so far when interrupted: an interrupt or error while shrinking or
+notifying still sets ``result`` and reaches every listener (samples unshrunk, and the
+result says so), then is raised.
 
 Memory is bounded by the budget: the corpus of cases the search picks parents from, and
 per-case seed index and distance; coverage statistics are kept incrementally.
@@ -115,7 +119,13 @@ class CampaignListener(Protocol):
 
     def on_adversarial(self, campaign: "Campaign", sample: AdversarialSample) -> None: ...
 
+    def on_shrunk(self, campaign: "Campaign", samples: list[AdversarialSample]) -> None: ...
+
     def on_finish(self, campaign: "Campaign", result: "CampaignResult") -> None: ...
+
+
+#: the listener methods a campaign calls
+LISTENER_METHODS = ("on_adversarial", "on_shrunk", "on_finish")
 
 
 @runtime_checkable
@@ -173,6 +183,9 @@ class CampaignResult:
     shrink_calls: int = 0
     schedule: str = "stall"
     objective: str = "coverage"
+    #: True when every sample was shrunk; False when shrinking was cut short (the samples
+    #: are as found); None when there was nothing to shrink or shrinking was off
+    shrunk: bool | None = None
 
     @property
     def adversary_rate(self) -> float:
@@ -199,6 +212,7 @@ class CampaignResult:
             "schedule": self.schedule,
             "objective": self.objective,
             "interrupted": self.interrupted,
+            "shrunk": self.shrunk,
             "oracle": self.oracle,
             "mutator": self.mutator,
             "growth": self.growth,
@@ -343,11 +357,11 @@ class Campaign:
         if isinstance(listeners, (str, bytes)) or not isinstance(listeners, Sequence):
             raise InvalidArgument(f"listeners={listeners!r}; pass a list of objects with "
                                   "on_adversarial(campaign, sample) and/or on_finish(campaign, result)")
-        useless = [x for x in listeners if not (callable(getattr(x, "on_adversarial", None))
-                                                or callable(getattr(x, "on_finish", None)))]
+        useless = [x for x in listeners
+                   if not any(callable(getattr(x, m, None)) for m in LISTENER_METHODS)]
         if useless:
-            raise InvalidArgument(f"listener {useless[0]!r} has neither on_adversarial nor "
-                                  "on_finish, so it would receive nothing")
+            raise InvalidArgument(f"listener {useless[0]!r} has none of "
+                                  f"{', '.join(LISTENER_METHODS)}, so it would receive nothing")
         self.listeners = list(listeners)
         self._cases = _CaseStore(mutator.array_cases)
         self._seed_of = np.zeros(0, np.int64)
@@ -404,10 +418,15 @@ class Campaign:
             self._track_failure_fitness(seed_index, ids, fitness)
             if self._diversity is not None:
                 self._diversity.add(np.asarray(cases), np.asarray(seeds), seed_index)
-        for position in np.flatnonzero(failed).tolist():
+        found = np.flatnonzero(failed)
+        for position in found.tolist():
             self._adversarial.append(int(ids[position]))
             self._adversarial_outputs.append(np.asarray(outputs[position]))
             self._failing_seeds.add(int(seed_index[position]))
+        if len(found) and self._has_listener("on_adversarial"):
+            for sample in self._samples(ids[found], self.mutator.take(cases, found),
+                                        seed_index[found], np.asarray(outputs)[found]):
+                self._notify("on_adversarial", sample)
         self.growth.append({"test_cases": self.generated, "phase": phase, **self.coverage.rates()})
         step = Step(phase, len(seed_index), gained, int(failed.sum()), target)
         return _Batch(signals, ids, fitness, step)
@@ -593,41 +612,88 @@ class Campaign:
             raise
         return self.finish()
 
-    def _shrunk_samples(self) -> tuple[list[AdversarialSample], int]:
-        """Every adversarial sample, shrunk toward its seed (batched), in the order found."""
-        if not self._adversarial:
-            return [], 0
+    def _has_listener(self, method: str) -> bool:
+        return any(callable(getattr(x, method, None)) for x in self.listeners)
+
+    def _notify(self, method: str, *args: Any) -> None:
+        for listener in self.listeners:
+            call = getattr(listener, method, None)
+            if callable(call):
+                call(self, *args)
+
+    def _samples(self, ids: np.ndarray, cases: Any, seed_index: np.ndarray,
+                 outputs: np.ndarray, distances: np.ndarray | None = None,
+                 found: np.ndarray | None = None) -> list[AdversarialSample]:
+        """Adversarial samples of the cases ``ids`` (``distances`` default to the found
+        ones, computed in one batch)."""
         assert self._seed_outputs is not None
-        ids = np.array(self._adversarial, np.int64)
-        seed_index = self._seed_of[ids]
-        cases = self._cases.take(ids)
         seeds = self.mutator.take(self.seeds, seed_index)
-        outputs = np.stack(self._adversarial_outputs)
         seed_outputs = self._seed_outputs[seed_index]
-        found = np.asarray(self.mutator.distance(seeds, cases), np.float64)
-        if self.shrink and can_shrink(self.mutator):  # else the found distances stand
-            shrunk = shrink(self.mutator, self.oracle, self.rnn.predict, seeds, seed_outputs,
-                            cases, outputs)
-            cases, distances, outputs, calls = shrunk.cases, shrunk.distances, shrunk.outputs, shrunk.model_calls
-        else:
-            distances, calls = found, 0
-        samples = []
-        for k, case_id in enumerate(ids.tolist()):
-            samples.append(AdversarialSample(
-                case_id, int(seed_index[k]), self.mutator.take(cases, [k])[0],
-                self.mutator.take(seeds, [k])[0], np.asarray(seed_outputs[k]),
-                np.asarray(outputs[k]), self.oracle.decision_text(seed_outputs[k][None]),
-                self.oracle.decision_text(outputs[k][None]), float(distances[k]),
-                float(found[k])))
-        return samples, calls
+        if found is None:
+            found = np.asarray(self.mutator.distance(seeds, cases), np.float64)
+        distances = found if distances is None else distances
+        return [AdversarialSample(
+            int(case_id), int(seed_index[k]), self.mutator.take(cases, [k])[0],
+            self.mutator.take(seeds, [k])[0], np.asarray(seed_outputs[k]),
+            np.asarray(outputs[k]), self.oracle.decision_text(seed_outputs[k][None]),
+            self.oracle.decision_text(outputs[k][None]), float(distances[k]), float(found[k]))
+            for k, case_id in enumerate(np.asarray(ids).tolist())]
+
+    def _found_samples(self) -> list[AdversarialSample]:
+        """Every adversarial sample as found, in the order found."""
+        if not self._adversarial:
+            return []
+        ids = np.array(self._adversarial, np.int64)
+        return self._samples(ids, self._cases.take(ids), self._seed_of[ids],
+                             np.stack(self._adversarial_outputs))
+
+    def _shrunk(self, samples: list[AdversarialSample]) -> tuple[list[AdversarialSample], int]:
+        """``samples`` shrunk toward their seeds in batched model calls."""
+        assert self._seed_outputs is not None
+        ids = np.array([s.case_id for s in samples], np.int64)
+        seed_index = self._seed_of[ids]
+        seeds = self.mutator.take(self.seeds, seed_index)
+        found = np.array([s.found_distance for s in samples])
+        shrunk = shrink(self.mutator, self.oracle, self.rnn.predict, seeds,
+                        self._seed_outputs[seed_index], self._cases.take(ids),
+                        np.stack(self._adversarial_outputs))
+        return (self._samples(ids, shrunk.cases, seed_index, shrunk.outputs, shrunk.distances,
+                              found), shrunk.model_calls)
 
     def finish(self) -> CampaignResult:
-        """Shrink the adversarial samples, compute the statistics, hand them to the listeners."""
-        samples, calls = self._shrunk_samples()
-        for sample in samples:
+        """Shrink the adversarial samples, compute the statistics, hand them to the listeners.
+
+        An interrupt or error while shrinking keeps the samples as found (``shrunk`` False);
+        one raised by a listener does not keep the others from their call. ``result`` is set
+        before any listener is called; the first such exception is raised at the end.
+        """
+        pending: BaseException | None = None
+        samples, calls, shrunk = self._found_samples(), 0, None
+        if samples and self.shrink and can_shrink(self.mutator):
+            try:
+                samples, calls = self._shrunk(samples)
+                shrunk = True
+            except BaseException as exc:  # a second Ctrl-C too: what was found is kept
+                pending, shrunk = exc, False
+        result = self._result(samples, calls, shrunk)
+        self.result = result
+        for method, args in (("on_shrunk", (samples,)), ("on_finish", (result,))):
+            if method == "on_shrunk" and not shrunk:
+                continue
             for listener in self.listeners:
-                if hasattr(listener, "on_adversarial"):
-                    listener.on_adversarial(self, sample)
+                call = getattr(listener, method, None)
+                if not callable(call):
+                    continue
+                try:
+                    call(self, *args)
+                except BaseException as exc:
+                    pending = pending or exc
+        if pending is not None:
+            raise pending
+        return result
+
+    def _result(self, samples: list[AdversarialSample], calls: int,
+                shrunk: bool | None) -> CampaignResult:
         adversarial = np.array(self._adversarial, np.int64)
         pairs: dict[str, int] = {}
         per_seed: dict[int, int] = {}
@@ -636,7 +702,7 @@ class Campaign:
             if self.oracle.task == "classification":
                 pair = f"{sample.seed_decision}->{sample.case_decision}"
                 pairs[pair] = pairs.get(pair, 0) + 1
-        result = CampaignResult(
+        return CampaignResult(
             test_cases=self.generated,
             adversarial=len(adversarial),
             unique=len(per_seed),
@@ -662,12 +728,8 @@ class Campaign:
             shrink_calls=calls,
             schedule=self.schedule,
             objective=self.objective,
+            shrunk=shrunk,
         )
-        self.result = result
-        for listener in self.listeners:
-            if hasattr(listener, "on_finish"):
-                listener.on_finish(self, result)
-        return result
 
     def adversarial_cases(self) -> list[tuple[Any, Any, int]]:
         """(case, its seed, seed index) for every adversarial sample found so far."""

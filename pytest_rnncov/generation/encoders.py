@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
 from ..errors import InvalidArgument, InvalidInput
-from ..validation import check_bool, check_choice, check_int
+from ..validation import check_bool, check_choice, check_int, shown
 
 
 #: the most steps an encoder pads to (a million tokens per text)
@@ -24,6 +24,22 @@ def _padded(rows: Sequence[Sequence[int]], length: int, pad: str) -> np.ndarray:
             else:
                 out[row, : len(ids)] = ids
     return out
+
+
+def _texts(texts: Any) -> list[str]:
+    """``texts`` as a list of strings, or InvalidInput naming what was passed instead."""
+    if isinstance(texts, (str, bytes)):
+        raise InvalidInput(f"texts={shown(texts)} is one text; pass a list of strings (wrap "
+                           "it: [text])")
+    if not isinstance(texts, Iterable):
+        raise InvalidInput(f"texts={shown(texts)} ({type(texts).__name__}) is not a list of "
+                           "strings; pass the texts to encode, e.g. encoder(['a text'])")
+    items = list(texts)
+    for text in items:
+        if not isinstance(text, str):
+            raise InvalidInput(f"{shown(text)} ({type(text).__name__}) is not a string; the "
+                               "encoder takes a list of strings")
+    return items
 
 
 class CharEncoder:
@@ -66,12 +82,8 @@ class CharEncoder:
         return (self.truncate or len(text) <= self.length) and all(c in self.index for c in text)
 
     def __call__(self, texts: Sequence[str]) -> np.ndarray:
-        if isinstance(texts, str):
-            raise InvalidInput("pass a list of strings, not one string (wrap it: [text])")
         rows = []
-        for text in texts:
-            if not isinstance(text, str):
-                raise InvalidInput(f"{text!r} is not a string; the encoder takes strings")
+        for text in _texts(texts):
             unknown = sorted({c for c in text if c not in self.index})
             if unknown:
                 raise InvalidInput(
@@ -128,7 +140,6 @@ class WordEncoder:
         return len(self.words) + 2
 
     def __call__(self, texts: Sequence[str]) -> np.ndarray:
-        if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
-            raise InvalidInput("pass a list of strings to the encoder (wrap one text: [text])")
-        rows = [[self.index.get(w, 1) for w in text.lower().split()][-self.length:] for text in texts]
+        rows = [[self.index.get(w, 1) for w in text.lower().split()][-self.length:]
+                for text in _texts(texts)]
         return _padded(rows, self.length, self.pad)

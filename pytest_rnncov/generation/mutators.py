@@ -57,6 +57,7 @@ class Mutator(ABC):
             raise InvalidInput(
                 f"seeds have shape {array.shape}; pass a non-empty batch (seeds[None] for one)"
             )
+        refuse_bool(array, "seeds", "pass seeds.astype(np.float32)")
         return array
 
     # helpers for both case kinds
@@ -173,6 +174,14 @@ def check_rng(rng: Any) -> None:
     if not isinstance(rng, np.random.Generator):
         raise InvalidArgument(f"rng={rng!r} is not a numpy.random.Generator; pass "
                               "numpy.random.default_rng(seed)")
+
+
+def refuse_bool(array: np.ndarray, what: str, fix: str) -> None:
+    """Refuse boolean cases: a mutation of True/False is cut back to True/False when stored
+    in the cases' dtype, so it would never move."""
+    if array.dtype.kind == "b":
+        raise InvalidInput(f"{what} have dtype {array.dtype}; a mutation needs numbers (a "
+                           f"boolean case cannot move); {fix}")
 
 
 def finite_float32(seeds: np.ndarray, needs: str) -> np.ndarray:
@@ -483,6 +492,8 @@ def checked_mutate(mutator: Mutator, cases: Cases, rng: np.random.Generator) -> 
                 f"{name}.mutate returned shape {out.shape} for cases of shape {expected}; a "
                 "mutator must return one mutant per case, of the same shape"
             )
+        refuse_bool(out, f"{name}.mutate returned mutants that",
+                    "return numbers, e.g. mutants.astype(np.float32)")
         rows = nonfinite_rows(out) if out.dtype.kind in "fc" else np.zeros(0, np.intp)
         if len(rows):
             raise InvalidArgument(

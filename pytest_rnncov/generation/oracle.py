@@ -160,6 +160,13 @@ class Oracle:
             what = "distances"
         gap = float(np.quantile(d, quantile_))
         oracle.radius = fraction_ * gap
+        if not np.isfinite(oracle.radius):
+            problem = (f"fraction={fraction_!r} x the {quantile_:.0%} quantile ({gap:.4g}) of the "
+                       f"{what} gives radius {oracle.radius!r}, not a finite number")
+            if np.isfinite(gap):
+                raise InvalidArgument(f"{problem}; pass a smaller fraction, e.g. fraction=0.5")
+            raise InvalidInput(f"{problem}: the seeds lie too far apart to measure; scale "
+                               "them down")
         oracle.calibration = (
             f"radius {oracle.radius:.4g} = {fraction_:g} x the {quantile_:.0%} quantile "
             f"({gap:.4g}) of the {what} between {len(d)} pairs of seeds decided differently")

@@ -16,11 +16,15 @@ from ..errors import InvalidArgument, InvalidInput
 from ..validation import check_float, check_int, check_range, shown
 from .mutators import Cases, Mutator, check_rng, finite_float32, fixed_or_range
 
+#: the strongest time warp: a piece's length is then multiplied by e**10 at one standard
+#: deviation already, and far stronger warps overflow float64
+MAX_WARP = 10.0
+
 
 class TimeSeriesMutator(Mutator):
     """A random time warp of each case, then Gaussian noise.
 
-    ``warp``: the strength of the time warp (0: none). The time axis is cut into
+    ``warp``: the strength of the time warp (0: none, at most 10). The time axis is cut into
     ``segments`` equal pieces; each piece's length is multiplied by ``exp(warp * z)``
     (``z`` standard normal, per case and piece) and the pieces are rescaled to span the
     series again, which gives a monotone piecewise-linear map of time keeping the first and
@@ -33,7 +37,8 @@ class TimeSeriesMutator(Mutator):
     def __init__(self, noise: float | tuple[float, float] = (0.05, 0.1), warp: float = 0.2,
                  segments: int = 4, channel_scale: Any = None) -> None:
         self.noise = fixed_or_range("noise", noise, example="(0.05, 0.1)")
-        self.warp = check_float("warp", warp, minimum=0.0, example="0.2 (0 for no warp)")
+        self.warp = check_float("warp", warp, minimum=0.0, maximum=MAX_WARP,
+                                example="0.2 (0 for no warp)")
         self.segments = check_int("segments", segments, minimum=2, example="4")
         self.channel_scale = None if channel_scale is None else self._checked_scale(channel_scale)
 

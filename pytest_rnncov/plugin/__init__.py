@@ -13,7 +13,7 @@ import pytest
 from .options import addoption, check_outputs, read_settings, seed_setting
 
 if TYPE_CHECKING:
-    from .options import Settings
+    from .options import SessionOutputs, Settings
     from .roles import Central, DistWorker
     from .session import RNNCovSession
 
@@ -36,7 +36,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("no_rnn"):
         return
     settings = read_settings(config)
-    check_outputs(settings)
+    outputs = check_outputs(settings)
     if any(kind == "html" for kind, _ in settings.reports):
         from ..errors import MissingResource
         from ..reporting.html import require_html
@@ -45,7 +45,7 @@ def pytest_configure(config: pytest.Config) -> None:
             require_html()
         except MissingResource as exc:
             raise pytest.UsageError(f"--rnn-report=html: {exc}") from None
-    config.pluginmanager.register(RNNCovPlugin(config, settings), "_rnncov")
+    config.pluginmanager.register(RNNCovPlugin(config, settings, outputs), "_rnncov")
 
 
 class RNNCovPlugin:
@@ -56,9 +56,11 @@ class RNNCovPlugin:
     model was tracked, so a run that does not use the plugin imports nothing heavy.
     """
 
-    def __init__(self, config: pytest.Config, settings: "Settings") -> None:
+    def __init__(self, config: pytest.Config, settings: "Settings",
+                 outputs: "SessionOutputs") -> None:
         self.config = config
         self.settings = settings
+        self.outputs = outputs
         self.worker = hasattr(config, "workerinput")
         self.distributed = getattr(config.option, "dist", "no") not in (None, "no")
         self._engine: RNNCovSession | None = None
@@ -100,7 +102,7 @@ class RNNCovPlugin:
             else:
                 try:
                     self._role = (DistController if self.distributed else Central)(
-                        self.settings, self.engine)
+                        self.settings, self.engine, self.outputs)
                 except RNNCovError as exc:  # an unreadable baseline
                     raise pytest.UsageError(f"--rnn-compare: {exc}") from None
         return self._role
@@ -149,15 +151,9 @@ class RNNCovPlugin:
         from .roles import DistController
 
         if isinstance(role, DistController):
-            from ..errors import RNNCovError
-
             for worker, payload in self._nodes:
-                if payload == "":  # a worker that did not use the plugin
-                    continue
-                try:
+                if payload != "":  # "": a worker that did not use the plugin
                     role.receive(worker, payload)
-                except RNNCovError as exc:
-                    self.problems.append(str(exc))
         if role.controller:
             applied, reason = True, None
             if session.config.option.collectonly:
@@ -184,10 +180,13 @@ class RNNCovPlugin:
             return
         if not self.in_use:
             return
+        role = self.role
         try:
-            self.role.sessionfinish(self.config)
+            role.sessionfinish(self.config)
         except RNNCovError as exc:
             self.problems.append(str(exc))
+        self.problems.extend(getattr(role, "problems", ()))
+        if self.problems and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:

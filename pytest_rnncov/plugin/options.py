@@ -12,7 +12,7 @@ import os
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import pytest
 
@@ -20,6 +20,9 @@ from ..core.names import DEFAULT_METRICS, METRIC_NAMES
 from ..errors import InvalidArgument, RNNCovError
 from ..reporting.bars import Bars, parse_fraction
 from ..reporting.specs import parse_metrics, parse_report, parse_seed
+
+if TYPE_CHECKING:
+    from ..files import Output
 
 def _argparse_type(parse: Callable[[str], Any]) -> Callable[[str], Any]:
     """An argparse type from a parser raising InvalidArgument (shown as "--option: ...")."""
@@ -102,6 +105,12 @@ class Settings:
     compare: Path | None
     tolerance: float
     explicit: bool
+
+    @property
+    def ratchet(self) -> bool:
+        """``--rnn-compare=X --rnn-save=X``: compare with the baseline, then move it up."""
+        return (self.save is not None and self.compare is not None
+                and os.path.realpath(self.save) == os.path.realpath(self.compare))
 
 
 def _ini(config: pytest.Config, name: str) -> Any:
@@ -192,6 +201,13 @@ def read_settings(config: pytest.Config) -> Settings:
     if data is not None and (not isinstance(data, str) or not data.strip()):
         raise pytest.UsageError(f"ini option rnn_data = {data!r}: give one file path, e.g. "
                                 "rnn_data = .rnncov/data.json")
+    if data is not None:
+        from ..files import as_output_path
+
+        try:
+            as_output_path(data, "--rnn-data")
+        except InvalidArgument as exc:
+            raise pytest.UsageError(str(exc)) from None
     save, compare = config.getoption("rnn_save"), config.getoption("rnn_compare")
     try:
         from ..reporting.paths import baseline_path
@@ -207,8 +223,20 @@ def read_settings(config: pytest.Config) -> Settings:
                     float(tolerance), explicit)
 
 
-def check_outputs(settings: Settings) -> None:
-    """Refuse, before any test runs, outputs that cannot be written (pytest.UsageError)."""
+@dataclass(frozen=True)
+class SessionOutputs:
+    """The files the session will write, each checked and noted before any test runs."""
+
+    data: "Output | None" = None
+    baseline: "Output | None" = None
+    reports: tuple[tuple[str, "Output"], ...] = ()
+
+
+def check_outputs(settings: Settings) -> SessionOutputs:
+    """Refuse, before any test runs, outputs that cannot be written or that would replace
+    a file pytest-rnncov did not write (pytest.UsageError); returns them, noted."""
+    from ..files import Output, as_output_path
+    from ..reporting.outputs import KIND, report_output
     from ..reporting.paths import check_distinct, check_output_dir, check_output_file
 
     try:
@@ -217,19 +245,25 @@ def check_outputs(settings: Settings) -> None:
         if settings.data is not None:
             outputs.append(("--rnn-data", settings.data))
         inputs = [] if settings.compare is None else [("--rnn-compare", settings.compare)]
-        if settings.save is not None and not (  # --rnn-compare=X --rnn-save=X ratchets
-                settings.compare is not None
-                and os.path.realpath(settings.save) == os.path.realpath(settings.compare)):
+        ratchet = settings.ratchet
+        if settings.save is not None and not ratchet:
             outputs.append(("--rnn-save", settings.save))
         check_distinct(outputs, inputs)
+        reports = []
         for kind, dest in settings.reports:
             if kind == "json" and dest is not None:
-                check_output_file(Path(dest), "--rnn-report=json:")
+                check_output_file(as_output_path(dest, "--rnn-report=json:"), "--rnn-report=json:")
             if kind == "html" and dest is not None:
                 check_output_dir(Path(dest), "--rnn-report=html:")
+            if dest is not None:
+                reports.append((kind, report_output(kind, dest, f"--rnn-report={kind}:")))
+        data = baseline = None
         if settings.data is not None:
             check_output_file(settings.data, "--rnn-data")
+            data = Output(settings.data, KIND["data"], "--rnn-data")
         if settings.save is not None:
             check_output_file(settings.save, "--rnn-save")
+            baseline = Output(settings.save, KIND["baseline"], "--rnn-save")
+        return SessionOutputs(data, baseline, tuple(reports))
     except RNNCovError as exc:
         raise pytest.UsageError(str(exc)) from None

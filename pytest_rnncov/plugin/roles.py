@@ -1,19 +1,25 @@
 """The roles a pytest process plays, as in pytest-cov: ``Central`` (no xdist),
 ``DistController`` (the xdist controller, which unions the workers' data and records the
-workers that sent none) and ``DistWorker`` (which sends its data in ``workeroutput``).
+workers whose data is missing) and ``DistWorker`` (which sends its data in
+``workeroutput``).
 
-Only controllers decide the verdict and write reports; they do it once, from one
-``CoverageData``, so the exit code, the JSON ``passed`` and the terminal line agree.
+Only controllers decide the verdict and write files; they do it once, from one
+``CoverageData``, so the exit code, the JSON ``passed`` and the terminal line agree. Every
+file goes through its ``Output`` (checked before the tests ran, written atomically, never
+lost to a concurrent writer); one that fails does not stop the others.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from ..reporting.baseline import load_baseline, regressions, save_baseline
+from ..errors import DataFileError, RNNCovError
+from ..files import Output
+from ..reporting.baseline import Baseline, baseline_text, load_baseline, why_not_saved
 from ..reporting.data import CoverageData
+from ..reporting.outputs import write_reports
 from ..reporting.results import Verdict, evaluate
-from .options import Settings
+from .options import SessionOutputs, Settings
 from .session import RNNCovSession
 
 
@@ -37,16 +43,19 @@ class DistWorker:
 
 
 class Central:
-    """The process that decides the verdict and writes the reports (no xdist)."""
+    """The process that decides the verdict and writes the files (no xdist)."""
 
     controller = True
 
-    def __init__(self, settings: Settings, engine: RNNCovSession) -> None:
+    def __init__(self, settings: Settings, engine: RNNCovSession,
+                 outputs: SessionOutputs) -> None:
         self.settings = settings
         self.engine = engine
+        self.outputs = outputs
         self.received = CoverageData()
         self.verdict: Verdict | None = None
         self.written: list[str] = []
+        self.problems: list[str] = []
         self.baseline = None if settings.compare is None else load_baseline(settings.compare)
 
     def data(self) -> CoverageData:
@@ -58,50 +67,84 @@ class Central:
 
     def decide(self, applied: bool, reason: str | None) -> Verdict:
         """Compute the verdict once (the reports render this object)."""
-        data = self.data()
-        found = ([] if self.baseline is None or not applied else
-                 regressions(self.baseline, data.models, self.settings.tolerance))
-        self.verdict = evaluate(
-            data, self.settings.bars, applied=applied, skipped_reason=reason,
-            baseline=None if self.settings.compare is None else str(self.settings.compare),
-            tolerance=self.settings.tolerance, regressions=found)
+        self.verdict = evaluate(self.data(), self.settings.bars, applied=applied,
+                                skipped_reason=reason, baseline=self.baseline,
+                                tolerance=self.settings.tolerance)
         return self.verdict
 
-    def sessionfinish(self, config: pytest.Config) -> None:
-        from ..reporting.html import HtmlReport
-        from ..reporting.json_report import JsonReport
+    def _existing_baseline(self) -> Baseline | None:
+        """The baseline the save would replace (None: none, or one too broken to keep)."""
+        if self.settings.ratchet:
+            return self.baseline
+        assert self.settings.save is not None
+        if not self.settings.save.exists():
+            return None
+        try:
+            return load_baseline(self.settings.save)
+        except DataFileError:
+            return None
 
+    def _write(self, output: Output, text: str, done: str) -> None:
+        try:
+            path = output.write(text)
+        except RNNCovError as exc:
+            self.problems.append(str(exc))
+        else:
+            self.written.append(f"{done} {path}")
+
+    def sessionfinish(self, config: pytest.Config) -> None:
         data = self.data()
         verdict = self.verdict or self.decide(False, "the session stopped before the tests ran")
         # a session that measured nothing leaves an earlier baseline or data file as it was
         unwritten = (verdict.skipped_reason if not verdict.applied
                      else None if data.models else "no model was tracked")
-        if self.settings.save is not None and unwritten is None:
-            self.written.append(f"RNN coverage baseline saved to {save_baseline(self.settings.save, data)}")
-        elif self.settings.save is not None:
-            self.written.append(f"RNN coverage baseline not saved to {self.settings.save}: "
+        outputs = self.outputs
+        if outputs.baseline is not None:
+            path = outputs.baseline.path
+            reason = unwritten or why_not_saved(verdict.passed, data, self._existing_baseline(),
+                                                self.settings.ratchet)
+            if reason is None:
+                self._write(outputs.baseline, baseline_text(data),
+                            "RNN coverage baseline saved to" if data.complete else
+                            "RNN coverage baseline (partial: marked so) saved to")
+            elif path.exists():
+                self.written.append(f"RNN coverage baseline {path} kept: {reason}")
+            else:
+                self.written.append(f"RNN coverage baseline not saved to {path}: {reason}")
+        if outputs.data is not None and unwritten is None:
+            self._write(outputs.data, data.dumps() + "\n",
+                        "RNN coverage data written to" if data.complete else
+                        "RNN coverage data (partial: marked so) written to")
+        elif outputs.data is not None:
+            self.written.append(f"RNN coverage data not written to {outputs.data.path}: "
                                 f"{unwritten}")
-        if self.settings.data is not None and unwritten is None:
-            self.written.append(f"RNN coverage data written to {data.save(self.settings.data)}")
-        elif self.settings.data is not None:
-            self.written.append(f"RNN coverage data not written to {self.settings.data}: "
-                                f"{unwritten}")
-        for kind, dest in self.settings.reports:
-            if kind == "json" and dest is not None:
-                path = JsonReport(dest).report(data, verdict)
-                self.written.append(f"RNN coverage JSON written to {path}")
-            if kind == "html" and dest is not None:
-                path = HtmlReport(dest).report(data, verdict)
-                self.written.append(f"RNN coverage HTML written to {path}")
+        written, problems = write_reports(outputs.reports, data, verdict)
+        self.written.extend(written)
+        self.problems.extend(problems)
 
 
 class DistController(Central):
-    """The xdist controller: unions what every worker sent; a worker that finished without
-    sending data (it crashed) is named in the verdict, which marks the coverage partial."""
+    """The xdist controller: unions what every worker sent; a worker whose data is missing
+    (it crashed) or cannot be merged is named in the verdict, which marks the coverage
+    partial everywhere (terminal, JSON, data file, baseline)."""
 
     def receive(self, worker: str, payload: str | None) -> None:
         """Merge what a worker sent (None: it finished without sending: it crashed)."""
         if payload is None:
             self.received.missing_workers.append(worker)
             return
-        self.received.merge(CoverageData.loads(payload, f"data from worker {worker}"))
+        try:
+            merged = CoverageData()  # all or nothing: a failed merge leaves no half
+            merged.merge(self.received)
+            merged.merge(CoverageData.loads(payload, f"data from worker {worker}"))
+            self.received = merged
+        except RNNCovError as exc:
+            self.received.missing_workers.append(f"{worker} ({exc}{_profile_hint(exc)})")
+
+
+def _profile_hint(exc: RNNCovError) -> str:
+    """How to avoid workers that measured against different profiles."""
+    if "profile" not in str(exc):
+        return ""
+    return ("; each worker fitted its own profile: give track() a profile file path (fitted "
+            "once, then shared), or fit from inputs drawn with rnncov.rng()")

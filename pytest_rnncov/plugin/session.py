@@ -7,8 +7,11 @@ the campaign's coverage and the GA, without being computed again.
 
 from __future__ import annotations
 
+import difflib
+import hashlib
+import inspect
 import os
-from pathlib import Path
+import warnings
 from typing import Any, Sequence
 
 import numpy as np
@@ -21,9 +24,10 @@ from ..core.metrics import DEFAULT_METRICS, Signals
 from ..core.profile import Profile
 from ..core.state import MetricState, ModelState
 from ..core.trace import Trace, concat_traces
-from ..errors import InvalidArgument, ProfileError, StaleProfile
+from ..errors import InvalidArgument, ProfileError, RNNCovWarning, StaleProfile
+from ..files import as_path, folder_lock
 from ..generation.campaign import Campaign, CampaignResult
-from ..reporting.data import CoverageData
+from ..reporting.data import CoverageData, new_run_id
 from ..reporting.samples import SampleWriter, gallery_entries
 from ..reporting.signals import sample_signals
 from ..reporting.specs import parse_metrics
@@ -149,6 +153,15 @@ class TrackedModel:
                  output_dir: str | os.PathLike[str] | None = None, **options: Any) -> Campaign:
         """A :class:`~pytest_rnncov.Campaign` on this model; ``output_dir`` writes its
         adversarial samples there (``SampleWriter``)."""
+        accepted = [name for name in inspect.signature(Campaign).parameters
+                    if name not in ("model", "seeds", "mutator", "oracle")]
+        for option in options:
+            if option not in accepted:
+                close = difflib.get_close_matches(option, accepted, n=1)
+                raise InvalidArgument(
+                    f"campaign() got an unknown option {option!r}"
+                    + (f"; did you mean {close[0]!r}?" if close else "")
+                    + f" (options: output_dir, {', '.join(accepted)})")
         listeners = list(options.pop("listeners", ()))
         if output_dir is not None:
             listeners.append(SampleWriter(output_dir))
@@ -182,9 +195,18 @@ class RNNCovSession:
         self.test_coverage: _TestCoverage | None = None
         #: the test running now (set by the plugin), for messages
         self.current_test: str | None = None
+        #: this session's id in its data: a run is never combined twice
+        self.run_id = new_run_id()
 
-    def rng(self, salt: int = 0) -> np.random.Generator:
-        """A numpy generator derived from the session seed (``--rnn-seed``)."""
+    def rng(self, salt: int | str = 0) -> np.random.Generator:
+        """A numpy generator derived from the session seed (``--rnn-seed``) and ``salt``
+        (a number >= 0 or a string, e.g. the test's name): one stream per salt."""
+        if isinstance(salt, str):
+            digest = hashlib.sha256(salt.encode("utf-8", "surrogatepass")).digest()
+            return np.random.default_rng([self.seed, 1, int.from_bytes(digest[:8], "little")])
+        if isinstance(salt, bool) or not isinstance(salt, (int, np.integer)):
+            raise InvalidArgument(f"salt={salt!r} ({type(salt).__name__}); pass an integer >= 0 "
+                                  "or a string, e.g. rnncov.rng('test_accuracy')")
         return np.random.default_rng([self.seed, check_int("salt", salt, minimum=0)])
 
     def track(self, model: Any, *, profile: Any = None, x_train: Any = None, window: Any = None,
@@ -256,23 +278,38 @@ class RNNCovSession:
                 raise InvalidArgument(
                     "track() needs a profile: pass profile=Profile or a profile file path, "
                     "or x_train=... to fit one")
+            worker = os.environ.get("PYTEST_XDIST_WORKER")
+            if worker:
+                warnings.warn(RNNCovWarning(
+                    f"xdist worker {worker} fits its own profile from x_train: workers whose "
+                    "x_train differs (unseeded data) measure against different profiles and "
+                    "their coverage cannot be combined; give track() a profile file path "
+                    "(fitted once, then shared) or draw x_train with rnncov.rng()"),
+                    stacklevel=4)
             return Profile(window=window).fit(rnn, x_train)
-        path = Path(profile)
-        if path.exists():
-            loaded = Profile.load(path)
-            if window is not None and resolve_window(window, loaded.n_steps_) != tuple(loaded.window_):
-                raise StaleProfile(
-                    f"profile {str(path)!r} was fitted for window {list(loaded.window_)}, not "
-                    f"{list(window)}; delete the file so that track() refits it from x_train")
-            loaded.check(rnn)
-            return loaded
-        if x_train is None:
-            raise ProfileError(
-                f"no profile file at {str(path)!r}; pass x_train=... to fit and save it there")
-        fitted = Profile(window=window).fit(rnn, x_train)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fitted.save(path)
-        return fitted
+        path = as_path(profile, "profile")
+        if not path.exists():
+            if x_train is None:
+                raise ProfileError(
+                    f"no profile file at {str(path)!r}; pass x_train=... to fit and save it there")
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise ProfileError(f"cannot create the folder of profile {str(path)!r}: "
+                                   f"{exc.strerror or exc}") from None
+            with folder_lock(path.parent):  # one process fits; the others load its file
+                if not path.exists():
+                    fitted = Profile(window=window).fit(rnn, x_train)
+                    fitted.save(path)
+                    return fitted
+        loaded = Profile.load(path)
+        if window is not None and resolve_window(window, loaded.n_steps_) != tuple(loaded.window_):
+            raise StaleProfile(
+                f"profile {str(path)!r} was fitted for window {list(loaded.window_)}, not "
+                f"{list(window)}; if it belongs to another model, give this model its own "
+                "profile path; else delete the file so that track() refits it from x_train")
+        loaded.check(rnn)
+        return loaded
 
     # -- per-test coverage (for @pytest.mark.rnn_coverage) -------------------------------
     def start_test(self) -> None:
@@ -289,4 +326,5 @@ class RNNCovSession:
             models={name: t.state() for name, t in self.models.items()},
             signals={name: t.signals for name, t in self.models.items() if t.signals},
             campaigns=list(self.campaigns),
-            track_errors=list(self.track_errors))
+            track_errors=list(self.track_errors),
+            runs=[self.run_id])

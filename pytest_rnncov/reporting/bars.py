@@ -11,6 +11,7 @@ from typing import Any, Sequence
 
 from ..core.names import DEFAULT_METRICS, METRIC_NAMES
 from ..errors import InvalidArgument
+from ..validation import check_ascii_number
 
 
 def percent(rate: float, below: float | None = None) -> str:
@@ -23,7 +24,9 @@ def percent(rate: float, below: float | None = None) -> str:
 
 
 def parse_fraction(text: str, what: str) -> float:
-    """A bar in [0, 1] from text; ``90`` is refused with "for 90% use 0.9"."""
+    """A bar in [0, 1] from ASCII text; ``90`` is refused with "for 90% use 0.9"."""
+    if isinstance(text, str):
+        check_ascii_number(text, what, "0.9")
     try:
         number = float(text)
     except (TypeError, ValueError):

@@ -3,38 +3,61 @@ run whose coverage falls below it (like pytest-benchmark's ``--benchmark-compare
 
 A baseline holds the exact coverage state of every model (covered condition ids per
 metric, with each metric's configuration), so a comparison knows which conditions were
-lost and refuses to compare unlike configurations.
+lost and refuses to compare unlike configurations. It also says whether the run it came
+from was complete (a crashed xdist worker makes it partial), so a comparison against it
+knows. It is written only from a run whose verdict did not fail, and a ratchet (comparing
+with and saving to one file) only moves up.
 """
 
 from __future__ import annotations
 
 import datetime
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
 from ..core.state import ModelState
 from ..errors import DataFileError
-from ..files import parse_json, read_bounded, write_text
-from .data import CoverageData, read_model_state
-from .results import percent
+from ..files import parse_json, read_bounded
+from .bars import percent
+from .data import CoverageData, check_total_conditions, read_model_state, read_strings
 
 FORMAT = "pytest-rnncov-baseline"
-VERSION = 2
+#: version 3 added "complete" and "missing_workers"; version 2 files (no such mark) are
+#: read as complete, which is what the release that wrote them assumed
+VERSION = 3
+READS = (2, 3)
 
 
-def save_baseline(path: Path, data: CoverageData) -> Path:
+@dataclass
+class Baseline:
+    """A saved baseline: model states and whether the run that made them was complete."""
+
+    path: str
+    models: dict[str, ModelState]
+    missing_workers: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return not self.missing_workers
+
+
+def baseline_text(data: CoverageData) -> str:
+    """The baseline file's content for ``data``."""
     content = {
         "format": FORMAT,
         "version": VERSION,
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "complete": data.complete,
+        "missing_workers": list(data.missing_workers),
         "models": {name: state.to_json() for name, state in data.models.items()},
     }
-    return write_text(path, json.dumps(content, indent=1, allow_nan=False) + "\n", "the baseline")
+    return json.dumps(content, indent=1, allow_nan=False) + "\n"
 
 
-def load_baseline(path: Path) -> dict[str, ModelState]:
-    """The model states of a baseline file, every field checked (DataFileError)."""
+def load_baseline(path: Path) -> Baseline:
+    """The baseline file at ``path``, every field checked (DataFileError)."""
     where = f"baseline {str(path)!r}"
     if not path.exists():
         raise DataFileError(f"no coverage baseline at {str(path)!r}; create it with --rnn-save")
@@ -42,24 +65,43 @@ def load_baseline(path: Path) -> dict[str, ModelState]:
     data = parse_json(raw, where, fix="save it again with --rnn-save")
     if not isinstance(data, Mapping) or data.get("format") != FORMAT:
         raise DataFileError(f"{where} is not a pytest-rnncov baseline file")
-    if data.get("version") != VERSION:
-        raise DataFileError(f"{where} has baseline version {data.get('version')!r}; this "
-                            f"pytest-rnncov reads version {VERSION}: save it again with --rnn-save")
+    version = data.get("version")
+    if isinstance(version, bool) or version not in READS:
+        raise DataFileError(f"{where} has baseline version {version!r}; this pytest-rnncov "
+                            f"reads versions {READS[0]}-{READS[-1]}: save it again with --rnn-save")
+    known = {"format", "version", "created", "models"} | (
+        {"complete", "missing_workers"} if version >= 3 else set())
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise DataFileError(f"{where}: unknown key {unknown[0]!r} (version {version} has "
+                            f"{', '.join(sorted(known))})")
+    missing = read_strings(data, "missing_workers", where) if version >= 3 else []
+    if version >= 3 and data.get("complete") is not (not missing):
+        raise DataFileError(f"{where}: 'complete' is {data.get('complete')!r} but "
+                            f"'missing_workers' lists {len(missing)}")
     models = data.get("models")
     if not isinstance(models, Mapping):
         raise DataFileError(f"{where}: 'models' must be an object")
     if not models:  # comparing with nothing would always pass
         raise DataFileError(f"{where} holds no model; save it again with --rnn-save from a "
                             "run that tracks one")
-    return {name: read_model_state(state, f"{where}, model {name!r}")
-            for name, state in models.items()}
+    check_total_conditions(models, where)
+    if not isinstance(data.get("created", ""), str):
+        raise DataFileError(f"{where}: 'created' must be a date string")
+    states = {}
+    for name, raw_state in models.items():
+        state = read_model_state(raw_state, f"{where}, model {name!r}")
+        if state.name != name:
+            raise DataFileError(f"{where}: model {name!r} holds the state of {state.name!r}")
+        states[name] = state
+    return Baseline(str(path), states, missing)
 
 
-def regressions(baseline: dict[str, ModelState], current: dict[str, ModelState],
+def regressions(baseline: Baseline, current: dict[str, ModelState],
                 tolerance: float) -> list[str]:
     """What fell below the baseline by more than ``tolerance``, or cannot be compared."""
     found = []
-    for name, old in baseline.items():
+    for name, old in baseline.models.items():
         new = current.get(name)
         if new is None:
             found.append(f"{name}: not tracked in this run")
@@ -85,3 +127,31 @@ def regressions(baseline: dict[str, ModelState], current: dict[str, ModelState],
                     f"({after.n_covered}/{after.total} vs {before.n_covered}/{before.total}; "
                     f"{lost} conditions lost)")
     return found
+
+
+def why_not_saved(passed: bool | None, data: CoverageData, existing: Baseline | None,
+                  ratchet: bool) -> str | None:
+    """Why this run's coverage must not be saved as the baseline (None: save it).
+
+    A baseline is written only from a run whose verdict did not fail; a partial run never
+    replaces a complete baseline; a ratchet (the compared baseline saved over) only moves
+    up: no metric may be lower than in the baseline it replaces.
+    """
+    if passed is False:
+        return "this run failed its verdict, and a baseline is written only from a run that passed"
+    if existing is None:
+        return None
+    if not data.complete and existing.complete:
+        return ("this run is partial (worker " + ", ".join(data.missing_workers)
+                + " sent no coverage data) and the baseline is complete")
+    if ratchet:
+        lower = [f"{name} {key} {percent(after.rate, below=before.rate)} < "
+                 f"{percent(before.rate)}"
+                 for name, old in existing.models.items() if name in data.models
+                 for key, before in old.metrics.items()
+                 for after in [data.models[name].metrics.get(key)]
+                 if after is not None and after.rate < before.rate]
+        if lower:
+            return ("a ratchet only moves up, and this run is lower (within the tolerance): "
+                    + ", ".join(lower))
+    return None

@@ -10,8 +10,10 @@ name, never half-read.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, TypeGuard
@@ -20,13 +22,18 @@ import numpy as np
 
 from ..core.metrics import config_problem
 from ..core.trace import CELL_COMPONENTS
-from ..core.state import ModelState, merge_models
+from ..core.state import MetricState, ModelState, merge_models
 from ..errors import DataFileError
 from ..files import as_path, parse_json, read_bounded, write_text
 from ..validation import is_finite_number
 
 FORMAT = "pytest-rnncov-data"
-VERSION = 1
+#: version 2 added "runs" (one id per session, so a run is never combined twice)
+VERSION = 2
+READS = (1, 2)
+#: the most conditions (summed over every model and metric) one file or one combination
+#: may declare: memory follows this bound, not what a file claims
+MAX_FILE_CONDITIONS = 2 ** 24
 
 @dataclass
 class CoverageData:
@@ -43,9 +50,17 @@ class CoverageData:
     missing_workers: list[str] = field(default_factory=list)
     #: where the data came from (data files combined), for reports
     sources: list[str] = field(default_factory=list)
+    #: one id per session whose coverage this holds: the same run is never counted twice
+    runs: list[str] = field(default_factory=list)
 
     def merge(self, other: "CoverageData") -> None:
-        """Union: coverage of the same model combines exactly; lists are concatenated."""
+        """Union: coverage of the same model combines exactly; lists are concatenated.
+        Data of a run already merged (a file named twice, or a copy of one) is refused."""
+        again = sorted(set(self.runs) & set(other.runs))
+        if again:
+            raise DataFileError(
+                f"{', '.join(other.sources) or 'this data'} holds run {again[0]} again (a copy "
+                "of a file already combined?); each run's inputs count once: drop the copy")
         merge_models(self.models, other.models.values())
         for name, sample in other.signals.items():
             self.signals.setdefault(name, sample)
@@ -53,6 +68,7 @@ class CoverageData:
         self.track_errors.extend(e for e in other.track_errors if e not in self.track_errors)
         self.missing_workers.extend(other.missing_workers)
         self.sources.extend(other.sources)
+        self.runs.extend(other.runs)
 
     @property
     def complete(self) -> bool:
@@ -69,6 +85,7 @@ class CoverageData:
             "track_errors": self.track_errors,
             "missing_workers": self.missing_workers,
             "sources": self.sources,
+            "runs": self.runs,
         }
 
     def dumps(self) -> str:
@@ -84,10 +101,18 @@ class CoverageData:
         if not isinstance(data, Mapping) or data.get("format") != FORMAT:
             raise DataFileError(f"{where} is not a pytest-rnncov data file "
                                 f"(format {FORMAT!r})")
-        if data.get("version") != VERSION:
-            raise DataFileError(f"{where} has data format version {data.get('version')!r}; "
-                                f"this pytest-rnncov reads version {VERSION}")
+        version = data.get("version")
+        if isinstance(version, bool) or version not in READS:
+            raise DataFileError(f"{where} has data format version {version!r}; this "
+                                f"pytest-rnncov reads versions {READS[0]}-{READS[-1]}")
+        keys = {"format", "version", "models", "signals", "campaigns", "track_errors",
+                "missing_workers", "sources"} | ({"runs"} if version >= 2 else set())
+        unknown = sorted(set(data) - keys)
+        if unknown:
+            raise DataFileError(f"{where}: unknown key {unknown[0]!r} (version {version} has "
+                                f"{', '.join(sorted(keys))})")
         models_raw = _field(data, "models", dict, where)
+        check_total_conditions(models_raw, where)
         models = {}
         for name, raw in models_raw.items():
             state = read_model_state(raw, f"{where}, model {name!r}")
@@ -100,11 +125,16 @@ class CoverageData:
         campaigns = _field(data, "campaigns", list, where)
         for index, campaign in enumerate(campaigns):
             _check_campaign(campaign, f"{where}, campaign {index}")
+        runs = read_strings(data, "runs", where) if version >= 2 else []
+        if len(set(runs)) != len(runs):
+            raise DataFileError(f"{where}: 'runs' names a run twice")
         return cls(models, dict(signals), list(campaigns),
-                   _strings(data, "track_errors", where), _strings(data, "missing_workers", where),
-                   _strings(data, "sources", where))
+                   read_strings(data, "track_errors", where),
+                   read_strings(data, "missing_workers", where),
+                   read_strings(data, "sources", where), runs)
 
     def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the data file (atomically; see ``Output`` for a run's guarded outputs)."""
         return write_text(as_path(path, "data file"), self.dumps() + "\n", "coverage data")
 
     @classmethod
@@ -114,7 +144,39 @@ class CoverageData:
         text = read_bounded(source, where)
         data = cls.loads(text, where)
         data.sources = data.sources or [str(source)]
+        if not data.runs:  # version 1: the content stands for the run (copies are caught)
+            data.runs = [f"file-{hashlib.sha256(text).hexdigest()[:16]}"]
         return data
+
+
+def new_run_id() -> str:
+    """A fresh id for one session's coverage data."""
+    return secrets.token_hex(8)
+
+
+def _declared(models: Mapping[str, Any]) -> int:
+    """The conditions ``models`` (states, or their raw JSON) declare in all."""
+    total = 0
+    for state in models.values():
+        metrics = state.metrics if isinstance(state, ModelState) else (
+            state.get("metrics") if isinstance(state, Mapping) else None)
+        if not isinstance(metrics, Mapping):
+            continue
+        for metric in metrics.values():
+            count = metric.total if isinstance(metric, MetricState) else (
+                metric.get("total") if isinstance(metric, Mapping) else None)
+            if isinstance(count, int) and not isinstance(count, bool) and count > 0:
+                total += count
+    return total
+
+
+def check_total_conditions(models: Mapping[str, Any], where: str) -> None:
+    """Refuse, before building anything, raw model states that declare more conditions in
+    all than MAX_FILE_CONDITIONS (memory would follow what the file claims)."""
+    total = _declared(models)
+    if total > MAX_FILE_CONDITIONS:
+        raise DataFileError(f"{where} declares {total:,} conditions in all, more than the "
+                            f"{MAX_FILE_CONDITIONS:,} a file may hold; it is not one of ours")
 
 
 def read_model_state(raw: Any, where: str) -> ModelState:
@@ -145,7 +207,8 @@ def _field(data: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
     return value
 
 
-def _strings(data: Mapping[str, Any], key: str, where: str) -> list[str]:
+def read_strings(data: Mapping[str, Any], key: str, where: str) -> list[str]:
+    """``data[key]``, which must be a list of strings (DataFileError naming it)."""
     values = _field(data, key, list, where)
     if not all(isinstance(v, str) for v in values):
         raise DataFileError(f"{where}: {key!r} must be a list of strings")
@@ -259,8 +322,14 @@ def _check_signals(name: str, signals: Any, where: str) -> None:
 
 
 def combine(parts: Iterable[CoverageData]) -> CoverageData:
-    """The exact union of several runs' data."""
+    """The exact union of several runs' data (a run given twice is refused)."""
     out = CoverageData()
     for part in parts:
+        total = _declared(out.models) + _declared(
+            {name: state for name, state in part.models.items() if name not in out.models})
+        if total > MAX_FILE_CONDITIONS:
+            raise DataFileError(
+                f"combined, the models declare {total:,} conditions, more than the "
+                f"{MAX_FILE_CONDITIONS:,} pytest-rnncov holds at once; combine fewer files")
         out.merge(part)
     return out

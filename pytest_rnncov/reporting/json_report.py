@@ -3,23 +3,20 @@
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 from typing import Any
 
 from .data import CoverageData
-from .paths import write_text
 from .results import Verdict
 
 JSON_FORMAT = "pytest-rnncov-report"
-JSON_VERSION = 2
+#: 3: checks say whether a metric had anything to cover ("measurable"); the baseline part
+#: says whether the baseline was complete; "complete" is false when a worker's data could
+#: not be merged
+JSON_VERSION = 3
 
 
 class JsonReport:
     """Writes the data and the verdict as one JSON document; ``passed`` is the verdict's."""
-
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path)
 
     @staticmethod
     def data(data: CoverageData, verdict: Verdict) -> dict[str, Any]:
@@ -50,6 +47,6 @@ class JsonReport:
             "adversarial": list(data.campaigns),
         }
 
-    def report(self, data: CoverageData, verdict: Verdict) -> Path:
-        text = json.dumps(self.data(data, verdict), indent=1, allow_nan=False) + "\n"
-        return write_text(self.path, text, "the JSON report")
+    def render(self, data: CoverageData, verdict: Verdict) -> str:
+        """The report's text (``reporting.outputs.write_reports`` writes it)."""
+        return json.dumps(self.data(data, verdict), indent=1, allow_nan=False) + "\n"

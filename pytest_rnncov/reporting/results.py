@@ -6,10 +6,11 @@ pytest layer only render a :class:`Verdict`; its messages, and the marker's, liv
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from ..core.state import ModelState
 from .bars import Bars, percent
+from .baseline import Baseline, regressions
 from .data import CoverageData
 
 
@@ -25,24 +26,33 @@ class Check:
     covered: int = 0
     total: int = 0
     model_tracked: bool = True
+    #: False when the metric has nothing to cover (0/0): that never satisfies a bar
+    measurable: bool = True
+    #: the models that were tracked (named when a bar names another)
+    tracked: tuple[str, ...] = ()
 
     @property
     def passed(self) -> bool:
-        return self.rate is not None and self.rate >= self.bar
+        return self.rate is not None and self.measurable and self.rate >= self.bar
 
     def text(self, show_model: bool, show_bar: bool) -> str:
         name = f"{self.model} {self.metric}" if show_model else self.metric
         if not self.model_tracked:
-            return f"model {self.model!r} is not tracked ({self.metric} bar {percent(self.bar)})"
+            tracked = (f"tracked: {', '.join(self.tracked)}" if self.tracked
+                       else "no model was tracked")
+            return (f"model {self.model!r} is not tracked ({self.metric} bar "
+                    f"{percent(self.bar)}; {tracked})")
         if self.rate is None:
             return f"{name} not tracked"
+        if not self.measurable:
+            return f"{name} has no condition to cover (0/{self.total}), which is not coverage"
         bar = f" < {percent(self.bar)}" if show_bar and not self.passed else ""
         return f"{name} {percent(self.rate, below=self.bar if not self.passed else None)} ({self.covered}/{self.total}){bar}"
 
     def to_json(self) -> dict[str, Any]:
         return {"model": self.model, "metric": self.metric, "bar": self.bar, "rate": self.rate,
                 "covered": self.covered, "total": self.total, "passed": self.passed,
-                "model_tracked": self.model_tracked}
+                "model_tracked": self.model_tracked, "measurable": self.measurable}
 
 
 def check_models(models: dict[str, ModelState], bars: Bars) -> list[Check]:
@@ -53,10 +63,12 @@ def check_models(models: dict[str, ModelState], bars: Bars) -> list[Check]:
         for metric, bar in bars.gated(name):
             m = state.metrics.get(metric)
             checks.append(Check(name, metric, bar, None) if m is None else
-                          Check(name, metric, bar, m.rate, m.n_covered, m.total))
+                          Check(name, metric, bar, m.rate, m.n_covered, m.total,
+                                measurable=m.measurable))
     for name in bars.named_models:
         if name not in models:
-            checks.extend(Check(name, metric, bar, None, model_tracked=False)
+            checks.extend(Check(name, metric, bar, None, model_tracked=False,
+                                tracked=tuple(models))
                           for metric, bar in bars.gated(name))
     return checks
 
@@ -81,6 +93,8 @@ class Verdict:
     regressions: tuple[str, ...] = ()
     missing_workers: tuple[str, ...] = ()
     n_models: int = 0
+    #: the workers a partial baseline missed when it was saved (empty: complete)
+    baseline_missing: tuple[str, ...] = ()
 
     @property
     def gate_passed(self) -> bool | None:
@@ -139,7 +153,14 @@ class Verdict:
         if self.missing_workers:
             out.append((
                 "WARNING RNN coverage is partial: worker " + ", ".join(self.missing_workers)
-                + " sent no coverage data (crashed?); the numbers miss its inputs", "yellow"))
+                + " sent no coverage data that could be used; the numbers miss its inputs",
+                "yellow"))
+        if self.baseline_missing and self.applied:
+            out.append((
+                f"WARNING baseline {self.baseline} is partial: worker "
+                + ", ".join(self.baseline_missing) + " sent no coverage data when it was "
+                "saved, so it is lower than a full run; save it again from a complete run",
+                "yellow"))
         if not self.applied and (self.bars is not None or self.baseline is not None):
             out.append((f"RNN coverage gate not applied: {self.skipped_reason}.", "yellow"))
         baseline = self.baseline_line()
@@ -162,7 +183,9 @@ class Verdict:
                 "checks": [c.to_json() for c in self.checks]},
             "baseline": None if self.baseline is None else {
                 "path": self.baseline, "tolerance": self.tolerance, "passed": self.baseline_passed,
-                "regressions": list(self.regressions)},
+                "regressions": list(self.regressions),
+                "complete": not self.baseline_missing,
+                "missing_workers": list(self.baseline_missing)},
             "complete": self.complete,
             "missing_workers": list(self.missing_workers),
             "track_errors": list(self.track_errors),
@@ -170,15 +193,20 @@ class Verdict:
 
 
 def evaluate(data: CoverageData, bars: Bars | None, *, applied: bool = True,
-             skipped_reason: str | None = None, baseline: str | None = None,
-             tolerance: float = 0.0, regressions: Iterable[str] = ()) -> Verdict:
-    """The verdict on ``data``: the one place where the session outcome is decided."""
+             skipped_reason: str | None = None, baseline: Baseline | None = None,
+             tolerance: float = 0.0) -> Verdict:
+    """The verdict on ``data``: the one place where the session outcome is decided (the
+    bars, and the comparison with ``baseline`` when one is given)."""
     checks = tuple(check_models(data.models, bars)) if bars is not None else ()
+    found = (regressions(baseline, data.models, tolerance)
+             if baseline is not None and applied else [])
     return Verdict(
         bars=bars, applied=applied, skipped_reason=skipped_reason, checks=checks,
         no_model=bars is not None and not data.models, track_errors=tuple(data.track_errors),
-        baseline=baseline, tolerance=tolerance, regressions=tuple(regressions),
-        missing_workers=tuple(data.missing_workers), n_models=len(data.models))
+        baseline=None if baseline is None else baseline.path, tolerance=tolerance,
+        regressions=tuple(found), missing_workers=tuple(data.missing_workers),
+        n_models=len(data.models),
+        baseline_missing=() if baseline is None else tuple(baseline.missing_workers))
 
 
 @dataclass
@@ -211,6 +239,9 @@ class MarkerOutcome:
                              f"(it fed: {', '.join(self.fed) or 'none'})")
             elif c.rate is None:
                 lines.append(f"  {c.model}: {c.metric} is not tracked for this model")
+            elif not c.measurable:
+                lines.append(f"  {c.model}: {c.metric} has no condition to cover (0/{c.total}), "
+                             "which is not coverage")
             else:
                 bar = "" if single is not None else f" < {percent(c.bar)}"
                 lines.append(f"  {c.model}: {c.metric} {percent(c.rate, below=c.bar)} "

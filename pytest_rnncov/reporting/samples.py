@@ -4,6 +4,7 @@ writes nothing."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from pathlib import Path
@@ -12,9 +13,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import DataFileError
+from ..files import write_atomic
 from ..generation.campaign import AdversarialSample, Campaign, CampaignResult
 from .images import png_bytes, side_by_side
-from .paths import check_output_dir, write_text
+from .paths import check_output_dir
 
 #: How many adversarial samples a report's gallery shows per campaign.
 GALLERY = 8
@@ -42,15 +44,21 @@ class SampleWriter:
 
     Images (2-D cases): a PNG per sample (seed | case | difference), named
     ``adv_NNNNN_seed<i>_<from>to<to>.png``; text and SMILES: a line in ``adversarial.txt``.
-    At the end: ``adversarial.npz`` (cases, seeds, seed indices, outputs, distances) for
-    array cases, and ``summary.json``.
+    Each is written when the sample is found and replaced by its shrunk version once
+    shrinking finished. At the end: ``adversarial.npz`` (cases, seeds, seed indices,
+    outputs, distances) for array cases, and ``summary.json`` (which says whether the
+    samples were shrunk). Every file is written atomically, so an interrupt at any point
+    leaves whole files: the samples found so far, shrunk or as found.
     """
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.directory = check_output_dir(Path(directory), "campaign output folder")
-        self._arrays: dict[str, list[Any]] = {k: [] for k in (
-            "cases", "seeds", "seed_index", "case_outputs", "seed_outputs", "distances")}
-        self.count = 0
+        self._samples: list[AdversarialSample] = []
+        self._names: list[str | None] = []
+
+    @property
+    def count(self) -> int:
+        return len(self._samples)
 
     def _ready(self) -> Path:
         try:
@@ -59,38 +67,62 @@ class SampleWriter:
             raise DataFileError(f"cannot create {str(self.directory)!r}: {exc.strerror}") from None
         return self.directory
 
+    def _image(self, campaign: Campaign, index: int, sample: AdversarialSample) -> str | None:
+        """Write sample ``index``'s PNG (2-D cases); returns its file name."""
+        image, seed_image = np.squeeze(np.asarray(sample.case)), np.squeeze(np.asarray(sample.seed))
+        if image.ndim != 2 or seed_image.shape != image.shape:
+            return None
+        clip = getattr(campaign.mutator, "clip", None) or (
+            float(min(image.min(), seed_image.min())),
+            float(max(image.max(), seed_image.max())) + 1e-9)
+        name = _safe(f"adv_{index + 1:05d}_seed{sample.seed_index}_{sample.seed_decision}to"
+                     f"{sample.case_decision}.png")
+        write_atomic(self._ready() / name, png_bytes(side_by_side(seed_image, image, clip)),
+                     "an adversarial image")
+        return name
+
+    def _text(self) -> None:
+        lines = ["# seed_index\tdistance\tseed_decision\tcase_decision\tseed\tcase\n"]
+        lines.extend(f"{s.seed_index}\t{s.distance:.4g}\t{s.seed_decision}\t{s.case_decision}"
+                     f"\t{s.seed}\t{s.case}\n" for s in self._samples)
+        write_atomic(self._ready() / "adversarial.txt", "".join(lines), "the adversarial cases")
+
     def on_adversarial(self, campaign: Campaign, sample: AdversarialSample) -> None:
-        folder = self._ready()
-        self.count += 1
+        self._samples.append(sample)
         if campaign.mutator.array_cases:
-            case, seed = np.asarray(sample.case), np.asarray(sample.seed)
-            for key, value in (("cases", case), ("seeds", seed), ("seed_index", sample.seed_index),
-                               ("case_outputs", sample.case_output),
-                               ("seed_outputs", sample.seed_output), ("distances", sample.distance)):
-                self._arrays[key].append(value)
-            image, seed_image = np.squeeze(case), np.squeeze(seed)
-            if image.ndim == 2 and seed_image.shape == image.shape:
-                clip = getattr(campaign.mutator, "clip", None) or (
-                    float(min(image.min(), seed_image.min())),
-                    float(max(image.max(), seed_image.max())) + 1e-9)
-                name = (f"adv_{self.count:05d}_seed{sample.seed_index}_{sample.seed_decision}to"
-                        f"{sample.case_decision}.png")
-                (folder / _safe(name)).write_bytes(png_bytes(side_by_side(seed_image, image, clip)))
+            self._names.append(self._image(campaign, len(self._samples) - 1, sample))
+        else:
+            self._text()
+
+    def on_shrunk(self, campaign: Campaign, samples: list[AdversarialSample]) -> None:
+        self._samples = list(samples)
+        if not campaign.mutator.array_cases:
+            self._text()
             return
-        with open(folder / "adversarial.txt", "a", encoding="utf-8") as handle:
-            if handle.tell() == 0:
-                handle.write("# seed_index\tdistance\tseed_decision\tcase_decision\tseed\tcase\n")
-            handle.write(f"{sample.seed_index}\t{sample.distance:.4g}\t{sample.seed_decision}\t"
-                         f"{sample.case_decision}\t{sample.seed}\t{sample.case}\n")
+        names = self._names + [None] * (len(samples) - len(self._names))
+        for index, sample in enumerate(samples):
+            name = self._image(campaign, index, sample)
+            if names[index] is not None and names[index] != name:  # the decision moved
+                (self.directory / str(names[index])).unlink(missing_ok=True)
+            names[index] = name
+        self._names = names
 
     def on_finish(self, campaign: Campaign, result: CampaignResult) -> None:
         folder = self._ready()
-        if campaign.mutator.array_cases and self._arrays["cases"]:
-            arrays: dict[str, Any] = {k: np.stack([np.asarray(v) for v in values])
-                                      for k, values in self._arrays.items()}
-            np.savez_compressed(folder / "adversarial.npz", **arrays)
-        summary = result.summary(campaign.name)
-        write_text(folder / "summary.json", json.dumps(summary, indent=1) + "\n", "the summary")
+        if campaign.mutator.array_cases and self._samples:
+            arrays: dict[str, Any] = {
+                "cases": np.stack([np.asarray(s.case) for s in self._samples]),
+                "seeds": np.stack([np.asarray(s.seed) for s in self._samples]),
+                "seed_index": np.array([s.seed_index for s in self._samples]),
+                "case_outputs": np.stack([np.asarray(s.case_output) for s in self._samples]),
+                "seed_outputs": np.stack([np.asarray(s.seed_output) for s in self._samples]),
+                "distances": np.array([s.distance for s in self._samples]),
+            }
+            buffer = io.BytesIO()
+            np.savez_compressed(buffer, **arrays)
+            write_atomic(folder / "adversarial.npz", buffer.getvalue(), "the adversarial samples")
+        summary = {"format": "pytest-rnncov-campaign", **result.summary(campaign.name)}
+        write_atomic(folder / "summary.json", json.dumps(summary, indent=1) + "\n", "the summary")
 
 
 def _safe(name: str) -> str:

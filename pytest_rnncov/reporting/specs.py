@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..core.names import METRIC_NAMES
 from ..errors import InvalidArgument
+from ..validation import check_ascii_number
 
 REPORT_TYPES = ("term", "term-detail", "json", "html")
 DEFAULT_JSON = "rnncov.json"
@@ -38,7 +39,8 @@ def parse_report(value: str) -> tuple[str, str | None]:
 
 
 def parse_seed(value: str) -> int:
-    """A seed in [0, 2**63 - 1]."""
+    """A seed in [0, 2**63 - 1], written in ASCII digits."""
+    check_ascii_number(value, "seed", "0")
     try:
         number = int(value)
     except ValueError:

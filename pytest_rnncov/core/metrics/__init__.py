@@ -36,10 +36,10 @@ assert tuple(PRESETS) == PRESET_NAMES
 
 def make_metric(spec: Any, preset: str = "paper") -> Metric:
     """A metric from a name ("BC", "TC", ...) under ``preset``, or a configured instance."""
-    if isinstance(spec, Metric):
-        return spec
     if not isinstance(preset, str) or preset not in PRESETS:
         raise InvalidArgument(f"preset={preset!r}; use one of {', '.join(map(repr, PRESETS))}")
+    if isinstance(spec, Metric):
+        return spec
     if not isinstance(spec, str) or spec.upper() not in METRICS:
         raise InvalidArgument(
             f"unknown metric {spec!r}; use one of {', '.join(METRICS)} or a Metric instance")

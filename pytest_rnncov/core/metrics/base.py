@@ -238,8 +238,15 @@ class Metric:
             raise InvalidArgument(
                 f"{bound.describe()} has {n:,} conditions, more than the {MAX_CONDITIONS:,} "
                 "pytest-rnncov tracks; use a smaller configuration")
+        weights = bound.weights()
+        if n == 0 or (weights is not None and not float(np.sum(weights)) > 0):
+            raise InvalidArgument(
+                f"{bound.describe()} has no condition to cover with this profile (window "
+                f"{list(profile.window_)}): its rate would be 0/0, which is not coverage; "
+                "widen the window (transitions need two steps), refit the profile on data "
+                "where the layer's values vary, or leave the metric out")
         bound.state_ = MetricState.empty(bound.name, bound.describe(), n, bound.config(),
-                                         track_fitness=track_fitness, weights=bound.weights())
+                                         track_fitness=track_fitness, weights=weights)
         bound.best_input_ = np.full(n, -1, np.int64)
         return bound
 

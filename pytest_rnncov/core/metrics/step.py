@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ...errors import InvalidArgument
 from ...validation import check_fraction
 from ..abstractions import check_signal
 from ..arrays import array_namespace, to_host
@@ -77,6 +78,11 @@ class BC(_StepMetric):
         self.component, self.abstraction = component, abstraction
         self.alpha_max = check_fraction("alpha_max", alpha_max)
         self.alpha_min = check_fraction("alpha_min", alpha_min, allow_none=True)
+        if self.alpha_min is not None and not self.alpha_min < self.alpha_max:
+            raise InvalidArgument(
+                f"alpha_min={self.alpha_min!r} must be below alpha_max={self.alpha_max!r}: BC's "
+                "conditions are N >= alpha_max (the top boundary) and N <= alpha_min (the "
+                "bottom one); pass e.g. alpha_min=0.2 with alpha_max=0.8")
 
     def _default_signal(self, cell: str) -> tuple[str, str]:
         return BC_DEFAULT_SIGNAL[cell]

@@ -12,9 +12,7 @@ from __future__ import annotations
 import base64
 import difflib
 import io
-import os
 from importlib import resources
-from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
@@ -24,7 +22,6 @@ from ...core.state import MetricState, ModelState
 from ...errors import MissingResource
 from ..data import CoverageData
 from ..images import png_bytes, side_by_side, to_gray8
-from ..paths import write_text
 from ..results import Verdict, percent
 
 #: TC grids are drawn up to this many words; above it the report lists the covered words.
@@ -262,12 +259,10 @@ def page_data(data: CoverageData, verdict: Verdict) -> dict[str, Any]:
 
 
 class HtmlReport:
-    """Writes ``DIR/index.html``."""
+    """Renders ``DIR/index.html``: one self-contained page."""
 
-    def __init__(self, directory: str | os.PathLike[str]) -> None:
-        self.directory = Path(directory)
-
-    def report(self, data: CoverageData, verdict: Verdict) -> Path:
+    def render(self, data: CoverageData, verdict: Verdict) -> str:
+        """The page's HTML (``reporting.outputs.write_reports`` writes it)."""
         require_html()
         import matplotlib
 
@@ -277,6 +272,5 @@ class HtmlReport:
         folder = resources.files(__name__)
         environment = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
         template = environment.from_string(folder.joinpath("report.html.jinja").read_text("utf-8"))
-        html = template.render(page=page_data(data, verdict),
+        return template.render(page=page_data(data, verdict),
                                css=folder.joinpath("report.css").read_text("utf-8"))
-        return write_text(self.directory / "index.html", html, "the HTML report")

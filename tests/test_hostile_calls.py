@@ -1,0 +1,105 @@
+"""Hostile calls: arguments that used to raise a bare traceback or pass silently get the
+project's own errors, naming the value and the fix."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from helpers import fit_profile, make_trace
+from torch import nn
+
+from pytest_rnncov import (
+    BC,
+    GaussianMutator,
+    InvalidArgument,
+    InvalidInput,
+    Oracle,
+    Profile,
+    ProfileError,
+    RNNCovWarning,
+    RNNModel,
+)
+from pytest_rnncov.generation.encoders import CharEncoder, WordEncoder
+from pytest_rnncov.generation.mutators import Mutator, checked_mutate
+from pytest_rnncov.generation.series import TimeSeriesMutator
+from pytest_rnncov.reporting.bars import Bars
+from pytest_rnncov.reporting.specs import parse_seed
+
+
+@pytest.mark.parametrize("encoder", [WordEncoder(["good"], length=3), CharEncoder("ab", length=3)])
+def test_encoders_name_what_they_got_instead_of_texts(encoder):
+    with pytest.raises(InvalidInput, match=r"texts=None \(NoneType\) is not a list of strings"):
+        encoder(None)
+
+
+def test_bc_refuses_alpha_min_at_or_above_alpha_max():
+    with pytest.raises(InvalidArgument, match="alpha_min=0.9 must be below alpha_max=0.8"):
+        BC(alpha_min=0.9, alpha_max=0.8)
+    with pytest.raises(InvalidArgument, match="alpha_min=0.5 must be below alpha_max=0.5"):
+        BC(alpha_min=0.5, alpha_max=0.5)
+
+
+def test_calibrate_refuses_a_fraction_that_makes_the_radius_infinite():
+    seeds = np.array([[1.0], [-1.0]])
+    with pytest.raises(InvalidArgument, match=r"fraction=1e\+308 .* gives radius inf"):
+        Oracle.calibrate(seeds, np.eye(2), fraction=1e308)
+
+
+def test_boolean_seeds_and_mutants_are_refused_by_dtype():
+    class Threshold(Mutator):
+        def mutate(self, cases, rng):
+            return np.asarray(cases) > 0.5
+
+    with pytest.raises(InvalidInput, match="seeds have dtype bool"):
+        GaussianMutator().check_seeds(np.zeros((2, 3), bool))
+    with pytest.raises(InvalidInput, match="Threshold.mutate returned mutants that have dtype bool"):
+        checked_mutate(Threshold(), np.zeros((2, 3), np.float32), np.random.default_rng(0))
+
+
+def test_time_warp_strength_is_bounded():
+    with pytest.raises(InvalidArgument, match="warp=700.0 must be <= 10"):
+        TimeSeriesMutator(warp=700)
+
+
+def test_direction_applies_only_to_bidirectional_layers(keras):
+    with pytest.raises(InvalidArgument, match="direction='backward', but layer 'GRU' is not "
+                                              "bidirectional"):
+        RNNModel(nn.GRU(3, 4, batch_first=True), direction="backward", output=0)
+    model = keras.Sequential([keras.Input((5, 3)), keras.layers.LSTM(4, name="only")])
+    with pytest.raises(InvalidArgument, match="direction='backward', but layer 'only' is not "
+                                              "bidirectional"):
+        RNNModel(model, direction="backward")
+
+
+def test_a_bfloat16_torch_module_is_traced_in_float32_with_a_warning():
+    torch.manual_seed(0)
+    module = nn.LSTM(3, 4, batch_first=True).to(torch.bfloat16)
+    with pytest.warns(RNNCovWarning, match="computes in bfloat16: expect differences"):
+        rnn = RNNModel(module, output=0)
+    x = np.random.default_rng(0).normal(size=(2, 5, 3)).astype(np.float32)
+    outputs, trace = rnn.run(x)
+    expected = module(torch.from_numpy(x).to(torch.bfloat16))[0].float().detach().numpy()
+    assert outputs.dtype == np.float32
+    np.testing.assert_allclose(trace.h, expected, atol=2e-2, rtol=0)
+
+
+@pytest.mark.parametrize("text", ["١e-400", "٠.٩"])
+def test_bars_and_seeds_are_written_in_ascii_digits(text):
+    with pytest.raises(InvalidArgument, match=f"'{text}' holds non-ASCII characters .*write it "
+                                              "with ASCII digits"):
+        Bars.parse(text)
+    with pytest.raises(InvalidArgument, match="seed '١٢' holds non-ASCII characters"):
+        parse_seed("١٢")
+
+
+def test_unknown_keys_in_profile_statistics_are_refused(tmp_path):
+    content = fit_profile(make_trace(h=np.random.default_rng(0).normal(size=(6, 5, 3)))).to_dict()
+    key = next(iter(content["signals"]))
+    content["signals"][key]["median"] = 0.0
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(content))
+    with pytest.raises(ProfileError, match=f"signals.{key} has unknown key 'median'"):
+        Profile.load(path)
