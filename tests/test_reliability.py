@@ -1,0 +1,583 @@
+"""A gate you can re-run: verdicts and files under retries, shards, crashed workers, full
+disks, interrupts and concurrent writers. Each false pass and each lost file of issue 19
+has a test here; faults are injected, not simulated by hand."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import resource
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import keras  # noqa: F401  (loaded once: pytester's in-process runs must not re-import TF)
+import numpy as np
+import pytest
+
+from pytest_rnncov import (
+    BT, WT, Campaign, DataFileError, GaussianMutator, InvalidArgument, Oracle, OutputConflict,
+    Profile, RNNModel, SampleWriter,
+)
+from pytest_rnncov.core.coverage import Coverage
+from pytest_rnncov.core.state import MAX_COUNT, MetricState, ModelState
+from pytest_rnncov.files import Output, write_atomic
+from pytest_rnncov.reporting.bars import Bars
+from pytest_rnncov.reporting.data import CoverageData, combine
+from pytest_rnncov.reporting.json_report import JsonReport
+from pytest_rnncov.reporting.results import MarkerOutcome, check_models, evaluate
+from test_plugin import CONFTEST, FEW, TESTS
+
+
+@pytest.fixture
+def project(pytester):
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_feed=TESTS)
+    return pytester
+
+
+def cli(*args, cwd, **kwargs):
+    return subprocess.run([sys.executable, "-m", "pytest_rnncov", *map(str, args)], cwd=cwd,
+                          capture_output=True, text=True, **kwargs)
+
+
+# -- the gate does not pass falsely ---------------------------------------------------------
+def test_a_failed_ratchet_keeps_the_baseline_so_a_retry_fails_again(project):
+    assert project.runpytest("--rnn-save=main").ret == 0
+    path = project.path / ".rnncov" / "main.json"
+    before = path.read_bytes()
+    project.makepyfile(test_feed=FEW)  # fewer inputs: lower coverage
+    for _ in range(2):  # the job, then its retry, unchanged
+        result = project.runpytest("--rnn-compare=main", "--rnn-save=main")
+        assert result.ret == 1
+        result.stdout.fnmatch_lines([
+            "RNN coverage baseline *main.json kept: this run failed its verdict, and a baseline "
+            "is written only from a run that passed"])
+        assert path.read_bytes() == before
+
+
+def test_a_ratchet_only_moves_up(project):
+    assert project.runpytest("--rnn-save=main").ret == 0
+    path = project.path / ".rnncov" / "main.json"
+    before = path.read_bytes()
+    project.makepyfile(test_feed=FEW)
+    tolerated = project.runpytest("--rnn-compare=main", "--rnn-save=main",
+                                  "--rnn-compare-tolerance=1.0")
+    assert tolerated.ret == 0  # within the tolerance: the comparison passes ...
+    tolerated.stdout.fnmatch_lines(["*main.json kept: a ratchet only moves up, and this run is "
+                                    "lower (within the tolerance): tiny *"])
+    assert path.read_bytes() == before  # ... but the bar does not move down
+    project.makepyfile(test_feed=TESTS)
+    same = project.runpytest("--rnn-compare=main", "--rnn-save=main")
+    assert same.ret == 0
+    same.stdout.fnmatch_lines(["RNN coverage baseline saved to *main.json"])
+
+
+def test_a_baseline_is_not_written_from_a_failed_gate(project):
+    result = project.runpytest("--rnn-coverage=1.0", "--rnn-save=gate")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["RNN coverage baseline not saved to *gate.json: this run failed*"])
+    assert not (project.path / ".rnncov" / "gate.json").exists()
+
+
+def _state(metric: str, total: int, covered=(), weights=None) -> MetricState:
+    state = MetricState.empty(metric, metric, total, {}, weights=weights)
+    state.times[list(covered)] = 1
+    return state
+
+
+def _model(**metrics: MetricState) -> ModelState:
+    return ModelState("m", "lstm", "lstm", (0, 0), "f", 5, dict(metrics), "p")
+
+
+def test_nothing_to_cover_is_not_coverage():
+    empty = _state("BT", 0)
+    assert not empty.measurable and empty.rate == 0.0
+    weightless = _state("WT", 2, weights=np.zeros(2))
+    assert not weightless.measurable and weightless.rate == 0.0
+    data = CoverageData(models={"m": _model(BT=empty, WT=weightless)})
+    verdict = evaluate(data, Bars.parse("BT:0.9,WT:0.9"))
+    assert verdict.passed is False  # terminal, JSON, HTML and exit code render this verdict
+    assert "BT has no condition to cover (0/0)" in verdict.gate_line()
+    report = JsonReport.data(data, verdict)
+    assert report["passed"] is False
+    assert report["models"]["m"]["metrics"]["BT"]["pass"] is False
+    assert report["models"]["m"]["metrics"]["BT"]["rate"] == 0.0
+    marker = MarkerOutcome(Bars.parse("0.5", ("BT",)), check_models(data.models, Bars.parse("0.5", ("BT",))))
+    assert not marker.passed and "has no condition to cover" in marker.message()
+
+
+def test_a_configuration_with_no_condition_is_refused_when_tracked(keras):
+    model = keras.Sequential([keras.Input((4, 2)), keras.layers.LSTM(3, name="lstm"),
+                              keras.layers.Dense(2)])
+    rnn = RNNModel(model)
+    profile = Profile(window=(2, 2)).fit(rnn, np.random.default_rng(0).normal(size=(32, 4, 2)).astype("float32"))
+    for metric in (BT(), WT()):  # transitions need two window steps
+        with pytest.raises(InvalidArgument, match=r"has no condition to cover with this profile "
+                                                  r"\(window \[2, 2\]\).*0/0"):
+            Coverage(rnn, profile, [metric])
+
+
+@pytest.fixture(scope="module")
+def measured(stacked_model, seq_inputs) -> ModelState:
+    """A real model state (BC, SC, TC, KMNC) of the stacked model."""
+    rnn = RNNModel(stacked_model, "lstm_b")
+    coverage = Coverage(rnn, Profile(window=(1, 5)).fit(rnn, seq_inputs),
+                        ["BC", "SC", "TC", "KMNC"])
+    coverage.update(seq_inputs)
+    return coverage.state("m")
+
+
+def test_combine_and_report_never_pass_an_empty_metric(measured, tmp_path):
+    """KMNC on neurons that never vary in training has no condition (an earlier release
+    wrote such files with a rate of 100%)."""
+    state = measured.copy()
+    kmnc = state.metrics["KMNC"]
+    kmnc.config["active"], kmnc.total, kmnc.times = [], 0, np.zeros(0, np.int64)
+    data = CoverageData(models={"m": state}, runs=["r1"])
+    (tmp_path / "d.json").write_text(data.dumps())
+    done = cli("report", "d.json", "--rnn-coverage=KMNC:0.1", cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "KMNC has no condition to cover (0/0)" in done.stdout
+
+
+UNSEEDED = CONFTEST.replace("np.random.default_rng(0).normal", "np.random.default_rng().normal")
+
+
+def test_workers_whose_profiles_differ_make_the_run_partial_everywhere(pytester):
+    pytester.makeconftest(UNSEEDED)  # each worker fits its own profile from other data
+    pytester.makepyfile(test_a=FEW, test_b=FEW.replace("test_one", "test_two"))
+    result = pytester.runpytest_subprocess(
+        "-n", "2", "--dist", "loadfile", "--rnn-report=json:r.json", "--rnn-data=d.json",
+        "--rnn-save=b.json")
+    result.stdout.fnmatch_lines([
+        "*xdist worker gw? fits its own profile from x_train*give track() a profile file path*",
+        "WARNING RNN coverage is partial: worker gw? (cannot combine coverage of model 'tiny'*"
+        "each worker fitted its own profile*"])
+    report = json.loads((pytester.path / "r.json").read_text())
+    assert report["complete"] is False and report["verdict"]["complete"] is False
+    assert json.loads((pytester.path / "d.json").read_text())["missing_workers"]
+    baseline = json.loads((pytester.path / "b.json").read_text())
+    assert baseline["complete"] is False and len(baseline["missing_workers"]) == 1
+
+
+SHARED_PROFILE = UNSEEDED.replace('window=(1, 5), name="tiny")',
+                                  'window=(1, 5), name="tiny", profile="p/tiny.json")')
+
+
+def test_workers_fit_a_profile_file_once_and_share_it(pytester):
+    pytester.makeconftest(SHARED_PROFILE)  # unseeded data, but one profile file
+    pytester.makepyfile(test_a=FEW, test_b=FEW.replace("test_one", "test_two"))
+    result = pytester.runpytest_subprocess("-n", "2", "--dist", "loadfile",
+                                           "--rnn-report=json:r.json")
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    report = json.loads((pytester.path / "r.json").read_text())
+    assert report["complete"] is True and report["models"]["tiny"]["inputs"] == 4
+
+
+CRASH = '''
+import os
+from conftest import inputs
+
+
+def test_crashes(tiny):
+    tiny.predict(inputs(2))
+    os._exit(1)
+'''
+
+
+def test_a_killed_worker_marks_the_baseline_partial_and_a_comparison_says_so(pytester):
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_a_crash=CRASH, test_b_feed=FEW)
+    pytester.runpytest_subprocess("-n", "2", "--dist", "loadfile", "--max-worker-restart=0",
+                                  "--rnn-save=b.json", "--rnn-data=d.json")
+    baseline = json.loads((pytester.path / "b.json").read_text())
+    assert baseline["complete"] is False and baseline["missing_workers"]
+    assert json.loads((pytester.path / "d.json").read_text())["missing_workers"]
+    pytester.makepyfile(test_a_crash=FEW.replace("test_one", "test_two"))
+    result = pytester.runpytest_subprocess("--rnn-compare=b.json", "--rnn-report=json:r.json")
+    result.stdout.fnmatch_lines(["WARNING baseline b.json is partial: worker gw? sent no "
+                                 "coverage data when it was saved*"])
+    verdict = json.loads((pytester.path / "r.json").read_text())["verdict"]
+    assert verdict["baseline"]["complete"] is False
+
+
+# -- a user's files are not lost -------------------------------------------------------------
+PROFILE_CONFTEST = CONFTEST.replace('window=(1, 5), name="tiny")',
+                                    'window=(1, 5), name="tiny", profile="tiny-profile.json")')
+
+
+def test_outputs_never_replace_the_tracked_profile(pytester):
+    pytester.makeconftest(PROFILE_CONFTEST)
+    pytester.makepyfile(test_feed=FEW)
+    assert pytester.runpytest().ret == 0  # fits and writes the profile
+    profile = pytester.path / "tiny-profile.json"
+    before = profile.read_bytes()
+    for option in ("--rnn-data=tiny-profile.json", "--rnn-report=json:tiny-profile.json",
+                   "--rnn-save=tiny-profile.json"):
+        result = pytester.runpytest(option)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR, option
+        result.stderr.fnmatch_lines(["*tiny-profile.json' would replace a profile; pytest-rnncov "
+                                     "replaces only its own earlier*"])
+        assert profile.read_bytes() == before
+
+
+def test_an_output_created_during_the_run_is_not_replaced(pytester):
+    """The profile does not exist when the run starts: the data file (same path) finds it
+    there at the end and keeps this run's data beside it."""
+    pytester.makeconftest(PROFILE_CONFTEST)
+    pytester.makepyfile(test_feed=FEW)
+    result = pytester.runpytest("--rnn-data=tiny-profile.json")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["ERROR pytest-rnncov: --rnn-data not written to "
+                                 "'tiny-profile.json': another process wrote that file*"])
+    assert json.loads((pytester.path / "tiny-profile.json").read_text())["format"] == \
+        "pytest-rnncov-profile"
+    kept = list(pytester.path.glob("tiny-profile.conflict-*.json"))
+    assert len(kept) == 1 and json.loads(kept[0].read_text())["format"] == "pytest-rnncov-data"
+
+
+def test_reports_never_replace_a_model_or_a_foreign_page(project):
+    model = project.path / "model.keras"
+    model.write_bytes(b"PK\x03\x04 not really a model")
+    page = project.path / "site" / "index.html"
+    page.parent.mkdir()
+    page.write_text("<html>the team's own page</html>")
+    for option in ("--rnn-report=json:model.keras", "--rnn-report=html:site"):
+        result = project.runpytest(option)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines(["*would replace a file pytest-rnncov did not write*"])
+    assert model.read_bytes() == b"PK\x03\x04 not really a model"
+    assert page.read_text() == "<html>the team's own page</html>"
+    page.unlink()
+    assert project.runpytest("--rnn-report=html:site").ret == 0
+    assert project.runpytest("--rnn-report=html:site").ret == 0  # its own page: replaced
+
+
+def test_a_data_path_naming_a_folder_is_refused(project):
+    result = project.runpytest("--rnn-data=out/")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--rnn-data 'out/' ends in a separator (a folder)*"])
+    assert not (project.path / "out").exists()
+
+
+@pytest.fixture(scope="module")
+def shard(tmp_path_factory, measured):
+    path = tmp_path_factory.mktemp("shard")
+    CoverageData(models={"m": measured}, runs=["run-a"]).save(path / "a.json")
+    return path
+
+
+def test_combine_never_replaces_a_profile_or_a_source_file(shard, tmp_path):
+    for name, content in (("p.json", '{"format": "pytest-rnncov-profile", "version": 2}'),
+                          ("conftest.py", "import os\n")):
+        (tmp_path / name).write_text(content)
+        (tmp_path / "a.json").write_bytes((shard / "a.json").read_bytes())
+        done = cli("combine", "a.json", "--out", name, cwd=tmp_path)
+        assert done.returncode == 4, done.stdout + done.stderr
+        assert "would replace" in done.stderr and (tmp_path / name).read_text() == content
+
+
+def _limited(limit: int):
+    def apply():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    return apply
+
+
+def test_a_disk_full_write_leaves_the_previous_file_whole(shard, measured, tmp_path):
+    """A file size limit makes the write fail half-way: the earlier data file survives
+    byte for byte and no temporary file is left."""
+    (tmp_path / "a.json").write_bytes((shard / "a.json").read_bytes())
+    (tmp_path / "b.json").write_text(CoverageData(models={"m": measured}, runs=["run-b"]).dumps())
+    old = CoverageData(runs=["old"]).dumps().encode()
+    (tmp_path / "out.json").write_bytes(old)
+    done = cli("combine", "a.json", "b.json", "--out", "out.json", cwd=tmp_path,
+               preexec_fn=_limited(len(old) + 64))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "cannot write --out to" in done.stderr and "the file there is unchanged" in done.stderr
+    assert (tmp_path / "out.json").read_bytes() == old
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_write_atomic_under_a_size_limit_keeps_the_old_baseline(tmp_path):
+    path = tmp_path / "base.json"
+    path.write_text('{"format": "pytest-rnncov-baseline", "old": true}')
+    code = ("import sys; from pathlib import Path; from pytest_rnncov.files import write_atomic\n"
+            "from pytest_rnncov.errors import DataFileError\n"
+            "try:\n    write_atomic(Path(sys.argv[1]), 'x' * 100000, 'the baseline')\n"
+            "except DataFileError as exc:\n    print(exc)\n")
+    done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True,
+                          preexec_fn=_limited(4096))
+    assert "File too large" in done.stdout and "unchanged" in done.stdout, done.stderr
+    assert json.loads(path.read_text()) == {"format": "pytest-rnncov-baseline", "old": True}
+    assert [p.name for p in tmp_path.iterdir()] == ["base.json"]
+
+
+def _write_later(path: str, barrier, results) -> None:
+    output = Output(Path(path), "pytest-rnncov-data", "--rnn-data")
+    barrier.wait()  # both sessions started before either writes
+    try:
+        output.write(CoverageData(runs=[f"run-{os.getpid()}"]).dumps())
+        results.put("written")
+    except OutputConflict as exc:
+        results.put(f"conflict: {exc}")
+
+
+def test_two_concurrent_writers_never_lose_one(tmp_path):
+    context = multiprocessing.get_context("spawn")
+    barrier, results = context.Barrier(2), context.Queue()
+    path = tmp_path / "d.json"
+    workers = [context.Process(target=_write_later, args=(str(path), barrier, results))
+               for _ in range(2)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(60)
+    outcomes = sorted(results.get(timeout=5) for _ in workers)
+    assert outcomes[1] == "written" and outcomes[0].startswith("conflict: --rnn-data not written")
+    kept = list(tmp_path.glob("d.conflict-*.json"))
+    assert len(kept) == 1
+    runs = {tuple(CoverageData.load(p).runs) for p in (path, kept[0])}
+    assert len(runs) == 2  # both sessions' data exist, whole
+
+
+SLEEPY = '''
+import subprocess, sys
+from conftest import inputs
+
+
+def test_while_another_session_writes(tiny):
+    tiny.predict(inputs(1))
+    other = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
+                            "test_other.py", "--rnn-data=shared.json"], capture_output=True,
+                           text=True)
+    assert other.returncode == 0, other.stdout
+'''
+
+
+def test_two_sessions_writing_one_data_file_both_survive(pytester):
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_main=SLEEPY, test_other=FEW)
+    result = pytester.runpytest_subprocess("test_main.py", "--rnn-data=shared.json")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["ERROR pytest-rnncov: --rnn-data not written to "
+                                 "'shared.json': another process wrote that file while this run "
+                                 "went on; this run's --rnn-data is in 'shared.conflict-*.json'"])
+    shared = CoverageData.load(pytester.path / "shared.json")
+    kept = CoverageData.load(next(pytester.path.glob("shared.conflict-*.json")))
+    assert shared.models["tiny"].n_inputs == 2 and kept.models["tiny"].n_inputs == 16
+    assert combine([shared, kept]).models["tiny"].n_inputs == 18
+
+
+# -- interrupted campaigns keep what they found ----------------------------------------------
+@pytest.fixture(scope="module")
+def flipping(stacked_model, seq_inputs):
+    rnn = RNNModel(stacked_model, "lstm_b")
+    seeds = ((seq_inputs[:6] - seq_inputs.min()) / np.ptp(seq_inputs)).astype("float32")
+    return rnn, Profile().fit(rnn, seq_inputs), seeds
+
+
+def _campaign(flipping, folder, **options):
+    rnn, profile, seeds = flipping
+    return Campaign(rnn, seeds, GaussianMutator(variance=(0.05, 0.1)), Oracle(), profile=profile,
+                    budget=40, batch_size=20, seed=3, listeners=[SampleWriter(folder)], **options)
+
+
+def _whole_files(folder: Path) -> int:
+    """Every file in ``folder`` is complete; returns the number of PNGs."""
+    names = [p.name for p in folder.iterdir()]
+    assert not [n for n in names if n.endswith(".tmp")], names
+    pngs = list(folder.glob("adv_*.png"))
+    for png in pngs:
+        data = png.read_bytes()
+        assert data.startswith(b"\x89PNG") and data.endswith(b"IEND\xaeB`\x82")
+    if (folder / "adversarial.npz").exists():
+        with np.load(folder / "adversarial.npz") as saved:
+            assert len(saved["cases"]) == len(pngs)
+    if (folder / "summary.json").exists():
+        json.loads((folder / "summary.json").read_text())
+    return len(pngs)
+
+
+def test_an_interrupt_while_shrinking_keeps_the_samples_unshrunk(flipping, tmp_path, monkeypatch):
+    import pytest_rnncov.generation.campaign as module
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt  # the second Ctrl-C, during shrinking
+
+    monkeypatch.setattr(module, "shrink", interrupted)
+    campaign = _campaign(flipping, tmp_path / "out")
+    with pytest.raises(KeyboardInterrupt):
+        campaign.run()
+    result = campaign.result
+    assert result is not None and result.adversarial > 0 and result.shrunk is False
+    assert _whole_files(tmp_path / "out") == result.adversarial
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["shrunk"] is False and summary["adversarial"] == result.adversarial
+
+
+def test_a_listener_error_does_not_cost_the_others(flipping, tmp_path):
+    class Broken:
+        def on_finish(self, campaign, result):
+            raise RuntimeError("upload failed")
+
+    rnn, profile, seeds = flipping
+    writer = SampleWriter(tmp_path / "out")
+    campaign = Campaign(rnn, seeds, GaussianMutator(variance=(0.05, 0.1)), Oracle(),
+                        profile=profile, budget=40, batch_size=20, seed=3,
+                        listeners=[Broken(), writer])
+    with pytest.raises(RuntimeError, match="upload failed"):
+        campaign.run()
+    assert campaign.result is not None and campaign.result.shrunk is True
+    assert _whole_files(tmp_path / "out") == campaign.result.adversarial
+    assert (tmp_path / "out" / "summary.json").exists()
+
+
+def test_an_interrupt_at_every_write_keeps_whole_files(flipping, tmp_path, monkeypatch):
+    import pytest_rnncov.reporting.samples as samples
+
+    clean = _campaign(flipping, tmp_path / "clean")
+    calls = {"n": 0}
+    real = samples.write_atomic
+
+    def counting(*args, **kwargs):
+        calls["n"] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(samples, "write_atomic", counting)
+    expected = clean.run().adversarial
+    total = calls["n"]
+    assert expected > 0 and total >= 2 * expected + 2  # found, shrunk, npz, summary
+    for point in range(1, total + 1):
+        calls["n"] = 0
+
+        def interrupt_at(*args, point=point, **kwargs):
+            calls["n"] += 1
+            if calls["n"] == point:
+                raise KeyboardInterrupt
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(samples, "write_atomic", interrupt_at)
+        folder = tmp_path / f"at-{point}"
+        campaign = _campaign(flipping, folder)
+        with pytest.raises(KeyboardInterrupt):
+            campaign.run()
+        assert campaign.result is not None, point
+        found = _whole_files(folder)
+        assert found >= min(point - 1, campaign.result.adversarial) - 1, point
+
+
+# -- sizes and arithmetic ----------------------------------------------------------------------
+def test_a_file_claiming_huge_configurations_is_refused_before_allocating(tmp_path):
+    tc = _state("TC", 243, covered=[1]).to_json()
+    tc.update(total=2 ** 20, describe="TC(h/net, w=10, a=4)")
+    models = {f"m{i}": {**ModelState(f"m{i}", "lstm", "lstm", (1, 5), "f", 1, {}, "p").to_json(),
+                        "metrics": {"TC": tc}} for i in range(200)}
+    content = CoverageData(runs=["x"]).to_json() | {"models": models}
+    (tmp_path / "big.json").write_text(json.dumps(content))
+    with pytest.raises(DataFileError, match=r"declares 209,715,200 conditions in all, more than"):
+        CoverageData.load(tmp_path / "big.json")
+
+
+def test_combined_times_saturate_instead_of_wrapping(measured, tmp_path):
+    state = measured.copy()
+    tc = state.metrics["TC"]
+    covered = tc.covered_ids()
+    tc.times[covered] = MAX_COUNT - 1
+    state.n_inputs = MAX_COUNT
+    for name in ("a", "b"):
+        CoverageData(models={"m": state}, runs=[name]).save(tmp_path / f"{name}.json")
+    done = cli("combine", "a.json", "b.json", "--out", "ab.json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    combined = CoverageData.load(tmp_path / "ab.json").models["m"]  # readable again
+    assert combined.metrics["TC"].n_covered == len(covered) > 0
+    assert set(combined.metrics["TC"].times[covered]) == {MAX_COUNT}
+    assert combined.n_inputs == MAX_COUNT
+
+
+def test_a_copy_of_a_data_file_is_not_combined_twice(shard, tmp_path):
+    for name in ("a.json", "copy.json"):
+        (tmp_path / name).write_bytes((shard / "a.json").read_bytes())
+    done = cli("combine", "a.json", "copy.json", cwd=tmp_path)
+    assert done.returncode == 4
+    assert "holds run run-a again (a copy of a file already combined?)" in done.stderr
+    # a combined file and one of its parts overlap too
+    assert cli("combine", "a.json", "--out", "all.json", cwd=tmp_path).returncode == 0
+    again = cli("combine", "all.json", "a.json", cwd=tmp_path)
+    assert again.returncode == 4 and "holds run run-a again" in again.stderr
+
+
+def test_compare_refuses_a_data_file_named_twice(shard, tmp_path):
+    (tmp_path / "d.json").write_bytes((shard / "a.json").read_bytes())
+    done = cli("compare", "d.json", "d.json", "--baseline", "b.json", cwd=tmp_path)
+    assert done.returncode == 4 and "is given twice" in done.stderr
+
+
+def test_a_report_piped_into_head_ends_quietly(measured, tmp_path):
+    models = {}
+    for i in range(3000):  # more output than a pipe holds
+        state = measured.copy()
+        state.name = f"model{i}"
+        models[state.name] = state
+    CoverageData(models=models, runs=["r"]).save(tmp_path / "many.json")
+    done = subprocess.run(f"{sys.executable} -m pytest_rnncov report many.json | head -1",
+                          shell=True, cwd=tmp_path, capture_output=True, text=True)
+    assert done.stdout.startswith("-") and done.stdout.count("\n") == 1, done.stderr
+    assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr
+
+
+# -- still raw or silent -------------------------------------------------------------------------
+def test_raw_calls_of_the_session_are_named(stacked_model, seq_inputs, tmp_path):
+    from pytest_rnncov.core.metrics import BC
+    from pytest_rnncov.plugin.session import RNNCovSession
+
+    session = RNNCovSession(seed=3)
+    tracked = session.track(stacked_model, layer="lstm_b", x_train=seq_inputs, name="s",
+                            profile=tmp_path / "missing" / "deeper" / "p.json")
+    assert (tmp_path / "missing" / "deeper" / "p.json").is_file()  # folders made
+    with pytest.raises(InvalidArgument, match=r"unknown option 'budgett'; did you mean 'budget'"):
+        tracked.campaign(seq_inputs[:2], GaussianMutator(variance=0.01), Oracle(), budgett=5)
+    with pytest.raises(InvalidArgument, match=r"preset='nope'; use one of"):
+        session.track(stacked_model, layer="lstm_b", x_train=seq_inputs, name="t",
+                      metrics=[BC()], preset="nope")
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(Exception) as raised:
+        session.track(stacked_model, layer="lstm_b", x_train=seq_inputs, name="u",
+                      profile=tmp_path / "file" / "p.json")
+    assert type(raised.value).__name__ == "ProfileError" and "file" in str(raised.value)
+    a, b = session.rng("test_accuracy"), session.rng("test_accuracy")
+    assert a.random() == b.random() != session.rng("other").random()
+    with pytest.raises(InvalidArgument, match=r"salt=1.5 \(float\); pass an integer >= 0 or a"):
+        session.rng(1.5)
+
+
+def test_another_models_profile_is_not_to_be_deleted(stacked_model, seq_inputs, tmp_path):
+    from pytest_rnncov import StaleProfile
+
+    path = tmp_path / "p.json"
+    Profile().fit(RNNModel(stacked_model, "lstm_a"), seq_inputs).save(path)
+    with pytest.raises(StaleProfile, match=r"if it belongs to another model, give this model its "
+                                           r"own profile path"):
+        Profile.load(path).check(RNNModel(stacked_model, "lstm_b"))
+
+
+def test_a_bar_naming_an_untracked_model_lists_the_tracked_ones(project):
+    result = project.runpytest("--rnn-coverage=mnist:TC:0.1")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["*model 'mnist' is not tracked (TC bar 10%; tracked: tiny)*"])
+
+
+def test_profile_fit_takes_a_window_counted_from_the_end(keras, stacked_model, seq_inputs,
+                                                        tmp_path):
+    stacked_model.save(tmp_path / "m.keras")
+    np.save(tmp_path / "x.npy", seq_inputs)
+    done = cli("profile", "fit", "m.keras", "--x-train", "x.npy", "--layer", "lstm_b",
+               "--window", "-3,-1", "--out", "p.json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "(window [4, 6]" in done.stdout
+    bad = cli("profile", "fit", "m.keras", "--x-train", "x.npy", "--window", "-3,x", "--out",
+              "q.json", cwd=tmp_path)
+    assert bad.returncode == 4 and "give two step indices" in bad.stderr
