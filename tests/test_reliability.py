@@ -581,3 +581,42 @@ def test_profile_fit_takes_a_window_counted_from_the_end(keras, stacked_model, s
     bad = cli("profile", "fit", "m.keras", "--x-train", "x.npy", "--window", "-3,x", "--out",
               "q.json", cwd=tmp_path)
     assert bad.returncode == 4 and "give two step indices" in bad.stderr
+
+
+INTERRUPTING = '''
+import os
+import pytest_rnncov.files as files
+
+_real, _calls = files.write_atomic, [0]
+
+
+def _interrupting(*args, **kwargs):
+    _calls[0] += 1
+    if _calls[0] == int(os.environ["RNNCOV_INTERRUPT_AT"]):
+        raise KeyboardInterrupt
+    return _real(*args, **kwargs)
+
+
+files.write_atomic = _interrupting
+'''
+
+
+def test_an_interrupt_at_every_session_write_keeps_whole_files(pytester, monkeypatch):
+    pytester.makeconftest(CONFTEST + INTERRUPTING)
+    pytester.makepyfile(test_feed=TESTS)
+    outputs = ["--rnn-data=d.json", "--rnn-save=b.json", "--rnn-report=json:r.json",
+               "--rnn-report=html:h"]
+    names = {"d.json": "pytest-rnncov-data", "b.json": "pytest-rnncov-baseline",
+             "r.json": "pytest-rnncov-report"}
+    monkeypatch.setenv("RNNCOV_INTERRUPT_AT", "0")
+    assert pytester.runpytest_subprocess(*outputs).ret == 0
+    before = {name: (pytester.path / name).read_bytes() for name in names}
+    for point in range(1, 5):  # the data file, the baseline, the JSON, the HTML
+        monkeypatch.setenv("RNNCOV_INTERRUPT_AT", str(point))
+        pytester.runpytest_subprocess(*outputs)
+        for name, kind in names.items():  # the old file or a whole new one
+            content = (pytester.path / name).read_bytes()
+            assert content == before[name] or json.loads(content)["format"] == kind
+        assert (pytester.path / "h" / "index.html").read_text().rstrip().endswith("</html>")
+        left = [p.name for p in pytester.path.rglob("*.tmp")]
+        assert not left, (point, left)
