@@ -154,18 +154,19 @@ def _textbook_levenshtein(a, b):
     ("CC(=O)O", "OC(C)=O", 4),
 ])
 def test_char_edit_distance_hand_checked(a, b, changed):
-    from pytest_rnncov.generation.mutators import _edit_share
-    assert _edit_share(list(a), list(b)) == pytest.approx(changed / max(len(a), len(b), 1))
+    from pytest_rnncov.generation.mutators import edit_shares
+    assert edit_shares([list(a)], [list(b)])[0] == pytest.approx(changed / max(len(a), len(b), 1))
+    assert edit_shares([a], [b])[0] == pytest.approx(changed / max(len(a), len(b), 1))
 
 
 def test_edit_distance_matches_the_textbook_table():
-    from pytest_rnncov.generation.mutators import _edit_share
+    from pytest_rnncov.generation.mutators import edit_shares
     rng = np.random.default_rng(0)
-    for _ in range(200):
-        a = list(rng.choice(list("abc"), rng.integers(0, 80)))  # past 64: big ints
-        b = list(rng.choice(list("abcd"), rng.integers(0, 80)))
-        expected = _textbook_levenshtein(a, b) / max(len(a), len(b), 1)
-        assert _edit_share(a, b) == pytest.approx(expected), (a, b)
+    pairs = [(list(rng.choice(list("abc"), rng.integers(0, 80))),  # past 64: several words
+              list(rng.choice(list("abcd"), rng.integers(0, 80)))) for _ in range(200)]
+    expected = [_textbook_levenshtein(a, b) / max(len(a), len(b), 1) for a, b in pairs]
+    got = edit_shares([a for a, _ in pairs], [b for _, b in pairs])
+    np.testing.assert_allclose(got, expected)
 
 
 def test_word_encoder_and_eda_encode():
