@@ -1,4 +1,4 @@
-"""The machine-readable report for CI pipelines (format documented in README)."""
+"""The machine-readable report for CI pipelines (format documented in docs/file-formats.md)."""
 
 from __future__ import annotations
 
