@@ -232,7 +232,9 @@ def _report_text(content: dict[str, Any], where: str) -> list[str]:
     models = content.get("models")
     if not isinstance(models, dict):
         raise DataFileError(f"{where}: 'models' must be an object")
-    lines = [f"JSON report, passed: {content.get('passed')!r}"]
+    verdict = content.get("verdict")
+    lines = [f"JSON report, passed: "
+             f"{verdict.get('passed') if isinstance(verdict, dict) else None!r}"]
     for name, model in models.items():
         metrics = model.get("metrics") if isinstance(model, dict) else None
         if not isinstance(metrics, dict):

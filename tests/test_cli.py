@@ -60,7 +60,7 @@ def test_combine_of_two_halves_equals_the_whole_run(runs):
     for name in ("BC", "SC", "TC"):
         for key in ("covered_ids", "times", "total"):
             assert combined["metrics"][name][key] == whole["metrics"][name][key]
-    assert json.loads((runs / "r.json").read_text())["passed"] is True
+    assert json.loads((runs / "r.json").read_text())["verdict"]["passed"] is True
 
 
 def test_combine_applies_the_gate(runs):

@@ -87,7 +87,7 @@ def test_gate_with_no_tracked_model_fails_and_the_json_agrees(pytester):
     assert result.ret == 1
     result.stdout.fnmatch_lines(["FAIL Required RNN coverage of 50% not reached: no model was tracked*"])
     data = json.loads((pytester.path / "r.json").read_text())
-    assert data["passed"] is False and data["verdict"]["gate"]["no_model"] is True
+    assert data["verdict"]["passed"] is False and data["verdict"]["gate"]["no_model"] is True
 
 
 def test_no_section_when_plugin_unused(pytester):
@@ -141,8 +141,9 @@ def test_json_report_schema(project):
     assert result.ret == 1
     data = json.loads((project.path / "out" / "cov.json").read_text())
     assert data["format"] == "pytest-rnncov-report" and data["version"] == 3
-    assert data["required"] == 1.0 and data["gate_metrics"] == ["BC", "SC", "TC"]
-    assert data["passed"] is False
+    assert data["verdict"]["gate"]["required"] == 1.0
+    assert data["verdict"]["gate"]["gate_metrics"] == ["BC", "SC", "TC"]
+    assert data["verdict"]["passed"] is False
     tiny = data["models"]["tiny"]
     assert tiny["layer"] == "lstm" and tiny["window"] == [1, 5] and tiny["inputs"] == 32
     tc = tiny["metrics"]["TC"]
@@ -167,7 +168,7 @@ def test_ini_options(project):
     project.makeini("[pytest]\nrnn_coverage = 1.0\nrnn_report =\n    json:ini.json\n    term\n")
     result = project.runpytest()
     assert result.ret == 1
-    assert json.loads((project.path / "ini.json").read_text())["required"] == 1.0
+    assert json.loads((project.path / "ini.json").read_text())["verdict"]["gate"]["required"] == 1.0
     project.makeini("[pytest]\nrnn_coverage = 90\n")
     result = project.runpytest()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -323,7 +324,7 @@ def test_crashing_worker_keeps_other_workers_data(pytester):
         ["WARNING RNN coverage is partial: worker gw? sent no coverage data that could be used*"])
     data = json.loads((pytester.path / "c.json").read_text())
     assert data["models"]["tiny"]["inputs"] == 16  # the other worker's inputs survive
-    assert data["complete"] is False and len(data["missing_workers"]) == 1
+    assert data["verdict"]["complete"] is False and len(data["verdict"]["missing_workers"]) == 1
 
 
 CAMPAIGN_TESTS = '''
@@ -431,7 +432,8 @@ def test_repeated_coverage_options_add_up(project):
     assert result.ret == 1
     result.stdout.fnmatch_lines(["FAIL Required RNN coverage (BC:0.99,TC:0.01) not reached: BC*"])
     report = json.loads((project.path / "j.json").read_text())
-    assert report["passed"] is False and report["required"] == "BC:0.99,TC:0.01"
+    assert report["verdict"]["passed"] is False
+    assert report["verdict"]["gate"]["required"] == "BC:0.99,TC:0.01"
 
 
 def test_every_metric_reaches_the_data_file_and_json(project):

@@ -102,7 +102,7 @@ def test_nothing_to_cover_is_not_coverage():
     assert verdict.passed is False  # terminal, JSON, HTML and exit code render this verdict
     assert "BT has no condition to cover (0/0)" in verdict.gate_line()
     report = JsonReport.data(data, verdict)
-    assert report["passed"] is False
+    assert report["verdict"]["passed"] is False
     assert report["models"]["m"]["metrics"]["BT"]["pass"] is False
     assert report["models"]["m"]["metrics"]["BT"]["rate"] == 0.0
     marker = MarkerOutcome(Bars.parse("0.5", ("BT",)), check_models(data.models, Bars.parse("0.5", ("BT",))))
@@ -157,7 +157,7 @@ def test_workers_whose_profiles_differ_make_the_run_partial_everywhere(pytester)
         "WARNING RNN coverage is partial: worker gw? (cannot combine coverage of model 'tiny'*"
         "each worker fitted its own profile*"])
     report = json.loads((pytester.path / "r.json").read_text())
-    assert report["complete"] is False and report["verdict"]["complete"] is False
+    assert report["verdict"]["complete"] is False
     assert json.loads((pytester.path / "d.json").read_text())["missing_workers"]
     baseline = json.loads((pytester.path / "b.json").read_text())
     assert baseline["complete"] is False and len(baseline["missing_workers"]) == 1
@@ -174,7 +174,7 @@ def test_workers_fit_a_profile_file_once_and_share_it(pytester):
                                            "--rnn-report=json:r.json")
     assert result.ret == 0, result.stdout.str()[-3000:]
     report = json.loads((pytester.path / "r.json").read_text())
-    assert report["complete"] is True and report["models"]["tiny"]["inputs"] == 4
+    assert report["verdict"]["complete"] is True and report["models"]["tiny"]["inputs"] == 4
 
 
 CRASH = '''

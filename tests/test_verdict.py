@@ -22,7 +22,7 @@ def outcome(result, pytester, path="r.json"):
     """(exit code, JSON passed, the last line of the terminal report)."""
     data = json.loads((pytester.path / path).read_text())
     lines = [line for line in result.stdout.lines if line.strip() and not line.startswith("=")]
-    return int(result.ret), data["passed"], lines[-1]
+    return int(result.ret), data["verdict"]["passed"], lines[-1]
 
 
 @pytest.mark.parametrize(
@@ -120,7 +120,8 @@ def test_toml_lists_in_the_ini(project):
     result = project.runpytest()
     assert result.ret == 0, result.stderr.str() + result.stdout.str()
     data = json.loads((project.path / "toml.json").read_text())
-    assert data["gate_metrics"] == ["BC", "TC"] and data["passed"] is True
+    assert data["verdict"]["gate"]["gate_metrics"] == ["BC", "TC"]
+    assert data["verdict"]["passed"] is True
 
 
 def test_space_separated_reports_in_one_ini_line(project):

@@ -9,9 +9,10 @@ from .data import CoverageData
 from .results import Verdict
 
 JSON_FORMAT = "pytest-rnncov-report"
-#: 3: checks say whether a metric had anything to cover ("measurable"); the baseline part
-#: says whether the baseline was complete; "complete" is false when a worker's data could
-#: not be merged
+#: 3: the verdict is stated once, in "verdict" (no top-level "passed", "required",
+#: "gate_metrics", "complete", "missing_workers"); checks say whether a metric had anything
+#: to cover ("measurable"); the baseline part says whether the baseline was complete;
+#: "complete" is false also when a worker's data could not be merged
 JSON_VERSION = 3
 
 
@@ -31,17 +32,10 @@ class JsonReport:
                 metric["threshold"] = None if check is None else check.bar
                 metric["pass"] = None if check is None else check.passed
             models[name] = content
-        bars = verdict.bars
         return {
             "format": JSON_FORMAT,
             "version": JSON_VERSION,
             "pytest_rnncov": __version__,
-            "passed": verdict.passed,
-            "required": None if bars is None else (bars.single if bars.single is not None
-                                                   else bars.describe()),
-            "gate_metrics": None if bars is None else list(bars.gate_metrics),
-            "complete": data.complete,
-            "missing_workers": list(data.missing_workers),
             "verdict": verdict.to_json(),
             "models": models,
             "adversarial": list(data.campaigns),

@@ -177,6 +177,8 @@ class Verdict:
             "applied": self.applied,
             "skipped_reason": self.skipped_reason,
             "gate": None if self.bars is None else {
+                "required": (self.bars.single if self.bars.single is not None
+                             else self.bars.describe()),
                 "bars": self.bars.to_json(), "gate_metrics": list(self.bars.gate_metrics),
                 "passed": self.gate_passed, "no_model": self.no_model,
                 "message": self.gate_line(),
