@@ -35,7 +35,7 @@ _EXPORTS = {
     "DeltaReport": "core.delta",
     "Campaign": "generation.campaign",
     "CampaignResult": "generation.campaign",
-    "GAConfig": "generation.campaign",
+    "GAConfig": "generation.ga",
     "AdversarialSample": "generation.campaign",
     "Mutator": "generation.mutators",
     "GaussianMutator": "generation.mutators",

@@ -32,7 +32,7 @@ from pytest_rnncov import (
 from pytest_rnncov.core.coverage import MAX_KEPT
 from pytest_rnncov.core.metrics import make_metric
 from pytest_rnncov.files import parse_json, read_bounded
-from pytest_rnncov.generation.campaign import GAConfig
+from pytest_rnncov.generation.ga import GAConfig
 from pytest_rnncov.generation.encoders import WordEncoder
 from pytest_rnncov.reporting.data import CoverageData
 

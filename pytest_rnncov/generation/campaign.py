@@ -35,6 +35,7 @@ from ..core.metrics import DEFAULT_METRICS, Signals
 from ..core.trace import concat_traces
 from ..errors import InvalidArgument, RNNCovWarning
 from ..validation import check_bool, check_choice, check_fraction, check_int
+from .ga import GAConfig, evolve
 from .mutators import Mutator, checked_mutate
 from .oracle import Oracle
 from .shrinking import can_shrink, shrink
@@ -55,28 +56,6 @@ SCHEDULES = ("stall", "mixed")
 #: every case within it.
 BEYOND_RADIUS = 1e6
 OBJECTIVES = ("coverage", "failure", "both")
-#: the most inputs one generation of targeted mutation may breed (k * n)
-MAX_GENERATION = 1 << 16
-
-
-@dataclass(frozen=True)
-class GAConfig:
-    """Targeted mutation: ``k`` parents, ``n`` offspring each, at most ``gamma`` generations."""
-
-    k: int = 4
-    n: int = 8
-    gamma: int = 10
-
-    def __post_init__(self) -> None:
-        check_int("GAConfig k", self.k, minimum=1, maximum=4096, example="4")
-        check_int("GAConfig n", self.n, minimum=1, maximum=4096, example="8")
-        check_int("GAConfig gamma", self.gamma, minimum=1, maximum=100_000, example="10")
-        if self.k * self.n > MAX_GENERATION:
-            raise InvalidArgument(
-                f"GAConfig k={self.k} parents x n={self.n} offspring is {self.k * self.n:,} "
-                f"inputs per generation, more than {MAX_GENERATION:,}; lower k or n")
-
-
 @dataclass
 class Step:
     """What one model call of a campaign did."""
@@ -583,22 +562,26 @@ class Campaign:
 
             def score(batch: _Batch) -> np.ndarray:
                 return metric.condition_fitness(batch.signals, index)
-        for _ in range(self.ga.gamma):
-            if covered() or self._remaining() <= 0:
-                return
-            order = np.argsort(fitness, kind="stable")[: self.ga.k]
-            parents, parent_fitness = population[order], fitness[order]
-            size = int(min(len(parents) * self.ga.n, self._remaining()))
-            offspring, from_ids = self._mutate(parents[np.arange(size) // self.ga.n])
+        steps: list[Step] = []
+
+        def breed(parents: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+            offspring, from_ids = self._mutate(parents)
             if len(from_ids) == 0:
-                return
+                return None
             if kind == "failure" and self.oracle.radius is not None:
                 seeds = self.mutator.take(self.seeds, self._seed_of[from_ids])
                 offspring = self.mutator.within(seeds, offspring, self.oracle.radius)
             batch = self._evaluate(offspring, self._seed_of[from_ids], "targeted", label)
-            population = np.concatenate([parents, batch.ids])
-            fitness = np.concatenate([parent_fitness, score(batch)])
-            yield batch.step
+            steps.append(batch.step)
+            return batch.ids, score(batch)
+
+        if covered() or self._remaining() <= 0:
+            return
+        for _ in evolve(population, fitness, self.ga, breed, lambda p, i: p[i],
+                             np.concatenate, room=self._remaining):
+            yield steps[-1]
+            if covered() or self._remaining() <= 0:
+                return
 
     # -- results ---------------------------------------------------------------------------------
     def run(self) -> CampaignResult:

@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 from ..errors import InvalidArgument
 from ..validation import check_int
-from .campaign import GAConfig, TrackedLike
+from .campaign import TrackedLike
+from .ga import GAConfig, evolve
 from .mutators import Mutator, checked_mutate
 from .oracle import Oracle
 
@@ -147,13 +148,13 @@ def _bred(seeds: Any, mutator: Mutator, ga: GAConfig, conditions: int,
         fitness = fitness_for(seed, condition)
         population, scores = seed, fitness(seed)
         path = [f"{float(scores[0]):.4g}"]
-        for _ in range(generations):
-            order = np.argsort(scores, kind="stable")[: ga.k]
-            parents = mutator.take(population, order)
-            chosen = mutator.take(parents, np.repeat(np.arange(len(order)), ga.n))
-            offspring = checked_mutate(mutator, chosen, rng)
-            population = mutator.concat([parents, offspring])
-            scores = np.concatenate([scores[order], fitness(offspring)])
+
+        def breed(parents: Any) -> tuple[Any, np.ndarray]:
+            offspring = checked_mutate(mutator, parents, rng)
+            return offspring, fitness(offspring)
+
+        for population, scores in evolve(population, scores, ga, breed, mutator.take,
+                                         mutator.concat, generations=generations):
             path.append(f"{float(scores.min()):.4g}")
             if (scores <= 0).any():
                 break
