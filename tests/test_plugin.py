@@ -497,3 +497,17 @@ def test_a_worker_that_cannot_send_its_data_says_why(pytester):
     assert result.ret == 1
     result.stdout.fnmatch_lines(["WARNING RNN coverage is partial: worker gw0 (ValueError: "
                                  "cannot serialise this) sent no coverage data*"])
+
+
+def test_signal_figures_are_computed_only_for_an_html_report_or_a_data_file(stacked_model,
+                                                                           seq_inputs):
+    from pytest_rnncov.plugin.session import RNNCovSession
+
+    for wanted in (False, True):
+        session = RNNCovSession(signal_figures=wanted)
+        tracked = session.track(stacked_model, layer="lstm_b", x_train=seq_inputs, name="s")
+        tracked.predict(seq_inputs)
+        figure = session.data().signals.get("s")
+        assert (figure is not None) == wanted
+        if wanted:  # the first 4 inputs fed, over the window
+            assert len(figure["h_net_z"]) == 4 and len(figure["steps"]) == 7

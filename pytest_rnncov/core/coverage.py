@@ -1,8 +1,15 @@
-"""``Coverage``: the metrics of one traced layer, fed batch by batch in bounded memory."""
+"""``Coverage``: the metrics of one traced layer, fed batch by batch in bounded memory.
+
+:meth:`Coverage.stream` is the one trace -> coverage pipeline: it runs the model batch by
+batch and yields, per batch, the outputs, the trace, the signals, what was gained and the
+observation (each metric's result), which tracked models, campaigns and the coverage delta
+build on.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
 
 import numpy as np
 
@@ -12,7 +19,7 @@ from .profile import Profile
 from .state import MetricState, ModelState
 from .source import check_source
 from .threads import numpy_work
-from .trace import Trace
+from .trace import Trace, concat_traces
 
 if TYPE_CHECKING:
     from .source import TraceSource
@@ -43,6 +50,22 @@ def bind_metrics(specs: Iterable[Any], profile: Profile, preset: str,
     if not bound:
         raise InvalidArgument("metrics is empty; pass e.g. metrics=('BC', 'SC', 'TC')")
     return bound
+
+
+@dataclass
+class Chunk:
+    """One batch of :meth:`Coverage.stream`, already added to the coverage."""
+
+    #: the batch's first row in the streamed inputs
+    start: int
+    #: the model's outputs (None when not asked for)
+    outputs: np.ndarray | None
+    trace: Trace
+    signals: Signals
+    #: conditions newly covered by this batch, per metric
+    gained: dict[str, int]
+    #: each metric's result for this batch (reusable by another Coverage of this profile)
+    observation: Observation
 
 
 class Coverage:
@@ -93,15 +116,36 @@ class Coverage:
     def update(self, x: Any) -> dict[str, int]:
         """Run ``x`` through the model batch by batch and add it; return newly covered
         conditions per metric."""
-        x = self.model.check_input(x)
         gained = dict.fromkeys(self.metrics, 0)
-        start = 0
-        for _, trace in self.model.iter_traces(x, outputs=False, until=self.until):
-            part = self.update_trace(trace, x[start : start + trace.batch_size])
-            start += trace.batch_size
-            for key, value in part.items():
+        for chunk in self.stream(x, outputs=False):
+            for key, value in chunk.gained.items():
                 gained[key] += value
         return gained
+
+    def stream(self, x: Any, *, outputs: bool = True, full_trace: bool = False,
+               whole: bool = False, keep_inputs: bool = True) -> Iterator[Chunk]:
+        """Run ``x`` through the model batch by batch, add each batch to this coverage and
+        yield it as a :class:`Chunk`.
+
+        ``full_trace`` traces every step (else only through the window's end); ``whole``
+        yields one chunk for all of ``x`` (its batches' traces joined); ``keep_inputs``
+        keeps copies of inputs for the targeted search (``best_input``).
+        """
+        x = self.model.check_input(x)
+        until = None if full_trace else self.until
+        parts: Iterable[tuple[np.ndarray | None, Trace]] = self.model.iter_traces(
+            x, outputs=outputs, until=until)
+        if whole:
+            batches = list(parts)
+            joined = None if not outputs else np.concatenate([out for out, _ in batches])
+            parts = [(joined, concat_traces([trace for _, trace in batches]))]
+        start = 0
+        for out, trace in parts:
+            signals = self.signals(trace)
+            rows = x[start : start + len(signals)] if keep_inputs else None
+            gained, observation = self.update_signals(signals, rows)
+            yield Chunk(start, out, trace, signals, gained, observation)
+            start += len(signals)
 
     def update_trace(self, trace: Trace, inputs: np.ndarray | None = None) -> dict[str, int]:
         """Add an already computed trace (``inputs`` kept for ``best_input`` when given)."""

@@ -71,17 +71,15 @@ def coverage_delta(
     reference_covered = {k: m.covered_.copy() for k, m in base.metrics.items()}
     reference_rates = base.rates()
     n_reference = base.n_inputs_
-    suspect = model.check_input(suspect)
     reached: dict[str, dict[int, list[int]]] = {k: {} for k in base.metrics}
     offset = 0
-    for _, trace in model.iter_traces(suspect, outputs=False, until=base.until):
-        _, observation = base.update_signals(base.signals(trace))
-        for key, (_, result) in observation.items():
+    for chunk in base.stream(suspect, outputs=False, keep_inputs=False):
+        for key, (_, result) in chunk.observation.items():
             rows, conditions = result.hits()
             new = ~reference_covered[key][conditions]
-            for row, condition in zip((rows[new] + offset).tolist(), conditions[new].tolist()):
+            for row, condition in zip((rows[new] + chunk.start).tolist(), conditions[new].tolist()):
                 reached[key].setdefault(condition, []).append(row)
-        offset += trace.batch_size
+        offset = chunk.start + len(chunk.signals)
     out = {}
     for key, metric in base.metrics.items():
         new_ids = sorted(reached[key])

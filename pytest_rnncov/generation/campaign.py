@@ -32,7 +32,6 @@ import numpy as np
 from ..adapters.base import Adapter
 from ..core.coverage import Coverage, Observation
 from ..core.metrics import DEFAULT_METRICS, Signals
-from ..core.trace import concat_traces
 from ..errors import InvalidArgument, RNNCovWarning
 from ..validation import check_bool, check_choice, check_fraction, check_int
 from .ga import GAConfig, evolve
@@ -124,8 +123,7 @@ class TrackedLike(Protocol):
     @property
     def seed(self) -> int: ...
 
-    def feed(self, signals: Signals, inputs: np.ndarray | None,
-             observation: Observation | None = None) -> Any: ...
+    def feed(self, signals: Signals, observation: Observation | None = None) -> Any: ...
 
     def signals_of(self, x: Any) -> Signals: ...
 
@@ -367,13 +365,12 @@ class Campaign:
 
     def _evaluate(self, cases: Any, seed_index: np.ndarray, phase: str,
                   target: str | None = None) -> "_Batch":
-        x = self.rnn.check_input(self.mutator.encode(cases))
-        parts = list(self.rnn.iter_traces(x, outputs=True, until=self.coverage.until))
-        outputs = np.concatenate([out for out, _ in parts])
-        signals = self.coverage.signals(concat_traces([trace for _, trace in parts]))
-        gained, observation = self.coverage.update_signals(signals, x)
+        chunk = next(self.coverage.stream(self.mutator.encode(cases), whole=True))
+        outputs, signals, gained, observation = (chunk.outputs, chunk.signals, chunk.gained,
+                                                 chunk.observation)
+        assert outputs is not None
         if self.tracked is not None:
-            self.tracked.feed(signals, x, observation)
+            self.tracked.feed(signals, observation)
         ids = np.arange(self.n_cases, self.n_cases + len(seed_index))
         rows, conditions = self._global_hits(observation)
         self._suite.add(ids, rows, conditions)

@@ -78,8 +78,11 @@ class RNNCovPlugin:
         if self._engine is None:
             from .session import RNNCovSession
 
+            wanted = (self.settings.data is not None  # a data file feeds `report --report html`
+                      or any(kind == "html" for kind, _ in self.settings.reports))
             self._engine = RNNCovSession(seed=self.settings.seed,
-                                         metrics=self.settings.tracked_metrics)
+                                         metrics=self.settings.tracked_metrics,
+                                         signal_figures=wanted)
             self._engine.current_test = self._current_test
         return self._engine
 

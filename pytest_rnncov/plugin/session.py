@@ -29,7 +29,7 @@ from ..files import as_path, folder_lock
 from ..generation.campaign import Campaign, CampaignResult
 from ..reporting.data import CoverageData, new_run_id
 from ..reporting.samples import SampleWriter, gallery_entries
-from ..reporting.signals import sample_signals
+from ..reporting.signals import SIGNAL_SAMPLES, sample_signals
 from ..reporting.specs import parse_metrics
 from ..validation import check_int, check_str, check_window
 
@@ -82,7 +82,8 @@ class TrackedModel:
         self.coverage = coverage
         self.metric_specs = tuple(metric_specs)
         self.preset = preset
-        self.signals: dict[str, Any] = {}
+        #: the trace of the inputs the HTML report plots (the first fed, or plot_signals's)
+        self._plotted: Trace | None = None
 
     @property
     def profile(self) -> Profile:
@@ -93,30 +94,33 @@ class TrackedModel:
         return self.session.seed
 
     # -- feeding -----------------------------------------------------------------------
-    def feed(self, signals: Signals, inputs: np.ndarray | None,
-             observation: Observation | None = None) -> dict[str, int]:
+    def feed(self, signals: Signals, observation: Observation | None = None) -> dict[str, int]:
         """Add one batch of signals to the session (and the running test's) coverage;
         ``observation`` from another Coverage of this profile is reused, not recomputed."""
-        if not self.signals:
-            self.signals = sample_signals(signals.trace, self.profile)
         gained, own = self.coverage.update_signals(signals, None, reuse=observation)
-        test = self.session.test_coverage
-        if test is not None:
-            test.add(self, own, len(signals))
+        self._fed(signals, own)
         return gained
 
+    def _fed(self, signals: Signals, observation: Observation) -> None:
+        """What else one batch added to this model's coverage feeds: the running test's
+        coverage, and the first inputs the HTML report may plot."""
+        if self._plotted is None:
+            self._plotted = signals.trace[:SIGNAL_SAMPLES].to_host()
+        test = self.session.test_coverage
+        if test is not None:
+            test.add(self, observation, len(signals))
+
     def _stream(self, x: Any, keep_trace: bool) -> tuple[np.ndarray, list[Trace], dict[str, int]]:
-        x = self.rnn.check_input(x)
         outputs, traces = [], []
         gained = dict.fromkeys(self.coverage.metrics, 0)
-        until = None if keep_trace else self.coverage.until
-        for out, trace in self.rnn.iter_traces(x, outputs=True, until=until):
-            assert out is not None
-            outputs.append(out)
-            for key, value in self.feed(self.coverage.signals(trace), None).items():
+        for chunk in self.coverage.stream(x, full_trace=keep_trace, keep_inputs=False):
+            assert chunk.outputs is not None
+            outputs.append(chunk.outputs)
+            self._fed(chunk.signals, chunk.observation)
+            for key, value in chunk.gained.items():
                 gained[key] += value
             if keep_trace:
-                traces.append(trace)
+                traces.append(chunk.trace)
         return np.concatenate(outputs), traces, gained
 
     def run(self, x: Any) -> tuple[np.ndarray, Trace]:
@@ -144,7 +148,11 @@ class TrackedModel:
     def plot_signals(self, x: Any) -> None:
         """Choose the inputs (up to 4) whose internal signals the HTML report plots; by
         default, the first inputs the model saw. They do not feed coverage."""
-        self.signals = sample_signals(self.rnn.trace(x), self.profile)
+        self._plotted = self.rnn.trace(self.rnn.check_input(x)[:SIGNAL_SAMPLES]).to_host()
+
+    def signal_figure(self) -> dict[str, Any]:
+        """The HTML report's signal figure data for the plotted inputs ({} before any)."""
+        return {} if self._plotted is None else sample_signals(self._plotted, self.profile)
 
     def campaign_listeners(self) -> list[Any]:
         return [_CampaignRecorder(self)]
@@ -186,9 +194,13 @@ class TrackedModel:
 class RNNCovSession:
     """What the ``rnncov`` fixture hands out: register models with :meth:`track`."""
 
-    def __init__(self, seed: int = 0, metrics: Sequence[str] = DEFAULT_METRICS) -> None:
+    def __init__(self, seed: int = 0, metrics: Sequence[str] = DEFAULT_METRICS,
+                 signal_figures: bool = True) -> None:
         self.seed = check_int("seed", seed, minimum=0)
         self.default_metrics = tuple(metrics)
+        #: whether data() computes the HTML report's signal figures (an HTML report or a
+        #: data file was asked for)
+        self.signal_figures = signal_figures
         self.models: dict[str, TrackedModel] = {}
         self.campaigns: list[dict[str, Any]] = []
         self.track_errors: list[str] = []
@@ -324,7 +336,8 @@ class RNNCovSession:
         """This process's coverage, campaigns and tracking errors."""
         return CoverageData(
             models={name: t.state() for name, t in self.models.items()},
-            signals={name: t.signals for name, t in self.models.items() if t.signals},
+            signals={name: figure for name, t in self.models.items()
+                     for figure in [t.signal_figure() if self.signal_figures else {}] if figure},
             campaigns=list(self.campaigns),
             track_errors=list(self.track_errors),
             runs=[self.run_id])
