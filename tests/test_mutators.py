@@ -154,13 +154,13 @@ def _textbook_levenshtein(a, b):
     ("CC(=O)O", "OC(C)=O", 4),
 ])
 def test_char_edit_distance_hand_checked(a, b, changed):
-    from pytest_rnncov.generation.mutators import edit_shares
+    from pytest_rnncov.generation.text import edit_shares
     assert edit_shares([list(a)], [list(b)])[0] == pytest.approx(changed / max(len(a), len(b), 1))
     assert edit_shares([a], [b])[0] == pytest.approx(changed / max(len(a), len(b), 1))
 
 
 def test_edit_distance_matches_the_textbook_table():
-    from pytest_rnncov.generation.mutators import edit_shares
+    from pytest_rnncov.generation.text import edit_shares
     rng = np.random.default_rng(0)
     pairs = [(list(rng.choice(list("abc"), rng.integers(0, 80))),  # past 64: several words
               list(rng.choice(list("abcd"), rng.integers(0, 80)))) for _ in range(200)]

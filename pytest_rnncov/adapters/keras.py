@@ -14,7 +14,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..core.cells import Activation, Cell, GRUCell, LSTMCell, SimpleRNNCell
+from ..core.activations import Activation
+from ..core.cells import Cell, GRUCell, LSTMCell, SimpleRNNCell
 from ..errors import InvalidArgument, ModelError, RNNCovWarning
 from .base import MIXED_PRECISION_NOTE, Adapter, framework_of, model_error_from
 

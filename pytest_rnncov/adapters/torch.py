@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from ..core.cells import Activation, Cell, GRUCell, LSTMCell, SimpleRNNCell
+from ..core.activations import Activation
+from ..core.cells import Cell, GRUCell, LSTMCell, SimpleRNNCell
 from ..errors import InvalidArgument, InvalidInput, ModelError, RNNCovWarning
 from ..validation import check_choice
 from .base import MIXED_PRECISION_NOTE, Adapter, model_error_from

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterator, Protocol, Sequence, runtime_checkable
 
 import numpy as np
@@ -34,9 +34,11 @@ from ..core.coverage import Coverage, Observation
 from ..core.metrics import DEFAULT_METRICS, Signals
 from ..errors import InvalidArgument, RNNCovWarning
 from ..validation import check_bool, check_choice, check_fraction, check_int
+from .cases import CaseStore
 from .ga import GAConfig, evolve
 from .mutators import Mutator, checked_mutate
 from .oracle import Oracle
+from .results import AdversarialSample, CampaignResult, Step
 from .shrinking import can_shrink, shrink
 from .statistics import DiversityAccumulator, MinimalSuite
 
@@ -56,17 +58,6 @@ SCHEDULES = ("stall", "mixed")
 BEYOND_RADIUS = 1e6
 OBJECTIVES = ("coverage", "failure", "both")
 @dataclass
-class Step:
-    """What one model call of a campaign did."""
-
-    phase: str  # "seeds", "random" or "targeted"
-    cases: int
-    new_conditions: dict[str, int]
-    adversarial: int
-    target: str | None = None  # "TC:abcab" for a targeted generation
-
-
-@dataclass
 class _Batch:
     """One evaluated batch: its signals, case ids, failure fitness and step."""
 
@@ -74,22 +65,6 @@ class _Batch:
     ids: np.ndarray
     failure_fitness: np.ndarray
     step: Step
-
-
-@dataclass
-class AdversarialSample:
-    """A test case that failed the oracle, beside its seed."""
-
-    case_id: int
-    seed_index: int
-    case: Any
-    seed: Any
-    seed_output: np.ndarray
-    case_output: np.ndarray
-    seed_decision: str
-    case_decision: str
-    distance: float
-    found_distance: float = 0.0  # before shrinking (``distance`` is after)
 
 
 class CampaignListener(Protocol):
@@ -130,101 +105,6 @@ class TrackedLike(Protocol):
     def predict(self, x: Any) -> np.ndarray: ...
 
     def campaign_listeners(self) -> list[Any]: ...
-
-
-@dataclass
-class CampaignResult:
-    """Everything a campaign found; complete even when the campaign was interrupted."""
-
-    test_cases: int
-    adversarial: int
-    unique: int
-    average_perturbation: float | None
-    distance: str
-    rates: dict[str, float]
-    covered: dict[str, int]
-    totals: dict[str, int]
-    coverage_times: dict[str, list[int]]
-    minimal_suite: list[int]
-    diversity: float | None
-    growth: list[dict[str, Any]]
-    discarded: int = 0
-    interrupted: bool = False
-    adversarial_ids: list[int] = field(default_factory=list)
-    samples: list[AdversarialSample] = field(default_factory=list)
-    oracle: str = ""
-    mutator: str = ""
-    average_found_perturbation: float | None = None
-    failures_per_seed: dict[int, int] = field(default_factory=dict)
-    failures_per_class_pair: dict[str, int] = field(default_factory=dict)
-    shrink_calls: int = 0
-    schedule: str = "stall"
-    objective: str = "coverage"
-    #: True when every sample was shrunk; False when shrinking was cut short (the samples
-    #: are as found); None when there was nothing to shrink or shrinking was off
-    shrunk: bool | None = None
-
-    @property
-    def adversary_rate(self) -> float:
-        return self.adversarial / self.test_cases if self.test_cases else 0.0
-
-    def summary(self, model: str = "") -> dict[str, Any]:
-        """The JSON-ready figures the reports show (samples are in ``samples``)."""
-        return {
-            "model": model,
-            "test_cases": self.test_cases,
-            "adversarial": self.adversarial,
-            "adversary_rate": self.adversary_rate,
-            "unique": self.unique,
-            "average_perturbation": self.average_perturbation,
-            "average_found_perturbation": self.average_found_perturbation,
-            "distance": self.distance,
-            "diversity": self.diversity,
-            "rates": self.rates,
-            "minimal_suite_size": len(self.minimal_suite),
-            "discarded": self.discarded,
-            "failures_per_class_pair": self.failures_per_class_pair,
-            "failing_seeds": len(self.failures_per_seed),
-            "shrink_calls": self.shrink_calls,
-            "schedule": self.schedule,
-            "objective": self.objective,
-            "interrupted": self.interrupted,
-            "shrunk": self.shrunk,
-            "oracle": self.oracle,
-            "mutator": self.mutator,
-            "growth": self.growth,
-        }
-
-
-class _CaseStore:
-    """All cases of a campaign, by id: a growing array, or a list of strings."""
-
-    def __init__(self, arrays: bool) -> None:
-        self.arrays = arrays
-        self._list: list[Any] = []
-        self._array: np.ndarray | None = None
-        self.size = 0
-
-    def extend(self, cases: Any) -> None:
-        if not self.arrays:
-            self._list.extend(cases)
-            self.size = len(self._list)
-            return
-        cases = np.asarray(cases)
-        if self._array is None:
-            self._array = np.empty((max(1024, 2 * len(cases)),) + cases.shape[1:], cases.dtype)
-        if self.size + len(cases) > len(self._array):
-            grown = np.empty((2 * (self.size + len(cases)),) + self._array.shape[1:], self._array.dtype)
-            grown[: self.size] = self._array[: self.size]
-            self._array = grown
-        self._array[self.size : self.size + len(cases)] = cases
-        self.size += len(cases)
-
-    def take(self, index: Any) -> Any:
-        if self.arrays:
-            assert self._array is not None
-            return self._array[: self.size][np.asarray(index, np.int64)]
-        return [self._list[int(i)] for i in index]
 
 
 class Campaign:
@@ -340,7 +220,7 @@ class Campaign:
             raise InvalidArgument(f"listener {useless[0]!r} has none of "
                                   f"{', '.join(LISTENER_METHODS)}, so it would receive nothing")
         self.listeners = list(listeners)
-        self._cases = _CaseStore(mutator.array_cases)
+        self._cases = CaseStore(mutator.array_cases)
         self._seed_of = np.zeros(0, np.int64)
         self._seed_outputs: np.ndarray | None = None
         self._offsets = np.cumsum([0] + [m.total for m in self.coverage.metrics.values()])

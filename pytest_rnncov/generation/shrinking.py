@@ -16,7 +16,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .mutators import EDAMutator, Mutator
+from .mutators import Mutator
+from .text import EDAMutator
 from .oracle import Oracle
 
 #: Bisection steps on the seed-case line (the found distance shrinks to within 2**-8 of it).

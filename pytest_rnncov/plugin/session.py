@@ -26,7 +26,8 @@ from ..core.state import MetricState, ModelState
 from ..core.trace import Trace, concat_traces
 from ..errors import InvalidArgument, ProfileError, RNNCovWarning, StaleProfile
 from ..files import as_path, folder_lock
-from ..generation.campaign import Campaign, CampaignResult
+from ..generation.campaign import Campaign
+from ..generation.results import CampaignResult
 from ..reporting.data import CoverageData, new_run_id
 from ..reporting.samples import SampleWriter, gallery_entries
 from ..reporting.signals import SIGNAL_SAMPLES, sample_signals

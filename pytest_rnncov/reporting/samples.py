@@ -14,7 +14,8 @@ import numpy as np
 
 from ..errors import DataFileError
 from ..files import write_atomic
-from ..generation.campaign import AdversarialSample, Campaign, CampaignResult
+from ..generation.campaign import Campaign
+from ..generation.results import AdversarialSample, CampaignResult
 from .images import png_bytes, side_by_side
 from .paths import check_output_dir
 

@@ -1,0 +1,246 @@
+"""Random mutation of strings (SPEC section 6): EDA text edits and SMILES re-enumeration,
+measured by the share of tokens an edit changed (Levenshtein, RapidFuzz)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..errors import InvalidArgument, InvalidInput, MissingResource
+from ..validation import check_float, check_int
+from .mutators import Cases, Mutator, check_rng
+
+
+def check_pairs(seeds: Cases, cases: Cases) -> None:
+    """Refuse seeds and cases of different counts (a distance pairs them row by row)."""
+    if len(seeds) != len(cases):
+        raise InvalidInput(f"{len(seeds)} seeds and {len(cases)} cases: distance pairs each case "
+                           "with the seed in the same row")
+
+
+def edit_shares(seeds: Sequence[Sequence[str]], cases: Sequence[Sequence[str]]) -> np.ndarray:
+    """Levenshtein distance of each (seed, case) pair of token sequences over the longer
+    length: the share of tokens changed, ``d[i][j] = min(d[i-1][j] + 1, d[i][j-1] + 1,
+    d[i-1][j-1] + (a_i != b_j))``. All pairs in one call to RapidFuzz's C++ kernel
+    (``bench/bench_levenshtein.py``: 6-30x the bit-parallel Python routine it replaced)."""
+    from rapidfuzz.distance import Levenshtein
+    from rapidfuzz.process import cpdist
+
+    if not len(seeds):
+        return np.zeros(0)
+    distances = cpdist(seeds, cases, scorer=Levenshtein.distance, workers=1)
+    longer = np.maximum([len(s) for s in seeds], [len(c) for c in cases])
+    return np.divide(distances, longer, out=np.zeros(len(seeds)), where=longer > 0)
+
+
+class StringMutator(Mutator):
+    array_cases = False
+
+    def unchanged(self, before: Cases, after: Cases) -> np.ndarray:
+        return np.array([a == b for a, b in zip(before, after)], bool)
+
+    def __init__(self, encoder: Callable[[Sequence[str]], np.ndarray] | None) -> None:
+        if encoder is not None and not callable(encoder):
+            raise InvalidArgument(
+                f"encoder={encoder!r} is not callable; pass e.g. a WordEncoder or CharEncoder")
+        self.encoder = encoder
+
+    def encode(self, cases: Cases) -> np.ndarray:
+        if self.encoder is None:
+            raise InvalidArgument(
+                f"{type(self).__name__} needs encoder=... to turn strings into model inputs"
+            )
+        return np.asarray(self.encoder(list(cases)))
+
+    def check_seeds(self, seeds: Any) -> list[str]:
+        if isinstance(seeds, str) or not all(isinstance(s, str) for s in seeds):
+            raise InvalidInput("seeds must be a list of strings")
+        seeds = list(seeds)
+        if not seeds:
+            raise InvalidInput("seeds are empty; pass at least one string")
+        return seeds
+
+
+EDA_OPERATIONS = ("synonym", "insert", "swap", "delete")
+
+
+class EDAMutator(StringMutator):
+    """Text mutation by EDA's four operations, one per mutant, chosen at random.
+
+    ``alpha`` is EDA's share of words changed (at least one). Synonyms come from WordNet
+    (``nltk.corpus.wordnet``); stop words (``nltk.corpus.stopwords``, English) are never
+    replaced. ``encoder`` maps a list of texts to model inputs (e.g. ``WordEncoder``).
+    Distance: the share of words changed (word-level edit distance over the longer text).
+    """
+
+    distance_name = "share of words changed"
+
+    def __init__(self, encoder: Callable[[Sequence[str]], np.ndarray] | None = None,
+                 alpha: float = 0.1, operations: Sequence[str] = EDA_OPERATIONS) -> None:
+        super().__init__(encoder)
+        alpha = check_float("alpha", alpha, minimum=0.0, exclusive_minimum=True, maximum=1.0,
+                            example="0.1")
+        if isinstance(operations, str) or not all(isinstance(o, str) for o in operations):
+            raise InvalidArgument(
+                f"operations={operations!r}; pass a list such as ['synonym', 'swap']")
+        unknown = set(operations) - set(EDA_OPERATIONS)
+        if unknown or not operations:
+            raise InvalidArgument(
+                f"operations={list(operations)!r}; choose from {', '.join(EDA_OPERATIONS)}"
+            )
+        self.alpha = float(alpha)
+        self.operations = tuple(operations)
+        self._synonyms: dict[str, list[str]] = {}
+        self._wordnet: Any = None
+        self._stopwords: frozenset[str] | None = None
+
+    def describe(self) -> str:
+        return f"EDA text edits (alpha {self.alpha:g}: {', '.join(self.operations)})"
+
+    def _load(self) -> None:
+        if self._wordnet is not None:
+            return
+        try:
+            from nltk.corpus import stopwords, wordnet
+
+            wordnet.ensure_loaded()
+            self._stopwords = frozenset(stopwords.words("english"))
+        except LookupError as exc:
+            raise MissingResource(
+                "EDAMutator needs NLTK's wordnet and stopwords data: run "
+                "`python -m nltk.downloader wordnet stopwords` or point NLTK_DATA at a copy "
+                f"({str(exc).strip().splitlines()[0] if str(exc).strip() else exc})"
+            ) from None
+        except ImportError:
+            raise MissingResource("EDAMutator needs nltk: pip install nltk") from None
+        self._wordnet = wordnet
+
+    @property
+    def stop_words(self) -> frozenset[str]:
+        """English stop words (never replaced by synonyms)."""
+        self._load()
+        return self._stopwords or frozenset()
+
+    def synonyms(self, word: str) -> list[str]:
+        """WordNet synonyms of ``word`` (single alphabetic words, without ``word`` itself)."""
+        self._load()
+        if word not in self._synonyms:
+            names = {
+                lemma.name().replace("_", " ").replace("-", " ").lower()
+                for synset in self._wordnet.synsets(word)
+                for lemma in synset.lemmas()
+            }
+            self._synonyms[word] = sorted(
+                n for n in names if n != word and all(p.isalpha() for p in n.split())
+            )
+        return self._synonyms[word]
+
+    def mutate(self, cases: Cases, rng: np.random.Generator) -> list[str]:
+        check_rng(rng)
+        self._load()
+        ops = rng.choice(len(self.operations), size=len(cases))
+        return [self._one(text, self.operations[op], rng) for text, op in zip(cases, ops)]
+
+    def _one(self, text: str, op: str, rng: np.random.Generator) -> str:
+        words = text.split()
+        if not words:
+            return text
+        n = max(1, int(self.alpha * len(words)))
+        stop = self._stopwords or frozenset()
+        if op == "synonym":
+            candidates = [i for i, w in enumerate(words) if w.lower() not in stop and self.synonyms(w.lower())]
+            for i in rng.permutation(candidates)[:n] if candidates else []:
+                options = self.synonyms(words[i].lower())
+                words[i] = options[rng.integers(len(options))]
+        elif op == "insert":
+            for _ in range(n):
+                replaceable = [w for w in words if w.lower() not in stop and self.synonyms(w.lower())]
+                if not replaceable:
+                    break
+                options = self.synonyms(replaceable[rng.integers(len(replaceable))].lower())
+                words.insert(int(rng.integers(len(words) + 1)), options[rng.integers(len(options))])
+        elif op == "swap":
+            for _ in range(n):
+                if len(words) < 2:
+                    break
+                i, j = rng.choice(len(words), size=2, replace=False)
+                words[i], words[j] = words[j], words[i]
+        else:  # delete: each word with probability alpha, keeping at least one
+            keep = rng.random(len(words)) >= self.alpha
+            words = [w for w, k in zip(words, keep) if k] or [words[rng.integers(len(words))]]
+        return " ".join(words)
+
+    def distance(self, seeds: Cases, cases: Cases) -> np.ndarray:
+        check_pairs(seeds, cases)
+        return edit_shares([s.split() for s in seeds], [c.split() for c in cases])
+
+
+class SmilesMutator(StringMutator):
+    """SMILES re-enumeration: the same molecule written with a random atom order (RDKit).
+
+    Every output parses to the seed's canonical molecule. When an ``encoder`` with
+    ``can_encode`` is given, orderings it cannot encode are redrawn (up to ``tries``);
+    if none fits, the case is returned unchanged. Distance: share of characters changed
+    (informational; re-enumeration preserves the molecule, so use ``Oracle(radius=None)``).
+    """
+
+    distance_name = "share of characters changed"
+
+    def __init__(self, encoder: Callable[[Sequence[str]], np.ndarray] | None = None,
+                 tries: int = 10) -> None:
+        super().__init__(encoder)
+        self.tries = check_int("tries", tries, minimum=1, example="10")
+        self._mols: dict[str, Any] = {}
+        #: re-enumerations the encoder could not encode (redrawn), for reports
+        self.discarded = 0
+
+    def describe(self) -> str:
+        redrawn = f", {self.discarded} spellings the encoder cannot encode redrawn" if self.discarded else ""
+        return f"SMILES re-enumeration (random atom orders{redrawn})"
+
+    def _mol(self, smiles: str) -> Any:
+        if smiles not in self._mols:
+            from rdkit import Chem, RDLogger
+
+            RDLogger.DisableLog("rdApp.*")  # type: ignore[attr-defined]
+            try:
+                mol = Chem.MolFromSmiles(smiles)
+            finally:
+                RDLogger.EnableLog("rdApp.*")  # type: ignore[attr-defined]
+            if mol is None or mol.GetNumAtoms() == 0:
+                raise InvalidInput(f"{smiles!r} is not a valid SMILES string of a molecule "
+                                   "(RDKit cannot parse it, or it has no atoms)")
+            self._mols[smiles] = mol
+        return self._mols[smiles]
+
+    def check_seeds(self, seeds: Any) -> list[str]:
+        seeds = super().check_seeds(seeds)
+        for s in seeds:
+            self._mol(s)
+        if self.encoder is not None:
+            self.encoder(seeds)  # unknown characters raise here, before any model call
+        return seeds
+
+    def mutate(self, cases: Cases, rng: np.random.Generator) -> list[str]:
+        check_rng(rng)
+        from rdkit import Chem
+
+        can_encode = getattr(self.encoder, "can_encode", None)
+        out = []
+        for smiles in cases:
+            mol = self._mol(smiles)
+            result = smiles
+            for _ in range(self.tries):
+                order = rng.permutation(mol.GetNumAtoms()).tolist()
+                candidate = Chem.MolToSmiles(Chem.RenumberAtoms(mol, order), canonical=False)
+                if can_encode is None or can_encode(candidate):
+                    result = candidate
+                    break
+                self.discarded += 1
+            out.append(result)
+        return out
+
+    def distance(self, seeds: Cases, cases: Cases) -> np.ndarray:
+        check_pairs(seeds, cases)
+        return edit_shares(list(seeds), list(cases))
