@@ -95,10 +95,18 @@ def check_fraction(name: str, value: Any, *, allow_none: bool = False) -> float 
             f"{name}={shown(value)} ({type(value).__name__}) must be a number in [0, 1], "
             f"e.g. {name}=0.8")
     number = _as_float(value)
-    if math.isnan(number) or not 0 <= number <= 1:
-        hint = f"; for {number:g}% use {number / 100:g}" if 1 < number <= 100 else ""
-        raise InvalidArgument(f"{name}={number!r} must be a number in [0, 1]{hint}")
+    problem = fraction_problem(number)
+    if problem is not None:
+        raise InvalidArgument(f"{name}={number!r} must be a number in [0, 1]{problem}")
     return number
+
+
+def fraction_problem(number: float) -> str | None:
+    """None when ``number`` is a fraction in [0, 1]; else the hint to add to the message
+    ("" or "; for 90% use 0.9"). The one range rule of every fraction the project reads."""
+    if not math.isnan(number) and 0 <= number <= 1:
+        return None
+    return f"; for {number:g}% use {number / 100:g}" if 1 < number <= 100 else ""
 
 
 def check_ascii_number(text: str, what: str, example: str) -> str:

@@ -43,7 +43,7 @@ def check_marker(marker: pytest.Mark, fed: dict[str, ModelState], settings: Sett
         if required is None:
             if settings.bars is None:
                 return "rnn_coverage marker needs min=..., or run with --rnn-coverage=..."
-            bars = Bars(settings.bars.entries, metrics)
+            bars = settings.bars.for_metrics(metrics)
         else:
             if isinstance(required, bool) or not isinstance(required, (numbers.Real, str)):
                 raise InvalidArgument(f"min={required!r}; pass a fraction such as 0.8 or bars "

@@ -18,7 +18,7 @@ import pytest
 
 from ..core.names import DEFAULT_METRICS, METRIC_NAMES
 from ..errors import InvalidArgument, RNNCovError
-from ..reporting.bars import Bars, parse_fraction
+from ..reporting.bars import Bars, parse_bars, parse_fraction
 from ..reporting.specs import parse_metrics, parse_report, parse_seed
 
 if TYPE_CHECKING:
@@ -37,12 +37,7 @@ def _argparse_type(parse: Callable[[str], Any]) -> Callable[[str], Any]:
     return convert
 
 
-def _bars(value: str) -> str:
-    Bars.parse(value)
-    return value
-
-
-bars_text = _argparse_type(_bars)
+bar_entries = _argparse_type(parse_bars)
 fraction = _argparse_type(lambda value: parse_fraction(value, ""))
 metric_list = _argparse_type(parse_metrics)
 report_spec = _argparse_type(parse_report)
@@ -51,7 +46,7 @@ seed = _argparse_type(parse_seed)
 
 def addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("rnncov", "RNN coverage of recurrent models (pytest-rnncov)")
-    group.addoption("--rnn-coverage", metavar="BARS", type=bars_text, action="append",
+    group.addoption("--rnn-coverage", metavar="BARS", type=bar_entries, action="append",
                     default=None,
                     help="fail the session when a tracked model's coverage is below the bar: "
                          "0.9 (every gate metric), BC:0.9,TC:0.4 (per metric) or "
@@ -160,14 +155,16 @@ def read_settings(config: pytest.Config) -> Settings:
             except argparse.ArgumentTypeError as exc:
                 raise _usage(f"ini option rnn_metrics = {text!r}", exc) from None
     gate_metrics = tuple(metrics or DEFAULT_METRICS)
-    given = config.getoption("rnn_coverage")
-    bars_value = None if given is None else ",".join(given)
-    where = "--rnn-coverage"
-    if bars_value is None:
-        bars_value = _joined(config, "rnn_coverage")
-        where = f"ini option rnn_coverage = {bars_value!r}"
+    given = config.getoption("rnn_coverage")  # each occurrence parsed by bar_entries
+    bars: Bars | None
     try:
-        bars = None if bars_value is None else Bars.parse(bars_value, gate_metrics)
+        if given is not None:
+            where = "--rnn-coverage"
+            bars = Bars([bar for entries in given for bar in entries], gate_metrics)
+        else:
+            text = _joined(config, "rnn_coverage")
+            where = f"ini option rnn_coverage = {text!r}"
+            bars = None if text is None else Bars.parse(text, gate_metrics)
     except InvalidArgument as exc:
         raise _usage(where, exc) from None
     tracked = tuple(dict.fromkeys(DEFAULT_METRICS + gate_metrics + (bars.named_metrics if bars else ())))

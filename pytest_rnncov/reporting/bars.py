@@ -5,13 +5,12 @@ Numpy-free: the pytest hook module parses option values with it on every run.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 from ..core.names import DEFAULT_METRICS, METRIC_NAMES
 from ..errors import InvalidArgument
-from ..validation import check_ascii_number
+from ..validation import check_ascii_number, fraction_problem
 
 
 def percent(rate: float, below: float | None = None) -> str:
@@ -33,9 +32,9 @@ def parse_fraction(text: str, what: str) -> float:
         raise InvalidArgument(f"{what} {text!r} is not a number; give a fraction such as 0.9") from None
     if number == 0 and any(c in "123456789" for c in str(text).lower().split("e")[0]):
         raise InvalidArgument(f"{what} {text!r} is too small to tell from 0; write 0 for no bar")
-    if math.isnan(number) or not 0 <= number <= 1:
-        hint = f"; for {number:g}% use {number / 100:g}" if 1 < number <= 100 else ""
-        raise InvalidArgument(f"{what} {text} is not a fraction in [0, 1]{hint}")
+    problem = fraction_problem(number)
+    if problem is not None:
+        raise InvalidArgument(f"{what} {text} is not a fraction in [0, 1]{problem}")
     return number
 
 
@@ -54,6 +53,33 @@ class Bar:
         return f"{self.metric}:{self.value:g}" if self.metric else f"{self.value:g}"
 
 
+def parse_bars(text: Any) -> tuple[Bar, ...]:
+    """Bars as written: ``0.9``, ``BC:0.9,TC:0.4``, ``mnist:TC:0.4`` or ``mnist:*:0.8``
+    (a number is taken as a plain bar); each wrong entry is refused by name."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        text = repr(float(text))
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidArgument(f"coverage bar {text!r}: give e.g. 0.9 or BC:0.9,TC:0.4")
+    entries: list[Bar] = []
+    for raw in text.split(","):
+        entry = raw.strip()
+        parts = [p.strip() for p in entry.split(":")]
+        if not entry or len(parts) > 3 or not all(parts):
+            raise InvalidArgument(
+                f"coverage bar {entry!r}: write BAR, METRIC:BAR or MODEL:METRIC:BAR, e.g. "
+                "0.9 or BC:0.9,TC:0.4 or mnist:TC:0.4")
+        model = parts[0] if len(parts) == 3 else None
+        metric = parts[-2].upper() if len(parts) >= 2 else None
+        if metric == "*":
+            metric = None
+        if metric is not None and metric not in METRIC_NAMES:
+            raise InvalidArgument(
+                f"coverage bar {entry!r}: unknown metric {parts[-2]!r}; choose from "
+                f"{','.join(METRIC_NAMES)} (or * for every gate metric)")
+        entries.append(Bar(parse_fraction(parts[-1], f"coverage bar {entry!r}:"), metric, model))
+    return tuple(entries)
+
+
 class Bars:
     """The coverage bars of a gate.
 
@@ -65,38 +91,22 @@ class Bars:
     def __init__(self, entries: Sequence[Bar], gate_metrics: Sequence[str] = DEFAULT_METRICS) -> None:
         if not entries:
             raise InvalidArgument("no coverage bar given; e.g. --rnn-coverage=0.9")
+        seen: set[tuple[str | None, str | None]] = set()
+        for bar in entries:  # repeated options add up, so the same bar twice is a mistake
+            if (bar.model, bar.metric) in seen:
+                raise InvalidArgument(f"coverage bar {bar.text()!r} is given twice")
+            seen.add((bar.model, bar.metric))
         self.entries = tuple(entries)
         self.gate_metrics = tuple(gate_metrics)
 
     @classmethod
     def parse(cls, text: Any, gate_metrics: Sequence[str] = DEFAULT_METRICS) -> "Bars":
-        if isinstance(text, (int, float)) and not isinstance(text, bool):
-            text = repr(float(text))
-        if not isinstance(text, str) or not text.strip():
-            raise InvalidArgument(f"coverage bar {text!r}: give e.g. 0.9 or BC:0.9,TC:0.4")
-        entries: list[Bar] = []
-        seen: set[tuple[str | None, str | None]] = set()
-        for raw in text.split(","):
-            entry = raw.strip()
-            parts = [p.strip() for p in entry.split(":")]
-            if not entry or len(parts) > 3 or not all(parts):
-                raise InvalidArgument(
-                    f"coverage bar {entry!r}: write BAR, METRIC:BAR or MODEL:METRIC:BAR, e.g. "
-                    "0.9 or BC:0.9,TC:0.4 or mnist:TC:0.4")
-            model = parts[0] if len(parts) == 3 else None
-            metric = parts[-2].upper() if len(parts) >= 2 else None
-            if metric == "*":
-                metric = None
-            if metric is not None and metric not in METRIC_NAMES:
-                raise InvalidArgument(
-                    f"coverage bar {entry!r}: unknown metric {parts[-2]!r}; choose from "
-                    f"{','.join(METRIC_NAMES)} (or * for every gate metric)")
-            value = parse_fraction(parts[-1], f"coverage bar {entry!r}:")
-            if (model, metric) in seen:
-                raise InvalidArgument(f"coverage bar {entry!r} is given twice")
-            seen.add((model, metric))
-            entries.append(Bar(value, metric, model))
-        return cls(entries, gate_metrics)
+        """``Bars`` from their written form (see :func:`parse_bars`)."""
+        return cls(parse_bars(text), gate_metrics)
+
+    def for_metrics(self, gate_metrics: Sequence[str]) -> "Bars":
+        """The same bars with a plain bar applying to ``gate_metrics`` (the marker's)."""
+        return Bars(self.entries, gate_metrics)
 
     @property
     def named_metrics(self) -> tuple[str, ...]:
