@@ -339,13 +339,36 @@ def _from_dict(cls: type[Profile], data: Any, where: str) -> Profile:
                        + " or ".join(k.__name__ for k in kinds))
         return value
 
+    def exact_keys(mapping: Mapping[str, Any], keys: tuple[str, ...], context: str = "") -> None:
+        missing = [k for k in keys if k not in mapping]
+        unknown = sorted(set(mapping) - set(keys))
+        if missing:  # a missing key would be defaulted, an unknown one dropped
+            raise fail(f"missing key {context}{missing[0]!r}")
+        if unknown:
+            raise fail(f"unknown key {context}{shown(unknown[0])} (the format has "
+                       f"{', '.join(keys)})")
+
+    def numbers(value: Any, context: str) -> None:
+        """Refuse leaves of a (nested) list that are not floats, as written (reading an
+        integer or true/false as float64 would change it: 1 -> 1.0, 2**53 + 1 rounded)."""
+        leaves = [value]
+        while leaves:
+            leaf = leaves.pop()
+            if isinstance(leaf, list):
+                leaves.extend(leaf)
+            elif not isinstance(leaf, float):
+                raise fail(f"{context} holds {shown(leaf)} ({type(leaf).__name__}), not a float")
+
     if not isinstance(data, Mapping) or data.get("format") != FORMAT:
         raise ProfileError(f"{where} is not a pytest-rnncov profile file")
-    if data.get("version") != VERSION:
+    if type(data.get("version")) is not int or data["version"] != VERSION:
         raise ProfileError(
             f"{where} has profile format version {data.get('version')!r}; this pytest-rnncov "
             f"reads version {VERSION}: refit and save the profile")
+    exact_keys(data, ("format", "version", "layer", "window", "window_requested", "n_samples",
+                      "signals", "neurons", "states"))
     layer = get(data, "layer", dict)
+    exact_keys(layer, ("name", "cell", "units", "steps", "fingerprint"), "layer.")
     name = get(layer, "name", str, "layer.")
     cell = get(layer, "cell", str, "layer.")
     if cell not in CELL_COMPONENTS:
@@ -385,8 +408,8 @@ def _from_dict(cls: type[Profile], data: Any, where: str) -> Profile:
                        f"{', '.join(fields)}")
         values = {}
         for field in fields:
-            value = get(raw, field, (int, float), f"signals.{key}.")
-            if isinstance(value, int) and abs(value) > 2 ** 1000 or not math.isfinite(value):
+            value = get(raw, field, float, f"signals.{key}.")  # floats, as written
+            if not math.isfinite(value):
                 raise fail(f"signals.{key}.{field} is {value!r}")
             values[field] = float(value)
         if values["min"] > values["max"] or values["std"] < 0:
@@ -396,13 +419,15 @@ def _from_dict(cls: type[Profile], data: Any, where: str) -> Profile:
             raise fail(f"signals.{key}.mean {values['mean']!r} lies outside [min, max]")
         signals[key] = SignalStats(**values)
     neurons = get(data, "neurons", dict)
-    if neurons.get("component", "h") != "h":
+    exact_keys(neurons, ("component", "min", "max"), "neurons.")
+    if neurons["component"] != "h":
         raise fail(f"neurons.component is {neurons.get('component')!r}; profiles record 'h'")
     length = window[1] - window[0] + 1
     arrays = []
     for key in ("min", "max"):
+        numbers(get(neurons, key, list, "neurons."), f"neurons.{key}")
         try:
-            array = np.asarray(get(neurons, key, list, "neurons."), np.float64)
+            array = np.asarray(neurons[key], np.float64)
         except (TypeError, ValueError, OverflowError):
             raise fail(f"neurons.{key} is not a numeric array") from None
         if array.shape != (length, units) or not np.isfinite(array).all():
@@ -412,7 +437,12 @@ def _from_dict(cls: type[Profile], data: Any, where: str) -> Profile:
     if (arrays[0] > arrays[1]).any():
         raise fail("neurons.min exceeds neurons.max")
     states = None
-    if data.get("states") is not None:
+    if data["states"] is not None:
+        if isinstance(data["states"], Mapping):
+            exact_keys(data["states"], ("mean", "components", "low", "high", "intervals", "cells",
+                                        "transitions", "transition_counts"), "states.")
+            for key in ("mean", "components", "low", "high"):
+                numbers(data["states"][key], f"states.{key}")
         states = StateModel.from_dict(data["states"], units, where)
     profile = cls(window=requested)
     if states is not None:

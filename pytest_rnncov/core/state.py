@@ -21,6 +21,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from ..errors import DataFileError, InvalidArgument
+from ..validation import shown
 from .names import MAX_CONDITIONS, METRIC_NAMES
 from .trace import CELL_COMPONENTS
 
@@ -43,6 +44,16 @@ def _require(data: Any, key: str, kind: type | tuple[type, ...], where: str) -> 
         names = " or ".join(k.__name__ for k in kinds)
         raise _fail(where, f"{key!r} is {value!r} ({type(value).__name__}), not {names}")
     return value
+
+
+def _check_keys(data: Mapping[str, Any], keys: Iterable[str], where: str,
+                optional: Iterable[str] = ()) -> None:
+    """Refuse keys this version never writes (they would be dropped when saved again)."""
+    known = set(keys) | set(optional)
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise _fail(where, f"unknown key {shown(unknown[0])} (a state holds "
+                           f"{', '.join(sorted(known))}); write the file again with pytest-rnncov")
 
 
 def _int_list(data: Any, key: str, where: str, *, length: int | None = None,
@@ -180,9 +191,11 @@ class MetricState:
         if not isinstance(data, Mapping):
             raise _fail(where, f"expected an object, got {type(data).__name__}")
         version = data.get("version")
-        if version != STATE_VERSION:
+        if type(version) is not int or version != STATE_VERSION:  # not true, not 1.0
             raise _fail(where, f"state format version {version!r}; this pytest-rnncov reads "
                                f"version {STATE_VERSION}")
+        _check_keys(data, ("version", "metric", "describe", "config", "total", "covered", "rate",
+                           "covered_ids", "times"), where, optional=("weights", "best_fitness"))
         metric = _require(data, "metric", str, where)
         describe = _require(data, "describe", str, where)
         config = _require(data, "config", dict, where)
@@ -193,34 +206,31 @@ class MetricState:
             raise _fail(where, f"'total' is {total}, outside [0, {MAX_CONDITIONS}]")
         ids = _int_list(data, "covered_ids", where, high=total)
         times = _int_list(data, "times", where, length=len(ids), low=1)
-        if len(np.unique(ids)) != len(ids):
-            raise _fail(where, "'covered_ids' repeats an id")
+        if len(ids) > 1 and not (np.diff(ids) > 0).all():  # as written: sorted, no repeats
+            raise _fail(where, "'covered_ids' must be sorted without repeats")
         full = np.zeros(total, np.int64)
         full[ids] = times
         weights = None
-        if data.get("weights") is not None:
+        if "weights" in data:
             raw = _require(data, "weights", list, where)
+            # floats as written (an integer could be too large for float64, or rounded)
             if len(raw) != total or not all(
-                    isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
-                    for v in raw):
-                raise _fail(where, f"'weights' must be {total} finite numbers >= 0")
+                    isinstance(v, float) and math.isfinite(v) and v >= 0 for v in raw):
+                raise _fail(where, f"'weights' must be {total} finite floats >= 0")
             weights = np.asarray(raw, np.float64)
         fitness = None
-        if data.get("best_fitness") is not None:
+        if "best_fitness" in data:
             raw = _require(data, "best_fitness", list, where)
             if len(raw) != total or not all(
-                    v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)
-                                  and math.isfinite(v)) for v in raw):
-                raise _fail(where, f"'best_fitness' must be {total} finite numbers or null")
+                    v is None or (isinstance(v, float) and math.isfinite(v)) for v in raw):
+                raise _fail(where, f"'best_fitness' must be {total} finite floats or null")
             fitness = np.array([np.inf if v is None else v for v in raw], np.float64)
         state = cls(metric, describe, total, full, dict(config), fitness, weights)
-        for key in ("covered", "rate"):  # redundant figures must agree with the ids
-            if key in data:
-                claimed = data[key]
-                actual = state.n_covered if key == "covered" else state.rate
-                if (not isinstance(claimed, (int, float)) or isinstance(claimed, bool)
-                        or not math.isclose(float(claimed), actual, rel_tol=1e-9, abs_tol=1e-12)):
-                    raise _fail(where, f"{key!r} is {claimed!r} but the covered ids give {actual!r}")
+        # redundant figures must agree with the ids exactly (both are computed the same way)
+        for key, actual in (("covered", state.n_covered), ("rate", state.rate)):
+            claimed = _require(data, key, type(actual), where)
+            if claimed != actual or math.copysign(1, claimed) != math.copysign(1, actual):
+                raise _fail(where, f"{key!r} is {claimed!r} but the covered ids give {actual!r}")
         return state
 
 
@@ -290,9 +300,11 @@ class ModelState:
     def from_json(cls, data: Any, where: str = "model state") -> "ModelState":
         if not isinstance(data, Mapping):
             raise _fail(where, f"expected an object, got {type(data).__name__}")
-        if data.get("version") != STATE_VERSION:
+        if type(data.get("version")) is not int or data["version"] != STATE_VERSION:
             raise _fail(where, f"state format version {data.get('version')!r}; this "
                                f"pytest-rnncov reads version {STATE_VERSION}")
+        _check_keys(data, ("version", "name", "layer", "cell", "window", "fingerprint",
+                           "profile", "inputs", "metrics"), where)
         name = _require(data, "name", str, where)
         window = _int_list(data, "window", where, length=2)
         if window[0] > window[1]:

@@ -1,0 +1,405 @@
+"""Fuzzing the three file formats: one random edit of a valid file is either refused by
+name or read back exactly.
+
+For data files, baselines and profiles: take a valid file made by the project's own writer,
+apply one random edit to its JSON tree (replace a value with any JSON value or with the
+same value of another type, delete a key, add a key, append or remove a list element, nudge
+a number, change a string), write it and
+load it with the project's reader. The reader must either raise its own error
+(``DataFileError`` for data files and baselines, ``ProfileError`` for profiles) naming the
+file, or return an object that the writer serialises back to exactly the edited JSON:
+nothing dropped, defaulted, clamped, rounded or retyped. Any other exception fails.
+
+The valid documents are built once from hand-made traces (no model is called), so the
+Hypothesis loop only edits JSON and reads files.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import hashlib
+import json
+import math
+import os
+import warnings
+from typing import Any
+
+import numpy as np
+import pytest
+from helpers import make_trace
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from pytest_rnncov import Profile, RNNCovWarning
+from pytest_rnncov.core.metrics import Signals, make_metric
+from pytest_rnncov.core.state import ModelState
+from pytest_rnncov.errors import DataFileError, ProfileError, RNNCovError
+from pytest_rnncov.generation.results import AdversarialSample, CampaignResult
+from pytest_rnncov.reporting.baseline import baseline_text, load_baseline
+from pytest_rnncov.reporting.data import CoverageData
+from pytest_rnncov.reporting.samples import gallery_entries
+from pytest_rnncov.reporting.signals import sample_signals
+
+#: examples per format (1000 take about 7 s on two cores); set RNNCOV_FUZZ_EXAMPLES to fuzz longer
+FUZZ = settings(max_examples=int(os.environ.get("RNNCOV_FUZZ_EXAMPLES", "1000")), deadline=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+# -- the valid documents, built once ----------------------------------------------------------
+def _trace(rng: np.random.Generator, n: int):
+    shape = (n, 7, 3)
+    return make_trace(h=rng.normal(size=shape), c=rng.normal(size=shape),
+                      f=rng.uniform(size=shape), i=rng.uniform(size=shape),
+                      o=rng.uniform(size=shape))
+
+
+@functools.cache
+def documents() -> dict[str, dict[str, Any]]:
+    """The valid documents (JSON trees), built once: not a fixture, so that Hypothesis does
+    not print them with every failing example."""
+    rng = np.random.default_rng(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RNNCovWarning)
+        profile = Profile(window=(1, -2), state_components=2, state_intervals=3).fit_traces(
+            [_trace(rng, 20)], layer="hand", fingerprint="hand")
+    assert profile.states_ is not None
+    test = _trace(rng, 6)
+    metrics = {}
+    for name in ("BC", "SC", "TC", "WT"):
+        metric = make_metric(name).bind(profile, track_fitness=False)
+        metric.update(Signals(test, profile.window_), np.arange(6))
+        metrics[name] = metric.state_
+    assert all(0 < m.n_covered < m.total for m in metrics.values())
+    assert metrics["WT"].weights is not None
+    state = ModelState("m", "hand", "lstm", profile.window_, "hand", 6, metrics, profile.digest())
+    sample = AdversarialSample(3, 1, test.h[0, :, :2], test.h[1, :, :2], np.zeros(2),
+                               np.ones(2), "0", "1", 0.25)
+    result = CampaignResult(
+        test_cases=10, adversarial=1, unique=1, average_perturbation=0.5, distance="l2",
+        rates={"BC": 0.8}, covered={"BC": 4}, totals={"BC": 5}, coverage_times={"BC": [1]},
+        minimal_suite=[0, 2], diversity=None,
+        growth=[{"test_cases": 5, "phase": "random", "BC": 0.5},
+                {"test_cases": 10, "phase": "targeted", "BC": 0.8}],
+        samples=[sample], oracle="decision", mutator="gaussian")
+    campaign = result.summary("m")
+    campaign["saved_to"] = None
+    campaign["gallery"] = gallery_entries(result.samples, (-3.0, 3.0))
+    data = CoverageData(models={"m": state}, signals={"m": sample_signals(test, profile)},
+                        campaigns=[campaign], track_errors=["test_x: ModelError: no layer"],
+                        sources=["run.json"], runs=["0123456789abcdef"])
+    partial = CoverageData(models={"m": state}, missing_workers=["gw1"])
+    assert not partial.complete
+    return {
+        "data": json.loads(data.dumps()),
+        "baseline": json.loads(baseline_text(partial)),
+        "profile": json.loads(profile.text()),
+    }
+
+
+# -- edits --------------------------------------------------------------------------------------
+_SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.sampled_from([0, 1, -1, 2, 2 ** 31, 2 ** 53 + 1, 2 ** 62 - 1, 2 ** 62, 2 ** 63, -2 ** 63,
+                     2 ** 64, 10 ** 30, -10 ** 30, 10 ** 400]),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from([0.0, -0.0, 0.5, 1.0, -1.0, 1e308, -1e308, 5e-324, 1e-300, 2.0 ** 62]),
+    st.text(max_size=8),
+    st.sampled_from(["", "h", "lstm", "BC", "WT", "net", "é", "\u2603", "\x00", "m", "gw1"]),
+)
+JSON_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
+                                                                  max_size=3),
+    max_leaves=6,
+)
+
+
+def _children(node: Any) -> list[tuple[Any, Any]]:
+    if isinstance(node, dict):
+        return list(node.items())
+    return list(enumerate(node)) if isinstance(node, list) else []
+
+
+def _subtrees(node: Any) -> list[Any]:
+    return [node] + [sub for _, child in _children(node) for sub in _subtrees(child)]
+
+
+@functools.cache
+def _fields(kind: str) -> dict[tuple[Any, ...], list[tuple[Any, ...]]]:
+    """The paths of every node of a valid document, by field: list indices read as ``*``,
+    so that each field (a metric's ``rate``, the elements of ``covered_ids``, ...) is as
+    likely to be edited as any other, however long its lists."""
+    out: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}
+    todo: list[tuple[tuple[Any, ...], Any]] = [((), documents()[kind])]
+    while todo:
+        path, node = todo.pop()
+        field = tuple("*" if isinstance(step, int) else step for step in path)
+        out.setdefault(field, []).append(path)
+        todo.extend(((*path, key), child) for key, child in _children(node))
+    return out
+
+
+#: optional keys the valid documents lack, to add where they do not belong (or do)
+_OPTIONAL_KEYS = ["best_fitness", "weights", "runs", "complete", "missing_workers", "created",
+                  "gallery", "growth", "clip", "states", "window_requested"]
+
+
+def _keys(kind: str) -> list[str]:
+    return sorted(set(_OPTIONAL_KEYS) | {step for field in _fields(kind) for step in field
+                                         if isinstance(step, str) and step != "*"})
+
+
+def _nudged(draw: Any, value: int | float) -> int | float:
+    """``value`` moved by one, or by a tiny float, or to its neighbouring float."""
+    steps: list[Any] = [1, -1, 1e-9, -1e-9, 0.5]
+    if isinstance(value, float):
+        steps += ["up", "down"]
+    step = draw(st.sampled_from(steps))
+    if step in ("up", "down"):
+        return math.nextafter(value, math.inf if step == "up" else -math.inf)
+    return value + step
+
+
+def _retyped(value: Any) -> list[Any]:
+    """Values like ``value`` but of another JSON type (1 -> 1.0, true, "1", [1], null...)."""
+    out: list[Any] = [None, [value], {"value": value}, str(value)]
+    if isinstance(value, bool):
+        out += [int(value), float(value), not value]
+    elif isinstance(value, int):
+        out += [float(value), bool(value), -value]
+    elif isinstance(value, float):
+        out += [-value, bool(value)] + ([int(value)] if value.is_integer() else [])
+    elif isinstance(value, list):
+        out += [{}, dict(enumerate(value)), value[:1]]
+    elif isinstance(value, dict):
+        out += [[], list(value.values()), list(value)]
+    return [v for v in out if not same(v, value)]
+
+
+@st.composite
+def edits(draw: Any, kind: str) -> tuple[Any, str]:
+    """One random edit of the valid document ``kind`` (a copy) and a description of it."""
+    document = documents()[kind]
+    fields = _fields(kind)
+    path = draw(st.sampled_from(fields[draw(st.sampled_from(sorted(fields, key=repr)))]))
+    root = copy.deepcopy(document)
+    holder: list[Any] = [root]  # the root is replaced through its holder
+    parent: Any = holder
+    key: Any = 0
+    node: Any = root
+    for key in path:
+        parent, node = node, node[key]
+    operations = ["replace", "retype"]
+    if isinstance(parent, dict):
+        operations.append("delete")
+    if isinstance(node, dict):
+        operations.append("add key")
+    if isinstance(node, list):
+        operations += ["append", "remove"] if node else ["append"]
+    if isinstance(node, (int, float)) and not isinstance(node, bool):
+        operations.append("nudge")
+    if isinstance(node, str):
+        operations.append("change text")
+    operation = draw(st.sampled_from(operations))
+    if operation == "replace":
+        # mostly scalars (fields are mostly scalars), else containers or a part of the file
+        value = draw(st.one_of(_SCALARS, _SCALARS, JSON_VALUES,
+                               st.sampled_from(_subtrees(document))))
+        parent[key] = shown = copy.deepcopy(value)
+    elif operation == "retype":
+        parent[key] = shown = draw(st.sampled_from(_retyped(node)))
+    elif operation == "delete":
+        del parent[key]
+        shown = key
+    elif operation == "add key":
+        new = draw(st.text(max_size=8) | st.sampled_from(_keys(kind)))
+        value = draw(JSON_VALUES)
+        node[new] = value
+        shown = (new, value)
+    elif operation == "append":
+        value = draw(st.sampled_from(node) if node else JSON_VALUES) if draw(st.booleans()) \
+            else draw(JSON_VALUES)
+        index = draw(st.integers(0, len(node)))
+        node.insert(index, copy.deepcopy(value))
+        shown = (index, value)
+    elif operation == "remove":
+        index = draw(st.integers(0, len(node) - 1))
+        shown = node.pop(index)
+    elif operation == "nudge":
+        parent[key] = shown = _nudged(draw, node)
+    else:
+        parent[key] = shown = draw(st.one_of(
+            st.text(min_size=1, max_size=2).map(lambda extra: node + extra),
+            st.just(node[1:]), st.just(node.upper()), st.just(" " + node),
+            st.text(max_size=8)))
+    event(operation)
+    return holder[0], f"{operation} at {list(path)}: {shown!r}"
+
+
+# -- the property ---------------------------------------------------------------------------------
+def same(a: Any, b: Any) -> bool:
+    """JSON equality, strictly: integers, floats and booleans apart (1, 1.0 and true differ),
+    floats equal to the last bit and in the sign of zero, objects by keys (in any order) and
+    lists by position."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b
+
+
+def difference(a: Any, b: Any, path: tuple[Any, ...] = ()) -> str:
+    """Where ``a`` and ``b`` first differ (for failure messages)."""
+    if isinstance(a, dict) and isinstance(b, dict) and a.keys() == b.keys():
+        for key in a:
+            if not same(a[key], b[key]):
+                return difference(a[key], b[key], (*path, key))
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for index, (x, y) in enumerate(zip(a, b)):
+            if not same(x, y):
+                return difference(x, y, (*path, index))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return f"at {list(path)}: keys {sorted(a)} != {sorted(b)}"
+    return f"at {list(path)}: {a!r} != {b!r}"
+
+
+def _write(directory: Any, name: str, content: Any) -> tuple[Any, bytes]:
+    path = directory / name
+    raw = json.dumps(content, allow_nan=False).encode()
+    path.write_bytes(raw)
+    return path, raw
+
+
+def _refused_or_read_back(load: Any, path: Any, error: type[RNNCovError], edit: str) -> Any:
+    """The loaded object, or None when ``load`` refused the file with ``error`` naming it."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RNNCovWarning)
+            return load(path)
+    except RNNCovError as exc:
+        assert isinstance(exc, error), f"{edit}: {type(exc).__name__}, not {error.__name__}: {exc}"
+        assert str(path) in str(exc), f"{edit}: the message does not name the file: {exc}"
+        event("refused")
+        return None
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    return tmp_path_factory.mktemp("fuzz")
+
+
+@FUZZ
+@given(data=st.data())
+def test_edited_data_files_are_refused_or_read_back_exactly(folder, data):
+    edited, edit = data.draw(edits("data"), label="edit")
+    path, raw = _write(folder, "data.json", edited)
+    loaded = _refused_or_read_back(CoverageData.load, path, DataFileError, edit)
+    if loaded is None:
+        return
+    # the two documented defaults of ``load``: a file that names no source gets its own
+    # path, and a file without run ids (version 1 has no 'runs' key; a version 2 file may
+    # hold none, as the payload of a worker that sent nothing does) stands for the run of
+    # its content
+    expected = dict(edited)
+    if edited.get("sources") == []:
+        expected["sources"] = [str(path)]
+    if edited.get("runs", []) == []:
+        expected["version"] = 2
+        expected["runs"] = [f"file-{hashlib.sha256(raw).hexdigest()[:16]}"]
+    again = json.loads(loaded.dumps())
+    assert same(again, expected), f"{edit}: read back {difference(again, expected)}"
+
+
+@FUZZ
+@given(data=st.data())
+def test_edited_baselines_are_refused_or_read_back_exactly(folder, data):
+    edited, edit = data.draw(edits("baseline"), label="edit")
+    path, _ = _write(folder, "baseline.json", edited)
+    loaded = _refused_or_read_back(load_baseline, path, DataFileError, edit)
+    if loaded is None:
+        return
+    assert loaded.path == str(path)
+    again = json.loads(baseline_text(CoverageData(models=loaded.models,
+                                                  missing_workers=loaded.missing_workers)))
+    again.pop("created")
+    expected = {k: v for k, v in edited.items() if k != "created"}
+    assert same(again, expected), f"{edit}: read back {difference(again, expected)}"
+
+
+@FUZZ
+@given(data=st.data())
+def test_edited_profiles_are_refused_or_read_back_exactly(folder, data):
+    edited, edit = data.draw(edits("profile"), label="edit")
+    path, _ = _write(folder, "profile.json", edited)
+    loaded = _refused_or_read_back(Profile.load, path, ProfileError, edit)
+    if loaded is None:
+        return
+    again = json.loads(loaded.text())
+    assert same(again, edited), f"{edit}: read back {difference(again, edited)}"
+
+
+def test_the_unedited_documents_read_back_exactly(folder):
+    valid = documents()
+    path, _ = _write(folder, "data.json", valid["data"])
+    assert same(json.loads(CoverageData.load(path).dumps()), valid["data"])
+    path, _ = _write(folder, "baseline.json", valid["baseline"])
+    baseline = load_baseline(path)
+    assert baseline.missing_workers == ["gw1"] and not baseline.complete
+    path, _ = _write(folder, "profile.json", valid["profile"])
+    assert same(json.loads(Profile.load(path).text()), valid["profile"])
+
+
+# -- what the fuzzing found, kept as plain examples ----------------------------------------------
+DELETE = object()
+_MODEL = ("models", "m")
+_METRICS = (*_MODEL, "metrics")
+
+
+@pytest.mark.parametrize("kind, path, value, message", [
+    # keys the reader ignored (dropped when saved again) or defaulted
+    ("data", (*_MODEL, ""), None, "unknown key ''"),
+    ("data", (*_METRICS, "BC", "x"), 1, "unknown key 'x'"),
+    ("data", (*_METRICS, "TC", "covered"), DELETE, "missing key 'covered'"),
+    ("data", (*_METRICS, "TC", "rate"), DELETE, "missing key 'rate'"),
+    ("data", (*_METRICS, "WT", "weights"), None, "'weights' is None"),
+    # redundant figures only approximately equal to what the ids give
+    ("data", (*_METRICS, "BC", "rate"), math.nextafter(0.8, 1), "'rate' is 0.8000000000000002"),
+    ("data", (*_METRICS, "BC", "covered"), 4.0, "'covered' is 4.0 \\(float\\)"),
+    # ids out of order (the writer reorders them), numbers of the wrong type
+    ("data", (*_METRICS, "TC", "covered_ids", 0), 200, "sorted without repeats"),
+    ("data", (*_METRICS, "WT", "weights", 0), 10 ** 400, "'weights' must be 25 finite floats"),
+    ("data", (*_METRICS, "WT", "weights", 0), 6, "'weights' must be 25 finite floats"),
+    ("data", (*_METRICS, "BC", "version"), True, "state format version True"),
+    ("data", (*_MODEL, "version"), 1.0, "state format version 1.0"),
+    ("data", ("version",), 2.0, "data format version 2.0"),
+    ("baseline", ("version",), 3.0, "baseline version 3.0"),
+    ("profile", ("version",), 2.0, "profile format version 2.0"),
+    ("profile", ("",), None, "unknown key ''"),
+    ("profile", ("window_requested",), DELETE, "missing key 'window_requested'"),
+    ("profile", ("neurons", "component"), DELETE, "missing key neurons.'component'"),
+    ("profile", ("states", "x"), [], "unknown key states.'x'"),
+    ("profile", ("states", "high", 0), False, "states.high holds False"),
+    ("profile", ("neurons", "min", 0, 0), "-1.5", "neurons.min holds '-1.5'"),
+    ("profile", ("signals", "c/avg", "max"), 1, "signals.c/avg.'max' is 1 \\(int\\)"),
+])
+def test_edits_the_fuzzing_found_are_refused_by_name(folder, kind, path, value, message):
+    edited = copy.deepcopy(documents()[kind])
+    node = edited
+    for key in path[:-1]:
+        node = node[key]
+    if value is DELETE:
+        del node[path[-1]]
+    else:
+        node[path[-1]] = value
+    target, _ = _write(folder, f"{kind}.json", edited)
+    load = {"data": CoverageData.load, "baseline": load_baseline, "profile": Profile.load}[kind]
+    with pytest.raises(ProfileError if kind == "profile" else DataFileError, match=message) as info:
+        load(target)
+    assert str(target) in str(info.value)
