@@ -175,7 +175,7 @@ def _profile_fit(args: argparse.Namespace) -> int:
     from .core.profile import Profile
     from .errors import InvalidArgument, ProfileError
     from .files import Output, as_output_path
-    from .reporting.paths import check_distinct
+    from .config.paths import check_distinct
 
     target = as_output_path(args.out, "--out")
     check_distinct([("--out", target)],
@@ -280,8 +280,8 @@ def _outputs(args: argparse.Namespace,
     Returns (the report kinds, [(kind, Output)] of the files, the --out Output or None)."""
     from .files import Output, as_output_path
     from .reporting.outputs import KIND, report_output
-    from .reporting.paths import check_distinct, check_output_dir, check_output_file
-    from .reporting.specs import parse_report
+    from .config.paths import check_distinct, check_output_dir, check_output_file
+    from .config.values import parse_report
 
     reports = [parse_report(r) for r in (args.report or ["term"])]
     paths = [(f"--report {kind}:", Path(dest)) for kind, dest in reports if dest is not None]
@@ -324,9 +324,9 @@ def _render(kinds: list[str], files: list[Any], data: Any, verdict: Any) -> list
 
 def _verdict(args: argparse.Namespace, data: Any) -> Any:
     from .core.names import DEFAULT_METRICS
-    from .reporting.bars import Bars
+    from .config.bars import Bars
     from .reporting.results import evaluate
-    from .reporting.specs import parse_metrics
+    from .config.values import parse_metrics
 
     gate = parse_metrics(args.rnn_metrics) if args.rnn_metrics else DEFAULT_METRICS
     bars = None if args.rnn_coverage is None else Bars.parse(",".join(args.rnn_coverage), gate)
@@ -368,9 +368,9 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from .reporting.bars import parse_fraction
+    from .config.bars import parse_fraction
     from .reporting.baseline import load_baseline
-    from .reporting.paths import check_distinct
+    from .config.paths import check_distinct
     from .reporting.results import evaluate
     from .reporting.terminal import LinesWriter, TermReport
 

@@ -52,7 +52,7 @@ def test_the_layers_are_folders():
     named = {name.strip().removeprefix("pytest_rnncov.") for layer in layers
              for name in layer.split("|")}
     folders = {p.name for p in PACKAGE.iterdir() if p.is_dir() and not p.name.startswith("__")}
-    assert folders == {"core", "adapters", "generation", "reporting", "plugin"}
+    assert folders == {"core", "adapters", "generation", "reporting", "plugin", "config"}
     assert folders <= named
     top = {p.stem for p in PACKAGE.glob("*.py")} - {"__init__"}
     assert top <= named, top - named  # every top-level module sits in a layer

@@ -435,7 +435,7 @@ def test_coverage_flags_are_booleans(torch_model):
 
 
 def test_a_bar_too_small_to_tell_from_zero_is_refused():
-    from pytest_rnncov.reporting.bars import Bars
+    from pytest_rnncov.config.bars import Bars
 
     with pytest.raises(InvalidArgument, match="too small to tell from 0"):
         Bars.parse("1e-400")

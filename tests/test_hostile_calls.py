@@ -25,8 +25,8 @@ from pytest_rnncov import (
 from pytest_rnncov.generation.encoders import CharEncoder, WordEncoder
 from pytest_rnncov.generation.mutators import Mutator, checked_mutate
 from pytest_rnncov.generation.series import TimeSeriesMutator
-from pytest_rnncov.reporting.bars import Bars
-from pytest_rnncov.reporting.specs import parse_seed
+from pytest_rnncov.config.bars import Bars
+from pytest_rnncov.config.values import parse_seed
 
 
 @pytest.mark.parametrize("encoder", [WordEncoder(["good"], length=3), CharEncoder("ab", length=3)])

@@ -24,7 +24,7 @@ from pytest_rnncov import (
 from pytest_rnncov.core.coverage import Coverage
 from pytest_rnncov.core.state import MAX_COUNT, MetricState, ModelState
 from pytest_rnncov.files import Output, write_atomic
-from pytest_rnncov.reporting.bars import Bars
+from pytest_rnncov.config.bars import Bars
 from pytest_rnncov.reporting.data import CoverageData, combine
 from pytest_rnncov.reporting.json_report import JsonReport
 from pytest_rnncov.reporting.results import MarkerOutcome, check_models, evaluate

@@ -7,9 +7,8 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ..errors import DataFileError, InvalidArgument
-from ..files import write_text
 
-__all__ = ["baseline_path", "check_distinct", "check_output_dir", "check_output_file", "write_text"]
+__all__ = ["baseline_path", "check_distinct", "check_output_dir", "check_output_file"]
 
 
 def _nearest_existing(path: Path) -> Path:

@@ -10,9 +10,9 @@ import pytest
 from ..core.state import ModelState
 from ..errors import InvalidArgument
 from ..validation import shown
-from ..reporting.bars import Bars
+from ..config.bars import Bars
 from ..reporting.results import MarkerOutcome, check_models
-from ..reporting.specs import parse_metrics
+from ..config.values import parse_metrics
 from .options import Settings
 
 KEYWORDS = ("min", "metrics", "model")

@@ -18,8 +18,8 @@ import pytest
 
 from ..core.names import DEFAULT_METRICS, METRIC_NAMES
 from ..errors import InvalidArgument, RNNCovError
-from ..reporting.bars import Bars, parse_bars, parse_fraction
-from ..reporting.specs import parse_metrics, parse_report, parse_seed
+from ..config.bars import Bars, parse_bars, parse_fraction
+from ..config.values import parse_metrics, parse_report, parse_seed
 
 if TYPE_CHECKING:
     from ..files import Output
@@ -207,7 +207,7 @@ def read_settings(config: pytest.Config) -> Settings:
             raise pytest.UsageError(str(exc)) from None
     save, compare = config.getoption("rnn_save"), config.getoption("rnn_compare")
     try:
-        from ..reporting.paths import baseline_path
+        from ..config.paths import baseline_path
 
         save_path = None if save is None else baseline_path(save, root / ".rnncov")
         compare_path = None if compare is None else baseline_path(compare, root / ".rnncov")
@@ -234,7 +234,7 @@ def check_outputs(settings: Settings) -> SessionOutputs:
     a file pytest-rnncov did not write (pytest.UsageError); returns them, noted."""
     from ..files import Output, as_output_path
     from ..reporting.outputs import KIND, report_output
-    from ..reporting.paths import check_distinct, check_output_dir, check_output_file
+    from ..config.paths import check_distinct, check_output_dir, check_output_file
 
     try:
         outputs = [(f"--rnn-report={kind}:", Path(dest)) for kind, dest in settings.reports

@@ -31,7 +31,7 @@ from ..generation.results import CampaignResult
 from ..reporting.data import CoverageData, new_run_id
 from ..reporting.samples import SampleWriter, gallery_entries
 from ..reporting.signals import SIGNAL_SAMPLES, sample_signals
-from ..reporting.specs import parse_metrics
+from ..config.values import parse_metrics
 from ..validation import check_int, check_str, check_window
 
 

@@ -20,7 +20,7 @@ from typing import Mapping
 from ..core.state import ModelState
 from ..errors import DataFileError
 from ..files import parse_json, read_bounded
-from .bars import percent
+from ..config.bars import percent
 from .data import CoverageData, check_total_conditions, read_model_state, read_strings
 
 FORMAT = "pytest-rnncov-baseline"
@@ -66,7 +66,7 @@ def load_baseline(path: Path) -> Baseline:
     if not isinstance(data, Mapping) or data.get("format") != FORMAT:
         raise DataFileError(f"{where} is not a pytest-rnncov baseline file")
     version = data.get("version")
-    if isinstance(version, bool) or version not in READS:
+    if type(version) is not int or version not in READS:  # not true, not 3.0
         raise DataFileError(f"{where} has baseline version {version!r}; this pytest-rnncov "
                             f"reads versions {READS[0]}-{READS[-1]}: save it again with --rnn-save")
     known = {"format", "version", "created", "models"} | (

@@ -102,7 +102,7 @@ class CoverageData:
             raise DataFileError(f"{where} is not a pytest-rnncov data file "
                                 f"(format {FORMAT!r})")
         version = data.get("version")
-        if isinstance(version, bool) or version not in READS:
+        if type(version) is not int or version not in READS:  # not true, not 2.0
             raise DataFileError(f"{where} has data format version {version!r}; this "
                                 f"pytest-rnncov reads versions {READS[0]}-{READS[-1]}")
         keys = {"format", "version", "models", "signals", "campaigns", "track_errors",

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.state import ModelState
-from .bars import Bars, percent
+from ..config.bars import Bars, percent
 from .baseline import Baseline, regressions
 from .data import CoverageData
 

@@ -17,7 +17,7 @@ from ..files import write_atomic
 from ..generation.campaign import Campaign
 from ..generation.results import AdversarialSample, CampaignResult
 from .images import png_bytes, side_by_side
-from .paths import check_output_dir
+from ..config.paths import check_output_dir
 
 #: How many adversarial samples a report's gallery shows per campaign.
 GALLERY = 8
