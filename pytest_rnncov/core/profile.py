@@ -23,7 +23,7 @@ from ..files import as_path, check_replaceable, parse_json, read_bounded, write_
 from ..validation import check_int, check_str, check_window, shown
 from .abstractions import ABSTRACTIONS, Window, resolve_window, signal
 from .source import check_source
-from .states import RunningCovariance, StateModel
+from .abstract_states import RunningCovariance, StateModel
 from .trace import CELL_COMPONENTS, Trace, check_component
 
 if TYPE_CHECKING:

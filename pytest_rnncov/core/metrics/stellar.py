@@ -19,7 +19,7 @@ from .base import BatchResult, Metric, Signals
 
 if TYPE_CHECKING:
     from ..profile import Profile
-    from ..states import StateModel
+    from ..abstract_states import StateModel
 
 
 def _pairs(ids: np.ndarray, conditions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
