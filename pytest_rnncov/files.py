@@ -22,9 +22,10 @@ import secrets
 import stat
 import tempfile
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator, Sequence
 
 from .errors import DataFileError, InvalidArgument, OutputConflict, RNNCovError
+from .validation import shown
 
 #: The largest file read (bytes); bigger files are refused, not loaded.
 MAX_FILE = 512 * 1024 * 1024
@@ -260,3 +261,70 @@ class Output:
             write_atomic(self.path, content, self.what, self.error)
             self._seen = _snapshot(self.path)
         return self.path
+
+
+class Fields:
+    """Strict, typed reads of one JSON object of a file: the one field reader of every
+    format. A missing key, a value of another type (``true`` is no integer, ``1`` no float)
+    and, with :meth:`exact_keys`, a key the format does not have are ``error`` naming
+    ``where``, the key and ``fix``: a file is refused by name or read back identically."""
+
+    def __init__(self, data: Any, where: str, error: type[RNNCovError] = DataFileError,
+                 fix: str = "") -> None:
+        self.where, self.error, self.fix = where, error, fix
+        if not isinstance(data, dict):
+            raise self.fail(f"expected an object, got {type(data).__name__}")
+        self.data: dict[str, Any] = data
+
+    def fail(self, problem: str) -> RNNCovError:
+        """The error to raise for ``problem`` (which names the key)."""
+        return self.error(f"{self.where}: {problem}" + (f"; {self.fix}" if self.fix else ""))
+
+    def get(self, key: str, kind: type | tuple[type, ...]) -> Any:
+        """``data[key]``, which must be of ``kind`` exactly as JSON wrote it."""
+        if key not in self.data:
+            raise self.fail(f"missing key {key!r}")
+        value = self.data[key]
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        if ((isinstance(value, bool) and bool not in kinds)
+                or (isinstance(value, int) and int not in kinds and bool not in kinds)
+                or not isinstance(value, kinds)):
+            names = " or ".join(k.__name__ for k in kinds)
+            raise self.fail(f"{key!r} is {shown(value)} ({type(value).__name__}), not {names}")
+        return value
+
+    def strings(self, key: str) -> list[str]:
+        """``data[key]``, which must be a list of strings."""
+        values = self.get(key, list)
+        if not all(isinstance(v, str) for v in values):
+            raise self.fail(f"{key!r} must be a list of strings")
+        return list(values)
+
+    def exact_keys(self, required: Iterable[str], optional: Iterable[str] = ()) -> None:
+        """Refuse a missing required key and any key the format does not have (it would be
+        defaulted, or dropped, when the file is written again)."""
+        required = tuple(required)
+        known = set(required) | set(optional)
+        missing = [k for k in required if k not in self.data]
+        if missing:
+            raise self.fail(f"missing key {missing[0]!r}")
+        unknown = sorted(set(self.data) - known)
+        if unknown:
+            raise self.fail(f"unknown key {shown(unknown[0])} (the format has "
+                            f"{', '.join(sorted(known))})")
+
+
+def read_envelope(data: Any, where: str, kind: str, versions: Sequence[int],
+                  error: type[RNNCovError] = DataFileError, fix: str = "",
+                  noun: str = "format") -> tuple[Fields, int]:
+    """Check that ``data`` is a file of ``kind`` (a key of KINDS) in one of ``versions``
+    (an integer, not ``true`` or ``2.0``); returns its fields and version."""
+    if not isinstance(data, dict) or data.get("format") != kind:
+        raise error(f"{where} is not a pytest-rnncov {KINDS[kind]} file")
+    version = data.get("version")
+    if type(version) is not int or version not in versions:
+        reads = (f"version {versions[0]}" if len(versions) == 1
+                 else f"versions {versions[0]}-{versions[-1]}")
+        raise error(f"{where} has {noun} version {shown(version)}; this pytest-rnncov reads "
+                    f"{reads}" + (f": {fix}" if fix else ""))
+    return Fields(data, where, error, fix), version

@@ -383,11 +383,11 @@ _METRICS = (*_MODEL, "metrics")
     ("profile", ("version",), 2.0, "profile format version 2.0"),
     ("profile", ("",), None, "unknown key ''"),
     ("profile", ("window_requested",), DELETE, "missing key 'window_requested'"),
-    ("profile", ("neurons", "component"), DELETE, "missing key neurons.'component'"),
-    ("profile", ("states", "x"), [], "unknown key states.'x'"),
+    ("profile", ("neurons", "component"), DELETE, "neurons: missing key 'component'"),
+    ("profile", ("states", "x"), [], "states: unknown key 'x'"),
     ("profile", ("states", "high", 0), False, "states.high holds False"),
     ("profile", ("neurons", "min", 0, 0), "-1.5", "neurons.min holds '-1.5'"),
-    ("profile", ("signals", "c/avg", "max"), 1, "signals.c/avg.'max' is 1 \\(int\\)"),
+    ("profile", ("signals", "c/avg", "max"), 1, "signals.c/avg: 'max' is 1 \\(int\\)"),
 ])
 def test_edits_the_fuzzing_found_are_refused_by_name(folder, kind, path, value, message):
     edited = copy.deepcopy(documents()[kind])

@@ -158,7 +158,7 @@ def test_unwritable_outputs_are_refused_before_the_tests(project, make, args, me
     [
         ("[1, 2]", "*is not a pytest-rnncov baseline file*"),
         (b"\x89PNG\x00\xff", "*is not UTF-8 text; save it again with --rnn-save*"),
-        ('{"format": "pytest-rnncov-baseline", "version": 2}', "*'models' must be an object*"),
+        ('{"format": "pytest-rnncov-baseline", "version": 2}', "*missing key 'models'*"),
         ('{"format": "pytest-rnncov-baseline", "version": 2, "models": {"tiny": {"version": 1}}}',
          "*missing key 'name'*"),
         ('{"format": "pytest-rnncov-baseline", "version": 1, "models": {}}',

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
 import numpy as np
 
 from ..errors import DegenerateProfile, InvalidArgument, ProfileError, RNNCovWarning, StaleProfile
-from ..files import as_path, check_replaceable, parse_json, read_bounded, write_text
+from ..files import (Fields, as_path, check_replaceable, parse_json, read_bounded, read_envelope,
+                     write_text)
 from ..validation import check_int, check_str, check_window, shown
 from .abstractions import ABSTRACTIONS, Window, resolve_window, signal
 from .source import check_source
@@ -329,24 +330,9 @@ def _from_dict(cls: type[Profile], data: Any, where: str) -> Profile:
     def fail(problem: str) -> ProfileError:
         return ProfileError(f"{where}: {problem}; refit and save the profile")
 
-    def get(mapping: Any, key: str, kind: type | tuple[type, ...], context: str = "") -> Any:
-        if not isinstance(mapping, Mapping) or key not in mapping:
-            raise fail(f"missing key {context}{key!r}")
-        value = mapping[key]
-        kinds = kind if isinstance(kind, tuple) else (kind,)
-        if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
-            raise fail(f"{context}{key!r} is {value!r} ({type(value).__name__}), expected "
-                       + " or ".join(k.__name__ for k in kinds))
-        return value
-
-    def exact_keys(mapping: Mapping[str, Any], keys: tuple[str, ...], context: str = "") -> None:
-        missing = [k for k in keys if k not in mapping]
-        unknown = sorted(set(mapping) - set(keys))
-        if missing:  # a missing key would be defaulted, an unknown one dropped
-            raise fail(f"missing key {context}{missing[0]!r}")
-        if unknown:
-            raise fail(f"unknown key {context}{shown(unknown[0])} (the format has "
-                       f"{', '.join(keys)})")
+    def part(mapping: Any, context: str = "") -> Fields:
+        return Fields(mapping, where + (f", {context}" if context else ""), ProfileError,
+                      "refit and save the profile")
 
     def numbers(value: Any, context: str) -> None:
         """Refuse leaves of a (nested) list that are not floats, as written (reading an
@@ -359,39 +345,35 @@ def _from_dict(cls: type[Profile], data: Any, where: str) -> Profile:
             elif not isinstance(leaf, float):
                 raise fail(f"{context} holds {shown(leaf)} ({type(leaf).__name__}), not a float")
 
-    if not isinstance(data, Mapping) or data.get("format") != FORMAT:
-        raise ProfileError(f"{where} is not a pytest-rnncov profile file")
-    if type(data.get("version")) is not int or data["version"] != VERSION:
-        raise ProfileError(
-            f"{where} has profile format version {data.get('version')!r}; this pytest-rnncov "
-            f"reads version {VERSION}: refit and save the profile")
-    exact_keys(data, ("format", "version", "layer", "window", "window_requested", "n_samples",
-                      "signals", "neurons", "states"))
-    layer = get(data, "layer", dict)
-    exact_keys(layer, ("name", "cell", "units", "steps", "fingerprint"), "layer.")
-    name = get(layer, "name", str, "layer.")
-    cell = get(layer, "cell", str, "layer.")
+    top, _ = read_envelope(data, where, FORMAT, (VERSION,), ProfileError,
+                           "refit and save the profile", noun="profile format")
+    top.exact_keys(("format", "version", "layer", "window", "window_requested", "n_samples",
+                    "signals", "neurons", "states"))
+    layer = part(top.get("layer", dict), "layer")
+    layer.exact_keys(("name", "cell", "units", "steps", "fingerprint"))
+    name = layer.get("name", str)
+    cell = layer.get("cell", str)
     if cell not in CELL_COMPONENTS:
         raise fail(f"layer.cell {cell!r} is not one of {', '.join(CELL_COMPONENTS)}")
-    units = get(layer, "units", int, "layer.")
-    steps = get(layer, "steps", int, "layer.")
+    units = layer.get("units", int)
+    steps = layer.get("steps", int)
     if units < 1 or steps < 1:
         raise fail(f"layer has units={units}, steps={steps}; both must be >= 1")
-    fingerprint = get(layer, "fingerprint", str, "layer.")
+    fingerprint = layer.get("fingerprint", str)
     requested = data.get("window_requested")
     try:
         requested = check_window(requested)
-        window = resolve_window(get(data, "window", list), steps)
+        window = resolve_window(top.get("window", list), steps)
         resolved = resolve_window(requested, steps)
     except InvalidArgument as exc:
         raise fail(f"bad window ({exc})") from None
     if tuple(data["window"]) != window or resolved != window:
         raise fail(f"window {data['window']} does not match window_requested {requested} over "
                    f"{steps} steps")
-    n_samples = get(data, "n_samples", int)
+    n_samples = top.get("n_samples", int)
     if n_samples < 1:
         raise fail(f"n_samples={n_samples}")
-    signals_raw = get(data, "signals", dict)
+    signals_raw = top.get("signals", dict)
     expected = {f"{c}/{a}" for c in CELL_COMPONENTS[cell] for a in ABSTRACTIONS}
     if set(signals_raw) != expected:
         missing = sorted(expected - set(signals_raw))
@@ -408,7 +390,7 @@ def _from_dict(cls: type[Profile], data: Any, where: str) -> Profile:
                        f"{', '.join(fields)}")
         values = {}
         for field in fields:
-            value = get(raw, field, float, f"signals.{key}.")  # floats, as written
+            value = part(raw, f"signals.{key}").get(field, float)  # floats, as written
             if not math.isfinite(value):
                 raise fail(f"signals.{key}.{field} is {value!r}")
             values[field] = float(value)
@@ -418,14 +400,15 @@ def _from_dict(cls: type[Profile], data: Any, where: str) -> Profile:
         if not values["min"] - slack <= values["mean"] <= values["max"] + slack:
             raise fail(f"signals.{key}.mean {values['mean']!r} lies outside [min, max]")
         signals[key] = SignalStats(**values)
-    neurons = get(data, "neurons", dict)
-    exact_keys(neurons, ("component", "min", "max"), "neurons.")
+    neuron_fields = part(top.get("neurons", dict), "neurons")
+    neuron_fields.exact_keys(("component", "min", "max"))
+    neurons = neuron_fields.data
     if neurons["component"] != "h":
         raise fail(f"neurons.component is {neurons.get('component')!r}; profiles record 'h'")
     length = window[1] - window[0] + 1
     arrays = []
     for key in ("min", "max"):
-        numbers(get(neurons, key, list, "neurons."), f"neurons.{key}")
+        numbers(neuron_fields.get(key, list), f"neurons.{key}")
         try:
             array = np.asarray(neurons[key], np.float64)
         except (TypeError, ValueError, OverflowError):
@@ -439,8 +422,9 @@ def _from_dict(cls: type[Profile], data: Any, where: str) -> Profile:
     states = None
     if data["states"] is not None:
         if isinstance(data["states"], Mapping):
-            exact_keys(data["states"], ("mean", "components", "low", "high", "intervals", "cells",
-                                        "transitions", "transition_counts"), "states.")
+            part(data["states"], "states").exact_keys(
+                ("mean", "components", "low", "high", "intervals", "cells", "transitions",
+                 "transition_counts"))
             for key in ("mean", "components", "low", "high"):
                 numbers(data["states"][key], f"states.{key}")
         states = StateModel.from_dict(data["states"], units, where)

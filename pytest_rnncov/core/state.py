@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable
 
 import numpy as np
 
-from ..errors import DataFileError, InvalidArgument
+from ..errors import InvalidArgument
+from ..files import Fields
 from ..validation import shown
 from .names import MAX_CONDITIONS, METRIC_NAMES
 from .trace import CELL_COMPONENTS
@@ -31,42 +32,27 @@ STATE_VERSION = 1
 MAX_COUNT = 2 ** 62 - 1
 
 
-def _fail(where: str, problem: str) -> DataFileError:
-    return DataFileError(f"{where}: {problem}")
+def _state_fields(data: Any, where: str) -> Fields:
+    """The fields of a (metric or model) state, after its version (an int, not true/1.0)."""
+    fields = Fields(data, where)
+    version = data.get("version")
+    if type(version) is not int or version != STATE_VERSION:
+        raise fields.fail(f"state format version {shown(version)}; this pytest-rnncov reads "
+                          f"version {STATE_VERSION}")
+    return fields
 
 
-def _require(data: Any, key: str, kind: type | tuple[type, ...], where: str) -> Any:
-    if not isinstance(data, Mapping) or key not in data:
-        raise _fail(where, f"missing key {key!r}")
-    value = data[key]
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
-        names = " or ".join(k.__name__ for k in kinds)
-        raise _fail(where, f"{key!r} is {value!r} ({type(value).__name__}), not {names}")
-    return value
-
-
-def _check_keys(data: Mapping[str, Any], keys: Iterable[str], where: str,
-                optional: Iterable[str] = ()) -> None:
-    """Refuse keys this version never writes (they would be dropped when saved again)."""
-    known = set(keys) | set(optional)
-    unknown = sorted(set(data) - known)
-    if unknown:
-        raise _fail(where, f"unknown key {shown(unknown[0])} (a state holds "
-                           f"{', '.join(sorted(known))}); write the file again with pytest-rnncov")
-
-
-def _int_list(data: Any, key: str, where: str, *, length: int | None = None,
+def _int_list(fields: Fields, key: str, *, length: int | None = None,
               low: int = 0, high: int | None = None) -> np.ndarray:
-    values = _require(data, key, list, where)
+    values = fields.get(key, list)
     if not all(isinstance(v, int) and not isinstance(v, bool) and abs(v) < 2 ** 62
                for v in values):
-        raise _fail(where, f"{key!r} must be a list of integers below 2**62")
+        raise fields.fail(f"{key!r} must be a list of integers below 2**62")
     array = np.asarray(values, np.int64).reshape(-1)
     if length is not None and len(array) != length:
-        raise _fail(where, f"{key!r} has {len(array)} entries, expected {length}")
+        raise fields.fail(f"{key!r} has {len(array)} entries, expected {length}")
     if len(array) and (array.min() < low or (high is not None and array.max() >= high)):
-        raise _fail(where, f"{key!r} holds values outside [{low}, {high})")
+        raise fields.fail(f"{key!r} holds values outside [{low}, {high})")
     return array
 
 
@@ -188,49 +174,44 @@ class MetricState:
     @classmethod
     def from_json(cls, data: Any, where: str = "metric state") -> "MetricState":
         """Read ``to_json`` output; anything malformed raises DataFileError naming it."""
-        if not isinstance(data, Mapping):
-            raise _fail(where, f"expected an object, got {type(data).__name__}")
-        version = data.get("version")
-        if type(version) is not int or version != STATE_VERSION:  # not true, not 1.0
-            raise _fail(where, f"state format version {version!r}; this pytest-rnncov reads "
-                               f"version {STATE_VERSION}")
-        _check_keys(data, ("version", "metric", "describe", "config", "total", "covered", "rate",
-                           "covered_ids", "times"), where, optional=("weights", "best_fitness"))
-        metric = _require(data, "metric", str, where)
-        describe = _require(data, "describe", str, where)
-        config = _require(data, "config", dict, where)
+        f = _state_fields(data, where)
+        f.exact_keys(("version", "metric", "describe", "config", "total", "covered", "rate",
+                      "covered_ids", "times"), optional=("weights", "best_fitness"))
+        metric = f.get("metric", str)
+        describe = f.get("describe", str)
+        config = f.get("config", dict)
         if metric not in METRIC_NAMES:
-            raise _fail(where, f"metric {metric!r} is not one of {', '.join(METRIC_NAMES)}")
-        total = _require(data, "total", int, where)
+            raise f.fail(f"metric {metric!r} is not one of {', '.join(METRIC_NAMES)}")
+        total = f.get("total", int)
         if not 0 <= total <= MAX_CONDITIONS:
-            raise _fail(where, f"'total' is {total}, outside [0, {MAX_CONDITIONS}]")
-        ids = _int_list(data, "covered_ids", where, high=total)
-        times = _int_list(data, "times", where, length=len(ids), low=1)
+            raise f.fail(f"'total' is {total}, outside [0, {MAX_CONDITIONS}]")
+        ids = _int_list(f, "covered_ids", high=total)
+        times = _int_list(f, "times", length=len(ids), low=1)
         if len(ids) > 1 and not (np.diff(ids) > 0).all():  # as written: sorted, no repeats
-            raise _fail(where, "'covered_ids' must be sorted without repeats")
+            raise f.fail("'covered_ids' must be sorted without repeats")
         full = np.zeros(total, np.int64)
         full[ids] = times
         weights = None
         if "weights" in data:
-            raw = _require(data, "weights", list, where)
+            raw = f.get("weights", list)
             # floats as written (an integer could be too large for float64, or rounded)
             if len(raw) != total or not all(
                     isinstance(v, float) and math.isfinite(v) and v >= 0 for v in raw):
-                raise _fail(where, f"'weights' must be {total} finite floats >= 0")
+                raise f.fail(f"'weights' must be {total} finite floats >= 0")
             weights = np.asarray(raw, np.float64)
         fitness = None
         if "best_fitness" in data:
-            raw = _require(data, "best_fitness", list, where)
+            raw = f.get("best_fitness", list)
             if len(raw) != total or not all(
                     v is None or (isinstance(v, float) and math.isfinite(v)) for v in raw):
-                raise _fail(where, f"'best_fitness' must be {total} finite floats or null")
+                raise f.fail(f"'best_fitness' must be {total} finite floats or null")
             fitness = np.array([np.inf if v is None else v for v in raw], np.float64)
         state = cls(metric, describe, total, full, dict(config), fitness, weights)
         # redundant figures must agree with the ids exactly (both are computed the same way)
         for key, actual in (("covered", state.n_covered), ("rate", state.rate)):
-            claimed = _require(data, key, type(actual), where)
+            claimed = f.get(key, type(actual))
             if claimed != actual or math.copysign(1, claimed) != math.copysign(1, actual):
-                raise _fail(where, f"{key!r} is {claimed!r} but the covered ids give {actual!r}")
+                raise f.fail(f"{key!r} is {claimed!r} but the covered ids give {actual!r}")
         return state
 
 
@@ -298,33 +279,29 @@ class ModelState:
 
     @classmethod
     def from_json(cls, data: Any, where: str = "model state") -> "ModelState":
-        if not isinstance(data, Mapping):
-            raise _fail(where, f"expected an object, got {type(data).__name__}")
-        if type(data.get("version")) is not int or data["version"] != STATE_VERSION:
-            raise _fail(where, f"state format version {data.get('version')!r}; this "
-                               f"pytest-rnncov reads version {STATE_VERSION}")
-        _check_keys(data, ("version", "name", "layer", "cell", "window", "fingerprint",
-                           "profile", "inputs", "metrics"), where)
-        name = _require(data, "name", str, where)
-        window = _int_list(data, "window", where, length=2)
+        f = _state_fields(data, where)
+        f.exact_keys(("version", "name", "layer", "cell", "window", "fingerprint", "profile",
+                      "inputs", "metrics"))
+        name = f.get("name", str)
+        window = _int_list(f, "window", length=2)
         if window[0] > window[1]:
-            raise _fail(where, f"'window' {window.tolist()} starts after it ends")
-        n_inputs = _require(data, "inputs", int, where)
+            raise f.fail(f"'window' {window.tolist()} starts after it ends")
+        n_inputs = f.get("inputs", int)
         if not 0 <= n_inputs <= MAX_COUNT:
-            raise _fail(where, f"'inputs' is {n_inputs}, outside [0, 2**62)")
-        raw = _require(data, "metrics", dict, where)
+            raise f.fail(f"'inputs' is {n_inputs}, outside [0, 2**62)")
+        raw = f.get("metrics", dict)
         metrics = {}
         for key, value in raw.items():
             state = MetricState.from_json(value, f"{where}, metric {key!r}")
             if state.metric != key:
-                raise _fail(where, f"metric {key!r} holds the state of {state.metric!r}")
+                raise f.fail(f"metric {key!r} holds the state of {state.metric!r}")
             metrics[key] = state
-        cell = _require(data, "cell", str, where)
+        cell = f.get("cell", str)
         if cell not in CELL_COMPONENTS:
-            raise _fail(where, f"cell {cell!r} is not one of {', '.join(CELL_COMPONENTS)}")
-        return cls(name, _require(data, "layer", str, where), cell,
-                   (int(window[0]), int(window[1])), _require(data, "fingerprint", str, where),
-                   n_inputs, metrics, _require(data, "profile", str, where))
+            raise f.fail(f"cell {cell!r} is not one of {', '.join(CELL_COMPONENTS)}")
+        return cls(name, f.get("layer", str), cell,
+                   (int(window[0]), int(window[1])), f.get("fingerprint", str),
+                   n_inputs, metrics, f.get("profile", str))
 
 
 def _add_saturating(times: np.ndarray, counts: np.ndarray) -> None:

@@ -15,13 +15,12 @@ import datetime
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
 
 from ..core.state import ModelState
 from ..errors import DataFileError
-from ..files import parse_json, read_bounded
+from ..files import parse_json, read_bounded, read_envelope
 from ..config.bars import percent
-from .data import CoverageData, check_total_conditions, read_model_state, read_strings
+from .data import CoverageData, read_model_states
 
 FORMAT = "pytest-rnncov-baseline"
 #: version 3 added "complete" and "missing_workers"; version 2 files (no such mark) are
@@ -62,39 +61,23 @@ def load_baseline(path: Path) -> Baseline:
     if not path.exists():
         raise DataFileError(f"no coverage baseline at {str(path)!r}; create it with --rnn-save")
     raw = read_bounded(path, where)
-    data = parse_json(raw, where, fix="save it again with --rnn-save")
-    if not isinstance(data, Mapping) or data.get("format") != FORMAT:
-        raise DataFileError(f"{where} is not a pytest-rnncov baseline file")
-    version = data.get("version")
-    if type(version) is not int or version not in READS:  # not true, not 3.0
-        raise DataFileError(f"{where} has baseline version {version!r}; this pytest-rnncov "
-                            f"reads versions {READS[0]}-{READS[-1]}: save it again with --rnn-save")
-    known = {"format", "version", "created", "models"} | (
-        {"complete", "missing_workers"} if version >= 3 else set())
-    unknown = sorted(set(data) - known)
-    if unknown:
-        raise DataFileError(f"{where}: unknown key {unknown[0]!r} (version {version} has "
-                            f"{', '.join(sorted(known))})")
-    missing = read_strings(data, "missing_workers", where) if version >= 3 else []
-    if version >= 3 and data.get("complete") is not (not missing):
-        raise DataFileError(f"{where}: 'complete' is {data.get('complete')!r} but "
-                            f"'missing_workers' lists {len(missing)}")
-    models = data.get("models")
-    if not isinstance(models, Mapping):
-        raise DataFileError(f"{where}: 'models' must be an object")
+    fix = "save it again with --rnn-save"
+    data = parse_json(raw, where, fix=fix)
+    fields, version = read_envelope(data, where, FORMAT, READS, fix=fix, noun="baseline")
+    fields.exact_keys(("format", "version", "models")
+                      + (("complete", "missing_workers") if version >= 3 else ()),
+                      optional=("created",))
+    missing = fields.strings("missing_workers") if version >= 3 else []
+    if version >= 3 and fields.get("complete", bool) is not (not missing):
+        raise fields.fail(f"'complete' is {data['complete']!r} but 'missing_workers' lists "
+                          f"{len(missing)}")
+    if "created" in data:
+        fields.get("created", str)
+    models = fields.get("models", dict)
     if not models:  # comparing with nothing would always pass
         raise DataFileError(f"{where} holds no model; save it again with --rnn-save from a "
                             "run that tracks one")
-    check_total_conditions(models, where)
-    if not isinstance(data.get("created", ""), str):
-        raise DataFileError(f"{where}: 'created' must be a date string")
-    states = {}
-    for name, raw_state in models.items():
-        state = read_model_state(raw_state, f"{where}, model {name!r}")
-        if state.name != name:
-            raise DataFileError(f"{where}: model {name!r} holds the state of {state.name!r}")
-        states[name] = state
-    return Baseline(str(path), states, missing)
+    return Baseline(str(path), read_model_states(models, where), missing)
 
 
 def regressions(baseline: Baseline, current: dict[str, ModelState],

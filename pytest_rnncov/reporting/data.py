@@ -24,7 +24,7 @@ from ..core.metrics import config_problem
 from ..core.trace import CELL_COMPONENTS
 from ..core.state import MetricState, ModelState, merge_models
 from ..errors import DataFileError
-from ..files import as_path, parse_json, read_bounded, write_text
+from ..files import as_path, parse_json, read_bounded, read_envelope, write_text
 from ..validation import is_finite_number
 
 FORMAT = "pytest-rnncov-data"
@@ -98,40 +98,22 @@ class CoverageData:
 
     @classmethod
     def from_json(cls, data: Any, where: str) -> "CoverageData":
-        if not isinstance(data, Mapping) or data.get("format") != FORMAT:
-            raise DataFileError(f"{where} is not a pytest-rnncov data file "
-                                f"(format {FORMAT!r})")
-        version = data.get("version")
-        if type(version) is not int or version not in READS:  # not true, not 2.0
-            raise DataFileError(f"{where} has data format version {version!r}; this "
-                                f"pytest-rnncov reads versions {READS[0]}-{READS[-1]}")
-        keys = {"format", "version", "models", "signals", "campaigns", "track_errors",
-                "missing_workers", "sources"} | ({"runs"} if version >= 2 else set())
-        unknown = sorted(set(data) - keys)
-        if unknown:
-            raise DataFileError(f"{where}: unknown key {unknown[0]!r} (version {version} has "
-                                f"{', '.join(sorted(keys))})")
-        models_raw = _field(data, "models", dict, where)
-        check_total_conditions(models_raw, where)
-        models = {}
-        for name, raw in models_raw.items():
-            state = read_model_state(raw, f"{where}, model {name!r}")
-            if state.name != name:
-                raise DataFileError(f"{where}: model {name!r} holds the state of {state.name!r}")
-            models[name] = state
-        signals = _field(data, "signals", dict, where)
+        fields, version = read_envelope(data, where, FORMAT, READS, noun="data format")
+        fields.exact_keys(("format", "version", "models", "signals", "campaigns",
+                           "track_errors", "missing_workers", "sources")
+                          + (("runs",) if version >= 2 else ()))
+        models = read_model_states(fields.get("models", dict), where)
+        signals = fields.get("signals", dict)
         for name, values in signals.items():
             _check_signals(name, values, where)
-        campaigns = _field(data, "campaigns", list, where)
+        campaigns = fields.get("campaigns", list)
         for index, campaign in enumerate(campaigns):
             _check_campaign(campaign, f"{where}, campaign {index}")
-        runs = read_strings(data, "runs", where) if version >= 2 else []
+        runs = fields.strings("runs") if version >= 2 else []
         if len(set(runs)) != len(runs):
-            raise DataFileError(f"{where}: 'runs' names a run twice")
-        return cls(models, dict(signals), list(campaigns),
-                   read_strings(data, "track_errors", where),
-                   read_strings(data, "missing_workers", where),
-                   read_strings(data, "sources", where), runs)
+            raise fields.fail("'runs' names a run twice")
+        return cls(models, dict(signals), list(campaigns), fields.strings("track_errors"),
+                   fields.strings("missing_workers"), fields.strings("sources"), runs)
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write the data file (atomically; see ``Output`` for a run's guarded outputs)."""
@@ -179,6 +161,19 @@ def check_total_conditions(models: Mapping[str, Any], where: str) -> None:
                             f"{MAX_FILE_CONDITIONS:,} a file may hold; it is not one of ours")
 
 
+def read_model_states(raw: dict[str, Any], where: str) -> dict[str, ModelState]:
+    """The model states of a file's ``models`` object, keyed by name: the total conditions
+    they declare bounded first, every state checked, each under its own name."""
+    check_total_conditions(raw, where)
+    states = {}
+    for name, state_raw in raw.items():
+        state = read_model_state(state_raw, f"{where}, model {name!r}")
+        if state.name != name:
+            raise DataFileError(f"{where}: model {name!r} holds the state of {state.name!r}")
+        states[name] = state
+    return states
+
+
 def read_model_state(raw: Any, where: str) -> ModelState:
     """``ModelState.from_json`` plus a check of every metric's configuration (fields, types,
     ranges, the number of conditions it implies), so that reports and comparisons built
@@ -196,23 +191,6 @@ def read_model_state(raw: Any, where: str) -> ModelState:
         if problem is not None:
             raise DataFileError(f"{where}, metric {key!r}: its 'config' is malformed: {problem}")
     return state
-
-
-def _field(data: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
-    if key not in data:
-        raise DataFileError(f"{where}: missing key {key!r}")
-    value = data[key]
-    if not isinstance(value, kind):
-        raise DataFileError(f"{where}: {key!r} is {type(value).__name__}, not {kind.__name__}")
-    return value
-
-
-def read_strings(data: Mapping[str, Any], key: str, where: str) -> list[str]:
-    """``data[key]``, which must be a list of strings (DataFileError naming it)."""
-    values = _field(data, key, list, where)
-    if not all(isinstance(v, str) for v in values):
-        raise DataFileError(f"{where}: {key!r} must be a list of strings")
-    return list(values)
 
 
 _CAMPAIGN_COUNTS = ("test_cases", "adversarial", "unique")
