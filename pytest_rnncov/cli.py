@@ -197,56 +197,36 @@ def _profile_fit(args: argparse.Namespace) -> int:
 
 # -- show --------------------------------------------------------------------------------
 def _show(args: argparse.Namespace) -> int:
+    from .core.profile import FORMAT as PROFILE
     from .errors import DataFileError
     from .files import as_path, parse_json, read_bounded
+    from .reporting.baseline import FORMAT as BASELINE
+    from .reporting.data import FORMAT as DATA
+    from .reporting.json_report import JSON_FORMAT, read_report
 
     path = as_path(args.file, "file")
     where = f"file {args.file!r}"
     content = parse_json(read_bounded(path, where), where)
     kind = content.get("format") if isinstance(content, dict) else None
-    if kind == "pytest-rnncov-profile":
+    if kind == PROFILE:
         _print(_profile_text(path))
-    elif kind == "pytest-rnncov-data":
-        from .reporting.data import CoverageData
-        from .reporting.terminal import coverage_lines
-
-        data = CoverageData.load(path)
-        _print("\n".join(coverage_lines(data, detail=True)))
-    elif kind == "pytest-rnncov-baseline":
+    elif kind in (DATA, BASELINE):
         from .reporting.baseline import load_baseline
         from .reporting.data import CoverageData
         from .reporting.terminal import coverage_lines
 
-        _print("\n".join(coverage_lines(CoverageData(models=load_baseline(path).models))))
-    elif kind == "pytest-rnncov-report":
-        _print("\n".join(_report_text(content, where)))
+        data = (CoverageData.load(path) if kind == DATA
+                else CoverageData(models=load_baseline(path).models))
+        _print("\n".join(coverage_lines(data, detail=kind == DATA)))
+    elif kind == JSON_FORMAT:
+        passed, rates = read_report(content, where)
+        _print("\n".join([f"JSON report, passed: {passed!r}"]
+                         + [f"  {name}: " + ", ".join(f"{m} {r:.1%}" for m, r in metrics.items())
+                            for name, metrics in rates.items()]))
     else:
         raise DataFileError(f"{args.file!r} is not a pytest-rnncov profile, data, baseline or "
                             "report file")
     return 0
-
-
-def _report_text(content: dict[str, Any], where: str) -> list[str]:
-    from .errors import DataFileError
-
-    models = content.get("models")
-    if not isinstance(models, dict):
-        raise DataFileError(f"{where}: 'models' must be an object")
-    verdict = content.get("verdict")
-    lines = [f"JSON report, passed: "
-             f"{verdict.get('passed') if isinstance(verdict, dict) else None!r}"]
-    for name, model in models.items():
-        metrics = model.get("metrics") if isinstance(model, dict) else None
-        if not isinstance(metrics, dict):
-            raise DataFileError(f"{where}: model {name!r} has no 'metrics' object")
-        rates = []
-        for metric, figures in metrics.items():
-            rate = figures.get("rate") if isinstance(figures, dict) else None
-            if isinstance(rate, bool) or not isinstance(rate, (int, float)):
-                raise DataFileError(f"{where}: {name!r} {metric!r} has no numeric 'rate'")
-            rates.append(f"{metric} {rate:.1%}")
-        lines.append(f"  {name}: {', '.join(rates)}")
-    return lines
 
 
 def _profile_text(path: Path) -> str:

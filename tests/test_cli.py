@@ -169,3 +169,10 @@ def test_profile_fit_does_not_overwrite_its_inputs(keras, tmp_path, seq_inputs, 
         done = cli("profile", "fit", "m.keras", "--x-train", "x.npy", "--out", out, cwd=tmp_path)
         assert done.returncode == 4 and "would overwrite" in done.stderr, done.stderr
     assert np.load(tmp_path / "x.npy").shape == seq_inputs.shape
+
+
+def test_show_reads_a_json_report(runs):
+    assert cli("report", "whole.json", "--report", "json:shown.json", cwd=runs).returncode == 0
+    shown = cli("show", "shown.json", cwd=runs)
+    assert shown.returncode == 0, shown.stderr
+    assert "JSON report, passed: None" in shown.stdout and "tiny: BC " in shown.stdout

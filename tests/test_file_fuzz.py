@@ -82,9 +82,7 @@ def documents() -> dict[str, dict[str, Any]]:
         growth=[{"test_cases": 5, "phase": "random", "BC": 0.5},
                 {"test_cases": 10, "phase": "targeted", "BC": 0.8}],
         samples=[sample], oracle="decision", mutator="gaussian")
-    campaign = result.summary("m")
-    campaign["saved_to"] = None
-    campaign["gallery"] = gallery_entries(result.samples, (-3.0, 3.0))
+    campaign = result.summary("m", gallery=gallery_entries(result.samples, (-3.0, 3.0))).to_json()
     data = CoverageData(models={"m": state}, signals={"m": sample_signals(test, profile)},
                         campaigns=[campaign], track_errors=["test_x: ModelError: no layer"],
                         sources=["run.json"], runs=["0123456789abcdef"])

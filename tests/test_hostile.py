@@ -103,6 +103,17 @@ def _data_file(tmp_path, change):
     return path
 
 
+def _campaign(**changes):
+    """A campaign summary as a data file holds it, with ``changes``."""
+    from pytest_rnncov.generation.results import CampaignResult
+
+    result = CampaignResult(test_cases=9, adversarial=1, unique=1, average_perturbation=0.5,
+                            distance="L2", rates={"BC": 0.5}, covered={"BC": 1},
+                            totals={"BC": 2}, coverage_times={"BC": [1, 0]}, minimal_suite=[0],
+                            diversity=None, growth=[])
+    return {**result.summary("m").to_json(), **changes}
+
+
 @pytest.mark.parametrize("change, message", [
     (lambda d: d["models"]["m"]["metrics"]["TC"].update(total=10 ** 12), "declares .* conditions in all"),
     (lambda d: d["models"]["m"]["metrics"]["TC"].update(covered_ids=[2 ** 70], times=[1]),
@@ -132,15 +143,15 @@ def _data_file(tmp_path, change):
      "'component' 'r' is not one of the lstm components"),
     (lambda d: d["models"]["m"]["metrics"]["TC"]["config"].update(window=[1, 4]),
      "is not the model's"),
-    (lambda d: d["campaigns"].append({"test_cases": 1, "adversarial": 5, "unique": 0,
-                                      "adversary_rate": 0.5, "model": "m"}),
+    (lambda d: d["campaigns"].append(_campaign(test_cases=1, adversarial=5, unique=0)),
      "more adversarial samples than test cases"),
-    (lambda d: d["campaigns"].append({"test_cases": 9, "adversarial": 1, "unique": 1,
-                                      "adversary_rate": 0.1, "model": "m",
-                                      "gallery": [{"seed_index": 0, "distance": 1.0,
-                                                   "seed_decision": 0, "case_decision": 1,
-                                                   "seed": [1, 2], "case": [1, 2, 3]}]}),
-     "differ in shape"),
+    (lambda d: d["campaigns"].append(_campaign(gallery=[{
+        "seed_index": 0, "distance": 1.0, "seed_decision": "0", "case_decision": "1",
+        "seed": [1.0, 2.0], "case": [1.0, 2.0, 3.0], "clip": []}])), "differ in shape"),
+    (lambda d: d["campaigns"].append(_campaign(gallery=[{
+        "seed_index": 0, "distance": 1.0, "seed_decision": "0", "case_decision": "1",
+        "seed": [1, 2], "case": [1.0, 2.0], "clip": []}])), "'seed' must be an array of finite floats"),
+    (lambda d: d["campaigns"].append({**_campaign(), "extra": 1}), "unknown key 'extra'"),
     (lambda d: d["signals"].update(m={"steps": [0, 1], "h_net_z": [[1.0]]}), "rows of 2"),
 ])
 def test_edited_data_files_are_refused_by_name(tmp_path, change, message):

@@ -3,10 +3,13 @@ found and the :class:`CampaignResult` (listeners receive them: ``campaign.Campai
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+import math
+from dataclasses import dataclass, field, fields
+from typing import Any, Sequence
 
 import numpy as np
+
+from ..files import Fields
 
 @dataclass
 class Step:
@@ -71,29 +74,157 @@ class CampaignResult:
     def adversary_rate(self) -> float:
         return self.adversarial / self.test_cases if self.test_cases else 0.0
 
-    def summary(self, model: str = "") -> dict[str, Any]:
-        """The JSON-ready figures the reports show (samples are in ``samples``)."""
-        return {
-            "model": model,
-            "test_cases": self.test_cases,
-            "adversarial": self.adversarial,
-            "adversary_rate": self.adversary_rate,
-            "unique": self.unique,
-            "average_perturbation": self.average_perturbation,
-            "average_found_perturbation": self.average_found_perturbation,
-            "distance": self.distance,
-            "diversity": self.diversity,
-            "rates": self.rates,
-            "minimal_suite_size": len(self.minimal_suite),
-            "discarded": self.discarded,
-            "failures_per_class_pair": self.failures_per_class_pair,
-            "failing_seeds": len(self.failures_per_seed),
-            "shrink_calls": self.shrink_calls,
-            "schedule": self.schedule,
-            "objective": self.objective,
-            "interrupted": self.interrupted,
-            "shrunk": self.shrunk,
-            "oracle": self.oracle,
-            "mutator": self.mutator,
-            "growth": self.growth,
-        }
+    def summary(self, model: str = "", saved_to: str | None = None,
+                gallery: Sequence[dict[str, Any]] = ()) -> "CampaignSummary":
+        """What the reports show of this campaign (``gallery``: a few samples as
+        ``reporting.samples.gallery_entries`` gives them)."""
+        return CampaignSummary(
+            model=model, test_cases=self.test_cases, adversarial=self.adversarial,
+            adversary_rate=self.adversary_rate, unique=self.unique,
+            average_perturbation=self.average_perturbation,
+            average_found_perturbation=self.average_found_perturbation,
+            distance=self.distance, diversity=self.diversity, rates=dict(self.rates),
+            minimal_suite_size=len(self.minimal_suite), discarded=self.discarded,
+            failures_per_class_pair=dict(self.failures_per_class_pair),
+            failing_seeds=len(self.failures_per_seed), shrink_calls=self.shrink_calls,
+            schedule=self.schedule, objective=self.objective, interrupted=self.interrupted,
+            shrunk=self.shrunk, oracle=self.oracle, mutator=self.mutator,
+            growth=list(self.growth), saved_to=saved_to, gallery=list(gallery))
+
+
+#: the most gallery samples and growth points a summary may hold
+MAX_GALLERY, MAX_GROWTH = 256, 100_000
+_COUNTS = ("test_cases", "adversarial", "unique", "minimal_suite_size", "discarded",
+           "failing_seeds", "shrink_calls")
+_TEXTS = ("model", "distance", "schedule", "objective", "oracle", "mutator")
+_MEASURES = ("average_perturbation", "average_found_perturbation", "diversity")
+
+
+@dataclass
+class CampaignSummary:
+    """One campaign as the reports show it, and as data files, the JSON report and a
+    campaign folder's ``summary.json`` hold it (:meth:`to_json` / :meth:`from_json`)."""
+
+    model: str
+    test_cases: int
+    adversarial: int
+    adversary_rate: float
+    unique: int
+    average_perturbation: float | None
+    average_found_perturbation: float | None
+    distance: str
+    diversity: float | None
+    rates: dict[str, float]
+    minimal_suite_size: int
+    discarded: int
+    failures_per_class_pair: dict[str, int]
+    failing_seeds: int
+    shrink_calls: int
+    schedule: str
+    objective: str
+    interrupted: bool
+    shrunk: bool | None
+    oracle: str
+    mutator: str
+    growth: list[dict[str, Any]]
+    saved_to: str | None
+    gallery: list[dict[str, Any]]
+
+    def to_json(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_json(cls, data: Any, where: str, *, legacy: bool = False) -> "CampaignSummary":
+        """Read ``to_json`` output, every field checked (DataFileError naming it); with
+        ``legacy`` (data files of version 1), ``shrunk`` may be missing."""
+        f = Fields(data, where)
+        names = [x.name for x in fields(cls)]
+        f.exact_keys([n for n in names if not (legacy and n == "shrunk")],
+                     optional=("shrunk",) if legacy else ())
+        for key in _COUNTS:
+            if not 0 <= f.get(key, int) < 2 ** 62:
+                raise f.fail(f"{key!r} is {data[key]}, not a count")
+        if data["adversarial"] > data["test_cases"] or data["unique"] > data["adversarial"]:
+            raise f.fail("more adversarial samples than test cases, or more unique seeds than "
+                         "adversarial samples")
+        if not 0 <= f.get("adversary_rate", float) <= 1:
+            raise f.fail(f"'adversary_rate' is {data['adversary_rate']!r}, not a fraction")
+        for key in _TEXTS:
+            f.get(key, str)
+        for key in _MEASURES:
+            value = f.get(key, (float, type(None)))
+            if value is not None and not (math.isfinite(value) and value >= 0):
+                raise f.fail(f"{key!r} must be a number >= 0 or null")
+        f.get("interrupted", bool)
+        if "shrunk" in data:
+            f.get("shrunk", (bool, type(None)))
+        f.get("saved_to", (str, type(None)))
+        for key, kind in (("rates", float), ("failures_per_class_pair", int)):
+            table = f.get(key, dict)
+            for name, value in table.items():
+                Fields(table, f"{where}, {key}").get(name, kind)
+        growth = f.get("growth", list)
+        if len(growth) > MAX_GROWTH:
+            raise f.fail(f"'growth' holds more than {MAX_GROWTH} points")
+        for index, point in enumerate(growth):
+            _check_point(point, f"{where}, growth point {index}", growth[0])
+        gallery = f.get("gallery", list)
+        if len(gallery) > MAX_GALLERY:
+            raise f.fail(f"'gallery' holds more than {MAX_GALLERY} samples")
+        for index, item in enumerate(gallery):
+            _check_sample(item, f"{where}, gallery sample {index}")
+        values = {name: data.get(name) for name in names}
+        return cls(**values)
+
+
+def _check_point(point: Any, where: str, first: Any) -> None:
+    """A growth point: a test-case count, a phase and a rate per metric (the first's keys)."""
+    f = Fields(point, where)
+    if not 0 <= f.get("test_cases", int) < 2 ** 62:
+        raise f.fail("'test_cases' is not a count")
+    f.get("phase", str)
+    for key in point:
+        if key not in ("test_cases", "phase"):
+            f.get(key, float)
+    if isinstance(first, dict) and set(point) != set(first):
+        raise f.fail("its keys differ from the first point's")
+
+
+def _check_sample(item: Any, where: str) -> None:
+    """A gallery sample: seed and case (both text, or numeric arrays of one shape), seed
+    index, decisions, distance and clip."""
+    f = Fields(item, where)
+    f.exact_keys(("seed_index", "seed", "case", "seed_decision", "case_decision", "distance",
+                  "clip"))
+    if not 0 <= f.get("seed_index", int) < 2 ** 62:
+        raise f.fail("'seed_index' is not a count")
+    distance = f.get("distance", float)
+    if not (math.isfinite(distance) and distance >= 0):
+        raise f.fail(f"'distance' is {distance!r}, not a number >= 0")
+    for key in ("seed_decision", "case_decision"):
+        f.get(key, (str, float))
+    seed, case = item["seed"], item["case"]
+    if isinstance(seed, str) or isinstance(case, str):
+        if not (isinstance(seed, str) and isinstance(case, str)):
+            raise f.fail("'seed' and 'case' must both be text or both arrays")
+    elif _shape(seed, f, "seed") != _shape(case, f, "case"):
+        raise f.fail("'seed' and 'case' differ in shape")
+    clip = f.get("clip", list)
+    if clip and not (len(clip) == 2 and all(isinstance(v, float) and math.isfinite(v)
+                                            for v in clip) and clip[0] < clip[1]):
+        raise f.fail("'clip' must be [] or [low, high]")
+
+
+def _shape(value: Any, f: Fields, key: str) -> tuple[int, ...]:
+    """The shape of a nested list of finite floats (as written: no ints, no bools)."""
+    shape: list[int] = []
+    level = [value]
+    while level and all(isinstance(v, list) for v in level):
+        sizes = {len(v) for v in level}
+        if len(sizes) != 1 or 0 in sizes:
+            raise f.fail(f"{key!r} must be a non-empty rectangular array")
+        shape.append(sizes.pop())
+        level = [x for v in level for x in v]
+    if not shape or not all(isinstance(v, float) and math.isfinite(v) for v in level):
+        raise f.fail(f"{key!r} must be an array of finite floats")
+    return tuple(shape)

@@ -65,10 +65,10 @@ class _CampaignRecorder:
 
     def on_finish(self, campaign: Campaign, result: CampaignResult) -> None:
         writers = [w for w in campaign.listeners if isinstance(w, SampleWriter)]
-        summary = result.summary(campaign.name)
-        summary["saved_to"] = str(writers[0].directory) if writers else None
-        summary["gallery"] = gallery_entries(result.samples, getattr(campaign.mutator, "clip", None))
-        self.tracked.session.campaigns.append(summary)
+        summary = result.summary(
+            campaign.name, saved_to=str(writers[0].directory) if writers else None,
+            gallery=gallery_entries(result.samples, getattr(campaign.mutator, "clip", None)))
+        self.tracked.session.campaigns.append(summary.to_json())
 
 
 class TrackedModel:

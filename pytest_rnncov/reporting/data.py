@@ -25,7 +25,7 @@ from ..core.trace import CELL_COMPONENTS
 from ..core.state import MetricState, ModelState, merge_models
 from ..errors import DataFileError
 from ..files import as_path, parse_json, read_bounded, read_envelope, write_text
-from ..validation import is_finite_number
+from ..generation.results import CampaignSummary
 
 FORMAT = "pytest-rnncov-data"
 #: version 2 added "runs" (one id per session, so a run is never combined twice)
@@ -107,8 +107,9 @@ class CoverageData:
         for name, values in signals.items():
             _check_signals(name, values, where)
         campaigns = fields.get("campaigns", list)
-        for index, campaign in enumerate(campaigns):
-            _check_campaign(campaign, f"{where}, campaign {index}")
+        campaigns = [CampaignSummary.from_json(campaign, f"{where}, campaign {index}",
+                                               legacy=version < 2).to_json()
+                     for index, campaign in enumerate(campaigns)]
         runs = fields.strings("runs") if version >= 2 else []
         if len(set(runs)) != len(runs):
             raise fields.fail("'runs' names a run twice")
@@ -193,19 +194,11 @@ def read_model_state(raw: Any, where: str) -> ModelState:
     return state
 
 
-_CAMPAIGN_COUNTS = ("test_cases", "adversarial", "unique")
-_CAMPAIGN_TEXTS = ("distance", "saved_to", "oracle", "mutator", "schedule", "objective")
 _SIGNAL_PANELS = ("h_net_z", "f_avg_minmax", "h_delta_minmax")
-#: the most gallery samples and growth points a data file may hold per campaign
-MAX_GALLERY, MAX_GROWTH = 256, 100_000
 
 
 def _is_count(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2 ** 62
-
-
-def _is_number(value: Any) -> TypeGuard[float]:
-    return is_finite_number(value) and abs(value) < 2 ** 1000
 
 
 def _numeric_array(value: Any, where: str) -> np.ndarray:
@@ -216,70 +209,6 @@ def _numeric_array(value: Any, where: str) -> np.ndarray:
     if array.size == 0 or not np.isfinite(array).all():
         raise DataFileError(f"{where} must be a non-empty array of finite numbers")
     return array
-
-
-def _check_sample(item: Any, where: str) -> None:
-    if not isinstance(item, Mapping):
-        raise DataFileError(f"{where} is not an object")
-    if not _is_count(item.get("seed_index")):
-        raise DataFileError(f"{where}: 'seed_index' is {item.get('seed_index')!r}, not a count")
-    distance = item.get("distance")
-    if not _is_number(distance) or distance < 0:
-        raise DataFileError(f"{where}: 'distance' is {distance!r}, not a number >= 0")
-    for key in ("seed_decision", "case_decision"):
-        if not (isinstance(item.get(key), str) or _is_number(item.get(key))):
-            raise DataFileError(f"{where}: {key!r} must be a class or a number")
-    seed, case = item.get("seed"), item.get("case")
-    if isinstance(seed, str) or isinstance(case, str):
-        if not (isinstance(seed, str) and isinstance(case, str)):
-            raise DataFileError(f"{where}: 'seed' and 'case' must both be text or both arrays")
-    elif _numeric_array(seed, f"{where}: 'seed'").shape != _numeric_array(case, f"{where}: 'case'").shape:
-        raise DataFileError(f"{where}: 'seed' and 'case' differ in shape")
-    clip = item.get("clip", [])
-    if not (isinstance(clip, list) and (not clip or (len(clip) == 2 and all(map(_is_number, clip))
-                                                     and clip[0] < clip[1]))):
-        raise DataFileError(f"{where}: 'clip' must be [] or [low, high]")
-
-
-def _check_campaign(campaign: Any, where: str) -> None:
-    if not isinstance(campaign, Mapping):
-        raise DataFileError(f"{where} is not an object")
-    for key in _CAMPAIGN_COUNTS:
-        if not _is_count(campaign.get(key)):
-            raise DataFileError(f"{where}: {key!r} is {campaign.get(key)!r}, not a count")
-    if campaign["adversarial"] > campaign["test_cases"] or campaign["unique"] > campaign["adversarial"]:
-        raise DataFileError(f"{where}: more adversarial samples than test cases, or more "
-                            "unique seeds than adversarial samples")
-    rate = campaign.get("adversary_rate")
-    if not _is_number(rate) or not 0 <= rate <= 1:
-        raise DataFileError(f"{where}: 'adversary_rate' is {rate!r}, not a fraction")
-    if not isinstance(campaign.get("model"), str):
-        raise DataFileError(f"{where}: 'model' must be a string")
-    for key in _CAMPAIGN_TEXTS:
-        if campaign.get(key) is not None and not isinstance(campaign[key], str):
-            raise DataFileError(f"{where}: {key!r} must be a string or null")
-    for key in ("average_perturbation", "discarded"):
-        if campaign.get(key) is not None and (not _is_number(campaign[key]) or campaign[key] < 0):
-            raise DataFileError(f"{where}: {key!r} must be a number >= 0 or null")
-    gallery = campaign.get("gallery", [])
-    if not isinstance(gallery, list) or len(gallery) > MAX_GALLERY:
-        raise DataFileError(f"{where}: 'gallery' must be a list of at most {MAX_GALLERY} samples")
-    for index, item in enumerate(gallery):
-        _check_sample(item, f"{where}, gallery sample {index}")
-    growth = campaign.get("growth", [])
-    if not isinstance(growth, list) or len(growth) > MAX_GROWTH:
-        raise DataFileError(f"{where}: 'growth' must be a list of at most {MAX_GROWTH} points")
-    keys = None
-    for index, point in enumerate(growth):
-        if not (isinstance(point, Mapping) and _is_count(point.get("test_cases"))
-                and isinstance(point.get("phase"), str)
-                and all(_is_number(v) for k, v in point.items() if k not in ("test_cases", "phase"))):
-            raise DataFileError(f"{where}, growth point {index}: needs a 'test_cases' count, a "
-                                "'phase' and numeric rates")
-        if keys is None:
-            keys = set(point)
-        elif set(point) != keys:
-            raise DataFileError(f"{where}, growth point {index}: its keys differ from the first's")
 
 
 def _check_signals(name: str, signals: Any, where: str) -> None:

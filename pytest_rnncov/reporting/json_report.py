@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..files import Fields, read_envelope
 from .data import CoverageData
 from .results import Verdict
 
@@ -44,3 +45,17 @@ class JsonReport:
     def render(self, data: CoverageData, verdict: Verdict) -> str:
         """The report's text (``reporting.outputs.write_reports`` writes it)."""
         return json.dumps(self.data(data, verdict), indent=1, allow_nan=False) + "\n"
+
+
+def read_report(content: Any, where: str) -> tuple[bool | None, dict[str, dict[str, float]]]:
+    """A JSON report's verdict and the rate of every model's metrics (DataFileError naming
+    what is malformed)."""
+    fields, _ = read_envelope(content, where, JSON_FORMAT, (JSON_VERSION,), noun="report format")
+    verdict = Fields(fields.get("verdict", dict), f"{where}, verdict")
+    passed = verdict.get("passed", (bool, type(None)))
+    rates: dict[str, dict[str, float]] = {}
+    for name, model in fields.get("models", dict).items():
+        metrics = Fields(model, f"{where}, model {name!r}").get("metrics", dict)
+        rates[name] = {key: Fields(figures, f"{where}, model {name!r} {key}").get("rate", float)
+                       for key, figures in metrics.items()}
+    return passed, rates

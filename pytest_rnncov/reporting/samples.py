@@ -35,7 +35,7 @@ def gallery_entries(samples: Sequence[AdversarialSample], clip: Any = None,
         out.append({
             "seed_index": sample.seed_index, "seed": seed, "case": case,
             "seed_decision": sample.seed_decision, "case_decision": sample.case_decision,
-            "distance": sample.distance, "clip": list(clip or []),
+            "distance": float(sample.distance), "clip": [float(c) for c in clip or ()],
         })
     return out
 
@@ -122,7 +122,8 @@ class SampleWriter:
             buffer = io.BytesIO()
             np.savez_compressed(buffer, **arrays)
             write_atomic(folder / "adversarial.npz", buffer.getvalue(), "the adversarial samples")
-        summary = {"format": "pytest-rnncov-campaign", **result.summary(campaign.name)}
+        summary = {"format": "pytest-rnncov-campaign",
+                   **result.summary(campaign.name, saved_to=str(folder)).to_json()}
         write_atomic(folder / "summary.json", json.dumps(summary, indent=1) + "\n", "the summary")
 
 
