@@ -43,9 +43,15 @@ def keras_model(cell: str):
 
     keras.utils.set_random_seed(0)
     layer = getattr(keras.layers, CELLS[cell])
-    return keras.Sequential([
-        keras.Input((28, 28)), layer(128, return_sequences=True), layer(128, name="traced"),
-        keras.layers.Dense(32, activation="relu"), keras.layers.Dense(10)])
+    return keras.Sequential(
+        [
+            keras.Input((28, 28)),
+            layer(128, return_sequences=True),
+            layer(128, name="traced"),
+            keras.layers.Dense(32, activation="relu"),
+            keras.layers.Dense(10),
+        ]
+    )
 
 
 def torch_model(cell: str):
@@ -78,8 +84,9 @@ def timed(fn, pause: float = 0.0) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--framework", choices=["keras", "torch"], default="keras")
     parser.add_argument("--backend", choices=["tensorflow", "jax", "torch"], default=None)
     parser.add_argument("--cell", choices=sorted(CELLS), default="lstm")
@@ -90,8 +97,12 @@ def main() -> None:
     parser.add_argument("--blas-threads", default=None)
     parser.add_argument("--metrics", action="store_true")
     parser.add_argument("--trace-on", choices=["auto", "numpy", "device"], default="auto")
-    parser.add_argument("--chunk", type=int, default=512,
-                        help="inputs per framework call of the trace (the adapter's batch_size)")
+    parser.add_argument(
+        "--chunk",
+        type=int,
+        default=512,
+        help="inputs per framework call of the trace (the adapter's batch_size)",
+    )
     args = parser.parse_args()
     if args.backend:
         os.environ["KERAS_BACKEND"] = args.backend
@@ -126,9 +137,12 @@ def main() -> None:
     if args.busy:
         busy = subprocess.Popen([sys.executable, "-c", "while True:\n    sum(range(10**6))"])
     try:
-        print(f"{label}, {args.cell}, traced layer {rnn.layer_name}, trace on {rnn.trace_on}, chunks of "
-              f"{args.chunk}, BLAS threads "
-              f"{os.environ.get('RNNCOV_BLAS_THREADS', '1')}, busy={args.busy}")
+        print(
+            f"{label}, {args.cell}, traced layer {rnn.layer_name}, trace on {rnn.trace_on}, "
+            "chunks of "
+            f"{args.chunk}, BLAS threads "
+            f"{os.environ.get('RNNCOV_BLAS_THREADS', '1')}, busy={args.busy}"
+        )
         for batch in batches:
             x = x_all[:batch]
             calls = {}
@@ -176,11 +190,17 @@ def main() -> None:
             print(f"batch {batch}, medians of {args.repeats} (ms):")
             for name in names:
                 print(f"  {name:<18}{med[name]:10.1f}")
-            print(f"  ratio (trace + update) / fastest predict     = "
-                  f"{(med['trace'] + med['update']) / fastest:.2f}")
-            print(f"  ratio (trace + update+fit) / fastest predict = "
-                  f"{(med['trace'] + med['update+fit']) / fastest:.2f}")
-            print(f"  ratio tracked predict / fastest predict      = {med['tracked'] / fastest:.2f}")
+            print(
+                f"  ratio (trace + update) / fastest predict     = "
+                f"{(med['trace'] + med['update']) / fastest:.2f}"
+            )
+            print(
+                f"  ratio (trace + update+fit) / fastest predict = "
+                f"{(med['trace'] + med['update+fit']) / fastest:.2f}"
+            )
+            print(
+                f"  ratio tracked predict / fastest predict      = {med['tracked'] / fastest:.2f}"
+            )
         if args.metrics:
             x = x_all[:1000]
             trace = [t for _, t in rnn.iter_traces(x, outputs=False, until=25)][0]

@@ -36,7 +36,7 @@ def bit_parallel(a: Sequence[str], b: Sequence[str]) -> int:
     end = 0
     while end < shorter - start and a[len(a) - 1 - end] == b[len(b) - 1 - end]:
         end += 1
-    a, b = a[start:len(a) - end], b[start:len(b) - end]
+    a, b = a[start : len(a) - end], b[start : len(b) - end]
     if not a or not b:
         return max(len(a), len(b))
     positions: dict[str, int] = {}
@@ -68,9 +68,13 @@ def pairs() -> dict[str, tuple[list[list[str]], list[list[str]]]]:
     edited = EDAMutator(alpha=0.1).mutate(texts, rng)
     smiles = chembl()[0][:1000]
     spelled = SmilesMutator().mutate(smiles, rng)
-    return {"words (sentiment, EDA)": ([t.split() for t in texts], [t.split() for t in edited]),
-            "characters (molecules, re-spelled)": ([list(s) for s in smiles],
-                                                   [list(s) for s in spelled])}
+    return {
+        "words (sentiment, EDA)": ([t.split() for t in texts], [t.split() for t in edited]),
+        "characters (molecules, re-spelled)": (
+            [list(s) for s in smiles],
+            [list(s) for s in spelled],
+        ),
+    }
 
 
 def timed(run: Callable[[], np.ndarray]) -> tuple[float, np.ndarray]:
@@ -85,7 +89,9 @@ def main() -> None:
     args = parser.parse_args()
     for name, (seeds, cases) in pairs().items():
         methods = {
-            "bit-parallel (Python)": lambda: np.array([bit_parallel(s, c) for s, c in zip(seeds, cases)]),
+            "bit-parallel (Python)": lambda: np.array(
+                [bit_parallel(s, c) for s, c in zip(seeds, cases)]
+            ),
             "RapidFuzz cpdist": lambda: cpdist(seeds, cases, scorer=Levenshtein.distance),
         }
         times: dict[str, list[float]] = {m: [] for m in methods}

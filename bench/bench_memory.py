@@ -21,7 +21,6 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, str(Path(__file__).parent))
 
 import numpy as np  # noqa: E402
-
 from bench_core import keras_model  # noqa: E402
 
 
@@ -30,8 +29,9 @@ def peak_rss_mb() -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--inputs", type=int, default=1_000_000)
     parser.add_argument("--chunk", type=int, default=10_000)
     args = parser.parse_args()
@@ -48,9 +48,12 @@ def main() -> None:
     for call in range(1, calls + 1):
         coverage.update(rng.random((args.chunk, 28, 28), dtype=np.float32))
         if call % max(1, calls // 10) == 0 or call == calls:
-            print(f"{call * args.chunk:>9,} inputs: peak RSS {peak_rss_mb():6.0f} MB, "
-                  f"{time.perf_counter() - start:6.0f} s, rates "
-                  + ", ".join(f"{k} {v:.3f}" for k, v in coverage.rates().items()), flush=True)
+            print(
+                f"{call * args.chunk:>9,} inputs: peak RSS {peak_rss_mb():6.0f} MB, "
+                f"{time.perf_counter() - start:6.0f} s, rates "
+                + ", ".join(f"{k} {v:.3f}" for k, v in coverage.rates().items()),
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -17,28 +17,44 @@ import tempfile
 import time
 from pathlib import Path
 
-PROBE = ("import sys, pytest; code = pytest.main(['--collect-only', '-q', '-p', "
-         "'no:cacheprovider'{extra}]); heavy = [m for m in ('numpy', 'tensorflow', 'torch', "
-         "'jax', 'keras') if m in sys.modules]; print('HEAVY', heavy)")
+PROBE = (
+    "import sys, pytest; code = pytest.main(['--collect-only', '-q', '-p', "
+    "'no:cacheprovider'{extra}]); heavy = [m for m in ('numpy', 'tensorflow', 'torch', "
+    "'jax', 'keras') if m in sys.modules]; print('HEAVY', heavy)"
+)
 
 
 def run(folder: Path, extra: str) -> float:
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-c", PROBE.format(extra=extra)], cwd=folder,
-                   capture_output=True, text=True, check=False)
+    subprocess.run(
+        [sys.executable, "-c", PROBE.format(extra=extra)],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     return time.perf_counter() - start
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--runs", type=int, default=21)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder)
         (path / "test_nothing.py").write_text("def test_nothing():\n    pass\n")
-        heavy = subprocess.run([sys.executable, "-c", PROBE.format(extra="")], cwd=path,
-                               capture_output=True, text=True).stdout.strip().splitlines()[-1]
+        heavy = (
+            subprocess.run(
+                [sys.executable, "-c", PROBE.format(extra="")],
+                cwd=path,
+                capture_output=True,
+                text=True,
+            )
+            .stdout.strip()
+            .splitlines()[-1]
+        )
         with_plugin, without = [], []
         for _ in range(args.runs):
             with_plugin.append(run(path, ""))

@@ -44,8 +44,9 @@ def timed(owner: type, name: str, label: str, original=None) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--budget", type=int, default=10_000)
     args = parser.parse_args()
     from examples.mnist import data, train
@@ -54,21 +55,34 @@ def main() -> None:
     rnn = RNNModel(load_model(train.ARTIFACTS / "model.keras"), train.LAYER)
     profile = Profile.load(train.ARTIFACTS / "profile.json")
     seeds = x_train[np.random.default_rng(0).choice(len(x_train), 200, replace=False)]
-    for owner, names in ((statistics.MinimalSuite, ("add", "members")),
-                         (statistics.DiversityAccumulator, ("add", "per_seed", "mean"))):
+    for owner, names in (
+        (statistics.MinimalSuite, ("add", "members")),
+        (statistics.DiversityAccumulator, ("add", "per_seed", "mean")),
+    ):
         for name in names:
             timed(owner, name, "statistics")
     originals = {name: cls.evaluate for name, cls in METRICS.items()}  # before any wrapping
     for name, cls in METRICS.items():
         timed(cls, "evaluate", f"update {name}", originals[name])
-    campaign = Campaign(rnn, seeds, GaussianMutator(), Oracle(radius=3.0), profile=profile,
-                        metrics=METRIC_NAMES, budget=args.budget, batch_size=200,
-                        ga=GAConfig(k=4, n=8, gamma=20), seed=0)
+    campaign = Campaign(
+        rnn,
+        seeds,
+        GaussianMutator(),
+        Oracle(radius=3.0),
+        profile=profile,
+        metrics=METRIC_NAMES,
+        budget=args.budget,
+        batch_size=200,
+        ga=GAConfig(k=4, n=8, gamma=20),
+        seed=0,
+    )
     start = time.perf_counter()
     result = campaign.run()
     total = time.perf_counter() - start
-    print(f"all-metrics campaign: {result.test_cases} test cases in {total:.1f} s "
-          f"({result.test_cases / total:.0f}/s), minimal suite {len(result.minimal_suite)} cases")
+    print(
+        f"all-metrics campaign: {result.test_cases} test cases in {total:.1f} s "
+        f"({result.test_cases / total:.0f}/s), minimal suite {len(result.minimal_suite)} cases"
+    )
     for label, seconds in sorted(SPENT.items(), key=lambda kv: -kv[1]):
         print(f"  {label:<22}{seconds:8.2f} s  {seconds / total:6.1%}")
 

@@ -32,16 +32,20 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> _Parser:
-    parser = _Parser(prog="python -m pytest_rnncov", description=__doc__,
-                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = _Parser(
+        prog="python -m pytest_rnncov",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     profile = commands.add_parser("profile", help="fit a profile from a model and inputs")
     profile_commands = profile.add_subparsers(dest="action", required=True, parser_class=_Parser)
     fit = profile_commands.add_parser("fit", help="fit and save a profile")
     fit.add_argument("model", help="a .keras or .h5 model file (loaded in safe mode)")
-    fit.add_argument("--x-train", required=True,
-                     help="training inputs: a .npy file, or .npz with --x-train-key")
+    fit.add_argument(
+        "--x-train", required=True, help="training inputs: a .npy file, or .npz with --x-train-key"
+    )
     fit.add_argument("--x-train-key", default=None, help="the array's name inside a .npz file")
     fit.add_argument("--out", required=True, help="where to write the profile (.json)")
     fit.add_argument("--layer", default=None, help="the recurrent layer's name or index")
@@ -50,23 +54,41 @@ def _parser() -> _Parser:
     fit.add_argument("--window", default=None, help="T1,T2: steps of interest, inclusive")
     fit.add_argument("--state-components", type=int, default=5)
     fit.add_argument("--state-intervals", type=int, default=10)
-    fit.add_argument("--unsafe-load", action="store_true",
-                     help="load models with Lambda or custom layers (runs code from the file)")
+    fit.add_argument(
+        "--unsafe-load",
+        action="store_true",
+        help="load models with Lambda or custom layers (runs code from the file)",
+    )
 
     show = commands.add_parser("show", help="print a profile, data, baseline or report file")
     show.add_argument("file")
 
-    for name, text in (("combine", "union several runs' data files, apply the gate"),
-                       ("report", "reports from data files")):
+    for name, text in (
+        ("combine", "union several runs' data files, apply the gate"),
+        ("report", "reports from data files"),
+    ):
         command = commands.add_parser(name, help=text)
         command.add_argument("data", nargs="+", help="--rnn-data files")
-        command.add_argument("--rnn-coverage", action="append", default=None, metavar="BARS",
-                             help="0.9, BC:0.9,TC:0.4 or MODEL:METRIC:BAR; repeatable: the "
-                                  "bars add up")
-        command.add_argument("--rnn-metrics", default=None, metavar="LIST",
-                             help="metrics a plain bar applies to (default BC,SC,TC)")
-        command.add_argument("--report", action="append", default=None, metavar="TYPE[:DEST]",
-                             help="term (default), term-detail, json:PATH, html:DIR; repeatable")
+        command.add_argument(
+            "--rnn-coverage",
+            action="append",
+            default=None,
+            metavar="BARS",
+            help="0.9, BC:0.9,TC:0.4 or MODEL:METRIC:BAR; repeatable: the bars add up",
+        )
+        command.add_argument(
+            "--rnn-metrics",
+            default=None,
+            metavar="LIST",
+            help="metrics a plain bar applies to (default BC,SC,TC)",
+        )
+        command.add_argument(
+            "--report",
+            action="append",
+            default=None,
+            metavar="TYPE[:DEST]",
+            help="term (default), term-detail, json:PATH, html:DIR; repeatable",
+        )
         if name == "combine":
             command.add_argument("--out", default=None, help="write the combined data here")
 
@@ -106,8 +128,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     args = _parser().parse_args(_joined_signed(sys.argv[1:] if argv is None else argv))
     try:
-        handler = {"profile": _profile_fit, "show": _show, "combine": _combine,
-                   "report": _report, "compare": _compare}[args.command]
+        handler = {
+            "profile": _profile_fit,
+            "show": _show,
+            "combine": _combine,
+            "report": _report,
+            "compare": _compare,
+        }[args.command]
         return handler(args)
     except RNNCovError as exc:
         print(f"python -m pytest_rnncov {args.command}: error: {exc}", file=sys.stderr)
@@ -115,7 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 #: the largest array unpacked from an .npz file (bytes)
-MAX_ARRAY_BYTES = 4 * 1024 ** 3
+MAX_ARRAY_BYTES = 4 * 1024**3
 
 
 # -- profile fit -------------------------------------------------------------------------
@@ -138,14 +165,18 @@ def _load_array(path: str, key: str | None) -> Any:
         names = list(data.files)
         if key is None:
             if len(names) != 1:
-                raise DataFileError(f"{path!r} holds {', '.join(names)}; pick one with --x-train-key")
+                raise DataFileError(
+                    f"{path!r} holds {', '.join(names)}; pick one with --x-train-key"
+                )
             key = names[0]
         if key not in names:
             raise DataFileError(f"{path!r} has no array {key!r}; it has {', '.join(names)}")
         size = data.zip.getinfo(f"{key}.npy").file_size
         if size > MAX_ARRAY_BYTES:
-            raise DataFileError(f"{path!r} array {key!r} unpacks to {size:,} bytes, more than the "
-                                f"{MAX_ARRAY_BYTES:,} read; save it uncompressed with numpy.save")
+            raise DataFileError(
+                f"{path!r} array {key!r} unpacks to {size:,} bytes, more than the "
+                f"{MAX_ARRAY_BYTES:,} read; save it uncompressed with numpy.save"
+            )
         return data[key]
     except (ValueError, OSError, EOFError, zipfile.BadZipFile, KeyError, MemoryError) as exc:
         raise DataFileError(f"{path!r} is not a numpy .npy/.npz file of numbers ({exc})") from None
@@ -158,8 +189,10 @@ def _window(text: str | None) -> tuple[int, int] | None:
         return None
     parts = [p.strip() for p in text.split(",")]
     if len(parts) != 2 or not all(re.fullmatch(r"-?[0-9]{1,9}", p) for p in parts):
-        raise InvalidArgument(f"--window {text!r}: give two step indices, e.g. --window 4,24 "
-                              "(negative ones count from the end: --window=-3,-1)")
+        raise InvalidArgument(
+            f"--window {text!r}: give two step indices, e.g. --window 4,24 "
+            "(negative ones count from the end: --window=-3,-1)"
+        )
     return int(parts[0]), int(parts[1])
 
 
@@ -172,26 +205,34 @@ def _layer(text: str | None) -> str | int | None:
 def _profile_fit(args: argparse.Namespace) -> int:
     from .adapters.loading import load_model
     from .adapters.model import RNNModel
+    from .config.paths import check_distinct
     from .core.profile import Profile
     from .errors import InvalidArgument, ProfileError
     from .files import Output, as_output_path
-    from .config.paths import check_distinct
 
     target = as_output_path(args.out, "--out")
-    check_distinct([("--out", target)],
-                   [("the model", Path(args.model)), ("--x-train", Path(args.x_train))])
+    check_distinct(
+        [("--out", target)], [("the model", Path(args.model)), ("--x-train", Path(args.x_train))]
+    )
     out = Output(target, "pytest-rnncov-profile", "--out", ProfileError)
     if args.x_train_key is not None and not args.x_train.endswith(".npz"):
-        raise InvalidArgument(f"--x-train-key {args.x_train_key!r} names an array inside a .npz "
-                              f"file; {args.x_train!r} is one array: drop --x-train-key")
+        raise InvalidArgument(
+            f"--x-train-key {args.x_train_key!r} names an array inside a .npz "
+            f"file; {args.x_train!r} is one array: drop --x-train-key"
+        )
     model = load_model(args.model, safe_mode=not args.unsafe_load)
     rnn = RNNModel(model, _layer(args.layer), direction=args.direction, output=_layer(args.output))
     x = _load_array(args.x_train, args.x_train_key)
-    profile = Profile(window=_window(args.window), state_components=args.state_components,
-                      state_intervals=args.state_intervals).fit(rnn, x)
+    profile = Profile(
+        window=_window(args.window),
+        state_components=args.state_components,
+        state_intervals=args.state_intervals,
+    ).fit(rnn, x)
     out.write(profile.text())
-    _print(f"profile of {rnn.cell_kind} layer {rnn.layer_name!r} (window {list(profile.window_)}, "
-           f"{profile.n_samples_} training inputs) written to {out.path}")
+    _print(
+        f"profile of {rnn.cell_kind} layer {rnn.layer_name!r} (window {list(profile.window_)}, "
+        f"{profile.n_samples_} training inputs) written to {out.path}"
+    )
     return 0
 
 
@@ -215,17 +256,27 @@ def _show(args: argparse.Namespace) -> int:
         from .reporting.data import CoverageData
         from .reporting.terminal import coverage_lines
 
-        data = (CoverageData.load(path) if kind == DATA
-                else CoverageData(models=load_baseline(path).models))
+        data = (
+            CoverageData.load(path)
+            if kind == DATA
+            else CoverageData(models=load_baseline(path).models)
+        )
         _print("\n".join(coverage_lines(data, detail=kind == DATA)))
     elif kind == JSON_FORMAT:
         passed, rates = read_report(content, where)
-        _print("\n".join([f"JSON report, passed: {passed!r}"]
-                         + [f"  {name}: " + ", ".join(f"{m} {r:.1%}" for m, r in metrics.items())
-                            for name, metrics in rates.items()]))
+        _print(
+            "\n".join(
+                [f"JSON report, passed: {passed!r}"]
+                + [
+                    f"  {name}: " + ", ".join(f"{m} {r:.1%}" for m, r in metrics.items())
+                    for name, metrics in rates.items()
+                ]
+            )
+        )
     else:
-        raise DataFileError(f"{args.file!r} is not a pytest-rnncov profile, data, baseline or "
-                            "report file")
+        raise DataFileError(
+            f"{args.file!r} is not a pytest-rnncov profile, data, baseline or report file"
+        )
     return 0
 
 
@@ -233,16 +284,21 @@ def _profile_text(path: Path) -> str:
     from .core.profile import Profile
 
     profile = Profile.load(path)
-    lines = [f"profile {str(path)!r}: {profile.cell_} layer {profile.layer_!r}, "
-             f"{profile.units_} units, {profile.n_steps_} steps, window {list(profile.window_)}, "
-             f"{profile.n_samples_} training inputs, weights {profile.fingerprint_}"]
+    lines = [
+        f"profile {str(path)!r}: {profile.cell_} layer {profile.layer_!r}, "
+        f"{profile.units_} units, {profile.n_steps_} steps, window {list(profile.window_)}, "
+        f"{profile.n_samples_} training inputs, weights {profile.fingerprint_}"
+    ]
     lines.append(f"  {'signal':<14}{'min':>12}{'max':>12}{'mean':>12}{'std':>12}")
     for name, s in profile.signals_.items():
         lines.append(f"  {name:<14}{s.min:12.5g}{s.max:12.5g}{s.mean:12.5g}{s.std:12.5g}")
     states = profile.states_
-    lines.append("  states: none" if states is None else
-                 f"  states: PCA {states.components.shape[0]} x {states.intervals} intervals, "
-                 f"{len(states.cells)} training cells, {len(states.transitions)} transitions")
+    lines.append(
+        "  states: none"
+        if states is None
+        else f"  states: PCA {states.components.shape[0]} x {states.intervals} intervals, "
+        f"{len(states.cells)} training cells, {len(states.transitions)} transitions"
+    )
     return "\n".join(lines)
 
 
@@ -253,15 +309,16 @@ def _combined(paths: Sequence[str]) -> Any:
     return combine(CoverageData.load(p) for p in paths)
 
 
-def _outputs(args: argparse.Namespace,
-             inputs: list[tuple[str, Path]]) -> tuple[list[str], list[Any], Any]:
+def _outputs(
+    args: argparse.Namespace, inputs: list[tuple[str, Path]]
+) -> tuple[list[str], list[Any], Any]:
     """The requested reports and ``--out`` as Outputs, after checking that no output
     replaces an input, another output, or a file that is not an earlier output of its kind.
     Returns (the report kinds, [(kind, Output)] of the files, the --out Output or None)."""
-    from .files import Output, as_output_path
-    from .reporting.outputs import KIND, report_output
     from .config.paths import check_distinct, check_output_dir, check_output_file
     from .config.values import parse_report
+    from .files import Output, as_output_path
+    from .reporting.outputs import KIND, report_output
 
     reports = [parse_report(r) for r in (args.report or ["term"])]
     paths = [(f"--report {kind}:", Path(dest)) for kind, dest in reports if dest is not None]
@@ -292,8 +349,9 @@ def _render(kinds: list[str], files: list[Any], data: Any, verdict: Any) -> list
 
     writer = LinesWriter()
     written, problems = write_reports(files, data, verdict)
-    TermReport(writer, detail="term-detail" in kinds,
-               coverage=bool(set(kinds) & {"term", "term-detail"})).sections(data)
+    TermReport(
+        writer, detail="term-detail" in kinds, coverage=bool(set(kinds) & {"term", "term-detail"})
+    ).sections(data)
     writer.lines.extend(written)
     TermReport(writer).verdict(verdict)
     _print("\n".join(writer.lines))
@@ -303,10 +361,10 @@ def _render(kinds: list[str], files: list[Any], data: Any, verdict: Any) -> list
 
 
 def _verdict(args: argparse.Namespace, data: Any) -> Any:
-    from .core.names import DEFAULT_METRICS
     from .config.bars import Bars
-    from .reporting.results import evaluate
     from .config.values import parse_metrics
+    from .core.names import DEFAULT_METRICS
+    from .reporting.results import evaluate
 
     gate = parse_metrics(args.rnn_metrics) if args.rnn_metrics else DEFAULT_METRICS
     bars = None if args.rnn_coverage is None else Bars.parse(",".join(args.rnn_coverage), gate)
@@ -349,8 +407,8 @@ def _report(args: argparse.Namespace) -> int:
 
 def _compare(args: argparse.Namespace) -> int:
     from .config.bars import parse_fraction
-    from .reporting.baseline import load_baseline
     from .config.paths import check_distinct
+    from .reporting.baseline import load_baseline
     from .reporting.results import evaluate
     from .reporting.terminal import LinesWriter, TermReport
 

@@ -34,8 +34,10 @@ MAX_FILE = 512 * 1024 * 1024
 def as_path(path: Any, what: str) -> Path:
     """``path`` (str or os.PathLike) as a Path; anything else is an InvalidArgument."""
     if isinstance(path, bool) or not isinstance(path, (str, os.PathLike)):
-        raise InvalidArgument(f"{what} must be a file path (str or pathlib.Path), not "
-                              f"{path!r} ({type(path).__name__})")
+        raise InvalidArgument(
+            f"{what} must be a file path (str or pathlib.Path), not "
+            f"{path!r} ({type(path).__name__})"
+        )
     text = os.fspath(path)
     if isinstance(text, bytes):
         raise InvalidArgument(f"{what} {text!r} is bytes; pass a str or pathlib.Path")
@@ -46,8 +48,9 @@ def as_path(path: Any, what: str) -> Path:
     return Path(text)
 
 
-def read_bounded(path: Path, where: str, error: type[RNNCovError] = DataFileError,
-                 limit: int = MAX_FILE) -> bytes:
+def read_bounded(
+    path: Path, where: str, error: type[RNNCovError] = DataFileError, limit: int = MAX_FILE
+) -> bytes:
     """The bytes of the regular file ``path``, at most ``limit`` of them.
 
     Missing files, directories, devices and pipes, unreadable files and files over
@@ -79,8 +82,9 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number JSON allows")
 
 
-def parse_json(raw: bytes | str, where: str, error: type[RNNCovError] = DataFileError,
-               fix: str = "") -> Any:
+def parse_json(
+    raw: bytes | str, where: str, error: type[RNNCovError] = DataFileError, fix: str = ""
+) -> Any:
     """``raw`` parsed as strict JSON (no NaN/Infinity), or ``error`` naming ``where``."""
     suffix = f"; {fix}" if fix else ""
     if isinstance(raw, bytes):
@@ -107,8 +111,10 @@ KINDS = {
     "html": "HTML report",
 }
 _JSON_FORMAT = re.compile(rb'\A\s*\{\s*"format"\s*:\s*"([a-z-]{1,40})"')
-_HTML_MARKS = (b'<meta name="generator" content="pytest-rnncov">',
-               b"<title>RNN coverage report</title>")  # the second: releases before the first
+_HTML_MARKS = (
+    b'<meta name="generator" content="pytest-rnncov">',
+    b"<title>RNN coverage report</title>",
+)  # the second: releases before the first
 
 
 def file_kind(path: Path) -> str | None:
@@ -126,8 +132,9 @@ def file_kind(path: Path) -> str | None:
     return "html" if any(mark in head for mark in _HTML_MARKS) else None
 
 
-def check_replaceable(path: Path, kind: str, what: str,
-                      error: type[RNNCovError] = DataFileError) -> None:
+def check_replaceable(
+    path: Path, kind: str, what: str, error: type[RNNCovError] = DataFileError
+) -> None:
     """Refuse to write ``what`` (a file of ``kind``) at ``path`` when something other than
     an earlier output of the same kind is there: a user's file is never replaced."""
     try:
@@ -141,8 +148,10 @@ def check_replaceable(path: Path, kind: str, what: str,
     found = file_kind(path) if stat.S_ISREG(info.st_mode) else None
     if found != kind:
         seen = "a file pytest-rnncov did not write" if found is None else f"a {KINDS[found]}"
-        raise error(f"{what} {str(path)!r} would replace {seen}; pytest-rnncov replaces only "
-                    f"its own earlier {KINDS[kind]}: give another path, or move the file away")
+        raise error(
+            f"{what} {str(path)!r} would replace {seen}; pytest-rnncov replaces only "
+            f"its own earlier {KINDS[kind]}: give another path, or move the file away"
+        )
 
 
 def as_output_path(path: Any, what: str) -> Path:
@@ -150,8 +159,10 @@ def as_output_path(path: Any, what: str) -> Path:
     file, and is refused (``dir/`` would otherwise write a file named ``dir``)."""
     target = as_path(path, what)
     if os.fspath(path).endswith(("/", os.sep)):
-        raise InvalidArgument(f"{what} {os.fspath(path)!r} ends in a separator (a folder); give "
-                              f"a file path, e.g. {os.fspath(path)}rnncov.json")
+        raise InvalidArgument(
+            f"{what} {os.fspath(path)!r} ends in a separator (a folder); give "
+            f"a file path, e.g. {os.fspath(path)}rnncov.json"
+        )
     return target
 
 
@@ -190,8 +201,9 @@ def _new_file_mode() -> int:
     return 0o666 & ~mask
 
 
-def write_atomic(path: Path, content: str | bytes, what: str,
-                 error: type[RNNCovError] = DataFileError) -> Path:
+def write_atomic(
+    path: Path, content: str | bytes, what: str, error: type[RNNCovError] = DataFileError
+) -> Path:
     """Write ``content`` to a temporary file in ``path``'s folder, flush it to disk and
     rename it into place: readers see the old file or the new one, never a part of it, and
     a write that fails (disk full, interrupt) leaves the old file as it was."""
@@ -203,8 +215,9 @@ def write_atomic(path: Path, content: str | bytes, what: str,
             mode = stat.S_IMODE(path.stat().st_mode)
         except FileNotFoundError:
             mode = _new_file_mode()
-        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.",
-                                             suffix=".tmp")
+        handle, temporary = tempfile.mkstemp(
+            dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"
+        )
         with os.fdopen(handle, "wb") as stream:
             stream.write(data)
             stream.flush()
@@ -213,8 +226,10 @@ def write_atomic(path: Path, content: str | bytes, what: str,
         os.replace(temporary, path)
         temporary = None
     except (OSError, ValueError) as exc:
-        raise error(f"cannot write {what} to {str(path)!r}: "
-                    f"{getattr(exc, 'strerror', None) or exc}; the file there is unchanged") from None
+        raise error(
+            f"cannot write {what} to {str(path)!r}: "
+            f"{getattr(exc, 'strerror', None) or exc}; the file there is unchanged"
+        ) from None
     finally:
         if temporary is not None:
             with contextlib.suppress(OSError):
@@ -236,8 +251,9 @@ class Output:
     :class:`OutputConflict` says where: two writers never silently lose one's results.
     """
 
-    def __init__(self, path: Path, kind: str, what: str,
-                 error: type[RNNCovError] = DataFileError) -> None:
+    def __init__(
+        self, path: Path, kind: str, what: str, error: type[RNNCovError] = DataFileError
+    ) -> None:
         self.path, self.kind, self.what, self.error = path, kind, what, error
         check_replaceable(path, kind, what, error)
         self._seen = _snapshot(path)
@@ -246,17 +262,21 @@ class Output:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise self.error(f"cannot write {self.what} to {str(self.path)!r}: "
-                             f"{exc.strerror or exc}") from None
+            raise self.error(
+                f"cannot write {self.what} to {str(self.path)!r}: {exc.strerror or exc}"
+            ) from None
         with folder_lock(self.path.parent):
             if _snapshot(self.path) != self._seen:
-                kept = self.path.with_name(f"{self.path.stem}.conflict-{os.getpid()}-"
-                                           f"{secrets.token_hex(3)}{self.path.suffix}")
+                kept = self.path.with_name(
+                    f"{self.path.stem}.conflict-{os.getpid()}-"
+                    f"{secrets.token_hex(3)}{self.path.suffix}"
+                )
                 write_atomic(kept, content, self.what, self.error)
                 raise OutputConflict(
                     f"{self.what} not written to {str(self.path)!r}: another process wrote "
                     f"that file while this run went on; this run's {self.what} is in "
-                    f"{str(kept)!r}")
+                    f"{str(kept)!r}"
+                )
             check_replaceable(self.path, self.kind, self.what, self.error)
             write_atomic(self.path, content, self.what, self.error)
             self._seen = _snapshot(self.path)
@@ -269,8 +289,9 @@ class Fields:
     and, with :meth:`exact_keys`, a key the format does not have are ``error`` naming
     ``where``, the key and ``fix``: a file is refused by name or read back identically."""
 
-    def __init__(self, data: Any, where: str, error: type[RNNCovError] = DataFileError,
-                 fix: str = "") -> None:
+    def __init__(
+        self, data: Any, where: str, error: type[RNNCovError] = DataFileError, fix: str = ""
+    ) -> None:
         self.where, self.error, self.fix = where, error, fix
         if not isinstance(data, dict):
             raise self.fail(f"expected an object, got {type(data).__name__}")
@@ -286,9 +307,11 @@ class Fields:
             raise self.fail(f"missing key {key!r}")
         value = self.data[key]
         kinds = kind if isinstance(kind, tuple) else (kind,)
-        if ((isinstance(value, bool) and bool not in kinds)
-                or (isinstance(value, int) and int not in kinds and bool not in kinds)
-                or not isinstance(value, kinds)):
+        if (
+            (isinstance(value, bool) and bool not in kinds)
+            or (isinstance(value, int) and int not in kinds and bool not in kinds)
+            or not isinstance(value, kinds)
+        ):
             names = " or ".join(k.__name__ for k in kinds)
             raise self.fail(f"{key!r} is {shown(value)} ({type(value).__name__}), not {names}")
         return value
@@ -310,21 +333,33 @@ class Fields:
             raise self.fail(f"missing key {missing[0]!r}")
         unknown = sorted(set(self.data) - known)
         if unknown:
-            raise self.fail(f"unknown key {shown(unknown[0])} (the format has "
-                            f"{', '.join(sorted(known))})")
+            raise self.fail(
+                f"unknown key {shown(unknown[0])} (the format has {', '.join(sorted(known))})"
+            )
 
 
-def read_envelope(data: Any, where: str, kind: str, versions: Sequence[int],
-                  error: type[RNNCovError] = DataFileError, fix: str = "",
-                  noun: str = "format") -> tuple[Fields, int]:
+def read_envelope(
+    data: Any,
+    where: str,
+    kind: str,
+    versions: Sequence[int],
+    error: type[RNNCovError] = DataFileError,
+    fix: str = "",
+    noun: str = "format",
+) -> tuple[Fields, int]:
     """Check that ``data`` is a file of ``kind`` (a key of KINDS) in one of ``versions``
     (an integer, not ``true`` or ``2.0``); returns its fields and version."""
     if not isinstance(data, dict) or data.get("format") != kind:
         raise error(f"{where} is not a pytest-rnncov {KINDS[kind]} file")
     version = data.get("version")
     if type(version) is not int or version not in versions:
-        reads = (f"version {versions[0]}" if len(versions) == 1
-                 else f"versions {versions[0]}-{versions[-1]}")
-        raise error(f"{where} has {noun} version {shown(version)}; this pytest-rnncov reads "
-                    f"{reads}" + (f": {fix}" if fix else ""))
+        reads = (
+            f"version {versions[0]}"
+            if len(versions) == 1
+            else f"versions {versions[0]}-{versions[-1]}"
+        )
+        raise error(
+            f"{where} has {noun} version {shown(version)}; this pytest-rnncov reads "
+            f"{reads}" + (f": {fix}" if fix else "")
+        )
     return Fields(data, where, error, fix), version

@@ -42,8 +42,14 @@ def is_finite_number(value: Any) -> bool:
     return _is_real(value) and math.isfinite(_as_float(value))
 
 
-def check_int(name: str, value: Any, *, minimum: int | None = None,
-              maximum: int | None = None, example: str | None = None) -> int:
+def check_int(
+    name: str,
+    value: Any,
+    *,
+    minimum: int | None = None,
+    maximum: int | None = None,
+    example: str | None = None,
+) -> int:
     """``value`` as an ``int`` (Python or numpy integer; not a float, bool or string)."""
     if not _is_integer(value):
         hint = f", e.g. {name}={example}" if example else ""
@@ -57,14 +63,22 @@ def check_int(name: str, value: Any, *, minimum: int | None = None,
     return number
 
 
-def check_float(name: str, value: Any, *, minimum: float | None = None,
-                maximum: float | None = None, exclusive_minimum: bool = False,
-                allow_infinite: bool = False, example: str | None = None) -> float:
+def check_float(
+    name: str,
+    value: Any,
+    *,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    exclusive_minimum: bool = False,
+    allow_infinite: bool = False,
+    example: str | None = None,
+) -> float:
     """``value`` as a finite ``float`` within bounds (Python or numpy number)."""
     hint = f", e.g. {name}={example}" if example else ""
     if not _is_real(value):
         raise InvalidArgument(
-            f"{name}={shown(value)} ({type(value).__name__}) must be a number{hint}")
+            f"{name}={shown(value)} ({type(value).__name__}) must be a number{hint}"
+        )
     number = _as_float(value)
     if math.isnan(number) or (math.isinf(number) and not allow_infinite):
         raise InvalidArgument(f"{name}={number!r} must be a finite number{hint}")
@@ -93,7 +107,8 @@ def check_fraction(name: str, value: Any, *, allow_none: bool = False) -> float 
     if not _is_real(value):
         raise InvalidArgument(
             f"{name}={shown(value)} ({type(value).__name__}) must be a number in [0, 1], "
-            f"e.g. {name}=0.8")
+            f"e.g. {name}=0.8"
+        )
     number = _as_float(value)
     problem = fraction_problem(number)
     if problem is not None:
@@ -114,16 +129,17 @@ def check_ascii_number(text: str, what: str, example: str) -> str:
     scripts' digits (``'٠.٩'`` is 0.9), which option values refuse by name."""
     if not text.isascii():
         odd = "".join(dict.fromkeys(c for c in text if not c.isascii()))
-        raise InvalidArgument(f"{what} {shown(text)} holds non-ASCII characters ({odd!r}); "
-                              f"write it with ASCII digits, e.g. {example}".lstrip())
+        raise InvalidArgument(
+            f"{what} {shown(text)} holds non-ASCII characters ({odd!r}); "
+            f"write it with ASCII digits, e.g. {example}".lstrip()
+        )
     return text
 
 
 def check_choice(name: str, value: Any, choices: Sequence[Any]) -> Any:
     """One of ``choices`` (compared with ``==``, strings only match strings)."""
     if not any(type(value) is type(c) and value == c for c in choices):
-        raise InvalidArgument(
-            f"{name}={shown(value)}; use one of {', '.join(map(repr, choices))}")
+        raise InvalidArgument(f"{name}={shown(value)}; use one of {', '.join(map(repr, choices))}")
     return value
 
 
@@ -139,23 +155,32 @@ def check_str(name: str, value: Any, *, allow_empty: bool = False) -> str:
     return value
 
 
-def check_range(name: str, value: Any, *, minimum: float | None = None,
-                example: str = "(0.0, 1.0)", allow_infinite: bool = False,
-                strict: bool = True) -> tuple[float, float]:
+def check_range(
+    name: str,
+    value: Any,
+    *,
+    minimum: float | None = None,
+    example: str = "(0.0, 1.0)",
+    allow_infinite: bool = False,
+    strict: bool = True,
+) -> tuple[float, float]:
     """A ``(low, high)`` pair of numbers with ``low < high`` (``<=`` when not ``strict``)."""
     if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
-        raise InvalidArgument(f"{name}={shown(value)} must be a pair (low, high), e.g. "
-                              f"{name}={example}")
+        raise InvalidArgument(
+            f"{name}={shown(value)} must be a pair (low, high), e.g. {name}={example}"
+        )
     items = list(value)
     if len(items) != 2:
-        raise InvalidArgument(f"{name}={shown(value)} must be a pair (low, high), e.g. "
-                              f"{name}={example}")
+        raise InvalidArgument(
+            f"{name}={shown(value)} must be a pair (low, high), e.g. {name}={example}"
+        )
     low = check_float(f"{name}[0]", items[0], minimum=minimum, allow_infinite=allow_infinite)
     high = check_float(f"{name}[1]", items[1], minimum=minimum, allow_infinite=allow_infinite)
     if (strict and not low < high) or (not strict and not low <= high):
         relation = "<" if strict else "<="
-        raise InvalidArgument(f"{name}={shown(value)} needs low {relation} high, e.g. "
-                              f"{name}={example}")
+        raise InvalidArgument(
+            f"{name}={shown(value)} needs low {relation} high, e.g. {name}={example}"
+        )
     return low, high
 
 
@@ -165,10 +190,12 @@ def check_window(value: Any) -> tuple[int, int] | None:
         return None
     if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
         raise InvalidArgument(
-            f"window={shown(value)} is not a pair of step indices; pass e.g. window=(4, 24)")
+            f"window={shown(value)} is not a pair of step indices; pass e.g. window=(4, 24)"
+        )
     items = list(value)
     if len(items) != 2 or not all(_is_integer(v) for v in items):
         raise InvalidArgument(
             f"window={shown(value)} is not a pair of integer step indices; pass e.g. "
-            "window=(4, 24) (both ends inclusive, 0-based; negatives count from the end)")
+            "window=(4, 24) (both ends inclusive, 0-based; negatives count from the end)"
+        )
     return int(items[0]), int(items[1])

@@ -30,30 +30,45 @@ checked = []
 def seeded(model):
     """Fixed weights from numpy (keras.utils.set_random_seed would import TensorFlow)."""
     weights = np.random.default_rng(7)
-    model.set_weights([weights.normal(0, 0.5, w.shape).astype(np.float32)
-                       for w in model.get_weights()])
+    model.set_weights(
+        [weights.normal(0, 0.5, w.shape).astype(np.float32) for w in model.get_weights()]
+    )
     return model
 
 
-for cell, options in [("LSTM", {}), ("LSTM", {"recurrent_activation": "hard_sigmoid"}),
-                      ("GRU", {}), ("GRU", {"reset_after": False}), ("SimpleRNN", {})]:
+for cell, options in [
+    ("LSTM", {}),
+    ("LSTM", {"recurrent_activation": "hard_sigmoid"}),
+    ("GRU", {}),
+    ("GRU", {"reset_after": False}),
+    ("SimpleRNN", {}),
+]:
     for backwards in (False, True):
-        layer = getattr(keras.layers, cell)(5, return_sequences=True, go_backwards=backwards,
-                                            name="rec", **options)
+        layer = getattr(keras.layers, cell)(
+            5, return_sequences=True, go_backwards=backwards, name="rec", **options
+        )
         model = seeded(keras.Sequential([keras.Input((7, 3)), layer, keras.layers.Dense(2)]))
         rnn = RNNModel(model)
         own = keras.ops.convert_to_numpy(
-            keras.Model(model.inputs, model.get_layer("rec").output)(x))
+            keras.Model(model.inputs, model.get_layer("rec").output)(x)
+        )
         h = rnn.trace(x).h
         np.testing.assert_allclose(h, own, atol=1e-5, rtol=0, err_msg=f"{cell} {options}")
         outputs, _ = rnn.run(x)
         np.testing.assert_allclose(outputs, keras.ops.convert_to_numpy(model(x)), atol=1e-5)
         checked.append(f"{cell}{options}{'/backwards' if backwards else ''}")
 for cell in ("LSTM", "GRU"):  # masking through an Embedding, inside Bidirectional
-    model = seeded(keras.Sequential([
-        keras.Input((8,), dtype="int32"), keras.layers.Embedding(30, 4, mask_zero=True),
-        keras.layers.Bidirectional(getattr(keras.layers, cell)(5, return_sequences=True),
-                                   name="bi")]))
+    model = seeded(
+        keras.Sequential(
+            [
+                keras.Input((8,), dtype="int32"),
+                keras.layers.Embedding(30, 4, mask_zero=True),
+                keras.layers.Bidirectional(
+                    getattr(keras.layers, cell)(5, return_sequences=True), name="bi"
+                ),
+            ]
+        )
+    )
     own = keras.ops.convert_to_numpy(model(tokens))
     forward = RNNModel(model, "bi").trace(tokens)
     backward = RNNModel(model, "bi", direction="backward").trace(tokens)
@@ -69,15 +84,23 @@ assert coverage.n_inputs_ == 10 and 0 < coverage.rates()["TC"] <= 1
 # the device path: traces and coverage computed on the backend's own arrays (on the CPU
 # here) equal the numpy path's
 for cell in ("LSTM", "GRU", "SimpleRNN"):
-    model = seeded(keras.Sequential([keras.Input((7, 3)), getattr(keras.layers, cell)(
-        6, return_sequences=True, name="rec"), keras.layers.Dense(2)]))
+    model = seeded(
+        keras.Sequential(
+            [
+                keras.Input((7, 3)),
+                getattr(keras.layers, cell)(6, return_sequences=True, name="rec"),
+                keras.layers.Dense(2),
+            ]
+        )
+    )
     host, device = RNNModel(model), RNNModel(model, trace_on="device")
     assert (host.trace_on, device.trace_on) == ("numpy", "device")
     trace = device.trace(x)
     assert not trace.on_host, type(trace.h)
     for name in trace.names:
-        np.testing.assert_allclose(trace.to_host().components[name],
-                                   host.trace(x).components[name], atol=1e-6)
+        np.testing.assert_allclose(
+            trace.to_host().components[name], host.trace(x).components[name], atol=1e-6
+        )
     wide = rng.normal(size=(80, 7, 3)).astype(np.float32)
     profile = Profile(window=(1, 6)).fit(host, wide)
     metrics = ("BC", "SC", "TC", "NC", "KMNC", "NBC", "SNAC")

@@ -17,8 +17,9 @@ def make_trace(shape=None, cell="lstm", **components) -> Trace:
     arrays = {k: np.asarray(v, np.float32) for k, v in components.items()}
     if shape is None:
         shape = next(iter(arrays.values())).shape
-    return Trace({n: arrays.get(n, np.zeros(shape, np.float32)) for n in CELL_COMPONENTS[cell]},
-                 cell=cell)
+    return Trace(
+        {n: arrays.get(n, np.zeros(shape, np.float32)) for n in CELL_COMPONENTS[cell]}, cell=cell
+    )
 
 
 def fit_profile(*traces: Trace, window=None) -> Profile:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from helpers import make_trace
+
 from pytest_rnncov import InvalidArgument
 from pytest_rnncov.core.abstractions import resolve_window, signal
 
@@ -79,7 +79,9 @@ def test_numpy_integers_are_step_indices():
 
 def test_a_component_the_cell_lacks_is_refused_listing_what_it_has():
     gru = make_trace(cell="gru", h=H)
-    with pytest.raises(InvalidArgument, match=r"'f' is not recorded by a gru cell; it has z \(update gate\), r"):
+    with pytest.raises(
+        InvalidArgument, match=r"'f' is not recorded by a gru cell; it has z \(update gate\), r"
+    ):
         signal(gru, "f", "avg", (0, 2))
 
 

@@ -12,8 +12,12 @@ PACKAGE = Path(__file__).resolve().parents[1] / "pytest_rnncov"
 
 
 def test_the_import_linter_layers_contract_is_kept():
-    done = subprocess.run([str(Path(sys.executable).parent / "lint-imports"), "--no-cache"],
-                          capture_output=True, text=True, cwd=PACKAGE.parent)
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "lint-imports"), "--no-cache"],
+        capture_output=True,
+        text=True,
+        cwd=PACKAGE.parent,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "3 kept, 0 broken" in done.stdout  # layers; a framework-free core; a numpy-free base
 
@@ -31,7 +35,9 @@ def test_no_module_imports_itself_through_others():
         state[module] = 1
         for target in sorted(edges[module]):
             if state.get(target) == 1:
-                cycles.append(path[path.index(target):] + [target] if target in path else [module, target])
+                cycles.append(
+                    path[path.index(target) :] + [target] if target in path else [module, target]
+                )
             elif target not in state:
                 visit(target, path + [target])
         state[module] = 2
@@ -49,8 +55,9 @@ def test_the_layers_are_folders():
 
     config = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())
     layers = config["tool"]["importlinter"]["contracts"][0]["layers"]
-    named = {name.strip().removeprefix("pytest_rnncov.") for layer in layers
-             for name in layer.split("|")}
+    named = {
+        name.strip().removeprefix("pytest_rnncov.") for layer in layers for name in layer.split("|")
+    }
     folders = {p.name for p in PACKAGE.iterdir() if p.is_dir() and not p.name.startswith("__")}
     assert folders == {"core", "adapters", "generation", "reporting", "plugin", "config"}
     assert folders <= named
@@ -66,9 +73,11 @@ def test_no_private_name_is_imported_from_another_module():
     for path in PACKAGE.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom):
-                found += [f"{path.relative_to(PACKAGE)}:{node.lineno} {node.module}.{a.name}"
-                          for a in node.names
-                          if a.name.startswith("_") and not a.name.startswith("__")]
+                found += [
+                    f"{path.relative_to(PACKAGE)}:{node.lineno} {node.module}.{a.name}"
+                    for a in node.names
+                    if a.name.startswith("_") and not a.name.startswith("__")
+                ]
     assert not found, found
 
 
@@ -80,8 +89,12 @@ def test_no_module_reaches_into_another_objects_private_members():
     for path in PACKAGE.rglob("*.py"):
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):
-            if (isinstance(node, ast.Attribute) and node.attr.startswith("_")
-                    and not node.attr.startswith("__") and node.attr not in allowed):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+                and node.attr not in allowed
+            ):
                 owner = node.value
                 if isinstance(owner, ast.Name) and owner.id in ("self", "cls"):
                     continue

@@ -16,7 +16,12 @@ CHECK = Path(__file__).with_name("backend_check.py")
 @pytest.mark.parametrize("backend", ["jax", "torch"])
 def test_keras3_backend_without_tensorflow(backend):
     env = dict(os.environ, KERAS_BACKEND=backend)
-    done = subprocess.run([sys.executable, "-W", "ignore", str(CHECK)], env=env,
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-W", "ignore", str(CHECK)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert f"OK {backend}: 15 cells checked without TensorFlow" in done.stdout

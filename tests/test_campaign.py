@@ -8,8 +8,19 @@ import numpy as np
 import pytest
 
 from pytest_rnncov import (
-    BC, Campaign, Coverage, GAConfig, GaussianMutator, InvalidArgument, InvalidInput, Mutator,
-    Oracle, Profile, RNNCovWarning, RNNModel, SampleWriter,
+    BC,
+    Campaign,
+    Coverage,
+    GAConfig,
+    GaussianMutator,
+    InvalidArgument,
+    InvalidInput,
+    Mutator,
+    Oracle,
+    Profile,
+    RNNCovWarning,
+    RNNModel,
+    SampleWriter,
 )
 
 STEPS, FEATURES = 5, 64
@@ -23,8 +34,11 @@ def ramp_model(keras):
     random walk of small noise almost never does.
     """
     model = keras.Sequential(
-        [keras.Input((STEPS, FEATURES)), keras.layers.LSTM(1, name="lstm"),
-         keras.layers.Dense(2, name="head")],
+        [
+            keras.Input((STEPS, FEATURES)),
+            keras.layers.LSTM(1, name="lstm"),
+            keras.layers.Dense(2, name="head"),
+        ],
         name="ramp",
     )
     kernel = np.zeros((FEATURES, 4), np.float32)
@@ -32,7 +46,9 @@ def ramp_model(keras):
     bias = np.zeros(4, np.float32)
     bias[1] = -4.0
     model.get_layer("lstm").set_weights([kernel, np.zeros((1, 4), np.float32), bias])
-    model.get_layer("head").set_weights([np.array([[1.0, -1.0]], np.float32), np.zeros(2, np.float32)])
+    model.get_layer("head").set_weights(
+        [np.array([[1.0, -1.0]], np.float32), np.zeros(2, np.float32)]
+    )
     return model
 
 
@@ -49,8 +65,15 @@ SMALL_NOISE = GaussianMutator(variance=(0.002, 0.004))
 
 def run(ramp, **options):
     rnn, profile = ramp
-    campaign = Campaign(rnn, SEEDS, SMALL_NOISE, Oracle(radius=10.0), profile=profile,
-                        metrics=[BC(alpha_max=0.9)], **options)
+    campaign = Campaign(
+        rnn,
+        SEEDS,
+        SMALL_NOISE,
+        Oracle(radius=10.0),
+        profile=profile,
+        metrics=[BC(alpha_max=0.9)],
+        **options,
+    )
     return campaign, campaign.run()
 
 
@@ -76,9 +99,16 @@ def test_statistics_and_saved_samples(stacked_model, seq_inputs, tmp_path):
     rnn = RNNModel(stacked_model, "lstm_b")
     profile = Profile().fit(rnn, seq_inputs)
     seeds = (seq_inputs[:6] - seq_inputs.min()) / (seq_inputs.max() - seq_inputs.min())
-    campaign = Campaign(rnn, seeds, GaussianMutator(variance=(0.05, 0.1)), Oracle(radius=None),
-                        profile=profile, budget=250, batch_size=50,
-                        listeners=[SampleWriter(tmp_path / "adv")])
+    campaign = Campaign(
+        rnn,
+        seeds,
+        GaussianMutator(variance=(0.05, 0.1)),
+        Oracle(radius=None),
+        profile=profile,
+        budget=250,
+        batch_size=50,
+        listeners=[SampleWriter(tmp_path / "adv")],
+    )
     result = campaign.run()
     assert result.test_cases == 250
     assert result.adversarial > 0  # big noise flips the untrained model's class
@@ -108,7 +138,10 @@ def test_statistics_and_saved_samples(stacked_model, seq_inputs, tmp_path):
     assert saved["cases"].shape == (result.adversarial, 7, 3)
     assert len(list((tmp_path / "adv").glob("adv_*.png"))) == result.adversarial
     summary = json.loads((tmp_path / "adv" / "summary.json").read_text())
-    assert summary["adversarial"] == result.adversarial and summary["oracle"] == "classification, radius none"
+    assert (
+        summary["adversarial"] == result.adversarial
+        and summary["oracle"] == "classification, radius none"
+    )
     assert sum(result.failures_per_seed.values()) == result.adversarial
     assert sum(result.failures_per_class_pair.values()) == result.adversarial
 
@@ -128,8 +161,16 @@ def test_interrupted_campaign_keeps_its_samples(stacked_model, seq_inputs, tmp_p
     rnn = RNNModel(stacked_model, "lstm_b")
     profile = Profile().fit(rnn, seq_inputs)
     seeds = (seq_inputs[:6] - seq_inputs.min()) / (seq_inputs.max() - seq_inputs.min())
-    campaign = Campaign(rnn, seeds, InterruptAfter(3), Oracle(), profile=profile, budget=10_000,
-                        batch_size=40, listeners=[SampleWriter(tmp_path / "out")])
+    campaign = Campaign(
+        rnn,
+        seeds,
+        InterruptAfter(3),
+        Oracle(),
+        profile=profile,
+        budget=10_000,
+        batch_size=40,
+        listeners=[SampleWriter(tmp_path / "out")],
+    )
     with pytest.raises(KeyboardInterrupt):
         campaign.run()
     result = campaign.result
@@ -192,8 +233,9 @@ class Identity(Mutator):
 
 def test_unchanged_mutants_are_discarded_not_evaluated(ramp):
     rnn, profile = ramp
-    campaign = Campaign(rnn, SEEDS, Identity(), Oracle(), profile=profile, metrics=[BC()],
-                        budget=100, batch_size=10)
+    campaign = Campaign(
+        rnn, SEEDS, Identity(), Oracle(), profile=profile, metrics=[BC()], budget=100, batch_size=10
+    )
     with pytest.warns(RNNCovWarning, match="returned every case unchanged in 20 batches"):
         result = campaign.run()
     assert result.test_cases == 0 and result.discarded == 200
@@ -206,14 +248,21 @@ def threshold(keras):
     and a head that flips to class 0 when h > 0.755, i.e. when the last step's mean feature
     exceeds about 0.6; the seeds sit at 0.5 (h 0.746). Small random noise averages out; a
     search that follows the oracle's margin raises every feature together."""
-    model = keras.Sequential([keras.Input((STEPS, FEATURES)), keras.layers.LSTM(1, name="lstm"),
-                              keras.layers.Dense(2, name="head")], name="threshold")
+    model = keras.Sequential(
+        [
+            keras.Input((STEPS, FEATURES)),
+            keras.layers.LSTM(1, name="lstm"),
+            keras.layers.Dense(2, name="head"),
+        ],
+        name="threshold",
+    )
     kernel = np.zeros((FEATURES, 4), np.float32)
     kernel[:, 2] = 1 / 16
     bias = np.array([10, -10, 0, 10], np.float32)
     model.get_layer("lstm").set_weights([kernel, np.zeros((1, 4), np.float32), bias])
-    model.get_layer("head").set_weights([np.array([[1.0, 0.0]], np.float32),
-                                         np.array([0.0, 0.755], np.float32)])
+    model.get_layer("head").set_weights(
+        [np.array([[1.0, 0.0]], np.float32), np.array([0.0, 0.755], np.float32)]
+    )
     rnn = RNNModel(model)
     train = np.random.default_rng(0).random((100, STEPS, FEATURES), dtype=np.float32)
     return rnn, Profile().fit(rnn, train)
@@ -221,9 +270,18 @@ def threshold(keras):
 
 def failure_run(threshold, **options):
     rnn, profile = threshold
-    campaign = Campaign(rnn, SEEDS, SMALL_NOISE, Oracle(radius=10.0), profile=profile,
-                        metrics=[BC("h", "net", alpha_max=0.9)], budget=600, patience=1, seed=1,
-                        **options)
+    campaign = Campaign(
+        rnn,
+        SEEDS,
+        SMALL_NOISE,
+        Oracle(radius=10.0),
+        profile=profile,
+        metrics=[BC("h", "net", alpha_max=0.9)],
+        budget=600,
+        patience=1,
+        seed=1,
+        **options,
+    )
     return campaign, campaign.run()
 
 
@@ -253,8 +311,9 @@ def test_shrunk_samples_still_fail_and_are_closer(threshold):
 
 
 def test_stop_after_failing_seeds(threshold):
-    _, result = failure_run(threshold, objective="failure", schedule="mixed",
-                            stop_after_failing_seeds=1)
+    _, result = failure_run(
+        threshold, objective="failure", schedule="mixed", stop_after_failing_seeds=1
+    )
     assert result.unique == 1 and result.test_cases < 600
 
 
@@ -262,5 +321,7 @@ def test_schedule_and_objective_are_validated(threshold):
     rnn, profile = threshold
     with pytest.raises(InvalidArgument, match="schedule='greedy'; use one of 'stall', 'mixed'"):
         Campaign(rnn, SEEDS, SMALL_NOISE, Oracle(), profile=profile, schedule="greedy")
-    with pytest.raises(InvalidArgument, match="objective='fun'; use one of 'coverage', 'failure', 'both'"):
+    with pytest.raises(
+        InvalidArgument, match="objective='fun'; use one of 'coverage', 'failure', 'both'"
+    ):
         Campaign(rnn, SEEDS, SMALL_NOISE, Oracle(), profile=profile, objective="fun")

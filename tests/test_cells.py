@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from reference import layer_states
 
 from pytest_rnncov import RNNModel
-from reference import layer_states
 
 H_TOL = 1e-5
 
@@ -35,14 +35,19 @@ CELLS = [
 @pytest.mark.parametrize("backwards", [False, True])
 def test_keras3_cells_match_the_layer(keras, seq_inputs, cell, options, backwards):
     keras.utils.set_random_seed(11)
-    layer = getattr(keras.layers, cell)(5, return_sequences=True, go_backwards=backwards,
-                                        name="rec", **options)
+    layer = getattr(keras.layers, cell)(
+        5, return_sequences=True, go_backwards=backwards, name="rec", **options
+    )
     model = keras.Sequential([keras.Input((7, 3)), layer, keras.layers.Dense(2)])
     rnn = RNNModel(model)
     trace = check(rnn, seq_inputs)
     assert rnn.cell_kind == {"GRU": "gru", "SimpleRNN": "simple_rnn", "LSTM": "lstm"}[cell]
-    assert trace.names == {"gru": ("z", "r", "n", "h"), "simple_rnn": ("h",),
-                           "lstm": ("f", "i", "o", "c", "h")}[rnn.cell_kind]
+    assert (
+        trace.names
+        == {"gru": ("z", "r", "n", "h"), "simple_rnn": ("h",), "lstm": ("f", "i", "o", "c", "h")}[
+            rnn.cell_kind
+        ]
+    )
 
 
 def test_gru_gates_follow_the_update_rule(keras, seq_inputs):
@@ -58,10 +63,13 @@ def test_gru_gates_follow_the_update_rule(keras, seq_inputs):
 @pytest.mark.parametrize("cell", ["GRU", "SimpleRNN", "LSTM"])
 def test_masked_cells_carry_their_state(keras, token_inputs, cell):
     keras.utils.set_random_seed(13)
-    model = keras.Sequential([
-        keras.Input((8,), dtype="int32"), keras.layers.Embedding(30, 4, mask_zero=True),
-        getattr(keras.layers, cell)(5, return_sequences=True, name="rec"),
-    ])
+    model = keras.Sequential(
+        [
+            keras.Input((8,), dtype="int32"),
+            keras.layers.Embedding(30, 4, mask_zero=True),
+            getattr(keras.layers, cell)(5, return_sequences=True, name="rec"),
+        ]
+    )
     rnn = RNNModel(model)
     trace = check(rnn, token_inputs)
     np.testing.assert_array_equal(trace.mask, token_inputs != 0)
@@ -73,38 +81,49 @@ def test_masked_cells_carry_their_state(keras, token_inputs, cell):
 @pytest.mark.parametrize("cell", ["GRU", "SimpleRNN"])
 def test_bidirectional_cells(keras, seq_inputs, cell):
     keras.utils.set_random_seed(14)
-    model = keras.Sequential([
-        keras.Input((7, 3)),
-        keras.layers.Bidirectional(getattr(keras.layers, cell)(4, return_sequences=True), name="bi"),
-    ])
+    model = keras.Sequential(
+        [
+            keras.Input((7, 3)),
+            keras.layers.Bidirectional(
+                getattr(keras.layers, cell)(4, return_sequences=True), name="bi"
+            ),
+        ]
+    )
     own = model.predict_on_batch(seq_inputs)
     forward = RNNModel(model, "bi")
     backward = RNNModel(model, "bi", direction="backward")
     np.testing.assert_allclose(forward.trace(seq_inputs).h, own[..., :4], atol=H_TOL, rtol=0)
-    np.testing.assert_allclose(backward.trace(seq_inputs).h[:, ::-1], own[..., 4:], atol=H_TOL,
-                               rtol=0)
+    np.testing.assert_allclose(
+        backward.trace(seq_inputs).h[:, ::-1], own[..., 4:], atol=H_TOL, rtol=0
+    )
 
 
 def test_rnn_wrapper_of_a_cell(keras, seq_inputs):
     keras.utils.set_random_seed(15)
-    model = keras.Sequential([keras.Input((7, 3)),
-                              keras.layers.RNN(keras.layers.GRUCell(4), return_sequences=True)])
+    model = keras.Sequential(
+        [keras.Input((7, 3)), keras.layers.RNN(keras.layers.GRUCell(4), return_sequences=True)]
+    )
     rnn = RNNModel(model)
     assert rnn.cell_kind == "gru"
-    np.testing.assert_allclose(rnn.trace(seq_inputs).h, model.predict_on_batch(seq_inputs),
-                               atol=H_TOL, rtol=0)
+    np.testing.assert_allclose(
+        rnn.trace(seq_inputs).h, model.predict_on_batch(seq_inputs), atol=H_TOL, rtol=0
+    )
 
 
-@pytest.mark.parametrize(("cell", "options"), [("GRU", {}), ("GRU", {"reset_after": False}),
-                                               ("SimpleRNN", {})])
+@pytest.mark.parametrize(
+    ("cell", "options"), [("GRU", {}), ("GRU", {"reset_after": False}), ("SimpleRNN", {})]
+)
 def test_tf_keras_cells(token_inputs, cell, options):
     import tf_keras
 
     tf_keras.utils.set_random_seed(16)
-    model = tf_keras.Sequential([
-        tf_keras.Input((8,), dtype="int32"), tf_keras.layers.Embedding(30, 4, mask_zero=True),
-        getattr(tf_keras.layers, cell)(5, return_sequences=True, name="rec", **options),
-    ])
+    model = tf_keras.Sequential(
+        [
+            tf_keras.Input((8,), dtype="int32"),
+            tf_keras.layers.Embedding(30, 4, mask_zero=True),
+            getattr(tf_keras.layers, cell)(5, return_sequences=True, name="rec", **options),
+        ]
+    )
     rnn = RNNModel(model)
     assert rnn.framework == "tf_keras"
     check(rnn, token_inputs)

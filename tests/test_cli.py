@@ -9,10 +9,9 @@ import sys
 
 import numpy as np
 import pytest
-
 from test_plugin import CONFTEST
 
-HALVES = '''
+HALVES = """
 from conftest import inputs
 
 
@@ -22,17 +21,25 @@ def test_one(tiny):
 
 def test_two(tiny):
     tiny.predict(inputs(2, n=20))
-'''
+"""
 
 
 def cli(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "pytest_rnncov", *map(str, args)], cwd=cwd,
-                          capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest_rnncov", *map(str, args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+    )
 
 
 def pytest_run(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
-                          cwd=cwd, capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -41,16 +48,30 @@ def runs(tmp_path_factory):
     path = tmp_path_factory.mktemp("cli")
     (path / "conftest.py").write_text(CONFTEST)
     (path / "test_halves.py").write_text(HALVES)
-    for args in (["-k", "one", "--rnn-data=a.json"], ["-k", "two", "--rnn-data=b.json"],
-                 ["--rnn-data=whole.json", "--rnn-save=base.json"]):
+    for args in (
+        ["-k", "one", "--rnn-data=a.json"],
+        ["-k", "two", "--rnn-data=b.json"],
+        ["--rnn-data=whole.json", "--rnn-save=base.json"],
+    ):
         done = pytest_run(*args, cwd=path)
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     return path
 
 
 def test_combine_of_two_halves_equals_the_whole_run(runs):
-    done = cli("combine", "a.json", "b.json", "--out", "ab.json", "--rnn-coverage=0.01",
-               "--report", "term", "--report", "json:r.json", cwd=runs)
+    done = cli(
+        "combine",
+        "a.json",
+        "b.json",
+        "--out",
+        "ab.json",
+        "--rnn-coverage=0.01",
+        "--report",
+        "term",
+        "--report",
+        "json:r.json",
+        cwd=runs,
+    )
     assert done.returncode == 0, done.stderr
     assert "Required RNN coverage of 1% reached." in done.stdout
     assert "combined data of 2 runs written to ab.json" in done.stdout
@@ -101,8 +122,10 @@ def test_show_reads_every_file_kind(runs):
         (["frobnicate"], "invalid choice: 'frobnicate'"),
         (["combine", "a.json", "a.json"], "is given twice; each run's data counts once"),
         (["report", "a.json", "--report", "json:a.json"], "would overwrite data file"),
-        (["combine", "a.json", "--out", "x.json", "--report", "json:x.json"],
-         "would collide with --report json:"),
+        (
+            ["combine", "a.json", "--out", "x.json", "--report", "json:x.json"],
+            "would collide with --report json:",
+        ),
         (["combine", "a.json", "--out", ""], "--out '': give a file path"),
         (["combine", "a.json", "--rnn-coverage=0.1", "--rnn-coverage=0.2"], "is given twice"),
     ],
@@ -117,8 +140,20 @@ def test_usage_errors_exit_4_and_say_why(runs, args, message):
 def test_profile_fit_from_a_model_file_and_a_npy(keras, tmp_path, seq_inputs, stacked_model):
     stacked_model.save(tmp_path / "m.keras")
     np.save(tmp_path / "x.npy", seq_inputs)
-    done = cli("profile", "fit", "m.keras", "--x-train", "x.npy", "--layer", "lstm_b",
-               "--window", "1,5", "--out", "p.json", cwd=tmp_path)
+    done = cli(
+        "profile",
+        "fit",
+        "m.keras",
+        "--x-train",
+        "x.npy",
+        "--layer",
+        "lstm_b",
+        "--window",
+        "1,5",
+        "--out",
+        "p.json",
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     assert "profile of lstm layer 'lstm_b' (window [1, 5], 12 training inputs)" in done.stdout
     shown = cli("show", "p.json", cwd=tmp_path)
@@ -126,17 +161,29 @@ def test_profile_fit_from_a_model_file_and_a_npy(keras, tmp_path, seq_inputs, st
     # a pickled object array is never unpickled
     (tmp_path / "evil.npy").write_bytes(b"")
     np.save(tmp_path / "evil.npy", np.array([object()], dtype=object), allow_pickle=True)
-    refused = cli("profile", "fit", "m.keras", "--x-train", "evil.npy", "--out", "q.json",
-                  cwd=tmp_path)
+    refused = cli(
+        "profile", "fit", "m.keras", "--x-train", "evil.npy", "--out", "q.json", cwd=tmp_path
+    )
     assert refused.returncode == 4 and "is not a numpy .npy/.npz file of numbers" in refused.stderr
-    bad_window = cli("profile", "fit", "m.keras", "--x-train", "x.npy", "--window", "a,b",
-                     "--out", "q.json", cwd=tmp_path)
+    bad_window = cli(
+        "profile",
+        "fit",
+        "m.keras",
+        "--x-train",
+        "x.npy",
+        "--window",
+        "a,b",
+        "--out",
+        "q.json",
+        cwd=tmp_path,
+    )
     assert bad_window.returncode == 4 and "give two step indices" in bad_window.stderr
 
 
 def test_repeated_bars_add_up(runs):
-    done = cli("combine", "a.json", "b.json", "--rnn-coverage=BC:0.99", "--rnn-coverage=TC:0.01",
-               cwd=runs)
+    done = cli(
+        "combine", "a.json", "b.json", "--rnn-coverage=BC:0.99", "--rnn-coverage=TC:0.01", cwd=runs
+    )
     assert done.returncode == 1
     assert "FAIL Required RNN coverage (BC:0.99,TC:0.01) not reached: BC" in done.stdout
 
@@ -145,8 +192,18 @@ def test_a_layer_in_other_digits_is_a_name(keras, tmp_path, seq_inputs, stacked_
     """'²' is a digit to str.isdigit but no integer: it names a layer (and none exists)."""
     stacked_model.save(tmp_path / "m.keras")
     np.save(tmp_path / "x.npy", seq_inputs)
-    done = cli("profile", "fit", "m.keras", "--x-train", "x.npy", "--out", "p.json",
-               "--layer", "\u00b2", cwd=tmp_path)
+    done = cli(
+        "profile",
+        "fit",
+        "m.keras",
+        "--x-train",
+        "x.npy",
+        "--out",
+        "p.json",
+        "--layer",
+        "\u00b2",
+        cwd=tmp_path,
+    )
     assert done.returncode == 4, done.stderr
     assert "'\u00b2'" in done.stderr and "Traceback" not in done.stderr
 
@@ -154,8 +211,10 @@ def test_a_layer_in_other_digits_is_a_name(keras, tmp_path, seq_inputs, stacked_
 def test_links_and_inputs_are_not_overwritten(runs, tmp_path):
     (runs / "link.json").unlink(missing_ok=True)
     (runs / "link.json").symlink_to(runs / "a.json")
-    for args in (["report", "a.json", "--report", "json:link.json"],
-                 ["combine", "a.json", "link.json"]):
+    for args in (
+        ["report", "a.json", "--report", "json:link.json"],
+        ["combine", "a.json", "link.json"],
+    ):
         done = cli(*args, cwd=runs)
         assert done.returncode == 4, done.stdout + done.stderr
         assert "would overwrite" in done.stderr or "is given twice" in done.stderr

@@ -98,7 +98,9 @@ def test_an_input_beyond_float32_range_is_refused_not_counted(rnn, profile, seq_
     x = seq_inputs.astype(np.float64)
     x[3, 2, 1] = 1e39
     coverage = Coverage(rnn, profile, ("TC",))
-    with pytest.raises(InvalidInput, match=r"values beyond float32's range \(inf once cast\) in rows \[3\]"):
+    with pytest.raises(
+        InvalidInput, match=r"values beyond float32's range \(inf once cast\) in rows \[3\]"
+    ):
         coverage.update(x)
     assert coverage["TC"].covered == 0 and coverage.n_inputs_ == 0
 
@@ -108,8 +110,9 @@ def test_merging_another_models_coverage_is_refused(rnn, profile, seq_inputs, st
     theirs = Coverage(other, Profile(window=(1, 6)).fit(other, seq_inputs))
     theirs.update(seq_inputs)
     mine = Coverage(rnn, profile)
-    with pytest.raises(InvalidArgument,
-                       match="measure different layers, windows, weights or profiles"):
+    with pytest.raises(
+        InvalidArgument, match="measure different layers, windows, weights or profiles"
+    ):
         mine.merge(theirs)
     with pytest.raises(InvalidArgument, match="configurations differ"):
         mine.merge_state(Coverage(rnn, profile, [BC(alpha_max=0.5), "SC", "TC"]).state())

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from helpers import make_trace
+
 from pytest_rnncov import BS, BT, SBC, WT, Profile, ProfileError, RNNCovWarning
 from pytest_rnncov.core.metrics import Signals
 
@@ -21,7 +21,8 @@ def states(values):
 # cells: x0 = 0, 1, 2 ; x1 = 2, 3, 3 -> training cells {0, 1, 2, 3}
 # transitions (id = from * 4 + to): 0->1 = 1, 1->2 = 6, 2->3 = 11, 3->3 = 15, once each
 PROFILE = Profile(state_components=1, state_intervals=4).fit_traces(
-    [states([[0, 1, 2], [2, 3, 4]])], layer="hand", fingerprint="hand")
+    [states([[0, 1, 2], [2, 3, 4]])], layer="hand", fingerprint="hand"
+)
 
 
 def covered(metric, values):
@@ -54,7 +55,8 @@ def test_basic_state_and_transition_coverage():
 def test_weighted_transitions_weigh_by_training_counts():
     # training: x0 = 0,1,0,1 (0->1 twice, 1->0 once); x1 = 4, 4 (3->3 once) [z = v - mean]
     profile = Profile(state_components=1, state_intervals=4).fit_traces(
-        [states([[0, 1, 0, 1], [4, 4, 4, 4]])], layer="hand", fingerprint="hand")
+        [states([[0, 1, 0, 1], [4, 4, 4, 4]])], layer="hand", fingerprint="hand"
+    )
     assert profile.states_.transition_counts.tolist() == [2, 1, 3]  # 0->1, 1->0, 3->3
     wt = WT().bind(profile)
     trace = states([[0, 1, 1, 1]])  # only 0->1 (and 1->1, not a training transition)
@@ -74,8 +76,9 @@ def test_k_step_boundary_coverage():
 
 def test_profile_without_a_state_model_is_refused_by_name(tmp_path):
     with pytest.warns(RNNCovWarning, match="no DeepStellar state model"):
-        flat = Profile(state_components=1).fit_traces([states([[1, 1, 1], [1, 1, 1]])],
-                                                      layer="hand", fingerprint="hand")
+        flat = Profile(state_components=1).fit_traces(
+            [states([[1, 1, 1], [1, 1, 1]])], layer="hand", fingerprint="hand"
+        )
     with pytest.raises(ProfileError, match="BS needs the profile's state abstraction"):
         BS().bind(flat)
     PROFILE.save(tmp_path / "p.json")

@@ -28,8 +28,11 @@ def backdoored(keras):
     x[poison] = triggered(x[poison])
     y[poison] = 1
     model = keras.Sequential(
-        [keras.Input((STEPS, FEATURES)), keras.layers.LSTM(8, name="lstm"),
-         keras.layers.Dense(2, activation="softmax")]
+        [
+            keras.Input((STEPS, FEATURES)),
+            keras.layers.LSTM(8, name="lstm"),
+            keras.layers.Dense(2, activation="softmax"),
+        ]
     )
     model.compile(optimizer=keras.optimizers.Adam(1e-2), loss="sparse_categorical_crossentropy")
     model.fit(x, y, epochs=6, batch_size=64, verbose=0)

@@ -14,7 +14,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 
@@ -44,8 +43,10 @@ def test_readme_set_up_holds_both_commands_verbatim():
     command_2 = ci_command()
     assert command_2.startswith("python3 -m venv .venv && ")
     assert command_2 in setup, "README's command 2 no longer matches .ci/run: change both"
-    command_1 = ('python3 -m venv .venv && .venv/bin/pip install -q -e ".[examples]" && '
-                 ".venv/bin/python -m pytest examples/mnist --rnn-coverage=0.6")
+    command_1 = (
+        'python3 -m venv .venv && .venv/bin/pip install -q -e ".[examples]" && '
+        ".venv/bin/python -m pytest examples/mnist --rnn-coverage=0.6"
+    )
     assert command_1 in setup
     assert setup.index(command_1) < setup.index(command_2)
 
@@ -61,8 +62,9 @@ def test_readme_links_point_at_existing_files_and_headings():
         target = ROOT / path if path else README
         assert target.exists(), f"README links to missing {link}"
         if anchor and target.suffix == ".md":
-            slugs = {slug(h) for h in re.findall(r"^#+ (.+)$", target.read_text(encoding="utf-8"),
-                                                  re.M)}
+            slugs = {
+                slug(h) for h in re.findall(r"^#+ (.+)$", target.read_text(encoding="utf-8"), re.M)
+            }
             assert anchor in slugs, f"README links to missing heading {link}"
 
 
@@ -86,11 +88,17 @@ def test_mkdocs_site_builds_strict(tmp_path):
     """Every warning (a broken link or anchor, an unknown API name) fails the build."""
     done = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path)],
-        cwd=ROOT, capture_output=True, text=True, timeout=600,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert done.returncode == 0, done.stdout[-5000:] + done.stderr[-5000:]
     assert (tmp_path / "index.html").exists()
     api = (tmp_path / "api" / "index.html").read_text(encoding="utf-8")
-    undocumented = [f"{module}.{name}" for name, module in exported_names().items()
-                    if f'id="pytest_rnncov.{module}.{name}"' not in api]
+    undocumented = [
+        f"{module}.{name}"
+        for name, module in exported_names().items()
+        if f'id="pytest_rnncov.{module}.{name}"' not in api
+    ]
     assert not undocumented, f"docs/api.md lacks a '::: pytest_rnncov.X' entry for {undocumented}"

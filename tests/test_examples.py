@@ -8,7 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-
 ROOT = Path(__file__).resolve().parents[1]
 NLTK_DATA = os.environ.get("NLTK_DATA", str(ROOT.parent / "shared" / "data" / "nltk_data"))
 
@@ -20,9 +19,20 @@ def run_example(name: str, *args: str) -> subprocess.CompletedProcess[str]:
     """``pytest examples/NAME`` (all examples for an empty name) in a subprocess."""
     env = dict(os.environ, NLTK_DATA=NLTK_DATA)
     return subprocess.run(
-        [sys.executable, "-m", "pytest", f"examples/{name}".rstrip("/"), "-p", "no:cacheprovider",
-         *args],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            f"examples/{name}".rstrip("/"),
+            "-p",
+            "no:cacheprovider",
+            *args,
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
 
 
@@ -49,5 +59,6 @@ def test_main_command_fails_when_the_bar_is_above_what_it_reaches():
     done = run_example("mnist", "--rnn-coverage=1.0")
     assert done.returncode == 1, done.stdout[-3000:]
     assert "3 passed" in done.stdout  # every test passed: the gate alone fails the session
-    assert re.search(r"FAIL Required RNN coverage of 100% not reached: .*TC \d+% \(\d+/243\)",
-                     done.stdout)
+    assert re.search(
+        r"FAIL Required RNN coverage of 100% not reached: .*TC \d+% \(\d+/243\)", done.stdout
+    )

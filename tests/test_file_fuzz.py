@@ -42,16 +42,23 @@ from pytest_rnncov.reporting.samples import gallery_entries
 from pytest_rnncov.reporting.signals import sample_signals
 
 #: examples per format (1000 take about 7 s on two cores); set RNNCOV_FUZZ_EXAMPLES to fuzz longer
-FUZZ = settings(max_examples=int(os.environ.get("RNNCOV_FUZZ_EXAMPLES", "1000")), deadline=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FUZZ = settings(
+    max_examples=int(os.environ.get("RNNCOV_FUZZ_EXAMPLES", "1000")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 # -- the valid documents, built once ----------------------------------------------------------
 def _trace(rng: np.random.Generator, n: int):
     shape = (n, 7, 3)
-    return make_trace(h=rng.normal(size=shape), c=rng.normal(size=shape),
-                      f=rng.uniform(size=shape), i=rng.uniform(size=shape),
-                      o=rng.uniform(size=shape))
+    return make_trace(
+        h=rng.normal(size=shape),
+        c=rng.normal(size=shape),
+        f=rng.uniform(size=shape),
+        i=rng.uniform(size=shape),
+        o=rng.uniform(size=shape),
+    )
 
 
 @functools.cache
@@ -62,7 +69,8 @@ def documents() -> dict[str, dict[str, Any]]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RNNCovWarning)
         profile = Profile(window=(1, -2), state_components=2, state_intervals=3).fit_traces(
-            [_trace(rng, 20)], layer="hand", fingerprint="hand")
+            [_trace(rng, 20)], layer="hand", fingerprint="hand"
+        )
     assert profile.states_ is not None
     test = _trace(rng, 6)
     metrics = {}
@@ -73,19 +81,38 @@ def documents() -> dict[str, dict[str, Any]]:
     assert all(0 < m.n_covered < m.total for m in metrics.values())
     assert metrics["WT"].weights is not None
     state = ModelState("m", "hand", "lstm", profile.window_, "hand", 6, metrics, profile.digest())
-    sample = AdversarialSample(3, 1, test.h[0, :, :2], test.h[1, :, :2], np.zeros(2),
-                               np.ones(2), "0", "1", 0.25)
+    sample = AdversarialSample(
+        3, 1, test.h[0, :, :2], test.h[1, :, :2], np.zeros(2), np.ones(2), "0", "1", 0.25
+    )
     result = CampaignResult(
-        test_cases=10, adversarial=1, unique=1, average_perturbation=0.5, distance="l2",
-        rates={"BC": 0.8}, covered={"BC": 4}, totals={"BC": 5}, coverage_times={"BC": [1]},
-        minimal_suite=[0, 2], diversity=None,
-        growth=[{"test_cases": 5, "phase": "random", "BC": 0.5},
-                {"test_cases": 10, "phase": "targeted", "BC": 0.8}],
-        samples=[sample], oracle="decision", mutator="gaussian")
+        test_cases=10,
+        adversarial=1,
+        unique=1,
+        average_perturbation=0.5,
+        distance="l2",
+        rates={"BC": 0.8},
+        covered={"BC": 4},
+        totals={"BC": 5},
+        coverage_times={"BC": [1]},
+        minimal_suite=[0, 2],
+        diversity=None,
+        growth=[
+            {"test_cases": 5, "phase": "random", "BC": 0.5},
+            {"test_cases": 10, "phase": "targeted", "BC": 0.8},
+        ],
+        samples=[sample],
+        oracle="decision",
+        mutator="gaussian",
+    )
     campaign = result.summary("m", gallery=gallery_entries(result.samples, (-3.0, 3.0))).to_json()
-    data = CoverageData(models={"m": state}, signals={"m": sample_signals(test, profile)},
-                        campaigns=[campaign], track_errors=["test_x: ModelError: no layer"],
-                        sources=["run.json"], runs=["0123456789abcdef"])
+    data = CoverageData(
+        models={"m": state},
+        signals={"m": sample_signals(test, profile)},
+        campaigns=[campaign],
+        track_errors=["test_x: ModelError: no layer"],
+        sources=["run.json"],
+        runs=["0123456789abcdef"],
+    )
     partial = CoverageData(models={"m": state}, missing_workers=["gw1"])
     assert not partial.complete
     return {
@@ -100,17 +127,34 @@ _SCALARS = st.one_of(
     st.none(),
     st.booleans(),
     st.integers(),
-    st.sampled_from([0, 1, -1, 2, 2 ** 31, 2 ** 53 + 1, 2 ** 62 - 1, 2 ** 62, 2 ** 63, -2 ** 63,
-                     2 ** 64, 10 ** 30, -10 ** 30, 10 ** 400]),
+    st.sampled_from(
+        [
+            0,
+            1,
+            -1,
+            2,
+            2**31,
+            2**53 + 1,
+            2**62 - 1,
+            2**62,
+            2**63,
+            -(2**63),
+            2**64,
+            10**30,
+            -(10**30),
+            10**400,
+        ]
+    ),
     st.floats(allow_nan=False, allow_infinity=False),
-    st.sampled_from([0.0, -0.0, 0.5, 1.0, -1.0, 1e308, -1e308, 5e-324, 1e-300, 2.0 ** 62]),
+    st.sampled_from([0.0, -0.0, 0.5, 1.0, -1.0, 1e308, -1e308, 5e-324, 1e-300, 2.0**62]),
     st.text(max_size=8),
     st.sampled_from(["", "h", "lstm", "BC", "WT", "net", "é", "\u2603", "\x00", "m", "gw1"]),
 )
 JSON_VALUES = st.recursive(
     _SCALARS,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
-                                                                  max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
     max_leaves=6,
 )
 
@@ -141,13 +185,31 @@ def _fields(kind: str) -> dict[tuple[Any, ...], list[tuple[Any, ...]]]:
 
 
 #: optional keys the valid documents lack, to add where they do not belong (or do)
-_OPTIONAL_KEYS = ["best_fitness", "weights", "runs", "complete", "missing_workers", "created",
-                  "gallery", "growth", "clip", "states", "window_requested"]
+_OPTIONAL_KEYS = [
+    "best_fitness",
+    "weights",
+    "runs",
+    "complete",
+    "missing_workers",
+    "created",
+    "gallery",
+    "growth",
+    "clip",
+    "states",
+    "window_requested",
+]
 
 
 def _keys(kind: str) -> list[str]:
-    return sorted(set(_OPTIONAL_KEYS) | {step for field in _fields(kind) for step in field
-                                         if isinstance(step, str) and step != "*"})
+    return sorted(
+        set(_OPTIONAL_KEYS)
+        | {
+            step
+            for field in _fields(kind)
+            for step in field
+            if isinstance(step, str) and step != "*"
+        }
+    )
 
 
 def _nudged(draw: Any, value: int | float) -> int | float:
@@ -204,8 +266,9 @@ def edits(draw: Any, kind: str) -> tuple[Any, str]:
     operation = draw(st.sampled_from(operations))
     if operation == "replace":
         # mostly scalars (fields are mostly scalars), else containers or a part of the file
-        value = draw(st.one_of(_SCALARS, _SCALARS, JSON_VALUES,
-                               st.sampled_from(_subtrees(document))))
+        value = draw(
+            st.one_of(_SCALARS, _SCALARS, JSON_VALUES, st.sampled_from(_subtrees(document)))
+        )
         parent[key] = shown = copy.deepcopy(value)
     elif operation == "retype":
         parent[key] = shown = draw(st.sampled_from(_retyped(node)))
@@ -218,8 +281,11 @@ def edits(draw: Any, kind: str) -> tuple[Any, str]:
         node[new] = value
         shown = (new, value)
     elif operation == "append":
-        value = draw(st.sampled_from(node) if node else JSON_VALUES) if draw(st.booleans()) \
+        value = (
+            draw(st.sampled_from(node) if node else JSON_VALUES)
+            if draw(st.booleans())
             else draw(JSON_VALUES)
+        )
         index = draw(st.integers(0, len(node)))
         node.insert(index, copy.deepcopy(value))
         shown = (index, value)
@@ -229,10 +295,15 @@ def edits(draw: Any, kind: str) -> tuple[Any, str]:
     elif operation == "nudge":
         parent[key] = shown = _nudged(draw, node)
     else:
-        parent[key] = shown = draw(st.one_of(
-            st.text(min_size=1, max_size=2).map(lambda extra: node + extra),
-            st.just(node[1:]), st.just(node.upper()), st.just(" " + node),
-            st.text(max_size=8)))
+        parent[key] = shown = draw(
+            st.one_of(
+                st.text(min_size=1, max_size=2).map(lambda extra: node + extra),
+                st.just(node[1:]),
+                st.just(node.upper()),
+                st.just(" " + node),
+                st.text(max_size=8),
+            )
+        )
     event(operation)
     return holder[0], f"{operation} at {list(path)}: {shown!r}"
 
@@ -324,8 +395,9 @@ def test_edited_baselines_are_refused_or_read_back_exactly(folder, data):
     if loaded is None:
         return
     assert loaded.path == str(path)
-    again = json.loads(baseline_text(CoverageData(models=loaded.models,
-                                                  missing_workers=loaded.missing_workers)))
+    again = json.loads(
+        baseline_text(CoverageData(models=loaded.models, missing_workers=loaded.missing_workers))
+    )
     again.pop("created")
     expected = {k: v for k, v in edited.items() if k != "created"}
     assert same(again, expected), f"{edit}: read back {difference(again, expected)}"
@@ -360,33 +432,36 @@ _MODEL = ("models", "m")
 _METRICS = (*_MODEL, "metrics")
 
 
-@pytest.mark.parametrize("kind, path, value, message", [
-    # keys the reader ignored (dropped when saved again) or defaulted
-    ("data", (*_MODEL, ""), None, "unknown key ''"),
-    ("data", (*_METRICS, "BC", "x"), 1, "unknown key 'x'"),
-    ("data", (*_METRICS, "TC", "covered"), DELETE, "missing key 'covered'"),
-    ("data", (*_METRICS, "TC", "rate"), DELETE, "missing key 'rate'"),
-    ("data", (*_METRICS, "WT", "weights"), None, "'weights' is None"),
-    # redundant figures only approximately equal to what the ids give
-    ("data", (*_METRICS, "BC", "rate"), math.nextafter(0.8, 1), "'rate' is 0.8000000000000002"),
-    ("data", (*_METRICS, "BC", "covered"), 4.0, "'covered' is 4.0 \\(float\\)"),
-    # ids out of order (the writer reorders them), numbers of the wrong type
-    ("data", (*_METRICS, "TC", "covered_ids", 0), 200, "sorted without repeats"),
-    ("data", (*_METRICS, "WT", "weights", 0), 10 ** 400, "'weights' must be 25 finite floats"),
-    ("data", (*_METRICS, "WT", "weights", 0), 6, "'weights' must be 25 finite floats"),
-    ("data", (*_METRICS, "BC", "version"), True, "state format version True"),
-    ("data", (*_MODEL, "version"), 1.0, "state format version 1.0"),
-    ("data", ("version",), 2.0, "data format version 2.0"),
-    ("baseline", ("version",), 3.0, "baseline version 3.0"),
-    ("profile", ("version",), 2.0, "profile format version 2.0"),
-    ("profile", ("",), None, "unknown key ''"),
-    ("profile", ("window_requested",), DELETE, "missing key 'window_requested'"),
-    ("profile", ("neurons", "component"), DELETE, "neurons: missing key 'component'"),
-    ("profile", ("states", "x"), [], "states: unknown key 'x'"),
-    ("profile", ("states", "high", 0), False, "states.high holds False"),
-    ("profile", ("neurons", "min", 0, 0), "-1.5", "neurons.min holds '-1.5'"),
-    ("profile", ("signals", "c/avg", "max"), 1, "signals.c/avg: 'max' is 1 \\(int\\)"),
-])
+@pytest.mark.parametrize(
+    "kind, path, value, message",
+    [
+        # keys the reader ignored (dropped when saved again) or defaulted
+        ("data", (*_MODEL, ""), None, "unknown key ''"),
+        ("data", (*_METRICS, "BC", "x"), 1, "unknown key 'x'"),
+        ("data", (*_METRICS, "TC", "covered"), DELETE, "missing key 'covered'"),
+        ("data", (*_METRICS, "TC", "rate"), DELETE, "missing key 'rate'"),
+        ("data", (*_METRICS, "WT", "weights"), None, "'weights' is None"),
+        # redundant figures only approximately equal to what the ids give
+        ("data", (*_METRICS, "BC", "rate"), math.nextafter(0.8, 1), "'rate' is 0.8000000000000002"),
+        ("data", (*_METRICS, "BC", "covered"), 4.0, "'covered' is 4.0 \\(float\\)"),
+        # ids out of order (the writer reorders them), numbers of the wrong type
+        ("data", (*_METRICS, "TC", "covered_ids", 0), 200, "sorted without repeats"),
+        ("data", (*_METRICS, "WT", "weights", 0), 10**400, "'weights' must be 25 finite floats"),
+        ("data", (*_METRICS, "WT", "weights", 0), 6, "'weights' must be 25 finite floats"),
+        ("data", (*_METRICS, "BC", "version"), True, "state format version True"),
+        ("data", (*_MODEL, "version"), 1.0, "state format version 1.0"),
+        ("data", ("version",), 2.0, "data format version 2.0"),
+        ("baseline", ("version",), 3.0, "baseline version 3.0"),
+        ("profile", ("version",), 2.0, "profile format version 2.0"),
+        ("profile", ("",), None, "unknown key ''"),
+        ("profile", ("window_requested",), DELETE, "missing key 'window_requested'"),
+        ("profile", ("neurons", "component"), DELETE, "neurons: missing key 'component'"),
+        ("profile", ("states", "x"), [], "states: unknown key 'x'"),
+        ("profile", ("states", "high", 0), False, "states.high holds False"),
+        ("profile", ("neurons", "min", 0, 0), "-1.5", "neurons.min holds '-1.5'"),
+        ("profile", ("signals", "c/avg", "max"), 1, "signals.c/avg: 'max' is 1 \\(int\\)"),
+    ],
+)
 def test_edits_the_fuzzing_found_are_refused_by_name(folder, kind, path, value, message):
     edited = copy.deepcopy(documents()[kind])
     node = edited

@@ -32,8 +32,8 @@ from pytest_rnncov import (
 from pytest_rnncov.core.coverage import MAX_KEPT
 from pytest_rnncov.core.metrics import make_metric
 from pytest_rnncov.files import parse_json, read_bounded
-from pytest_rnncov.generation.ga import GAConfig
 from pytest_rnncov.generation.encoders import WordEncoder
+from pytest_rnncov.generation.ga import GAConfig
 from pytest_rnncov.reporting.data import CoverageData
 
 
@@ -56,12 +56,15 @@ def torch_model():
 
 
 # -- files ---------------------------------------------------------------------------------
-@pytest.mark.parametrize("raw, message", [
-    (b"[" * 100_000 + b"]" * 100_000, "nests JSON too deeply"),
-    (b'{"a": NaN}', "NaN is not a number JSON allows"),
-    (b"\xff\xfe", "is not UTF-8 text"),
-    (b'{"a": ' + b"9" * 5000 + b"}", "is not valid JSON"),
-])
+@pytest.mark.parametrize(
+    "raw, message",
+    [
+        (b"[" * 100_000 + b"]" * 100_000, "nests JSON too deeply"),
+        (b'{"a": NaN}', "NaN is not a number JSON allows"),
+        (b"\xff\xfe", "is not UTF-8 text"),
+        (b'{"a": ' + b"9" * 5000 + b"}", "is not valid JSON"),
+    ],
+)
 def test_json_readers_refuse_malformed_text(raw, message):
     with pytest.raises(DataFileError, match=message):
         parse_json(raw, "the file")
@@ -107,53 +110,123 @@ def _campaign(**changes):
     """A campaign summary as a data file holds it, with ``changes``."""
     from pytest_rnncov.generation.results import CampaignResult
 
-    result = CampaignResult(test_cases=9, adversarial=1, unique=1, average_perturbation=0.5,
-                            distance="L2", rates={"BC": 0.5}, covered={"BC": 1},
-                            totals={"BC": 2}, coverage_times={"BC": [1, 0]}, minimal_suite=[0],
-                            diversity=None, growth=[])
+    result = CampaignResult(
+        test_cases=9,
+        adversarial=1,
+        unique=1,
+        average_perturbation=0.5,
+        distance="L2",
+        rates={"BC": 0.5},
+        covered={"BC": 1},
+        totals={"BC": 2},
+        coverage_times={"BC": [1, 0]},
+        minimal_suite=[0],
+        diversity=None,
+        growth=[],
+    )
     return {**result.summary("m").to_json(), **changes}
 
 
-@pytest.mark.parametrize("change, message", [
-    (lambda d: d["models"]["m"]["metrics"]["TC"].update(total=10 ** 12), "declares .* conditions in all"),
-    (lambda d: d["models"]["m"]["metrics"]["TC"].update(covered_ids=[2 ** 70], times=[1]),
-     "integers below 2\\*\\*62"),
-    (lambda d: d["models"]["m"]["metrics"]["TC"].update(metric="XX"), "not one of"),
-    (lambda d: d["models"]["m"].update(cell="transformer"), "cell 'transformer'"),
-    (lambda d: d["models"]["m"]["metrics"]["TC"].update(config={}),
-     "must hold exactly the keys"),
-    # fields of the right name but the wrong type, range or count of conditions
-    (lambda d: d["models"]["m"]["metrics"]["TC"]["config"].update(a=2 ** 63), "'a' cannot be"),
-    (lambda d: d["models"]["m"]["metrics"]["TC"]["config"].update(a=[3]), "'a' cannot be"),
-    (lambda d: d["models"]["m"]["metrics"]["TC"]["config"].update(a=2), "implies 32 conditions"),
-    (lambda d: d["models"]["m"]["metrics"]["TC"]["config"].update(w=2 ** 63), "'w' cannot be"),
-    (lambda d: d["models"]["m"]["metrics"]["BC"]["config"].update(window=[1]), "'window'"),
-    (lambda d: d["models"]["m"]["metrics"]["BC"]["config"].update(component=[]), "'component'"),
-    (lambda d: d["models"]["m"]["metrics"]["BC"]["config"].update(alpha_max=None), "'alpha_max'"),
-    (lambda d: d["models"]["m"]["metrics"]["BC"]["config"].update(alpha_max=10 ** 400),
-     "'alpha_max' cannot be 1000"),
-    (lambda d: d["models"]["m"].pop("profile"), "missing key 'profile'"),
-    # values the metric itself would refuse, or that disagree with the rest of the file
-    (lambda d: d["models"]["m"]["metrics"]["BC"]["config"].update(alpha_max=0.9),
-     "does not match its fields"),
-    (lambda d: d["models"]["m"]["metrics"]["BC"]["config"].update(component="r"),
-     "does not match its fields \\('BC\\(r/avg"),
-    (lambda d: (d["models"]["m"]["metrics"]["BC"]["config"].update(component="r"),
-                d["models"]["m"]["metrics"]["BC"].update(describe="BC(r/avg, alpha_max=0.8)")),
-     "'component' 'r' is not one of the lstm components"),
-    (lambda d: d["models"]["m"]["metrics"]["TC"]["config"].update(window=[1, 4]),
-     "is not the model's"),
-    (lambda d: d["campaigns"].append(_campaign(test_cases=1, adversarial=5, unique=0)),
-     "more adversarial samples than test cases"),
-    (lambda d: d["campaigns"].append(_campaign(gallery=[{
-        "seed_index": 0, "distance": 1.0, "seed_decision": "0", "case_decision": "1",
-        "seed": [1.0, 2.0], "case": [1.0, 2.0, 3.0], "clip": []}])), "differ in shape"),
-    (lambda d: d["campaigns"].append(_campaign(gallery=[{
-        "seed_index": 0, "distance": 1.0, "seed_decision": "0", "case_decision": "1",
-        "seed": [1, 2], "case": [1.0, 2.0], "clip": []}])), "'seed' must be an array of finite floats"),
-    (lambda d: d["campaigns"].append({**_campaign(), "extra": 1}), "unknown key 'extra'"),
-    (lambda d: d["signals"].update(m={"steps": [0, 1], "h_net_z": [[1.0]]}), "rows of 2"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (
+            lambda d: d["models"]["m"]["metrics"]["TC"].update(total=10**12),
+            "declares .* conditions in all",
+        ),
+        (
+            lambda d: d["models"]["m"]["metrics"]["TC"].update(covered_ids=[2**70], times=[1]),
+            "integers below 2\\*\\*62",
+        ),
+        (lambda d: d["models"]["m"]["metrics"]["TC"].update(metric="XX"), "not one of"),
+        (lambda d: d["models"]["m"].update(cell="transformer"), "cell 'transformer'"),
+        (
+            lambda d: d["models"]["m"]["metrics"]["TC"].update(config={}),
+            "must hold exactly the keys",
+        ),
+        # fields of the right name but the wrong type, range or count of conditions
+        (lambda d: d["models"]["m"]["metrics"]["TC"]["config"].update(a=2**63), "'a' cannot be"),
+        (lambda d: d["models"]["m"]["metrics"]["TC"]["config"].update(a=[3]), "'a' cannot be"),
+        (
+            lambda d: d["models"]["m"]["metrics"]["TC"]["config"].update(a=2),
+            "implies 32 conditions",
+        ),
+        (lambda d: d["models"]["m"]["metrics"]["TC"]["config"].update(w=2**63), "'w' cannot be"),
+        (lambda d: d["models"]["m"]["metrics"]["BC"]["config"].update(window=[1]), "'window'"),
+        (lambda d: d["models"]["m"]["metrics"]["BC"]["config"].update(component=[]), "'component'"),
+        (
+            lambda d: d["models"]["m"]["metrics"]["BC"]["config"].update(alpha_max=None),
+            "'alpha_max'",
+        ),
+        (
+            lambda d: d["models"]["m"]["metrics"]["BC"]["config"].update(alpha_max=10**400),
+            "'alpha_max' cannot be 1000",
+        ),
+        (lambda d: d["models"]["m"].pop("profile"), "missing key 'profile'"),
+        # values the metric itself would refuse, or that disagree with the rest of the file
+        (
+            lambda d: d["models"]["m"]["metrics"]["BC"]["config"].update(alpha_max=0.9),
+            "does not match its fields",
+        ),
+        (
+            lambda d: d["models"]["m"]["metrics"]["BC"]["config"].update(component="r"),
+            "does not match its fields \\('BC\\(r/avg",
+        ),
+        (
+            lambda d: (
+                d["models"]["m"]["metrics"]["BC"]["config"].update(component="r"),
+                d["models"]["m"]["metrics"]["BC"].update(describe="BC(r/avg, alpha_max=0.8)"),
+            ),
+            "'component' 'r' is not one of the lstm components",
+        ),
+        (
+            lambda d: d["models"]["m"]["metrics"]["TC"]["config"].update(window=[1, 4]),
+            "is not the model's",
+        ),
+        (
+            lambda d: d["campaigns"].append(_campaign(test_cases=1, adversarial=5, unique=0)),
+            "more adversarial samples than test cases",
+        ),
+        (
+            lambda d: d["campaigns"].append(
+                _campaign(
+                    gallery=[
+                        {
+                            "seed_index": 0,
+                            "distance": 1.0,
+                            "seed_decision": "0",
+                            "case_decision": "1",
+                            "seed": [1.0, 2.0],
+                            "case": [1.0, 2.0, 3.0],
+                            "clip": [],
+                        }
+                    ]
+                )
+            ),
+            "differ in shape",
+        ),
+        (
+            lambda d: d["campaigns"].append(
+                _campaign(
+                    gallery=[
+                        {
+                            "seed_index": 0,
+                            "distance": 1.0,
+                            "seed_decision": "0",
+                            "case_decision": "1",
+                            "seed": [1, 2],
+                            "case": [1.0, 2.0],
+                            "clip": [],
+                        }
+                    ]
+                )
+            ),
+            "'seed' must be an array of finite floats",
+        ),
+        (lambda d: d["campaigns"].append({**_campaign(), "extra": 1}), "unknown key 'extra'"),
+        (lambda d: d["signals"].update(m={"steps": [0, 1], "h_net_z": [[1.0]]}), "rows of 2"),
+    ],
+)
 def test_edited_data_files_are_refused_by_name(tmp_path, change, message):
     path = _data_file(tmp_path, change)
     with pytest.raises(DataFileError, match=message):
@@ -167,7 +240,7 @@ def test_an_unedited_data_file_loads(tmp_path):
 def test_profile_files_with_huge_numbers_are_profile_errors(tmp_path):
     profile = fit_profile(make_trace(h=np.random.default_rng(0).normal(size=(6, 5, 3))))
     content = profile.to_dict()
-    content["neurons"]["min"][0][0] = 10 ** 400
+    content["neurons"]["min"][0][0] = 10**400
     path = tmp_path / "p.json"
     path.write_text(json.dumps(content))
     with pytest.raises(ProfileError, match="neurons.min"):
@@ -188,20 +261,37 @@ def _keras_file(tmp_path, config: dict) -> str:
 
 
 def test_layers_from_foreign_modules_are_refused(tmp_path):
-    config = {"class_name": "Sequential", "config": {"layers": [
-        {"module": "evil.payload", "class_name": "Dense", "config": {"name": "d"}}]}}
+    config = {
+        "class_name": "Sequential",
+        "config": {
+            "layers": [{"module": "evil.payload", "class_name": "Dense", "config": {"name": "d"}}]
+        },
+    }
     with pytest.raises(UnsafeModel, match="from module 'evil.payload'"):
         load_model(_keras_file(tmp_path, config))
 
 
 def test_keras2_list_configs_and_any_lambda_type_are_scanned(tmp_path):
-    config = {"class_name": "Sequential", "config": [
-        {"class_name": "MyLayer", "config": {"name": "mine"}}]}
+    config = {
+        "class_name": "Sequential",
+        "config": [{"class_name": "MyLayer", "config": {"name": "mine"}}],
+    }
     with pytest.raises(UnsafeModel, match="custom layer 'mine'"):
         load_model(_keras_file(tmp_path, config))
-    config = {"class_name": "Sequential", "config": {"layers": [
-        {"class_name": "Dense", "config": {"name": "d", "activation": {
-            "name": "act", "output_shape_type": "lambda"}}}]}}
+    config = {
+        "class_name": "Sequential",
+        "config": {
+            "layers": [
+                {
+                    "class_name": "Dense",
+                    "config": {
+                        "name": "d",
+                        "activation": {"name": "act", "output_shape_type": "lambda"},
+                    },
+                }
+            ]
+        },
+    }
     with pytest.raises(UnsafeModel, match="serialised Python function 'act'"):
         load_model(_keras_file(tmp_path, config))
 
@@ -216,14 +306,17 @@ def test_an_oversized_keras_config_is_refused_unread(tmp_path, monkeypatch):
 
 
 # -- sizes ---------------------------------------------------------------------------------
-@pytest.mark.parametrize("make", [
-    lambda: TC(w=10 ** 6),
-    lambda: TC(a=10 ** 18),
-    lambda: SBC(k=10 ** 9),
-    lambda: Profile(state_components=64, state_intervals=10 ** 5),
-    lambda: GAConfig(k=4096, n=4096),
-    lambda: GAConfig(gamma=10 ** 9),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: TC(w=10**6),
+        lambda: TC(a=10**18),
+        lambda: SBC(k=10**9),
+        lambda: Profile(state_components=64, state_intervals=10**5),
+        lambda: GAConfig(k=4096, n=4096),
+        lambda: GAConfig(gamma=10**9),
+    ],
+)
 def test_absurd_sizes_are_refused_at_once(make):
     with pytest.raises(InvalidArgument):
         make()
@@ -369,15 +462,16 @@ def test_updates_leave_no_reference_cycles(torch_model):
 def _varied_profile(scale=1.0):
     """A profile with a state model (hidden states vary in every direction)."""
     rng = np.random.default_rng(1)
-    return fit_profile(make_trace(h=scale * rng.normal(size=(40, 5, 3)),
-                                  f=rng.uniform(size=(40, 5, 3))))
+    return fit_profile(
+        make_trace(h=scale * rng.normal(size=(40, 5, 3)), f=rng.uniform(size=(40, 5, 3)))
+    )
 
 
 def test_profile_state_ids_beyond_int64_are_refused(tmp_path):
     profile = _varied_profile()
     assert profile.states_ is not None
     data = profile.to_dict()
-    data["states"]["cells"][0] = 2 ** 63
+    data["states"]["cells"][0] = 2**63
     path = tmp_path / "p.json"
     path.write_text(json.dumps(data))
     with pytest.raises(ProfileError, match="'cells' holds ids outside"):
@@ -388,8 +482,16 @@ def _state(profile, metrics=("BC", "TC")):
     from pytest_rnncov.core.state import ModelState
 
     bound = {name: make_metric(name).bind(profile, track_fitness=False) for name in metrics}
-    return ModelState("m", "hand", "lstm", profile.window_, "hand", 0,
-                      {name: m.state_ for name, m in bound.items()}, profile.digest())
+    return ModelState(
+        "m",
+        "hand",
+        "lstm",
+        profile.window_,
+        "hand",
+        0,
+        {name: m.state_ for name, m in bound.items()},
+        profile.digest(),
+    )
 
 
 def test_coverage_from_different_profiles_does_not_combine():
@@ -418,7 +520,9 @@ def test_a_mutator_that_overflows_is_named(torch_model):
     rnn, profile, x = torch_model
     wild = GaussianMutator(variance=1e300, clip=None)
     campaign = Campaign(rnn, x[:4], wild, Oracle(), profile=profile, budget=8, batch_size=4)
-    with pytest.raises(InvalidArgument, match="GaussianMutator.mutate produced NaN, inf .* variance"):
+    with pytest.raises(
+        InvalidArgument, match="GaussianMutator.mutate produced NaN, inf .* variance"
+    ):
         campaign.run()
 
 
@@ -434,9 +538,9 @@ def test_public_mutator_methods_check_their_arguments():
         with pytest.raises(InvalidArgument, match="is not a numpy.random.Generator"):
             GaussianMutator().mutate(x, rng)
     with pytest.raises(InvalidArgument, match="length"):
-        WordEncoder(["a"], length=10 ** 10)
+        WordEncoder(["a"], length=10**10)
     with pytest.raises(InvalidArgument, match="length"):
-        CharEncoder("ab", length=10 ** 10)
+        CharEncoder("ab", length=10**10)
 
 
 def test_coverage_flags_are_booleans(torch_model):
@@ -458,8 +562,10 @@ def _neuron_data_file(tmp_path, change):
     from pytest_rnncov.core.state import ModelState
 
     profile = _varied_profile()
-    metrics = {name: make_metric(name).bind(profile, track_fitness=False).state_
-               for name in ("NBC", "SNAC", "KMNC")}
+    metrics = {
+        name: make_metric(name).bind(profile, track_fitness=False).state_
+        for name in ("NBC", "SNAC", "KMNC")
+    }
     state = ModelState("m", "hand", "lstm", profile.window_, "hand", 0, metrics, profile.digest())
     content = CoverageData(models={"m": state}).to_json()
     change(content["models"]["m"]["metrics"])
@@ -468,13 +574,18 @@ def _neuron_data_file(tmp_path, change):
     return path
 
 
-@pytest.mark.parametrize("change, message", [
-    (lambda m: m["NBC"]["config"].update(lower=5.0, upper=-5.0), "must be below"),
-    (lambda m: m["SNAC"]["config"].update(lower=0.3), "SNAC has no lower bound"),
-    (lambda m: m["SNAC"]["config"].update(sides=["lower", "upper"]), "'sides' of SNAC"),
-    (lambda m: m["KMNC"]["config"].update(active=[0] * len(m["KMNC"]["config"]["active"])),
-     "distinct neurons"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda m: m["NBC"]["config"].update(lower=5.0, upper=-5.0), "must be below"),
+        (lambda m: m["SNAC"]["config"].update(lower=0.3), "SNAC has no lower bound"),
+        (lambda m: m["SNAC"]["config"].update(sides=["lower", "upper"]), "'sides' of SNAC"),
+        (
+            lambda m: m["KMNC"]["config"].update(active=[0] * len(m["KMNC"]["config"]["active"])),
+            "distinct neurons",
+        ),
+    ],
+)
 def test_neuron_metric_configurations_are_checked(tmp_path, change, message):
     with pytest.raises(DataFileError, match=message):
         CoverageData.load(_neuron_data_file(tmp_path, change))
@@ -504,8 +615,11 @@ def test_states_far_outside_the_grid_fall_outside():
 def test_gaussian_mutator_methods_refuse_what_they_cannot_measure():
     mutator = GaussianMutator()
     x = np.zeros((2, 3), np.float32)
-    for seeds, cases in ((["ab", "cd"], ["ab", "cd"]), (np.float32(1), np.float32(2)),
-                         (x, np.full_like(x, np.nan))):
+    for seeds, cases in (
+        (["ab", "cd"], ["ab", "cd"]),
+        (np.float32(1), np.float32(2)),
+        (x, np.full_like(x, np.nan)),
+    ):
         with pytest.raises(InvalidInput):
             mutator.distance(seeds, cases)
     with pytest.raises(InvalidInput, match="needs numbers"):
@@ -522,6 +636,6 @@ def test_integers_beyond_float_range_are_refused_by_name():
     from pytest_rnncov import BC
 
     with pytest.raises(InvalidArgument, match="radius=inf must be a finite number"):
-        Oracle(radius=10 ** 400)
+        Oracle(radius=10**400)
     with pytest.raises(InvalidArgument, match="alpha_max=inf must be a number in"):
-        BC(alpha_max=10 ** 400)
+        BC(alpha_max=10**400)

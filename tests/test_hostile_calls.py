@@ -22,11 +22,11 @@ from pytest_rnncov import (
     RNNCovWarning,
     RNNModel,
 )
+from pytest_rnncov.config.bars import Bars
+from pytest_rnncov.config.values import parse_seed
 from pytest_rnncov.generation.encoders import CharEncoder, WordEncoder
 from pytest_rnncov.generation.mutators import Mutator, checked_mutate
 from pytest_rnncov.generation.series import TimeSeriesMutator
-from pytest_rnncov.config.bars import Bars
-from pytest_rnncov.config.values import parse_seed
 
 
 @pytest.mark.parametrize("encoder", [WordEncoder(["good"], length=3), CharEncoder("ab", length=3)])
@@ -55,7 +55,9 @@ def test_boolean_seeds_and_mutants_are_refused_by_dtype():
 
     with pytest.raises(InvalidInput, match="seeds have dtype bool"):
         GaussianMutator().check_seeds(np.zeros((2, 3), bool))
-    with pytest.raises(InvalidInput, match="Threshold.mutate returned mutants that have dtype bool"):
+    with pytest.raises(
+        InvalidInput, match="Threshold.mutate returned mutants that have dtype bool"
+    ):
         checked_mutate(Threshold(), np.zeros((2, 3), np.float32), np.random.default_rng(0))
 
 
@@ -65,12 +67,14 @@ def test_time_warp_strength_is_bounded():
 
 
 def test_direction_applies_only_to_bidirectional_layers(keras):
-    with pytest.raises(InvalidArgument, match="direction='backward', but layer 'GRU' is not "
-                                              "bidirectional"):
+    with pytest.raises(
+        InvalidArgument, match="direction='backward', but layer 'GRU' is not bidirectional"
+    ):
         RNNModel(nn.GRU(3, 4, batch_first=True), direction="backward", output=0)
     model = keras.Sequential([keras.Input((5, 3)), keras.layers.LSTM(4, name="only")])
-    with pytest.raises(InvalidArgument, match="direction='backward', but layer 'only' is not "
-                                              "bidirectional"):
+    with pytest.raises(
+        InvalidArgument, match="direction='backward', but layer 'only' is not bidirectional"
+    ):
         RNNModel(model, direction="backward")
 
 
@@ -88,8 +92,9 @@ def test_a_bfloat16_torch_module_is_traced_in_float32_with_a_warning():
 
 @pytest.mark.parametrize("text", ["١e-400", "٠.٩"])
 def test_bars_and_seeds_are_written_in_ascii_digits(text):
-    with pytest.raises(InvalidArgument, match=f"'{text}' holds non-ASCII characters .*write it "
-                                              "with ASCII digits"):
+    with pytest.raises(
+        InvalidArgument, match=f"'{text}' holds non-ASCII characters .*write it with ASCII digits"
+    ):
         Bars.parse(text)
     with pytest.raises(InvalidArgument, match="seed '١٢' holds non-ASCII characters"):
         parse_seed("١٢")

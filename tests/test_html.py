@@ -8,16 +8,15 @@ import io
 from html.parser import HTMLParser
 
 import keras  # noqa: F401  (loaded once: pytester's in-process runs must not re-import TF)
-import pytest
-
 import numpy as np
+import pytest
+from test_plugin import CONFTEST
 
 from pytest_rnncov import CoverageData, MetricState, ModelState
 from pytest_rnncov.reporting.html import HtmlReport
 from pytest_rnncov.reporting.results import evaluate
-from test_plugin import CONFTEST
 
-HTML_TESTS = '''
+HTML_TESTS = """
 from conftest import inputs
 from pytest_rnncov import GaussianMutator, Oracle
 
@@ -28,7 +27,7 @@ def test_generate(tiny, rnncov):
     result = tiny.campaign(seeds, GaussianMutator(variance=(2.0, 4.0), clip=None),
                            Oracle(radius=None), budget=200, patience=1).run()
     assert result.adversarial > 0
-'''
+"""
 
 
 class Images(HTMLParser):
@@ -54,8 +53,13 @@ def test_every_plot_is_embedded_and_decodes(pytester):
     parser.feed(page)
     alts = [image["alt"] for image in parser.images]
     # signals, BC and SC coverage times, TC words, campaign growth, adversarial samples
-    for expected in ("signals", "BC: coverage times per step", "SC: coverage times per step",
-                     "TC: SAX words", "coverage growth"):
+    for expected in (
+        "signals",
+        "BC: coverage times per step",
+        "SC: coverage times per step",
+        "TC: SAX words",
+        "coverage growth",
+    ):
         assert expected in alts
     assert sum(alt.startswith("seed ") for alt in alts) >= 1
     for image in parser.images:
@@ -67,15 +71,30 @@ def test_every_plot_is_embedded_and_decodes(pytester):
 
 
 def render(tmp_path, gallery=(), models=None):
-    campaign = {"model": "m", "test_cases": 10, "adversarial": len(gallery), "adversary_rate": 0.1,
-                "unique": 1, "distance": "L2", "growth": [], "gallery": list(gallery)}
+    campaign = {
+        "model": "m",
+        "test_cases": 10,
+        "adversarial": len(gallery),
+        "adversary_rate": 0.1,
+        "unique": 1,
+        "distance": "L2",
+        "growth": [],
+        "gallery": list(gallery),
+    }
     data = CoverageData(models=models or {}, campaigns=[campaign])
     return HtmlReport().render(data, evaluate(data, None))
 
 
 def test_text_gallery_marks_the_changes(tmp_path):
-    item = {"seed_index": 3, "seed": "a fine movie <b>", "case": "a fine moving picture <b>",
-            "seed_decision": "1", "case_decision": "0", "distance": 0.5, "clip": []}
+    item = {
+        "seed_index": 3,
+        "seed": "a fine movie <b>",
+        "case": "a fine moving picture <b>",
+        "seed_decision": "1",
+        "case_decision": "0",
+        "distance": 0.5,
+        "clip": [],
+    }
     page = render(tmp_path, [item, dict(item, seed="CCO", case="OCC")])
     assert "<del>movie</del> <ins>moving picture</ins>" in page
     assert "&lt;b&gt;" in page and "<b>" not in page  # text is escaped
@@ -85,18 +104,30 @@ def test_text_gallery_marks_the_changes(tmp_path):
 def test_time_series_samples_are_drawn_as_curves(tmp_path):
     seed = np.sin(np.linspace(0, 6, 40))[:, None].tolist()
     case = (np.sin(np.linspace(0, 6, 40)) + 0.3)[:, None].tolist()
-    item = {"seed_index": 0, "seed": seed, "case": case, "seed_decision": "1",
-            "case_decision": "2", "distance": 1.9, "clip": []}
+    item = {
+        "seed_index": 0,
+        "seed": seed,
+        "case": case,
+        "seed_decision": "1",
+        "case_decision": "2",
+        "distance": 1.9,
+        "clip": [],
+    }
     page = render(tmp_path, [item])
     assert "(seed dashed, case solid)" in page
 
 
 def test_large_tc_lists_covered_words_instead_of_a_grid(tmp_path):
-    total = 3 ** 12  # 531,441 words: no grid, no memory proportional to them in the page
+    total = 3**12  # 531,441 words: no grid, no memory proportional to them in the page
     times = np.zeros(total, np.int64)
     times[[0, 5, 531440]] = [3, 1, 7]
-    tc = MetricState("TC", "TC(h/net, w=12, a=3)", total, times,
-                     {"component": "h", "abstraction": "net", "w": 12, "a": 3, "window": [0, 20]})
+    tc = MetricState(
+        "TC",
+        "TC(h/net, w=12, a=3)",
+        total,
+        times,
+        {"component": "h", "abstraction": "net", "w": 12, "a": 3, "window": [0, 20]},
+    )
     model = ModelState("m", "lstm", "lstm", (0, 20), "f", 11, {"TC": tc})
     page = render(tmp_path, models={"m": model})
     assert "most covered SAX words (3 of 531441 covered)" in page
@@ -109,7 +140,9 @@ def test_html_without_matplotlib_is_a_clear_usage_error(pytester):
     pytester.makepyfile("def test_nothing():\n    pass\n")
     result = pytester.runpytest("--rnn-report=html:out")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([
-        "*--rnn-report=html: the HTML report needs matplotlib, which is not installed: "
-        "pip install 'pytest-rnncov[[]html]'*"
-    ])
+    result.stderr.fnmatch_lines(
+        [
+            "*--rnn-report=html: the HTML report needs matplotlib, which is not installed: "
+            "pip install 'pytest-rnncov[[]html]'*"
+        ]
+    )

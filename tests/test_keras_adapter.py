@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from reference import layer_states
 
 from pytest_rnncov import InvalidArgument, InvalidInput, ModelError, RNNModel, load_model
-from reference import layer_states
 
 H_TOL, C_TOL = 1e-5, 1e-4
 
@@ -59,8 +59,12 @@ def test_second_of_two_stacked_lstms(keras, stacked_model, seq_inputs):
 def test_use_bias_false_and_relu_activation(keras, seq_inputs):
     keras.utils.set_random_seed(4)
     model = keras.Sequential(
-        [keras.Input((7, 3)), keras.layers.LSTM(4, use_bias=False, activation="relu",
-                                                 recurrent_activation="hard_sigmoid")]
+        [
+            keras.Input((7, 3)),
+            keras.layers.LSTM(
+                4, use_bias=False, activation="relu", recurrent_activation="hard_sigmoid"
+            ),
+        ]
     )
     assert_matches_framework(RNNModel(model), seq_inputs)
 
@@ -96,9 +100,7 @@ def test_go_backwards_trace_is_in_processing_order(keras, seq_inputs):
     # step 0 of the trace consumed the last input step: same as a forward LSTM on x reversed
     forward = keras.Sequential([keras.Input((7, 3)), keras.layers.LSTM(4, return_sequences=True)])
     forward.set_weights(model.get_weights())
-    np.testing.assert_allclose(
-        trace.h, RNNModel(forward).trace(seq_inputs[:, ::-1]).h, atol=1e-6
-    )
+    np.testing.assert_allclose(trace.h, RNNModel(forward).trace(seq_inputs[:, ::-1]).h, atol=1e-6)
 
 
 def test_bidirectional_each_direction(keras, seq_inputs):
@@ -128,8 +130,9 @@ def test_keras2_h5_with_hard_sigmoid_loads_through_tf_keras(tmp_path, seq_inputs
     model = tf_keras.Sequential(
         [
             tf_keras.Input((7, 3)),
-            tf_keras.layers.LSTM(6, return_sequences=True, recurrent_activation="hard_sigmoid",
-                                 name="legacy"),
+            tf_keras.layers.LSTM(
+                6, return_sequences=True, recurrent_activation="hard_sigmoid", name="legacy"
+            ),
             tf_keras.layers.Dense(2),
         ]
     )
@@ -203,7 +206,10 @@ def test_not_a_keras_model():
         (np.zeros((2, 6, 3), np.float32), r"shape \(2, 6, 3\)"),
         (np.array([["a"] * 3] * 7)[None], "dtype <U1"),
         (np.full((2, 7, 3), np.nan, np.float32), r"NaN or inf in rows \[0, 1\]"),
-        (np.full((1, 7, 3), 1e39), r"values beyond float32's range \(inf once cast\) in rows \[0\]"),
+        (
+            np.full((1, 7, 3), 1e39),
+            r"values beyond float32's range \(inf once cast\) in rows \[0\]",
+        ),
         (np.full((1, 7, 3), np.inf), "NaN or inf"),
         (np.zeros((0, 7, 3)), "empty batch"),
     ],

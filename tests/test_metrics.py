@@ -6,12 +6,23 @@ from statistics import NormalDist
 
 import numpy as np
 import pytest
+from helpers import fit_profile, make_trace
 from hypothesis import example, given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from helpers import fit_profile, make_trace
-from pytest_rnncov import BC, KMNC, NBC, NC, SC, SNAC, TC, DegenerateProfile, InvalidArgument, InvalidInput
+from pytest_rnncov import (
+    BC,
+    KMNC,
+    NBC,
+    NC,
+    SC,
+    SNAC,
+    TC,
+    DegenerateProfile,
+    InvalidArgument,
+    InvalidInput,
+)
 from pytest_rnncov.core import sax
 from pytest_rnncov.core.metrics import Signals, make_metric
 
@@ -95,7 +106,9 @@ def test_tc_by_hand():
 
 def test_tc_w_larger_than_window_is_refused():
     profile = fit_profile(make_trace(h=[[[1.0]] * 4, [[3.0]] * 4]))
-    with pytest.raises(InvalidArgument, match=r"w=5 is larger than the window \[0, 3\] \(4 steps\)"):
+    with pytest.raises(
+        InvalidArgument, match=r"w=5 is larger than the window \[0, 3\] \(4 steps\)"
+    ):
         TC(w=5).bind(profile)
 
 
@@ -171,7 +184,8 @@ TRAIN = make_trace(**{c: RNG.normal(size=(20, 6, 3)) for c in "fioch"})
 PROFILE = fit_profile(TRAIN, window=(1, 5))
 ALL = [BC(alpha_min=0.3), SC(), TC(w=3), NC(), KMNC(k=4), NBC(), SNAC()]
 batches = hnp.arrays(
-    np.float32, st.tuples(st.integers(1, 6), st.just(6), st.just(3)),
+    np.float32,
+    st.tuples(st.integers(1, 6), st.just(6), st.just(3)),
     elements=st.floats(-3, 3, width=32),
 )
 
@@ -281,7 +295,9 @@ def assert_evaluate_equals_dense(metric, signals):
     if not isinstance(metric, KMNC):
         np.testing.assert_array_equal(result.best_row, dense.argmin(axis=0))
     for condition in range(min(metric.total, 7)):
-        np.testing.assert_array_equal(metric.condition_fitness(signals, condition), dense[:, condition])
+        np.testing.assert_array_equal(
+            metric.condition_fitness(signals, condition), dense[:, condition]
+        )
 
 
 @given(batches)
@@ -308,7 +324,9 @@ def test_a_non_finite_signal_is_refused_not_counted():
     assert tc.covered == 0
 
 
-@given(st.floats(allow_nan=False, width=64), st.lists(st.floats(allow_nan=False, width=32), min_size=1))
+@given(
+    st.floats(allow_nan=False, width=64), st.lists(st.floats(allow_nan=False, width=32), min_size=1)
+)
 @example(threshold=float("inf"), values=[float("inf")])  # nothing is above +inf, not even inf
 @example(threshold=float("-inf"), values=[float("-inf"), 0.0])
 def test_float32_thresholds_compare_exactly_like_float64(threshold, values):

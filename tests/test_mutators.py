@@ -9,8 +9,14 @@ import numpy as np
 import pytest
 
 from pytest_rnncov import (
-    CharEncoder, EDAMutator, GaussianMutator, InvalidArgument, InvalidInput, Mutator,
-    SmilesMutator, WordEncoder,
+    CharEncoder,
+    EDAMutator,
+    GaussianMutator,
+    InvalidArgument,
+    InvalidInput,
+    Mutator,
+    SmilesMutator,
+    WordEncoder,
 )
 from pytest_rnncov.generation.mutators import checked_mutate
 
@@ -37,8 +43,9 @@ def test_gaussian_stays_in_range_and_is_reproducible():
     np.testing.assert_array_equal(a, b)
     noise = (a - seeds)[(a > 0) & (a < 1)]
     assert 0.005**0.5 * 0.9 < noise.std() < 0.02**0.5 * 1.1  # one variance for the batch
-    np.testing.assert_allclose(mutator.distance(seeds, a),
-                               np.linalg.norm((a - seeds).reshape(50, -1), axis=1), rtol=1e-6)
+    np.testing.assert_allclose(
+        mutator.distance(seeds, a), np.linalg.norm((a - seeds).reshape(50, -1), axis=1), rtol=1e-6
+    )
 
 
 def test_gaussian_refuses_seeds_outside_the_clip_range():
@@ -55,7 +62,10 @@ def test_gaussian_refuses_seeds_outside_the_clip_range():
 @pytest.mark.parametrize(
     ("make", "message"),
     [
-        (lambda: GaussianMutator(variance=(0.0, float("inf"))), r"variance\[1\]=inf must be a finite number"),
+        (
+            lambda: GaussianMutator(variance=(0.0, float("inf"))),
+            r"variance\[1\]=inf must be a finite number",
+        ),
         (lambda: GaussianMutator(variance=-0.1), "variance=-0.1 must be >= 0"),
         (lambda: GaussianMutator(clip=5), r"clip=5 must be a pair \(low, high\)"),
         (lambda: GaussianMutator(clip=(1, 0)), "needs low < high"),
@@ -97,8 +107,9 @@ def test_eda_keeps_text_in_the_seed_vocabulary_plus_synonyms():
             assert set(text.split()) <= allowed
             changed += text != seed
     assert changed > 30
-    assert EDAMutator(alpha=0.2).mutate(TEXTS, np.random.default_rng(5)) == \
-        EDAMutator(alpha=0.2).mutate(TEXTS, np.random.default_rng(5))
+    assert EDAMutator(alpha=0.2).mutate(TEXTS, np.random.default_rng(5)) == EDAMutator(
+        alpha=0.2
+    ).mutate(TEXTS, np.random.default_rng(5))
 
 
 def test_synonym_replacement_leaves_stop_words_alone():
@@ -141,29 +152,44 @@ def _textbook_levenshtein(a, b):
     table = [[i + j if i * j == 0 else 0 for j in range(len(b) + 1)] for i in range(len(a) + 1)]
     for i in range(1, len(a) + 1):
         for j in range(1, len(b) + 1):
-            table[i][j] = min(table[i - 1][j] + 1, table[i][j - 1] + 1,
-                              table[i - 1][j - 1] + (a[i - 1] != b[j - 1]))
+            table[i][j] = min(
+                table[i - 1][j] + 1,
+                table[i][j - 1] + 1,
+                table[i - 1][j - 1] + (a[i - 1] != b[j - 1]),
+            )
     return table[-1][-1]
 
 
-@pytest.mark.parametrize("a, b, changed", [
-    ("kitten", "sitting", 3),      # the classic: k->s, e->i, +g
-    ("flaw", "lawn", 2),           # delete f, add n
-    ("abc", "abc", 0), ("", "abc", 3), ("abc", "", 3),
-    ("abcab", "ab", 3),            # common ends overlap: trimming must not count twice
-    ("CC(=O)O", "OC(C)=O", 4),
-])
+@pytest.mark.parametrize(
+    "a, b, changed",
+    [
+        ("kitten", "sitting", 3),  # the classic: k->s, e->i, +g
+        ("flaw", "lawn", 2),  # delete f, add n
+        ("abc", "abc", 0),
+        ("", "abc", 3),
+        ("abc", "", 3),
+        ("abcab", "ab", 3),  # common ends overlap: trimming must not count twice
+        ("CC(=O)O", "OC(C)=O", 4),
+    ],
+)
 def test_char_edit_distance_hand_checked(a, b, changed):
     from pytest_rnncov.generation.text import edit_shares
+
     assert edit_shares([list(a)], [list(b)])[0] == pytest.approx(changed / max(len(a), len(b), 1))
     assert edit_shares([a], [b])[0] == pytest.approx(changed / max(len(a), len(b), 1))
 
 
 def test_edit_distance_matches_the_textbook_table():
     from pytest_rnncov.generation.text import edit_shares
+
     rng = np.random.default_rng(0)
-    pairs = [(list(rng.choice(list("abc"), rng.integers(0, 80))),  # past 64: several words
-              list(rng.choice(list("abcd"), rng.integers(0, 80)))) for _ in range(200)]
+    pairs = [
+        (
+            list(rng.choice(list("abc"), rng.integers(0, 80))),  # past 64: several words
+            list(rng.choice(list("abcd"), rng.integers(0, 80))),
+        )
+        for _ in range(200)
+    ]
     expected = [_textbook_levenshtein(a, b) / max(len(a), len(b), 1) for a, b in pairs]
     got = edit_shares([a for a, _ in pairs], [b for _, b in pairs])
     np.testing.assert_allclose(got, expected)
@@ -215,7 +241,10 @@ class WrongShape(Mutator):
 
 
 def test_a_mutator_returning_the_wrong_shape_is_named():
-    with pytest.raises(InvalidArgument, match=r"WrongShape\.mutate returned shape \(2, 2\) for cases of shape \(2, 3\)"):
+    with pytest.raises(
+        InvalidArgument,
+        match=r"WrongShape\.mutate returned shape \(2, 2\) for cases of shape \(2, 3\)",
+    ):
         checked_mutate(WrongShape(), np.zeros((2, 3)), np.random.default_rng(0))
 
 
@@ -223,7 +252,7 @@ def test_noise_scaled_from_the_seeds():
     seeds = np.stack([np.full((4, 2), v) for v in (0.0, 2.0, 4.0)])  # per-feature std 1.633
     mutator = GaussianMutator.from_seeds(seeds, spread=(0.5, 1.0))
     std = np.std([0.0, 2.0, 4.0])
-    np.testing.assert_allclose(mutator.variance, ((0.5 * std) ** 2, std ** 2))
+    np.testing.assert_allclose(mutator.variance, ((0.5 * std) ** 2, std**2))
     assert mutator.clip == (0.0, 4.0)
     assert mutator.describe() == "Gaussian noise, variance 0.667-2.67, clip [0, 4]"
     with pytest.raises(InvalidInput, match="the seeds do not vary"):

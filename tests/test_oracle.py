@@ -22,8 +22,9 @@ def test_classification_within_radius():
 
 def test_single_output_uses_the_threshold():
     oracle = Oracle(radius=None)
-    assert oracle.fails(np.array([[0.7], [0.3]]), np.array([[0.4], [0.2]]),
-                        np.array([9.0, 9.0])).tolist() == [True, False]
+    assert oracle.fails(
+        np.array([[0.7], [0.3]]), np.array([[0.4], [0.2]]), np.array([9.0, 9.0])
+    ).tolist() == [True, False]
 
 
 def test_regression_tolerance():
@@ -62,8 +63,13 @@ def test_calibrated_radius_by_hand():
     oracle = Oracle.calibrate(seeds, outputs, quantile=0.5, fraction=1.0)
     assert oracle.radius == 6.5  # the median of 3, 4, 9, 10
     assert "the 50% quantile (6.5) of the L2 distances between 4 pairs" in oracle.describe()
-    regression = Oracle.calibrate(seeds, np.array([[0.0], [0.1], [5.0], [5.2]]), task="regression",
-                                  tolerance=1.0, quantile=0.0)
+    regression = Oracle.calibrate(
+        seeds,
+        np.array([[0.0], [0.1], [5.0], [5.2]]),
+        task="regression",
+        tolerance=1.0,
+        quantile=0.0,
+    )
     assert regression.radius == 1.5
     with pytest.raises(InvalidInput, match="every seed is decided alike"):
         Oracle.calibrate(seeds, np.ones((4, 2)))
@@ -73,8 +79,11 @@ def test_check_explains_the_failure():
     oracle = Oracle(radius=3.0)
     oracle.check(np.array([[0.9, 0.1]]), np.array([[0.8, 0.2]]), 2.0)  # same class: passes
     oracle.check(np.array([[0.9, 0.1]]), np.array([[0.2, 0.8]]), 3.5)  # beyond the radius
-    with pytest.raises(AssertionError, match=r"decision changed from 0 to 1 \(seed 0.9 vs case "
-                                             r"0.8 for the top output\), distance 2 <= radius 3"):
+    with pytest.raises(
+        AssertionError,
+        match=r"decision changed from 0 to 1 \(seed 0.9 vs case "
+        r"0.8 for the top output\), distance 2 <= radius 3",
+    ):
         oracle.check(np.array([[0.9, 0.1]]), np.array([[0.2, 0.8]]), 2.0)
     regression = Oracle(task="regression", tolerance=0.5)
     with pytest.raises(AdversarialFailure, match=r"moved from 6 to 6.7 \(by 0.7 > tolerance 0.5\)"):
@@ -86,5 +95,7 @@ def test_margin_is_how_far_from_failing():
     seeds = np.array([[0.7, 0.2, 0.1], [0.1, 0.8, 0.1]])
     cases = np.array([[0.5, 0.3, 0.2], [0.6, 0.3, 0.1]])
     np.testing.assert_allclose(oracle.margin(seeds, cases), [0.2, -0.3])
-    np.testing.assert_allclose(Oracle(task="regression", tolerance=1.0).margin(
-        np.array([[2.0]]), np.array([[2.25]])), [0.75])
+    np.testing.assert_allclose(
+        Oracle(task="regression", tolerance=1.0).margin(np.array([[2.0]]), np.array([[2.25]])),
+        [0.75],
+    )

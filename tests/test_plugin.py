@@ -12,7 +12,7 @@ import pytest
 from pytest_rnncov.core.metrics import METRICS
 from pytest_rnncov.core.names import METRIC_NAMES
 
-CONFTEST = '''
+CONFTEST = """
 import os
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import numpy as np
@@ -35,9 +35,9 @@ def tiny(rnncov):
 
 def inputs(seed, n=16):
     return np.random.default_rng(seed).normal(size=(n, 6, 2)).astype("float32")
-'''
+"""
 
-TESTS = '''
+TESTS = """
 from conftest import inputs
 
 
@@ -47,7 +47,7 @@ def test_one(tiny):
 
 def test_two(tiny):
     tiny.observe(inputs(2))
-'''
+"""
 
 
 @pytest.fixture
@@ -65,12 +65,14 @@ def test_gate_met_exits_zero_and_prints_the_section(project):
     result = project.runpytest("--rnn-coverage=0.05")
     result.assert_outcomes(passed=2)
     assert result.ret == 0
-    result.stdout.fnmatch_lines([
-        "*- RNN coverage -*",
-        "model*layer*window*inputs*BC*SC*TC",
-        "tiny*lstm*[[]1, 5]*32*% (*/5)*% (*/5)*% (*/243)",
-        "Required RNN coverage of 5% reached.",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*- RNN coverage -*",
+            "model*layer*window*inputs*BC*SC*TC",
+            "tiny*lstm*[[]1, 5]*32*% (*/5)*% (*/5)*% (*/243)",
+            "Required RNN coverage of 5% reached.",
+        ]
+    )
     result.stdout.fnmatch_lines(["rnncov: gate 0.05 on BC,SC,TC, seed 0"])
 
 
@@ -85,7 +87,9 @@ def test_gate_with_no_tracked_model_fails_and_the_json_agrees(pytester):
     pytester.makepyfile("def test_nothing():\n    pass\n")
     result = pytester.runpytest("--rnn-coverage=0.5", "--rnn-report=json:r.json")
     assert result.ret == 1
-    result.stdout.fnmatch_lines(["FAIL Required RNN coverage of 50% not reached: no model was tracked*"])
+    result.stdout.fnmatch_lines(
+        ["FAIL Required RNN coverage of 50% not reached: no model was tracked*"]
+    )
     data = json.loads((pytester.path / "r.json").read_text())
     assert data["verdict"]["passed"] is False and data["verdict"]["gate"]["no_model"] is True
 
@@ -127,8 +131,9 @@ def test_gate_metrics_option_restricts_the_gate(project):
     everything = project.runpytest("--rnn-coverage=0.3", "--rnn-report=json:a.json")
     assert everything.ret == 1
     everything.stdout.fnmatch_lines(["FAIL Required RNN coverage of 30% not reached: *TC *"])
-    only_nc = project.runpytest("--rnn-coverage=0.3", "--rnn-metrics=NC", "--rnn-report=term",
-                                "--rnn-report=json:b.json")
+    only_nc = project.runpytest(
+        "--rnn-coverage=0.3", "--rnn-metrics=NC", "--rnn-report=term", "--rnn-report=json:b.json"
+    )
     assert only_nc.ret == 0
     only_nc.stdout.fnmatch_lines(["model*BC*SC*TC*NC*", "Required RNN coverage of 30% reached."])
     gated = json.loads((project.path / "b.json").read_text())["models"]["tiny"]["metrics"]
@@ -136,8 +141,9 @@ def test_gate_metrics_option_restricts_the_gate(project):
 
 
 def test_json_report_schema(project):
-    result = project.runpytest("--rnn-coverage=1.0", "--rnn-report=json:out/cov.json",
-                               "--rnn-report=term")
+    result = project.runpytest(
+        "--rnn-coverage=1.0", "--rnn-report=json:out/cov.json", "--rnn-report=term"
+    )
     assert result.ret == 1
     data = json.loads((project.path / "out" / "cov.json").read_text())
     assert data["format"] == "pytest-rnncov-report" and data["version"] == 3
@@ -156,12 +162,15 @@ def test_json_report_schema(project):
 
 def test_term_detail_lists_uncovered_steps_and_word_spread(project):
     result = project.runpytest("--rnn-report=term-detail")
-    result.stdout.fnmatch_lines([
-        "tiny:",
-        "  BC(f/avg, alpha_max=0.8): uncovered steps *",
-        "  SC(h/delta, alpha_sc=0.6): uncovered steps *",
-        "  TC(h/net, w=5, a=3): * of 243 words; covered words by symbol at each position: 1: a *",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "tiny:",
+            "  BC(f/avg, alpha_max=0.8): uncovered steps *",
+            "  SC(h/delta, alpha_sc=0.6): uncovered steps *",
+            "  TC(h/net, w=5, a=3): * of 243 words; covered words by symbol at each position: "
+            "1: a *",
+        ]
+    )
 
 
 def test_ini_options(project):
@@ -172,13 +181,21 @@ def test_ini_options(project):
     project.makeini("[pytest]\nrnn_coverage = 90\n")
     result = project.runpytest()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*rnn_coverage = '90': coverage bar '90': 90 is not a fraction in [[]0, 1]; for 90% use 0.9*"])
+    result.stderr.fnmatch_lines(
+        [
+            "*rnn_coverage = '90': coverage bar '90': 90 is not a fraction in [[]0, 1]; "
+            "for 90% use 0.9*"
+        ]
+    )
 
 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--rnn-coverage=90"], "*--rnn-coverage: coverage bar '90': 90 is not a fraction in [[]0, 1]; for 90% use 0.9"),
+        (
+            ["--rnn-coverage=90"],
+            "*--rnn-coverage: coverage bar '90': 90 is not a fraction in [[]0, 1]; for 90% use 0.9",
+        ),
         (["--rnn-coverage=-0.1"], "*--rnn-coverage: *-0.1 is not a fraction in [[]0, 1]"),
         (["--rnn-coverage=high"], "*'high' is not a number*"),
         (["--rnn-coverage=XX:0.5"], "*unknown metric 'XX'*"),
@@ -190,10 +207,14 @@ def test_ini_options(project):
         (["--rnn-report=xml"], "*unknown report type 'xml'*"),
         (["--rnn-seed=x"], "*'x' is not an integer seed*"),
         (["--rnn-data="], "*--rnn-data='': give a file path*"),
-        (["--rnn-report=json:r.json", "--rnn-data=r.json"],
-         "*--rnn-data * would collide with --rnn-report=json: *r.json*"),
-        (["--rnn-report=html:out", "--rnn-report=json:out/index.html"],
-         "*would collide with --rnn-report=html: *out*"),
+        (
+            ["--rnn-report=json:r.json", "--rnn-data=r.json"],
+            "*--rnn-data * would collide with --rnn-report=json: *r.json*",
+        ),
+        (
+            ["--rnn-report=html:out", "--rnn-report=json:out/index.html"],
+            "*would collide with --rnn-report=html: *out*",
+        ),
         (["--rnn-coverage=BC:0.5", "--rnn-coverage=BC:0.6"], "*'BC:0.6' is given twice*"),
     ],
 )
@@ -209,7 +230,7 @@ def test_no_rnn_switches_everything_off(project):
     assert "RNN coverage" not in result.stdout.str()
 
 
-MARKED = '''
+MARKED = """
 import pytest
 from conftest import inputs
 
@@ -231,7 +252,7 @@ def test_feeds_nothing(tiny):
 
 def test_unmarked_feeds_more(tiny):
     tiny.predict(inputs(5))
-'''
+"""
 
 
 def test_marker_passes_and_fails_with_a_message(pytester):
@@ -239,10 +260,12 @@ def test_marker_passes_and_fails_with_a_message(pytester):
     pytester.makepyfile(test_marked=MARKED)
     result = pytester.runpytest()
     result.assert_outcomes(passed=2, failed=2)
-    result.stdout.fnmatch_lines([
-        "*RNN coverage of the inputs this test fed is below 100%:",
-        "*  tiny: TC *% (*/243, * uncovered)",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*RNN coverage of the inputs this test fed is below 100%:",
+            "*  tiny: TC *% (*/243, * uncovered)",
+        ]
+    )
     result.stdout.fnmatch_lines(["*this test fed no inputs to a tracked model*"])
     # 3 + 16 + 16 inputs reached the session coverage
     result.stdout.fnmatch_lines(["tiny*lstm*35*"])
@@ -253,7 +276,8 @@ def test_plugin_import_loads_nothing_heavy(pytester):
     code = (
         "import sys, pytest\n"
         f"code = pytest.main([{str(pytester.path)!r}, '-q', '-p', 'no:cacheprovider'])\n"
-        "heavy = [m for m in ('tensorflow', 'keras', 'tf_keras', 'rdkit', 'nltk') if m in sys.modules]\n"
+        "heavy = [m for m in ('tensorflow', 'keras', 'tf_keras', 'rdkit', 'nltk')\n"
+        "         if m in sys.modules]\n"
         "assert 'pytest_rnncov.plugin' in sys.modules, 'plugin not loaded'\n"
         "print('HEAVY', heavy)\n"
         "sys.exit(code)\n"
@@ -263,7 +287,7 @@ def test_plugin_import_loads_nothing_heavy(pytester):
     assert "HEAVY []" in done.stdout
 
 
-XDIST_TESTS = '''
+XDIST_TESTS = """
 import pytest
 from conftest import inputs
 
@@ -271,13 +295,15 @@ from conftest import inputs
 @pytest.mark.parametrize("seed", range(6))
 def test_feed(tiny, seed):
     tiny.predict(inputs(seed, n=4 + seed))
-'''
+"""
 
 
 def test_xdist_workers_merge_to_the_same_numbers(pytester):
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_x=XDIST_TESTS)
-    serial = pytester.runpytest_subprocess("-n", "0", "--rnn-report=json:serial.json", "-p", "xdist")
+    serial = pytester.runpytest_subprocess(
+        "-n", "0", "--rnn-report=json:serial.json", "-p", "xdist"
+    )
     assert serial.ret == 0
     parallel = pytester.runpytest_subprocess(
         "-n", "2", "--rnn-report=json:parallel.json", "--rnn-report=term"
@@ -291,7 +317,7 @@ def test_xdist_workers_merge_to_the_same_numbers(pytester):
     parallel.stdout.fnmatch_lines(["*- RNN coverage -*", "tiny*lstm*39*"])
 
 
-CRASHING = '''
+CRASHING = """
 import os
 from conftest import inputs
 
@@ -299,15 +325,15 @@ from conftest import inputs
 def test_crashes(tiny):
     tiny.predict(inputs(2))
     os._exit(1)
-'''
+"""
 
-FEEDING = '''
+FEEDING = """
 from conftest import inputs
 
 
 def test_feeds(tiny):
     tiny.predict(inputs(1))
-'''
+"""
 
 
 def test_crashing_worker_keeps_other_workers_data(pytester):
@@ -315,19 +341,25 @@ def test_crashing_worker_keeps_other_workers_data(pytester):
     pytester.makepyfile(test_a_crash=CRASHING, test_b_feed=FEEDING)
     # --dist loadfile: each file goes to its own worker
     result = pytester.runpytest_subprocess(
-        "-n", "2", "--dist", "loadfile", "--max-worker-restart=0", "--rnn-report=json:c.json",
-        "--rnn-coverage=0.01"
+        "-n",
+        "2",
+        "--dist",
+        "loadfile",
+        "--max-worker-restart=0",
+        "--rnn-report=json:c.json",
+        "--rnn-coverage=0.01",
     )
     assert result.ret == 1  # the crashed test fails
     result.stdout.fnmatch_lines(["*worker 'gw?' crashed while running*"])
     result.stdout.fnmatch_lines(
-        ["WARNING RNN coverage is partial: worker gw? sent no coverage data that could be used*"])
+        ["WARNING RNN coverage is partial: worker gw? sent no coverage data that could be used*"]
+    )
     data = json.loads((pytester.path / "c.json").read_text())
     assert data["models"]["tiny"]["inputs"] == 16  # the other worker's inputs survive
     assert data["verdict"]["complete"] is False and len(data["verdict"]["missing_workers"]) == 1
 
 
-CAMPAIGN_TESTS = '''
+CAMPAIGN_TESTS = """
 import numpy as np
 from pytest_rnncov import GaussianMutator, Oracle
 
@@ -338,7 +370,7 @@ def test_generate(tiny, rnncov, tmp_path_factory):
                              budget=120, output_dir="adv-out")
     result = campaign.run()
     assert result.test_cases == 120
-'''
+"""
 
 
 def test_campaign_results_reach_the_adversarial_section_and_json(pytester):
@@ -346,24 +378,26 @@ def test_campaign_results_reach_the_adversarial_section_and_json(pytester):
     pytester.makepyfile(test_gen=CAMPAIGN_TESTS)
     result = pytester.runpytest("--rnn-report=term", "--rnn-report=json:r.json", "--rnn-seed=3")
     assert result.ret == 0
-    result.stdout.fnmatch_lines([
-        "*- RNN adversarial samples -*",
-        "model*test cases*adversarial*adversary rate*unique seeds*avg perturbation*saved to",
-        "tiny*120*adv-out",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*- RNN adversarial samples -*",
+            "model*test cases*adversarial*adversary rate*unique seeds*avg perturbation*saved to",
+            "tiny*120*adv-out",
+        ]
+    )
     data = json.loads((pytester.path / "r.json").read_text())
     (campaign,) = data["adversarial"]
     assert campaign["test_cases"] == 120 and campaign["saved_to"] == "adv-out"
     assert data["models"]["tiny"]["inputs"] == 128  # seeds + generated cases fed the session
 
 
-FEW = '''
+FEW = """
 from conftest import inputs
 
 
 def test_one(tiny):
     tiny.predict(inputs(1, n=2))
-'''
+"""
 
 
 def test_baseline_save_and_compare(project):
@@ -383,7 +417,10 @@ def test_baseline_save_and_compare(project):
     worse = project.runpytest("--rnn-compare=main")
     assert worse.ret == 1
     worse.stdout.fnmatch_lines(
-        ["FAIL RNN coverage fell below baseline *main.json (tolerance 0): *tiny TC *% < *% (*/243 vs */243; * conditions lost)*"]
+        [
+            "FAIL RNN coverage fell below baseline *main.json (tolerance 0): "
+            "*tiny TC *% < *% (*/243 vs */243; * conditions lost)*"
+        ]
     )
     tolerated = project.runpytest("--rnn-compare=main", "--rnn-compare-tolerance=1.0")
     assert tolerated.ret == 0
@@ -392,7 +429,9 @@ def test_baseline_save_and_compare(project):
 def test_compare_with_a_missing_baseline_is_a_usage_error(project):
     result = project.runpytest("--rnn-compare=nothing")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--rnn-compare: no coverage baseline at *nothing.json*; create it with --rnn-save*"])
+    result.stderr.fnmatch_lines(
+        ["*--rnn-compare: no coverage baseline at *nothing.json*; create it with --rnn-save*"]
+    )
 
 
 def test_plugin_works_without_xdist(project):
@@ -401,21 +440,25 @@ def test_plugin_works_without_xdist(project):
     result.stdout.fnmatch_lines(["Required RNN coverage of 5% reached."])
 
 
-STATES = '''
+STATES = """
 from conftest import inputs
 
 
 def test_feed(tiny):
     tiny.plot_signals(inputs(9, n=2))
     tiny.predict(inputs(1, n=40))
-'''
+"""
 
 
 def test_deepstellar_metrics_through_the_plugin(pytester):
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_states=STATES)
-    result = pytester.runpytest("--rnn-metrics=BC,SC,TC,BS,SBC,BT,WT", "--rnn-coverage=0.0",
-                                "--rnn-report=json:s.json", "--rnn-report=term")
+    result = pytester.runpytest(
+        "--rnn-metrics=BC,SC,TC,BS,SBC,BT,WT",
+        "--rnn-coverage=0.0",
+        "--rnn-report=json:s.json",
+        "--rnn-report=term",
+    )
     assert result.ret == 0
     result.stdout.fnmatch_lines(["model*BC*SC*TC*BS*SBC*BT*WT"])
     data = json.loads((pytester.path / "s.json").read_text())
@@ -427,8 +470,12 @@ def test_deepstellar_metrics_through_the_plugin(pytester):
 
 def test_repeated_coverage_options_add_up(project):
     """A second --rnn-coverage adds its bars; it does not replace the first."""
-    result = project.runpytest("--rnn-coverage=BC:0.99", "--rnn-coverage=TC:0.01",
-                               "--rnn-report=json:j.json", "--rnn-report=term")
+    result = project.runpytest(
+        "--rnn-coverage=BC:0.99",
+        "--rnn-coverage=TC:0.01",
+        "--rnn-report=json:j.json",
+        "--rnn-report=term",
+    )
     assert result.ret == 1
     result.stdout.fnmatch_lines(["FAIL Required RNN coverage (BC:0.99,TC:0.01) not reached: BC*"])
     report = json.loads((project.path / "j.json").read_text())
@@ -438,9 +485,15 @@ def test_repeated_coverage_options_add_up(project):
 
 def test_every_metric_reaches_the_data_file_and_json(project):
     """SNAC's one-sided bound (no lower bound) is written as null, not -inf."""
-    result = project.runpytest("--rnn-metrics=BC,SC,TC,NC,KMNC,NBC,SNAC,BS,SBC,BT,WT",
-                               "--rnn-data=d.json", "--rnn-report=json:r.json", "-n", "2",
-                               "-p", "xdist")
+    result = project.runpytest(
+        "--rnn-metrics=BC,SC,TC,NC,KMNC,NBC,SNAC,BS,SBC,BT,WT",
+        "--rnn-data=d.json",
+        "--rnn-report=json:r.json",
+        "-n",
+        "2",
+        "-p",
+        "xdist",
+    )
     assert result.ret == 0, result.stdout.str()
     data = json.loads((project.path / "d.json").read_text())
     snac = data["models"]["tiny"]["metrics"]["SNAC"]
@@ -470,7 +523,7 @@ def test_a_track_that_raised_is_reported_as_such(pytester):
     result.stdout.fnmatch_lines(["*rnncov.track* failed*"])
 
 
-UNSENDABLE = '''
+UNSENDABLE = """
 import os
 
 from pytest_rnncov.reporting.data import CoverageData
@@ -487,7 +540,7 @@ def _fails_once(self):
 
 
 CoverageData.dumps = _fails_once
-'''
+"""
 
 
 def test_a_worker_that_cannot_send_its_data_says_why(pytester):
@@ -495,12 +548,17 @@ def test_a_worker_that_cannot_send_its_data_says_why(pytester):
     pytester.makepyfile(test_feed=FEEDING)
     result = pytester.runpytest_subprocess("-n", "1", "--rnn-coverage=0.01")
     assert result.ret == 1
-    result.stdout.fnmatch_lines(["WARNING RNN coverage is partial: worker gw0 (ValueError: "
-                                 "cannot serialise this) sent no coverage data*"])
+    result.stdout.fnmatch_lines(
+        [
+            "WARNING RNN coverage is partial: worker gw0 (ValueError: "
+            "cannot serialise this) sent no coverage data*"
+        ]
+    )
 
 
-def test_signal_figures_are_computed_only_for_an_html_report_or_a_data_file(stacked_model,
-                                                                           seq_inputs):
+def test_signal_figures_are_computed_only_for_an_html_report_or_a_data_file(
+    stacked_model, seq_inputs
+):
     from pytest_rnncov.plugin.session import RNNCovSession
 
     for wanted in (False, True):

@@ -41,7 +41,11 @@ def test_save_load_round_trip_is_readable_json(rnn, seq_inputs, tmp_path):
     data = json.loads(path.read_text())
     assert data["format"] == "pytest-rnncov-profile" and data["version"] == 2
     assert data["layer"] == {
-        "name": "lstm_b", "cell": "lstm", "units": 5, "steps": 7, "fingerprint": rnn.fingerprint()
+        "name": "lstm_b",
+        "cell": "lstm",
+        "units": 5,
+        "steps": 7,
+        "fingerprint": rnn.fingerprint(),
     }
     assert set(data["signals"]) == {f"{c}/{a}" for c in "fioch" for a in ABSTRACTIONS}
     loaded = Profile.load(path)
@@ -101,12 +105,20 @@ def edited(data, change):
         (lambda d: d["layer"].update(units="5"), r"layer: 'units' is '5' \(str\), not int"),
         (lambda d: d["layer"].update(cell="transformer"), "layer.cell 'transformer' is not one of"),
         (lambda d: d.update(window=[0, 5]), r"window \[0, 5\] does not match window_requested"),
-        (lambda d: d.update(window=[1, 4], window_requested=[1, 4]),
-         r"neurons.min must be finite numbers of shape \(4, 5\) for window \[1, 4\]"),
-        (lambda d: d["signals"]["h/net"].update(std=-1.0), "signals.h/net has min > max or a negative std"),
+        (
+            lambda d: d.update(window=[1, 4], window_requested=[1, 4]),
+            r"neurons.min must be finite numbers of shape \(4, 5\) for window \[1, 4\]",
+        ),
+        (
+            lambda d: d["signals"]["h/net"].update(std=-1.0),
+            "signals.h/net has min > max or a negative std",
+        ),
         (lambda d: d["signals"].pop("f/avg"), "signals lack f/avg"),
         (lambda d: d["signals"]["h/net"].update(min="0"), r"signals.h/net: 'min' is '0'"),
-        (lambda d: d["states"].update(intervals=0), r"has intervals=0, not an integer in \[1, 1048576\]"),
+        (
+            lambda d: d["states"].update(intervals=0),
+            r"has intervals=0, not an integer in \[1, 1048576\]",
+        ),
         (lambda d: d["states"].update(low=d["states"]["high"]), "'high' must exceed 'low'"),
         (lambda d: d["states"].update(cells=[-1]), "'cells' holds ids outside"),
         (lambda d: d.update(n_samples=0), "n_samples=0"),
@@ -162,11 +174,16 @@ def test_bad_profile_arguments(make, message):
         make()
 
 
-def test_a_stale_profile_file_is_named_with_the_fix(keras, stacked_model, rnn, seq_inputs, tmp_path):
+def test_a_stale_profile_file_is_named_with_the_fix(
+    keras, stacked_model, rnn, seq_inputs, tmp_path
+):
     path = tmp_path / "profile.json"
     Profile().fit(rnn, seq_inputs).save(path)
     changed = keras.models.clone_model(stacked_model)
     changed.set_weights([w + 0.01 for w in stacked_model.get_weights()])
-    with pytest.raises(StaleProfile, match=rf"profile '{path}' does not belong to this model .*"
-                                           rf"delete '{path}' so that rnncov.track"):
+    with pytest.raises(
+        StaleProfile,
+        match=rf"profile '{path}' does not belong to this model .*"
+        rf"delete '{path}' so that rnncov.track",
+    ):
         Profile.load(path).check(RNNModel(changed, "lstm_b"))

@@ -13,22 +13,31 @@ import subprocess
 import sys
 from pathlib import Path
 
-import keras  # noqa: F401  (loaded once: pytester's in-process runs must not re-import TF)
+import keras as keras_module  # noqa: F401  (loaded once: in-process pytester runs must not re-import TF)
 import numpy as np
 import pytest
+from test_plugin import CONFTEST, FEW, TESTS
 
 from pytest_rnncov import (
-    BT, WT, Campaign, DataFileError, GaussianMutator, InvalidArgument, Oracle, OutputConflict,
-    Profile, RNNModel, SampleWriter,
+    BT,
+    WT,
+    Campaign,
+    DataFileError,
+    GaussianMutator,
+    InvalidArgument,
+    Oracle,
+    OutputConflict,
+    Profile,
+    RNNModel,
+    SampleWriter,
 )
+from pytest_rnncov.config.bars import Bars
 from pytest_rnncov.core.coverage import Coverage
 from pytest_rnncov.core.state import MAX_COUNT, MetricState, ModelState
-from pytest_rnncov.files import Output, write_atomic
-from pytest_rnncov.config.bars import Bars
+from pytest_rnncov.files import Output
 from pytest_rnncov.reporting.data import CoverageData, combine
 from pytest_rnncov.reporting.json_report import JsonReport
 from pytest_rnncov.reporting.results import MarkerOutcome, check_models, evaluate
-from test_plugin import CONFTEST, FEW, TESTS
 
 
 @pytest.fixture
@@ -39,8 +48,13 @@ def project(pytester):
 
 
 def cli(*args, cwd, **kwargs):
-    return subprocess.run([sys.executable, "-m", "pytest_rnncov", *map(str, args)], cwd=cwd,
-                          capture_output=True, text=True, **kwargs)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest_rnncov", *map(str, args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        **kwargs,
+    )
 
 
 # -- the gate does not pass falsely ---------------------------------------------------------
@@ -52,9 +66,12 @@ def test_a_failed_ratchet_keeps_the_baseline_so_a_retry_fails_again(project):
     for _ in range(2):  # the job, then its retry, unchanged
         result = project.runpytest("--rnn-compare=main", "--rnn-save=main")
         assert result.ret == 1
-        result.stdout.fnmatch_lines([
-            "RNN coverage baseline *main.json kept: this run failed its verdict, and a baseline "
-            "is written only from a run that passed"])
+        result.stdout.fnmatch_lines(
+            [
+                "RNN coverage baseline *main.json kept: this run failed its verdict, and a "
+                "baseline is written only from a run that passed"
+            ]
+        )
         assert path.read_bytes() == before
 
 
@@ -63,11 +80,16 @@ def test_a_ratchet_only_moves_up(project):
     path = project.path / ".rnncov" / "main.json"
     before = path.read_bytes()
     project.makepyfile(test_feed=FEW)
-    tolerated = project.runpytest("--rnn-compare=main", "--rnn-save=main",
-                                  "--rnn-compare-tolerance=1.0")
+    tolerated = project.runpytest(
+        "--rnn-compare=main", "--rnn-save=main", "--rnn-compare-tolerance=1.0"
+    )
     assert tolerated.ret == 0  # within the tolerance: the comparison passes ...
-    tolerated.stdout.fnmatch_lines(["*main.json kept: a ratchet only moves up, and this run is "
-                                    "lower (within the tolerance): tiny *"])
+    tolerated.stdout.fnmatch_lines(
+        [
+            "*main.json kept: a ratchet only moves up, and this run is "
+            "lower (within the tolerance): tiny *"
+        ]
+    )
     assert path.read_bytes() == before  # ... but the bar does not move down
     project.makepyfile(test_feed=TESTS)
     same = project.runpytest("--rnn-compare=main", "--rnn-save=main")
@@ -105,18 +127,26 @@ def test_nothing_to_cover_is_not_coverage():
     assert report["verdict"]["passed"] is False
     assert report["models"]["m"]["metrics"]["BT"]["pass"] is False
     assert report["models"]["m"]["metrics"]["BT"]["rate"] == 0.0
-    marker = MarkerOutcome(Bars.parse("0.5", ("BT",)), check_models(data.models, Bars.parse("0.5", ("BT",))))
+    marker = MarkerOutcome(
+        Bars.parse("0.5", ("BT",)), check_models(data.models, Bars.parse("0.5", ("BT",)))
+    )
     assert not marker.passed and "has no condition to cover" in marker.message()
 
 
 def test_a_configuration_with_no_condition_is_refused_when_tracked(keras):
-    model = keras.Sequential([keras.Input((4, 2)), keras.layers.LSTM(3, name="lstm"),
-                              keras.layers.Dense(2)])
+    model = keras.Sequential(
+        [keras.Input((4, 2)), keras.layers.LSTM(3, name="lstm"), keras.layers.Dense(2)]
+    )
     rnn = RNNModel(model)
-    profile = Profile(window=(2, 2)).fit(rnn, np.random.default_rng(0).normal(size=(32, 4, 2)).astype("float32"))
+    profile = Profile(window=(2, 2)).fit(
+        rnn, np.random.default_rng(0).normal(size=(32, 4, 2)).astype("float32")
+    )
     for metric in (BT(), WT()):  # transitions need two window steps
-        with pytest.raises(InvalidArgument, match=r"has no condition to cover with this profile "
-                                                  r"\(window \[2, 2\]\).*0/0"):
+        with pytest.raises(
+            InvalidArgument,
+            match=r"has no condition to cover with this profile "
+            r"\(window \[2, 2\]\).*0/0",
+        ):
             Coverage(rnn, profile, [metric])
 
 
@@ -124,8 +154,9 @@ def test_a_configuration_with_no_condition_is_refused_when_tracked(keras):
 def measured(stacked_model, seq_inputs) -> ModelState:
     """A real model state (BC, SC, TC, KMNC) of the stacked model."""
     rnn = RNNModel(stacked_model, "lstm_b")
-    coverage = Coverage(rnn, Profile(window=(1, 5)).fit(rnn, seq_inputs),
-                        ["BC", "SC", "TC", "KMNC"])
+    coverage = Coverage(
+        rnn, Profile(window=(1, 5)).fit(rnn, seq_inputs), ["BC", "SC", "TC", "KMNC"]
+    )
     coverage.update(seq_inputs)
     return coverage.state("m")
 
@@ -150,12 +181,21 @@ def test_workers_whose_profiles_differ_make_the_run_partial_everywhere(pytester)
     pytester.makeconftest(UNSEEDED)  # each worker fits its own profile from other data
     pytester.makepyfile(test_a=FEW, test_b=FEW.replace("test_one", "test_two"))
     result = pytester.runpytest_subprocess(
-        "-n", "2", "--dist", "loadfile", "--rnn-report=json:r.json", "--rnn-data=d.json",
-        "--rnn-save=b.json")
-    result.stdout.fnmatch_lines([
-        "*xdist worker gw? fits its own profile from x_train*give track() a profile file path*",
-        "WARNING RNN coverage is partial: worker gw? (cannot combine coverage of model 'tiny'*"
-        "each worker fitted its own profile*"])
+        "-n",
+        "2",
+        "--dist",
+        "loadfile",
+        "--rnn-report=json:r.json",
+        "--rnn-data=d.json",
+        "--rnn-save=b.json",
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "*xdist worker gw? fits its own profile from x_train*give track() a profile file path*",
+            "WARNING RNN coverage is partial: worker gw? (cannot combine coverage of model 'tiny'*"
+            "each worker fitted its own profile*",
+        ]
+    )
     report = json.loads((pytester.path / "r.json").read_text())
     assert report["verdict"]["complete"] is False
     assert json.loads((pytester.path / "d.json").read_text())["missing_workers"]
@@ -163,21 +203,23 @@ def test_workers_whose_profiles_differ_make_the_run_partial_everywhere(pytester)
     assert baseline["complete"] is False and len(baseline["missing_workers"]) == 1
 
 
-SHARED_PROFILE = UNSEEDED.replace('window=(1, 5), name="tiny")',
-                                  'window=(1, 5), name="tiny", profile="p/tiny.json")')
+SHARED_PROFILE = UNSEEDED.replace(
+    'window=(1, 5), name="tiny")', 'window=(1, 5), name="tiny", profile="p/tiny.json")'
+)
 
 
 def test_workers_fit_a_profile_file_once_and_share_it(pytester):
     pytester.makeconftest(SHARED_PROFILE)  # unseeded data, but one profile file
     pytester.makepyfile(test_a=FEW, test_b=FEW.replace("test_one", "test_two"))
-    result = pytester.runpytest_subprocess("-n", "2", "--dist", "loadfile",
-                                           "--rnn-report=json:r.json")
+    result = pytester.runpytest_subprocess(
+        "-n", "2", "--dist", "loadfile", "--rnn-report=json:r.json"
+    )
     assert result.ret == 0, result.stdout.str()[-3000:]
     report = json.loads((pytester.path / "r.json").read_text())
     assert report["verdict"]["complete"] is True and report["models"]["tiny"]["inputs"] == 4
 
 
-CRASH = '''
+CRASH = """
 import os
 from conftest import inputs
 
@@ -185,28 +227,37 @@ from conftest import inputs
 def test_crashes(tiny):
     tiny.predict(inputs(2))
     os._exit(1)
-'''
+"""
 
 
 def test_a_killed_worker_marks_the_baseline_partial_and_a_comparison_says_so(pytester):
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_a_crash=CRASH, test_b_feed=FEW)
-    pytester.runpytest_subprocess("-n", "2", "--dist", "loadfile", "--max-worker-restart=0",
-                                  "--rnn-save=b.json", "--rnn-data=d.json")
+    pytester.runpytest_subprocess(
+        "-n",
+        "2",
+        "--dist",
+        "loadfile",
+        "--max-worker-restart=0",
+        "--rnn-save=b.json",
+        "--rnn-data=d.json",
+    )
     baseline = json.loads((pytester.path / "b.json").read_text())
     assert baseline["complete"] is False and baseline["missing_workers"]
     assert json.loads((pytester.path / "d.json").read_text())["missing_workers"]
     pytester.makepyfile(test_a_crash=FEW.replace("test_one", "test_two"))
     result = pytester.runpytest_subprocess("--rnn-compare=b.json", "--rnn-report=json:r.json")
-    result.stdout.fnmatch_lines(["WARNING baseline b.json is partial: worker gw? sent no "
-                                 "coverage data when it was saved*"])
+    result.stdout.fnmatch_lines(
+        ["WARNING baseline b.json is partial: worker gw? sent no coverage data when it was saved*"]
+    )
     verdict = json.loads((pytester.path / "r.json").read_text())["verdict"]
     assert verdict["baseline"]["complete"] is False
 
 
 # -- a user's files are not lost -------------------------------------------------------------
-PROFILE_CONFTEST = CONFTEST.replace('window=(1, 5), name="tiny")',
-                                    'window=(1, 5), name="tiny", profile="tiny-profile.json")')
+PROFILE_CONFTEST = CONFTEST.replace(
+    'window=(1, 5), name="tiny")', 'window=(1, 5), name="tiny", profile="tiny-profile.json")'
+)
 
 
 def test_outputs_never_replace_the_tracked_profile(pytester):
@@ -215,12 +266,19 @@ def test_outputs_never_replace_the_tracked_profile(pytester):
     assert pytester.runpytest().ret == 0  # fits and writes the profile
     profile = pytester.path / "tiny-profile.json"
     before = profile.read_bytes()
-    for option in ("--rnn-data=tiny-profile.json", "--rnn-report=json:tiny-profile.json",
-                   "--rnn-save=tiny-profile.json"):
+    for option in (
+        "--rnn-data=tiny-profile.json",
+        "--rnn-report=json:tiny-profile.json",
+        "--rnn-save=tiny-profile.json",
+    ):
         result = pytester.runpytest(option)
         assert result.ret == pytest.ExitCode.USAGE_ERROR, option
-        result.stderr.fnmatch_lines(["*tiny-profile.json' would replace a profile; pytest-rnncov "
-                                     "replaces only its own earlier*"])
+        result.stderr.fnmatch_lines(
+            [
+                "*tiny-profile.json' would replace a profile; pytest-rnncov "
+                "replaces only its own earlier*"
+            ]
+        )
         assert profile.read_bytes() == before
 
 
@@ -231,10 +289,16 @@ def test_an_output_created_during_the_run_is_not_replaced(pytester):
     pytester.makepyfile(test_feed=FEW)
     result = pytester.runpytest("--rnn-data=tiny-profile.json")
     assert result.ret == 1
-    result.stdout.fnmatch_lines(["ERROR pytest-rnncov: --rnn-data not written to "
-                                 "'tiny-profile.json': another process wrote that file*"])
-    assert json.loads((pytester.path / "tiny-profile.json").read_text())["format"] == \
-        "pytest-rnncov-profile"
+    result.stdout.fnmatch_lines(
+        [
+            "ERROR pytest-rnncov: --rnn-data not written to "
+            "'tiny-profile.json': another process wrote that file*"
+        ]
+    )
+    assert (
+        json.loads((pytester.path / "tiny-profile.json").read_text())["format"]
+        == "pytest-rnncov-profile"
+    )
     kept = list(pytester.path.glob("tiny-profile.conflict-*.json"))
     assert len(kept) == 1 and json.loads(kept[0].read_text())["format"] == "pytest-rnncov-data"
 
@@ -271,8 +335,10 @@ def shard(tmp_path_factory, measured):
 
 
 def test_combine_never_replaces_a_profile_or_a_source_file(shard, tmp_path):
-    for name, content in (("p.json", '{"format": "pytest-rnncov-profile", "version": 2}'),
-                          ("conftest.py", "import os\n")):
+    for name, content in (
+        ("p.json", '{"format": "pytest-rnncov-profile", "version": 2}'),
+        ("conftest.py", "import os\n"),
+    ):
         (tmp_path / name).write_text(content)
         (tmp_path / "a.json").write_bytes((shard / "a.json").read_bytes())
         done = cli("combine", "a.json", "--out", name, cwd=tmp_path)
@@ -284,6 +350,7 @@ def _limited(limit: int):
     def apply():
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG)
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
     return apply
 
 
@@ -294,8 +361,15 @@ def test_a_disk_full_write_leaves_the_previous_file_whole(shard, measured, tmp_p
     (tmp_path / "b.json").write_text(CoverageData(models={"m": measured}, runs=["run-b"]).dumps())
     old = CoverageData(runs=["old"]).dumps().encode()
     (tmp_path / "out.json").write_bytes(old)
-    done = cli("combine", "a.json", "b.json", "--out", "out.json", cwd=tmp_path,
-               preexec_fn=_limited(len(old) + 64))
+    done = cli(
+        "combine",
+        "a.json",
+        "b.json",
+        "--out",
+        "out.json",
+        cwd=tmp_path,
+        preexec_fn=_limited(len(old) + 64),
+    )
     assert done.returncode == 1, done.stdout + done.stderr
     assert "cannot write --out to" in done.stderr and "the file there is unchanged" in done.stderr
     assert (tmp_path / "out.json").read_bytes() == old
@@ -305,12 +379,18 @@ def test_a_disk_full_write_leaves_the_previous_file_whole(shard, measured, tmp_p
 def test_write_atomic_under_a_size_limit_keeps_the_old_baseline(tmp_path):
     path = tmp_path / "base.json"
     path.write_text('{"format": "pytest-rnncov-baseline", "old": true}')
-    code = ("import sys; from pathlib import Path; from pytest_rnncov.files import write_atomic\n"
-            "from pytest_rnncov.errors import DataFileError\n"
-            "try:\n    write_atomic(Path(sys.argv[1]), 'x' * 100000, 'the baseline')\n"
-            "except DataFileError as exc:\n    print(exc)\n")
-    done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True,
-                          preexec_fn=_limited(4096))
+    code = (
+        "import sys; from pathlib import Path; from pytest_rnncov.files import write_atomic\n"
+        "from pytest_rnncov.errors import DataFileError\n"
+        "try:\n    write_atomic(Path(sys.argv[1]), 'x' * 100000, 'the baseline')\n"
+        "except DataFileError as exc:\n    print(exc)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(path)],
+        capture_output=True,
+        text=True,
+        preexec_fn=_limited(4096),
+    )
     assert "File too large" in done.stdout and "unchanged" in done.stdout, done.stderr
     assert json.loads(path.read_text()) == {"format": "pytest-rnncov-baseline", "old": True}
     assert [p.name for p in tmp_path.iterdir()] == ["base.json"]
@@ -330,8 +410,9 @@ def test_two_concurrent_writers_never_lose_one(tmp_path):
     context = multiprocessing.get_context("spawn")
     barrier, results = context.Barrier(2), context.Queue()
     path = tmp_path / "d.json"
-    workers = [context.Process(target=_write_later, args=(str(path), barrier, results))
-               for _ in range(2)]
+    workers = [
+        context.Process(target=_write_later, args=(str(path), barrier, results)) for _ in range(2)
+    ]
     for worker in workers:
         worker.start()
     for worker in workers:
@@ -344,7 +425,7 @@ def test_two_concurrent_writers_never_lose_one(tmp_path):
     assert len(runs) == 2  # both sessions' data exist, whole
 
 
-SLEEPY = '''
+SLEEPY = """
 import subprocess, sys
 from conftest import inputs
 
@@ -355,7 +436,7 @@ def test_while_another_session_writes(tiny):
                             "test_other.py", "--rnn-data=shared.json"], capture_output=True,
                            text=True)
     assert other.returncode == 0, other.stdout
-'''
+"""
 
 
 def test_two_sessions_writing_one_data_file_both_survive(pytester):
@@ -363,9 +444,13 @@ def test_two_sessions_writing_one_data_file_both_survive(pytester):
     pytester.makepyfile(test_main=SLEEPY, test_other=FEW)
     result = pytester.runpytest_subprocess("test_main.py", "--rnn-data=shared.json")
     assert result.ret == 1
-    result.stdout.fnmatch_lines(["ERROR pytest-rnncov: --rnn-data not written to "
-                                 "'shared.json': another process wrote that file while this run "
-                                 "went on; this run's --rnn-data is in 'shared.conflict-*.json'"])
+    result.stdout.fnmatch_lines(
+        [
+            "ERROR pytest-rnncov: --rnn-data not written to "
+            "'shared.json': another process wrote that file while this run "
+            "went on; this run's --rnn-data is in 'shared.conflict-*.json'"
+        ]
+    )
     shared = CoverageData.load(pytester.path / "shared.json")
     kept = CoverageData.load(next(pytester.path.glob("shared.conflict-*.json")))
     assert shared.models["tiny"].n_inputs == 2 and kept.models["tiny"].n_inputs == 16
@@ -382,8 +467,18 @@ def flipping(stacked_model, seq_inputs):
 
 def _campaign(flipping, folder, **options):
     rnn, profile, seeds = flipping
-    return Campaign(rnn, seeds, GaussianMutator(variance=(0.05, 0.1)), Oracle(), profile=profile,
-                    budget=40, batch_size=20, seed=3, listeners=[SampleWriter(folder)], **options)
+    return Campaign(
+        rnn,
+        seeds,
+        GaussianMutator(variance=(0.05, 0.1)),
+        Oracle(),
+        profile=profile,
+        budget=40,
+        batch_size=20,
+        seed=3,
+        listeners=[SampleWriter(folder)],
+        **options,
+    )
 
 
 def _whole_files(folder: Path) -> int:
@@ -426,9 +521,17 @@ def test_a_listener_error_does_not_cost_the_others(flipping, tmp_path):
 
     rnn, profile, seeds = flipping
     writer = SampleWriter(tmp_path / "out")
-    campaign = Campaign(rnn, seeds, GaussianMutator(variance=(0.05, 0.1)), Oracle(),
-                        profile=profile, budget=40, batch_size=20, seed=3,
-                        listeners=[Broken(), writer])
+    campaign = Campaign(
+        rnn,
+        seeds,
+        GaussianMutator(variance=(0.05, 0.1)),
+        Oracle(),
+        profile=profile,
+        budget=40,
+        batch_size=20,
+        seed=3,
+        listeners=[Broken(), writer],
+    )
     with pytest.raises(RuntimeError, match="upload failed"):
         campaign.run()
     assert campaign.result is not None and campaign.result.shrunk is True
@@ -473,9 +576,14 @@ def test_an_interrupt_at_every_write_keeps_whole_files(flipping, tmp_path, monke
 # -- sizes and arithmetic ----------------------------------------------------------------------
 def test_a_file_claiming_huge_configurations_is_refused_before_allocating(tmp_path):
     tc = _state("TC", 243, covered=[1]).to_json()
-    tc.update(total=2 ** 20, describe="TC(h/net, w=10, a=4)")
-    models = {f"m{i}": {**ModelState(f"m{i}", "lstm", "lstm", (1, 5), "f", 1, {}, "p").to_json(),
-                        "metrics": {"TC": tc}} for i in range(200)}
+    tc.update(total=2**20, describe="TC(h/net, w=10, a=4)")
+    models = {
+        f"m{i}": {
+            **ModelState(f"m{i}", "lstm", "lstm", (1, 5), "f", 1, {}, "p").to_json(),
+            "metrics": {"TC": tc},
+        }
+        for i in range(200)
+    }
     content = CoverageData(runs=["x"]).to_json() | {"models": models}
     (tmp_path / "big.json").write_text(json.dumps(content))
     with pytest.raises(DataFileError, match=r"declares 209,715,200 conditions in all, more than"):
@@ -523,8 +631,13 @@ def test_a_report_piped_into_head_ends_quietly(measured, tmp_path):
         state.name = f"model{i}"
         models[state.name] = state
     CoverageData(models=models, runs=["r"]).save(tmp_path / "many.json")
-    done = subprocess.run(f"{sys.executable} -m pytest_rnncov report many.json | head -1",
-                          shell=True, cwd=tmp_path, capture_output=True, text=True)
+    done = subprocess.run(
+        f"{sys.executable} -m pytest_rnncov report many.json | head -1",
+        shell=True,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
     assert done.stdout.startswith("-") and done.stdout.count("\n") == 1, done.stderr
     assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr
 
@@ -535,18 +648,34 @@ def test_raw_calls_of_the_session_are_named(stacked_model, seq_inputs, tmp_path)
     from pytest_rnncov.plugin.session import RNNCovSession
 
     session = RNNCovSession(seed=3)
-    tracked = session.track(stacked_model, layer="lstm_b", x_train=seq_inputs, name="s",
-                            profile=tmp_path / "missing" / "deeper" / "p.json")
+    tracked = session.track(
+        stacked_model,
+        layer="lstm_b",
+        x_train=seq_inputs,
+        name="s",
+        profile=tmp_path / "missing" / "deeper" / "p.json",
+    )
     assert (tmp_path / "missing" / "deeper" / "p.json").is_file()  # folders made
     with pytest.raises(InvalidArgument, match=r"unknown option 'budgett'; did you mean 'budget'"):
         tracked.campaign(seq_inputs[:2], GaussianMutator(variance=0.01), Oracle(), budgett=5)
     with pytest.raises(InvalidArgument, match=r"preset='nope'; use one of"):
-        session.track(stacked_model, layer="lstm_b", x_train=seq_inputs, name="t",
-                      metrics=[BC()], preset="nope")
+        session.track(
+            stacked_model,
+            layer="lstm_b",
+            x_train=seq_inputs,
+            name="t",
+            metrics=[BC()],
+            preset="nope",
+        )
     (tmp_path / "file").write_text("x")
     with pytest.raises(Exception) as raised:
-        session.track(stacked_model, layer="lstm_b", x_train=seq_inputs, name="u",
-                      profile=tmp_path / "file" / "p.json")
+        session.track(
+            stacked_model,
+            layer="lstm_b",
+            x_train=seq_inputs,
+            name="u",
+            profile=tmp_path / "file" / "p.json",
+        )
     assert type(raised.value).__name__ == "ProfileError" and "file" in str(raised.value)
     a, b = session.rng("test_accuracy"), session.rng("test_accuracy")
     assert a.random() == b.random() != session.rng("other").random()
@@ -559,8 +688,11 @@ def test_another_models_profile_is_not_to_be_deleted(stacked_model, seq_inputs, 
 
     path = tmp_path / "p.json"
     Profile().fit(RNNModel(stacked_model, "lstm_a"), seq_inputs).save(path)
-    with pytest.raises(StaleProfile, match=r"if it belongs to another model, give this model its "
-                                           r"own profile path"):
+    with pytest.raises(
+        StaleProfile,
+        match=r"if it belongs to another model, give this model its "
+        r"own profile path",
+    ):
         Profile.load(path).check(RNNModel(stacked_model, "lstm_b"))
 
 
@@ -570,20 +702,43 @@ def test_a_bar_naming_an_untracked_model_lists_the_tracked_ones(project):
     result.stdout.fnmatch_lines(["*model 'mnist' is not tracked (TC bar 10%; tracked: tiny)*"])
 
 
-def test_profile_fit_takes_a_window_counted_from_the_end(keras, stacked_model, seq_inputs,
-                                                        tmp_path):
+def test_profile_fit_takes_a_window_counted_from_the_end(
+    keras, stacked_model, seq_inputs, tmp_path
+):
     stacked_model.save(tmp_path / "m.keras")
     np.save(tmp_path / "x.npy", seq_inputs)
-    done = cli("profile", "fit", "m.keras", "--x-train", "x.npy", "--layer", "lstm_b",
-               "--window", "-3,-1", "--out", "p.json", cwd=tmp_path)
+    done = cli(
+        "profile",
+        "fit",
+        "m.keras",
+        "--x-train",
+        "x.npy",
+        "--layer",
+        "lstm_b",
+        "--window",
+        "-3,-1",
+        "--out",
+        "p.json",
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     assert "(window [4, 6]" in done.stdout
-    bad = cli("profile", "fit", "m.keras", "--x-train", "x.npy", "--window", "-3,x", "--out",
-              "q.json", cwd=tmp_path)
+    bad = cli(
+        "profile",
+        "fit",
+        "m.keras",
+        "--x-train",
+        "x.npy",
+        "--window",
+        "-3,x",
+        "--out",
+        "q.json",
+        cwd=tmp_path,
+    )
     assert bad.returncode == 4 and "give two step indices" in bad.stderr
 
 
-INTERRUPTING = '''
+INTERRUPTING = """
 import os
 import pytest_rnncov.files as files
 
@@ -598,16 +753,23 @@ def _interrupting(*args, **kwargs):
 
 
 files.write_atomic = _interrupting
-'''
+"""
 
 
 def test_an_interrupt_at_every_session_write_keeps_whole_files(pytester, monkeypatch):
     pytester.makeconftest(CONFTEST + INTERRUPTING)
     pytester.makepyfile(test_feed=TESTS)
-    outputs = ["--rnn-data=d.json", "--rnn-save=b.json", "--rnn-report=json:r.json",
-               "--rnn-report=html:h"]
-    names = {"d.json": "pytest-rnncov-data", "b.json": "pytest-rnncov-baseline",
-             "r.json": "pytest-rnncov-report"}
+    outputs = [
+        "--rnn-data=d.json",
+        "--rnn-save=b.json",
+        "--rnn-report=json:r.json",
+        "--rnn-report=html:h",
+    ]
+    names = {
+        "d.json": "pytest-rnncov-data",
+        "b.json": "pytest-rnncov-baseline",
+        "r.json": "pytest-rnncov-report",
+    }
     monkeypatch.setenv("RNNCOV_INTERRUPT_AT", "0")
     assert pytester.runpytest_subprocess(*outputs).ret == 0
     before = {name: (pytester.path / name).read_bytes() for name in names}

@@ -16,8 +16,9 @@ def series(cases: int = 40, steps: int = 20, channels: int = 3, dtype=np.float32
 
 def ramp(cases: int = 50, steps: int = 20) -> np.ndarray:
     """Every case and channel is 0, 1, ..., steps - 1 (two channels)."""
-    return np.broadcast_to(np.arange(steps, dtype=np.float64)[None, :, None],
-                           (cases, steps, 2)).copy()
+    return np.broadcast_to(
+        np.arange(steps, dtype=np.float64)[None, :, None], (cases, steps, 2)
+    ).copy()
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -52,8 +53,9 @@ def test_no_warp_and_no_noise_is_the_identity():
 def test_resample_interpolates_linearly_between_steps():
     cases = np.array([[[0.0], [10.0], [20.0]]])  # one case, three steps, one channel
     positions = np.array([[0.0, 0.5, 2.0]])
-    np.testing.assert_array_equal(TimeSeriesMutator.resample(cases, positions)[0, :, 0],
-                                  [0.0, 5.0, 20.0])
+    np.testing.assert_array_equal(
+        TimeSeriesMutator.resample(cases, positions)[0, :, 0], [0.0, 5.0, 20.0]
+    )
 
 
 def test_warp_keeps_the_endpoints_and_the_order_of_time():
@@ -71,7 +73,8 @@ def test_warp_keeps_the_endpoints_and_the_order_of_time():
 
 def test_warp_positions_span_the_series_without_going_back():
     positions = TimeSeriesMutator(warp=1.0, segments=5).warp_positions(
-        200, 12, np.random.default_rng(0))
+        200, 12, np.random.default_rng(0)
+    )
     assert positions.shape == (200, 12)
     np.testing.assert_array_equal(positions[:, 0], 0.0)
     np.testing.assert_array_equal(positions[:, -1], 11.0)
@@ -93,8 +96,9 @@ def test_noise_has_the_configured_scale_per_channel():
     assert std[0] == pytest.approx(0.3, rel=0.02)
     assert std[1] == pytest.approx(0.6, rel=0.02)
     assert std[2] == 0.0
-    np.testing.assert_allclose(mutator.distance(cases, noise),
-                               np.linalg.norm(noise.reshape(2000, -1), axis=1))
+    np.testing.assert_allclose(
+        mutator.distance(cases, noise), np.linalg.norm(noise.reshape(2000, -1), axis=1)
+    )
 
 
 def test_noise_level_is_drawn_once_per_batch_from_the_range():
@@ -117,13 +121,15 @@ def test_from_seeds_scales_the_noise_to_each_channels_spread():
     assert mutator.noise == pytest.approx((0.5, 1.0))
     np.testing.assert_allclose(mutator.channel_scale, [0.5, 1.5])
     assert mutator.warp == 0.1
-    assert mutator.describe() == ("time warp 0.1 over 4 segments, then Gaussian noise, std "
-                                  "0.5-1 (scaled per channel)")
+    assert mutator.describe() == (
+        "time warp 0.1 over 4 segments, then Gaussian noise, std 0.5-1 (scaled per channel)"
+    )
 
 
 def test_describe_without_warp():
     assert TimeSeriesMutator(noise=0.2, warp=0).describe() == (
-        "no time warp, then Gaussian noise, std 0.2-0.2")
+        "no time warp, then Gaussian noise, std 0.2-0.2"
+    )
 
 
 @pytest.mark.parametrize(
@@ -139,8 +145,10 @@ def test_describe_without_warp():
         (lambda: TimeSeriesMutator(channel_scale=[1.0, -1.0]), r"channel_scale=\[1\.0, -1\.0\]"),
         (lambda: TimeSeriesMutator(channel_scale=[[1.0]]), r"channel_scale=\[\[1\.0\]\]"),
         (lambda: TimeSeriesMutator(channel_scale="wide"), "channel_scale='wide'"),
-        (lambda: TimeSeriesMutator.from_seeds(series(), spread=(1, 0)),
-         r"spread=\(1, 0\) needs low <= high"),
+        (
+            lambda: TimeSeriesMutator.from_seeds(series(), spread=(1, 0)),
+            r"spread=\(1, 0\) needs low <= high",
+        ),
     ],
 )
 def test_bad_arguments_name_the_value(make, message):

@@ -30,8 +30,9 @@ def test_continuous_cases_shrink_to_the_steps_that_matter():
     np.testing.assert_allclose(alpha, (np.floor(needed) + 1) / 2**8, rtol=1e-6)
     np.testing.assert_allclose(shrunk.cases[:, 0], alpha[:, None] * cases[:, 0], rtol=1e-6)
     assert (oracle.fails(predict(seeds), predict(shrunk.cases), shrunk.distances)).all()
-    np.testing.assert_allclose(shrunk.distances, np.linalg.norm(shrunk.cases.reshape(3, -1), axis=1),
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        shrunk.distances, np.linalg.norm(shrunk.cases.reshape(3, -1), axis=1), rtol=1e-6
+    )
 
 
 def test_text_edits_are_undone_while_the_case_still_fails():
@@ -46,9 +47,11 @@ def test_text_edits_are_undone_while_the_case_still_fails():
     seeds = ["a b c d", "a b c d"]
     cases = ["x b y d", "a z c x"]  # two word edits each; only the "x" matters
     oracle = Oracle()
-    shrunk = shrink(mutator, oracle, predict, seeds, predict(encoder(seeds)), cases,
-                    predict(encoder(cases)))
+    shrunk = shrink(
+        mutator, oracle, predict, seeds, predict(encoder(seeds)), cases, predict(encoder(cases))
+    )
     assert shrunk.cases == ["x b c d", "a b c x"]
     np.testing.assert_allclose(shrunk.distances, [0.25, 0.25])
-    assert oracle.fails(predict(encoder(seeds)), predict(encoder(shrunk.cases)),
-                        shrunk.distances).all()
+    assert oracle.fails(
+        predict(encoder(seeds)), predict(encoder(shrunk.cases)), shrunk.distances
+    ).all()

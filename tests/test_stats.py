@@ -20,12 +20,17 @@ def test_angular_diversity_by_hand():
 
 def test_minimal_suite_keeps_every_covered_condition_and_is_irredundant():
     # conditions:        c0 c1 c2 c3   (c3 never covered)
-    hits = {"M": np.array([
-        [1, 1, 0, 0],  # case 0
-        [0, 1, 0, 0],  # case 1: redundant
-        [0, 0, 1, 0],  # case 2
-        [1, 0, 1, 0],  # case 3: greedy picks first? ties -> case 0 (2 conditions)
-    ], bool)}
+    hits = {
+        "M": np.array(
+            [
+                [1, 1, 0, 0],  # case 0
+                [0, 1, 0, 0],  # case 1: redundant
+                [0, 0, 1, 0],  # case 2
+                [1, 0, 1, 0],  # case 3: greedy picks first? ties -> case 0 (2 conditions)
+            ],
+            bool,
+        )
+    }
     suite = minimal_suite(hits)
     matrix = hits["M"]
     assert (matrix[suite].any(axis=0) == matrix.any(axis=0)).all()
@@ -38,11 +43,16 @@ def test_minimal_suite_keeps_every_covered_condition_and_is_irredundant():
 def test_minimal_suite_reverse_pass_drops_members_made_redundant():
     # greedy picks A (4 conditions), then B (gains c4) and C (gains c5); B and C together
     # cover everything A covers, so the reverse pass drops A
-    hits = {"M": np.array([
-        [1, 1, 1, 1, 0, 0],  # A
-        [1, 1, 0, 0, 1, 0],  # B
-        [0, 0, 1, 1, 0, 1],  # C
-    ], bool)}
+    hits = {
+        "M": np.array(
+            [
+                [1, 1, 1, 1, 0, 0],  # A
+                [1, 1, 0, 0, 1, 0],  # B
+                [0, 0, 1, 1, 0, 1],  # C
+            ],
+            bool,
+        )
+    }
     assert minimal_suite(hits).tolist() == [1, 2]
 
 
@@ -51,7 +61,7 @@ def test_incremental_suite_over_batches_covers_the_union_and_is_irredundant():
     matrix = rng.random((300, 40)) < 0.05
     suite = MinimalSuite(40)
     for start in range(0, 300, 64):
-        rows, conditions = np.nonzero(matrix[start:start + 64])
+        rows, conditions = np.nonzero(matrix[start : start + 64])
         suite.add(np.arange(start, min(start + 64, 300)), rows, conditions)
     members = suite.members()
     assert (matrix[members].any(axis=0) == matrix.any(axis=0)).all()

@@ -7,8 +7,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis.database import InMemoryExampleDatabase
 
-from pytest_rnncov import GAConfig, GaussianMutator, InvalidArgument, Oracle, model_settings
-from pytest_rnncov import random_mutants, targeted_mutants
+from pytest_rnncov import (
+    GAConfig,
+    GaussianMutator,
+    InvalidArgument,
+    Oracle,
+    model_settings,
+    random_mutants,
+    targeted_mutants,
+)
 from pytest_rnncov.plugin.session import RNNCovSession
 
 
@@ -23,8 +30,13 @@ def unit_seeds(seq_inputs):
 
 
 def test_targeted_mutants_feed_the_tracked_coverage_and_replay_the_same(tracked, seq_inputs):
-    strategy = targeted_mutants(tracked, unit_seeds(seq_inputs), GaussianMutator(), metric="TC",
-                                ga=GAConfig(k=2, n=3, gamma=2))
+    strategy = targeted_mutants(
+        tracked,
+        unit_seeds(seq_inputs),
+        GaussianMutator(),
+        metric="TC",
+        ga=GAConfig(k=2, n=3, gamma=2),
+    )
     runs: list[list[tuple]] = []
     for _ in range(2):
         seen: list[tuple] = []
@@ -33,8 +45,14 @@ def test_targeted_mutants_feed_the_tracked_coverage_and_replay_the_same(tracked,
         @settings(model_settings, max_examples=15, derandomize=True, database=None)
         @given(strategy)
         def check(mutant):
-            seen.append((mutant.seed_index, mutant.generations, mutant.target,
-                         np.asarray(mutant.case).tobytes()))
+            seen.append(
+                (
+                    mutant.seed_index,
+                    mutant.generations,
+                    mutant.target,
+                    np.asarray(mutant.case).tobytes(),
+                )
+            )
             assert mutant.case.shape == (7, 3)
             assert mutant.target.startswith("TC:") and len(mutant.target) == 8
             if mutant.generations == 0:
@@ -51,8 +69,13 @@ def test_targeted_mutants_feed_the_tracked_coverage_and_replay_the_same(tracked,
 def test_failing_example_replays_from_the_database_and_shrinks_toward_its_seed(tracked, seq_inputs):
     seeds = unit_seeds(seq_inputs)
     oracle = Oracle()
-    strategy = targeted_mutants(tracked, seeds, GaussianMutator(variance=(0.2, 0.3)),
-                                metric="SC", ga=GAConfig(k=2, n=4, gamma=4))
+    strategy = targeted_mutants(
+        tracked,
+        seeds,
+        GaussianMutator(variance=(0.2, 0.3)),
+        metric="SC",
+        ga=GAConfig(k=2, n=4, gamma=4),
+    )
     db = InMemoryExampleDatabase()
     runs: list[list[tuple]] = []
     for _ in range(2):
@@ -93,8 +116,13 @@ def test_strategy_errors(stacked_model, seq_inputs):
 
 
 def test_a_failing_property_notes_the_mutation_path(tracked, seq_inputs):
-    strategy = targeted_mutants(tracked, unit_seeds(seq_inputs), GaussianMutator(), metric="TC",
-                                ga=GAConfig(k=2, n=2, gamma=2))
+    strategy = targeted_mutants(
+        tracked,
+        unit_seeds(seq_inputs),
+        GaussianMutator(),
+        metric="TC",
+        ga=GAConfig(k=2, n=2, gamma=2),
+    )
 
     @settings(model_settings, max_examples=10, derandomize=True, database=None)
     @given(strategy)
@@ -109,8 +137,14 @@ def test_a_failing_property_notes_the_mutation_path(tracked, seq_inputs):
 
 def test_failure_mutants_aim_at_the_oracle(tracked, seq_inputs):
     oracle = Oracle(radius=None)
-    strategy = targeted_mutants(tracked, unit_seeds(seq_inputs), GaussianMutator(variance=(0.2, 0.3)),
-                                metric="failure", oracle=oracle, ga=GAConfig(k=2, n=4, gamma=3))
+    strategy = targeted_mutants(
+        tracked,
+        unit_seeds(seq_inputs),
+        GaussianMutator(variance=(0.2, 0.3)),
+        metric="failure",
+        oracle=oracle,
+        ga=GAConfig(k=2, n=4, gamma=3),
+    )
     seen = []
 
     @settings(model_settings, max_examples=15, derandomize=True, database=None)

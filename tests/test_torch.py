@@ -23,7 +23,7 @@ class Wrapped(nn.Module):
         super().__init__()
         self.encoder = nn.Module()
         self.encoder.rnn = rnn
-        width = (rnn.proj_size or rnn.hidden_size if isinstance(rnn, nn.LSTM) else rnn.hidden_size)
+        width = rnn.proj_size or rnn.hidden_size if isinstance(rnn, nn.LSTM) else rnn.hidden_size
         self.head = nn.Linear(width * (2 if rnn.bidirectional else 1), classes)
 
     def forward(self, x):
@@ -35,15 +35,22 @@ class Wrapped(nn.Module):
 def reference(rnn: nn.Module, x: np.ndarray, depth: int):
     """(batch-major output sequence, final states) of stacked layer ``depth``, by PyTorch:
     a copy of the module cut after that layer."""
-    kwargs = dict(input_size=rnn.input_size, hidden_size=rnn.hidden_size, num_layers=depth + 1,
-                  batch_first=True, bidirectional=rnn.bidirectional, bias=rnn.bias)
+    kwargs = dict(
+        input_size=rnn.input_size,
+        hidden_size=rnn.hidden_size,
+        num_layers=depth + 1,
+        batch_first=True,
+        bidirectional=rnn.bidirectional,
+        bias=rnn.bias,
+    )
     if isinstance(rnn, nn.LSTM):
         kwargs["proj_size"] = rnn.proj_size
     if isinstance(rnn, nn.RNN):
         kwargs["nonlinearity"] = rnn.nonlinearity
     cut = type(rnn)(**kwargs)
-    cut.load_state_dict({k: v for k, v in rnn.state_dict().items()
-                         if int(k.split("_l")[1][0]) <= depth})
+    cut.load_state_dict(
+        {k: v for k, v in rnn.state_dict().items() if int(k.split("_l")[1][0]) <= depth}
+    )
     with torch.no_grad():
         out, states = cut(torch.from_numpy(x))
     return out.numpy(), states
@@ -65,8 +72,10 @@ def test_every_layer_matches_pytorch(x, kind, batch_first, layers, depth, bidire
     name = "encoder.rnn" + (f".l{depth}" if layers > 1 else "")
     out, states = reference(rnn, x, depth)
     forward = RNNModel(model, name)
-    assert forward.layer_name == name and forward.cell_kind == {"LSTM": "lstm", "GRU": "gru",
-                                                                "RNN": "simple_rnn"}[kind]
+    assert (
+        forward.layer_name == name
+        and forward.cell_kind == {"LSTM": "lstm", "GRU": "gru", "RNN": "simple_rnn"}[kind]
+    )
     trace = forward.trace(x)
     np.testing.assert_allclose(trace.h, out[..., :5], atol=H_TOL, rtol=0)
     if bidirectional:
@@ -75,8 +84,9 @@ def test_every_layer_matches_pytorch(x, kind, batch_first, layers, depth, bidire
         np.testing.assert_allclose(backward.trace(x).h[:, ::-1], out[..., 5:], atol=H_TOL, rtol=0)
     directions = 2 if bidirectional else 1
     if kind == "LSTM":  # the cell state, checked through PyTorch's final c
-        np.testing.assert_allclose(trace.c[:, -1], states[1][depth * directions].numpy(),
-                                   atol=1e-4, rtol=0)
+        np.testing.assert_allclose(
+            trace.c[:, -1], states[1][depth * directions].numpy(), atol=1e-4, rtol=0
+        )
     outputs, _ = forward.run(x)
     with torch.no_grad():
         np.testing.assert_allclose(outputs, model(torch.from_numpy(x)).numpy(), atol=1e-6)
@@ -102,8 +112,9 @@ def test_proj_size_and_no_bias(x):
 def test_relu_rnn(x):
     torch.manual_seed(3)
     rnn = nn.RNN(3, 4, nonlinearity="relu", batch_first=True)
-    np.testing.assert_allclose(RNNModel(Wrapped(rnn)).trace(x).h, reference(rnn, x, 0)[0],
-                               atol=H_TOL, rtol=0)
+    np.testing.assert_allclose(
+        RNNModel(Wrapped(rnn)).trace(x).h, reference(rnn, x, 0)[0], atol=H_TOL, rtol=0
+    )
 
 
 class Tokens(nn.Module):
@@ -117,8 +128,9 @@ class Tokens(nn.Module):
 
     def forward(self, ids):
         lengths = (ids != 0).sum(dim=1).clamp(min=1)
-        packed = pack_padded_sequence(self.embed(ids), lengths.cpu(), batch_first=True,
-                                      enforce_sorted=False)
+        packed = pack_padded_sequence(
+            self.embed(ids), lengths.cpu(), batch_first=True, enforce_sorted=False
+        )
         _, h = self.rnn(packed)
         h = h[0] if isinstance(h, tuple) else h
         last = torch.cat([h[-2], h[-1]], dim=1) if self.rnn.bidirectional else h[-1]
@@ -138,8 +150,12 @@ def test_packed_sequences(kind, bidirectional):
     np.testing.assert_array_equal(trace.mask, ids != 0)
     # the final hidden state of the top layer is h at each sequence's last real step
     with torch.no_grad():
-        packed = pack_padded_sequence(model.embed(torch.from_numpy(ids)), torch.from_numpy(lengths),
-                                      batch_first=True, enforce_sorted=False)
+        packed = pack_padded_sequence(
+            model.embed(torch.from_numpy(ids)),
+            torch.from_numpy(lengths),
+            batch_first=True,
+            enforce_sorted=False,
+        )
         _, h = model.rnn(packed)
         h = (h[0] if isinstance(h, tuple) else h).numpy()
     top_forward = h[2] if bidirectional else h[1]
@@ -202,8 +218,9 @@ def assert_same_coverage(numpy_path, device_path, profile, x, metrics=ALL_METRIC
     b.update(x)
     for name in metrics:
         np.testing.assert_array_equal(a[name].times_, b[name].times_, err_msg=name)
-        np.testing.assert_allclose(a[name].best_fitness_, b[name].best_fitness_, atol=1e-5,
-                                   err_msg=name)
+        np.testing.assert_allclose(
+            a[name].best_fitness_, b[name].best_fitness_, atol=1e-5, err_msg=name
+        )
 
 
 @pytest.mark.parametrize("kind", [nn.LSTM, nn.GRU, nn.RNN])
@@ -216,8 +233,9 @@ def test_the_device_path_equals_the_numpy_path(x, kind):
     trace = device_path.trace(x)
     assert not trace.on_host and isinstance(trace.h, torch.Tensor)
     for name in trace.names:
-        np.testing.assert_allclose(trace.to_host().components[name],
-                                   numpy_path.trace(x).components[name], atol=1e-6)
+        np.testing.assert_allclose(
+            trace.to_host().components[name], numpy_path.trace(x).components[name], atol=1e-6
+        )
     train = np.random.default_rng(3).normal(size=(60, 6, 3)).astype(np.float32)
     profile = Profile(window=(1, 5)).fit(numpy_path, train)
     assert_same_coverage(numpy_path, device_path, profile, x)
@@ -228,11 +246,15 @@ def test_the_device_path_with_packed_sequences():
     model = Tokens(nn.LSTM, bidirectional=True, layers=2)
     ids = np.random.default_rng(2).integers(1, 20, size=(9, 8))
     ids[np.arange(8)[None, :] >= np.array([8, 3, 5, 1, 8, 2, 6, 4, 7])[:, None]] = 0
-    numpy_path, device_path = RNNModel(model, "rnn.l1"), RNNModel(model, "rnn.l1", trace_on="device")
+    numpy_path, device_path = (
+        RNNModel(model, "rnn.l1"),
+        RNNModel(model, "rnn.l1", trace_on="device"),
+    )
     np.testing.assert_array_equal(device_path.trace(ids).to_host().mask, ids != 0)
     profile = Profile(window=(2, 7)).fit(numpy_path, ids)
     # padded steps repeat a real step's h, so the profile's per-neuron minima and maxima are
     # values the test inputs hit exactly: KMNC sections and state cells there are float32
     # ties (the two paths' h differ by about 1e-8); every other metric is compared
-    assert_same_coverage(numpy_path, device_path, profile, ids,
-                         metrics=("BC", "SC", "TC", "NC", "NBC", "SNAC"))
+    assert_same_coverage(
+        numpy_path, device_path, profile, ids, metrics=("BC", "SC", "TC", "NC", "NBC", "SNAC")
+    )

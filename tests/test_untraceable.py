@@ -9,13 +9,21 @@ import h5py
 import numpy as np
 import pytest
 
-from pytest_rnncov import (InvalidArgument, InvalidInput, ModelError, RNNCovWarning, RNNModel,
-                           UnsafeModel, load_model)
+from pytest_rnncov import (
+    InvalidArgument,
+    InvalidInput,
+    ModelError,
+    RNNCovWarning,
+    RNNModel,
+    UnsafeModel,
+    load_model,
+)
 
 
 def test_a_stateful_layer_is_refused(keras):
-    model = keras.Sequential([keras.Input((7, 3), batch_size=4),
-                              keras.layers.LSTM(3, stateful=True, name="s")])
+    model = keras.Sequential(
+        [keras.Input((7, 3), batch_size=4), keras.layers.LSTM(3, stateful=True, name="s")]
+    )
     with pytest.raises(ModelError, match="layer 's' is stateful.*stateful=False"):
         RNNModel(model)
 
@@ -49,8 +57,9 @@ def test_mixed_precision_is_announced(keras):
 
 
 def test_token_ids_beyond_the_embedding_are_refused(keras):
-    model = keras.Sequential([keras.Input((4,), dtype="int32"), keras.layers.Embedding(9, 2),
-                              keras.layers.LSTM(2)])
+    model = keras.Sequential(
+        [keras.Input((4,), dtype="int32"), keras.layers.Embedding(9, 2), keras.layers.LSTM(2)]
+    )
     with pytest.raises(InvalidInput, match=r"token ids must lie in \[0, 9\).*rows \[1\] hold 12"):
         RNNModel(model).trace(np.array([[1, 2, 3, 4], [1, 12, 3, 4]]))
 
@@ -77,8 +86,9 @@ def lambda_model(tf_keras, marker):
         open(path, "w").write("code from the model file ran")
         return x
 
-    return tf_keras.Sequential([tf_keras.Input((7, 3)), tf_keras.layers.Lambda(evil),
-                                tf_keras.layers.LSTM(2)])
+    return tf_keras.Sequential(
+        [tf_keras.Input((7, 3)), tf_keras.layers.Lambda(evil), tf_keras.layers.LSTM(2)]
+    )
 
 
 def test_keras2_h5_with_a_lambda_is_refused_and_runs_nothing(tmp_path, marker):
@@ -87,7 +97,9 @@ def test_keras2_h5_with_a_lambda_is_refused_and_runs_nothing(tmp_path, marker):
     path = tmp_path / "evil.h5"
     lambda_model(tf_keras, marker).save(path)
     marker.unlink(missing_ok=True)
-    with pytest.raises(UnsafeModel, match="Lambda layer .* code stored in the file.*safe_mode=False"):
+    with pytest.raises(
+        UnsafeModel, match="Lambda layer .* code stored in the file.*safe_mode=False"
+    ):
         load_model(path)
     assert not marker.exists()
     loaded = load_model(path, safe_mode=False)  # explicit opt-in for a trusted file
@@ -109,8 +121,9 @@ def test_a_lying_keras_version_attribute_is_refused(tmp_path, marker):
 
 
 def test_keras3_file_with_a_lambda_is_refused(keras, tmp_path):
-    model = keras.Sequential([keras.Input((7, 3)), keras.layers.Lambda(lambda x: x * 2),
-                              keras.layers.LSTM(2)])
+    model = keras.Sequential(
+        [keras.Input((7, 3)), keras.layers.Lambda(lambda x: x * 2), keras.layers.LSTM(2)]
+    )
     path = tmp_path / "lambda.keras"
     model.save(path)
     with pytest.raises(UnsafeModel, match="Lambda layer"):

@@ -7,7 +7,6 @@ import json
 
 import keras  # noqa: F401  (loaded once: pytester's in-process runs must not re-import TF)
 import pytest
-
 from test_plugin import CONFTEST, TESTS
 
 
@@ -30,10 +29,18 @@ def outcome(result, pytester, path="r.json"):
     [
         (["--rnn-coverage=0.05"], 0, True, "Required RNN coverage of 5% reached."),
         (["--rnn-coverage=1.0"], 1, False, "FAIL Required RNN coverage of 100% not reached: *"),
-        (["--rnn-coverage=BC:0.0,TC:1.0"], 1, False,
-         "FAIL Required RNN coverage (BC:0,TC:1) not reached: TC *% (*/243) < 100%"),
-        (["--rnn-coverage=0.05", "-k", "nothing_matches"], 5, None,
-         "RNN coverage gate not applied: no test was selected."),
+        (
+            ["--rnn-coverage=BC:0.0,TC:1.0"],
+            1,
+            False,
+            "FAIL Required RNN coverage (BC:0,TC:1) not reached: TC *% (*/243) < 100%",
+        ),
+        (
+            ["--rnn-coverage=0.05", "-k", "nothing_matches"],
+            5,
+            None,
+            "RNN coverage gate not applied: no test was selected.",
+        ),
         ([], 0, None, "RNN coverage JSON written to r.json"),
     ],
 )
@@ -51,7 +58,10 @@ def test_collect_only_does_not_apply_an_ini_gate(project):
     assert result.ret == 0, result.stdout.str()
     assert "no model was tracked" not in result.stdout.str()
     code, passed, last = outcome(result, project)
-    assert passed is None and last == "RNN coverage gate not applied: only collecting (--collect-only)."
+    assert (
+        passed is None
+        and last == "RNN coverage gate not applied: only collecting (--collect-only)."
+    )
 
 
 def test_a_session_that_ran_nothing_keeps_the_data_file(project):
@@ -66,9 +76,13 @@ def test_a_session_that_ran_nothing_keeps_the_data_file(project):
 
 def test_a_baseline_regression_fails_everywhere(project):
     assert project.runpytest("--rnn-save=main").ret == 0
-    project.makepyfile(test_feed="from conftest import inputs\n\ndef test_one(tiny):\n"
-                                 "    tiny.predict(inputs(1, n=2))\n")
-    result = project.runpytest("--rnn-compare=main", "--rnn-report=json:r.json", "--rnn-report=term")
+    project.makepyfile(
+        test_feed="from conftest import inputs\n\ndef test_one(tiny):\n"
+        "    tiny.predict(inputs(1, n=2))\n"
+    )
+    result = project.runpytest(
+        "--rnn-compare=main", "--rnn-report=json:r.json", "--rnn-report=term"
+    )
     code, passed, last = outcome(result, project)
     assert (code, passed) == (1, False) and last.startswith("FAIL RNN coverage fell below baseline")
     data = json.loads((project.path / "r.json").read_text())
@@ -76,7 +90,7 @@ def test_a_baseline_regression_fails_everywhere(project):
 
 
 def test_a_failed_track_is_named_instead_of_no_model(pytester):
-    pytester.makeconftest('''
+    pytester.makeconftest("""
 import pytest
 
 
@@ -86,20 +100,24 @@ def dense(rnncov):
 
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2, name="d")], name="plain")
     return rnncov.track(model, x_train=[[0.0] * 4])
-''')
+""")
     pytester.makepyfile("def test_uses(dense):\n    pass\n")
     result = pytester.runpytest("--rnn-coverage=0.5")
     assert result.ret == 1
     text = result.stdout.str()
     assert "register one with rnncov.track" not in text
-    result.stdout.fnmatch_lines([
-        "FAIL Required RNN coverage of 50% not reached: no model was tracked; rnncov.track() "
-        "failed: ModelError (test_a_failed_track_is_named_instead_of_no_model.py::test_uses): "
-        "model 'plain' has no recurrent layer*"])
+    result.stdout.fnmatch_lines(
+        [
+            "FAIL Required RNN coverage of 50% not reached: no model was tracked; rnncov.track() "
+            "failed: ModelError (test_a_failed_track_is_named_instead_of_no_model.py::test_uses): "
+            "model 'plain' has no recurrent layer*"
+        ]
+    )
 
 
 def test_tracking_the_same_name_with_another_window_is_refused(project):
-    project.makepyfile(test_twice='''
+    project.makepyfile(
+        test_twice="""
 import pytest
 from pytest_rnncov import InvalidArgument
 
@@ -108,15 +126,18 @@ def test_twice(tiny, rnncov):
     assert rnncov.track(tiny.rnn.model, window=(1, 5), name="tiny", x_train=None) is tiny
     with pytest.raises(InvalidArgument, match="already tracked with another model, layer, window"):
         rnncov.track(tiny.rnn.model, window=(0, 3), name="tiny")
-''')
+"""
+    )
     assert project.runpytest("test_twice.py").ret == 0
 
 
 # -- options and ini values ----------------------------------------------------------------
 def test_toml_lists_in_the_ini(project):
     (project.path / "pyproject.toml").write_text(
-        '[tool.pytest.ini_options]\nrnn_metrics = ["BC", "TC"]\nrnn_coverage = ["BC:0.0", "TC:0.01"]\n'
-        'rnn_report = ["json:toml.json", "term"]\n')
+        '[tool.pytest.ini_options]\nrnn_metrics = ["BC", "TC"]\n'
+        'rnn_coverage = ["BC:0.0", "TC:0.01"]\n'
+        'rnn_report = ["json:toml.json", "term"]\n'
+    )
     result = project.runpytest()
     assert result.ret == 0, result.stderr.str() + result.stdout.str()
     data = json.loads((project.path / "toml.json").read_text())
@@ -135,14 +156,27 @@ def test_space_separated_reports_in_one_ini_line(project):
 @pytest.mark.parametrize(
     ("make", "args", "message"),
     [
-        (lambda p: (p / "out.json").mkdir(), ["--rnn-report=json:out.json"],
-         "*'out.json' is a directory; give a file path*"),
-        (lambda p: (p / "f").write_text(""), ["--rnn-report=json:f/r.json"],
-         "*'f' is not a directory*"),
-        (lambda p: None, ["--rnn-report=html:/dev/null"],
-         "*'/dev/null' exists and is not a directory*"),
+        (
+            lambda p: (p / "out.json").mkdir(),
+            ["--rnn-report=json:out.json"],
+            "*'out.json' is a directory; give a file path*",
+        ),
+        (
+            lambda p: (p / "f").write_text(""),
+            ["--rnn-report=json:f/r.json"],
+            "*'f' is not a directory*",
+        ),
+        (
+            lambda p: None,
+            ["--rnn-report=html:/dev/null"],
+            "*'/dev/null' exists and is not a directory*",
+        ),
         (lambda p: (p / "d").mkdir(), ["--rnn-data=d"], "*--rnn-data 'd' is a directory*"),
-        (lambda p: (p / "b.json").mkdir(), ["--rnn-save=b.json"], "*--rnn-save 'b.json' is a directory*"),
+        (
+            lambda p: (p / "b.json").mkdir(),
+            ["--rnn-save=b.json"],
+            "*--rnn-save 'b.json' is a directory*",
+        ),
     ],
 )
 def test_unwritable_outputs_are_refused_before_the_tests(project, make, args, message):
@@ -159,10 +193,15 @@ def test_unwritable_outputs_are_refused_before_the_tests(project, make, args, me
         ("[1, 2]", "*is not a pytest-rnncov baseline file*"),
         (b"\x89PNG\x00\xff", "*is not UTF-8 text; save it again with --rnn-save*"),
         ('{"format": "pytest-rnncov-baseline", "version": 2}', "*missing key 'models'*"),
-        ('{"format": "pytest-rnncov-baseline", "version": 2, "models": {"tiny": {"version": 1}}}',
-         "*missing key 'name'*"),
-        ('{"format": "pytest-rnncov-baseline", "version": 1, "models": {}}',
-         "*baseline version 1; this pytest-rnncov reads versions 2-3*"),
+        (
+            '{"format": "pytest-rnncov-baseline", "version": 2, '
+            '"models": {"tiny": {"version": 1}}}',
+            "*missing key 'name'*",
+        ),
+        (
+            '{"format": "pytest-rnncov-baseline", "version": 1, "models": {}}',
+            "*baseline version 1; this pytest-rnncov reads versions 2-3*",
+        ),
         (None, "*is a directory; pass a file*"),
     ],
 )
@@ -196,7 +235,7 @@ def test_no_rnn_keeps_the_ini_seed(pytester):
     assert pytester.runpytest("--no-rnn").ret == 0
 
 
-MARKERS = '''
+MARKERS = """
 import pytest
 from conftest import inputs
 
@@ -219,22 +258,26 @@ def test_bad_min(tiny):
 @pytest.mark.rnn_coverage(min=0.5, metrics=["ZZ"])
 def test_bad_metric(tiny):
     tiny.predict(inputs(5, n=3))
-'''
+"""
 
 
 def test_marker_keywords_of_every_type(project):
     project.makepyfile(test_markers=MARKERS)
     result = project.runpytest("test_markers.py")
     result.assert_outcomes(passed=1, failed=3)
-    result.stdout.fnmatch_lines([
-        "*RNN coverage of the inputs this test fed is below its bars (BC:0,TC:1):",
-        "*  tiny: TC *% (*/243, * uncovered) < 100%",
-    ])
-    result.stdout.fnmatch_lines(["*rnn_coverage marker: coverage bar 'high': 'high' is not a number*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*RNN coverage of the inputs this test fed is below its bars (BC:0,TC:1):",
+            "*  tiny: TC *% (*/243, * uncovered) < 100%",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        ["*rnn_coverage marker: coverage bar 'high': 'high' is not a number*"]
+    )
     result.stdout.fnmatch_lines(["*rnn_coverage marker: unknown metric ZZ*"])
 
 
-NAMES = '''
+NAMES = """
 import pytest
 from conftest import inputs
 
@@ -253,7 +296,7 @@ def test_marker_names_another_model(tiny):
 @pytest.mark.rnn_coverage(min=10 ** 400)
 def test_marker_bar_beyond_float(tiny):
     tiny.predict(inputs(1, n=4))
-'''
+"""
 
 
 def test_model_names_that_bars_cannot_name_and_markers_naming_others(project):
@@ -261,7 +304,8 @@ def test_model_names_that_bars_cannot_name_and_markers_naming_others(project):
     result = project.runpytest("test_names.py")
     result.assert_outcomes(passed=5, failed=2)
     result.stdout.fnmatch_lines(
-        ["*a bar names model 'nosuch', which this test did not feed (it fed: tiny)*"])
+        ["*a bar names model 'nosuch', which this test did not feed (it fed: tiny)*"]
+    )
     result.stdout.fnmatch_lines(["*rnn_coverage marker: min=1000*is not a fraction in [[]0, 1]*"])
     assert "OverflowError" not in result.stdout.str()
 
@@ -290,14 +334,19 @@ def test_a_session_that_tracked_nothing_keeps_baseline_and_data(project):
     saved = {name: (project.path / name).read_text() for name in ("b.json", "d.json")}
     project.makepyfile(test_feed=NOTHING_TRACKED)
     result = project.runpytest("--rnn-save=b.json", "--rnn-data=d.json")
-    result.stdout.fnmatch_lines(["RNN coverage baseline *b.json kept: no model was tracked",
-                                 "RNN coverage data not written to d.json: no model was tracked"])
+    result.stdout.fnmatch_lines(
+        [
+            "RNN coverage baseline *b.json kept: no model was tracked",
+            "RNN coverage data not written to d.json: no model was tracked",
+        ]
+    )
     assert {name: (project.path / name).read_text() for name in saved} == saved
 
 
 def test_an_empty_baseline_is_refused(project):
-    (project.path / "empty.json").write_text(json.dumps(
-        {"format": "pytest-rnncov-baseline", "version": 2, "models": {}}))
+    (project.path / "empty.json").write_text(
+        json.dumps({"format": "pytest-rnncov-baseline", "version": 2, "models": {}})
+    )
     result = project.runpytest("--rnn-compare=empty.json")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*holds no model*"])

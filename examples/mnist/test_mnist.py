@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-from .data import split
 from pytest_rnncov import GAConfig, GaussianMutator, Oracle, model_settings, targeted_mutants
+
+from .data import split
 
 #: Oracle radius: perturbations within this L2 distance of a digit (pixels in [0, 1]; about
 #: 0.1 per pixel on average) should not change its class.

@@ -38,14 +38,18 @@ def build():
 def train(out: Path = ARTIFACTS, epochs: int = 8, seed: int = 0) -> dict:
     import keras
 
-    from .data import split
     from pytest_rnncov import Profile, RNNModel
+
+    from .data import split
 
     keras.utils.set_random_seed(seed)
     (x_train, y_train), (x_test, y_test) = split()
     model = build()
-    model.compile(optimizer=keras.optimizers.Adam(2e-3), loss="sparse_categorical_crossentropy",
-                  metrics=["accuracy"])
+    model.compile(
+        optimizer=keras.optimizers.Adam(2e-3),
+        loss="sparse_categorical_crossentropy",
+        metrics=["accuracy"],
+    )
     start = time.perf_counter()
     model.fit(x_train, y_train, epochs=epochs, batch_size=64, verbose=2)
     seconds = time.perf_counter() - start
@@ -53,8 +57,13 @@ def train(out: Path = ARTIFACTS, epochs: int = 8, seed: int = 0) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     model.save(out / "model.keras")
     Profile(window=WINDOW).fit(RNNModel(model, LAYER), x_train).save(out / "profile.json")
-    metrics = {"held_out_accuracy": accuracy, "train_seconds": round(seconds, 1),
-               "train_size": len(x_train), "held_out_size": len(x_test), "epochs": epochs}
+    metrics = {
+        "held_out_accuracy": accuracy,
+        "train_seconds": round(seconds, 1),
+        "train_size": len(x_train),
+        "held_out_size": len(x_test),
+        "epochs": epochs,
+    }
     (out / "metrics.json").write_text(json.dumps(metrics, indent=1) + "\n")
     print(f"held-out accuracy {accuracy:.3f} ({len(x_test)} digits), trained in {seconds:.0f} s")
     return metrics

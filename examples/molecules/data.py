@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import functools
 import csv
+import functools
 import importlib.util
 from pathlib import Path
 
@@ -14,7 +14,9 @@ def chembl() -> tuple[list[str], np.ndarray]:
     """SMILES and pIC50 of CHEMBL2321810 (rdkit/Contrib/FreeWilson/data), joined on name."""
     spec = importlib.util.find_spec("rdkit")
     if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("the molecules example needs rdkit: pip install 'pytest-rnncov[examples]'")
+        raise RuntimeError(
+            "the molecules example needs rdkit: pip install 'pytest-rnncov[examples]'"
+        )
     folder = Path(spec.submodule_search_locations[0]) / "Contrib" / "FreeWilson" / "data"
     with open(folder / "CHEMBL2321810_act.csv", newline="") as f:
         activity = {row["Name"]: float(row["Act"]) for row in csv.DictReader(f)}

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-from . import train
 from pytest_rnncov import GAConfig, Oracle, SmilesMutator, model_settings, targeted_mutants
+
+from . import train
 
 #: The campaign reports re-spellings of a molecule that move the prediction by more than
 #: this (pIC50): although the model was trained with ten re-spellings per molecule, the
@@ -63,7 +64,9 @@ def test_prediction_is_stable_under_reenumeration(pic50, encoder, molecules):
     oracle = Oracle(radius=None, task="regression", tolerance=STABLE_TOLERANCE)
 
     @settings(model_settings, max_examples=20)
-    @given(targeted_mutants(pic50, s_test[:30], mutator, metric="TC", ga=GAConfig(k=2, n=4, gamma=2)))
+    @given(
+        targeted_mutants(pic50, s_test[:30], mutator, metric="TC", ga=GAConfig(k=2, n=4, gamma=2))
+    )
     def prediction_is_stable(mutant):
         outputs = pic50.predict(encoder([mutant.seed, mutant.case]))
         oracle.check(outputs[:1], outputs[1:], 0.0, seed=mutant.seed, case=mutant.case)

@@ -3,7 +3,8 @@
     python -m examples.molecules.train
 
 SMILES are encoded character by character (the characters of every molecule and of
-random re-spellings of them), left-padded with 0 (masked by the Embedding) to LENGTH steps; the tested window is the last 40 steps.
+random re-spellings of them), left-padded with 0 (masked by the Embedding) to LENGTH steps;
+the tested window is the last 40 steps.
 """
 
 from __future__ import annotations
@@ -36,8 +37,15 @@ def respell(smiles: list[str], seed: int, spellings: int) -> list[list[str]]:
     out = []
     for s in smiles:
         mol = Chem.MolFromSmiles(s)
-        out.append([Chem.MolToSmiles(Chem.RenumberAtoms(mol, rng.permutation(mol.GetNumAtoms()).tolist()),
-                                     canonical=False) for _ in range(spellings)])
+        out.append(
+            [
+                Chem.MolToSmiles(
+                    Chem.RenumberAtoms(mol, rng.permutation(mol.GetNumAtoms()).tolist()),
+                    canonical=False,
+                )
+                for _ in range(spellings)
+            ]
+        )
     return out
 
 
@@ -45,8 +53,9 @@ def train(out: Path = ARTIFACTS, epochs: int = 12, seed: int = 0, spellings: int
     import keras
     import numpy as np
 
-    from .data import split
     from pytest_rnncov import CharEncoder, Profile, RNNModel
+
+    from .data import split
 
     keras.utils.set_random_seed(seed)
     (s_train, y_train), (s_test, y_test) = split()
@@ -54,12 +63,21 @@ def train(out: Path = ARTIFACTS, epochs: int = 12, seed: int = 0, spellings: int
     # (RDKit writes, e.g., "-" between aromatic atoms in non-canonical orders), so the
     # encoder can encode whatever SmilesMutator proposes; no labels are used here
     spelled = respell(s_train + s_test, seed, max(spellings, 5))
-    encoder = CharEncoder(sorted({c for group in spelled for s in group for c in s}
-                                 | {c for s in s_train + s_test for c in s}), LENGTH)
+    encoder = CharEncoder(
+        sorted(
+            {c for group in spelled for s in group for c in s}
+            | {c for s in s_train + s_test for c in s}
+        ),
+        LENGTH,
+    )
     # SMILES enumeration as data augmentation: each training molecule also in `spellings`
     # other atom orders (with its own label), so the model learns the molecule, not a spelling
-    extra = [(s, y) for group, y in zip(spelled[: len(s_train)], y_train)
-             for s in group[:spellings] if encoder.can_encode(s)]
+    extra = [
+        (s, y)
+        for group, y in zip(spelled[: len(s_train)], y_train)
+        for s in group[:spellings]
+        if encoder.can_encode(s)
+    ]
     s_fit = s_train + [s for s, _ in extra]
     y_fit = np.concatenate([y_train, np.array([y for _, y in extra], np.float32)])
     x_train, x_test = encoder(s_fit), encoder(s_test)
@@ -81,12 +99,24 @@ def train(out: Path = ARTIFACTS, epochs: int = 12, seed: int = 0, spellings: int
     baseline = float(np.sqrt(((y_train.mean() - y_test) ** 2).mean()))
     out.mkdir(parents=True, exist_ok=True)
     model.save(out / "model.keras")
-    (out / "encoder.json").write_text(json.dumps({"vocabulary": encoder.vocabulary, "length": LENGTH}))
+    (out / "encoder.json").write_text(
+        json.dumps({"vocabulary": encoder.vocabulary, "length": LENGTH})
+    )
     Profile(window=WINDOW).fit(RNNModel(model, "lstm"), x_train).save(out / "profile.json")
-    metrics = {"held_out_rmse": rmse, "predict_mean_rmse": baseline, "train_seconds": round(seconds, 1),
-               "train_size": len(s_train), "augmented_size": len(x_train), "held_out_size": len(x_test), "epochs": epochs}
+    metrics = {
+        "held_out_rmse": rmse,
+        "predict_mean_rmse": baseline,
+        "train_seconds": round(seconds, 1),
+        "train_size": len(s_train),
+        "augmented_size": len(x_train),
+        "held_out_size": len(x_test),
+        "epochs": epochs,
+    }
     (out / "metrics.json").write_text(json.dumps(metrics, indent=1) + "\n")
-    print(f"held-out RMSE {rmse:.3f} pIC50 (predicting the mean: {baseline:.3f}), trained in {seconds:.0f} s")
+    print(
+        f"held-out RMSE {rmse:.3f} pIC50 (predicting the mean: {baseline:.3f}), "
+        f"trained in {seconds:.0f} s"
+    )
     return metrics
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+
 import numpy as np
 
 
@@ -11,7 +12,9 @@ def sentences() -> tuple[list[str], np.ndarray]:
     try:
         from nltk.corpus import sentence_polarity
     except ImportError:
-        raise RuntimeError("the sentiment example needs nltk: pip install 'pytest-rnncov[examples]'") from None
+        raise RuntimeError(
+            "the sentiment example needs nltk: pip install 'pytest-rnncov[examples]'"
+        ) from None
     try:
         pos = sentence_polarity.sents(categories="pos")
         neg = sentence_polarity.sents(categories="neg")

@@ -31,8 +31,9 @@ def encoder_from(path: Path):
 def train(out: Path = ARTIFACTS, epochs: int = 4, seed: int = 0) -> dict:
     import keras
 
-    from .data import split
     from pytest_rnncov import Profile, RNNModel, WordEncoder
+
+    from .data import split
 
     keras.utils.set_random_seed(seed)
     (x_text, y_train), (t_text, y_test) = split()
@@ -56,8 +57,13 @@ def train(out: Path = ARTIFACTS, epochs: int = 4, seed: int = 0) -> dict:
     model.save(out / "model.keras")
     (out / "encoder.json").write_text(json.dumps({"words": encoder.words, "length": LENGTH}))
     Profile(window=WINDOW).fit(RNNModel(model, "lstm"), x_train).save(out / "profile.json")
-    metrics = {"held_out_accuracy": accuracy, "train_seconds": round(seconds, 1),
-               "train_size": len(x_train), "held_out_size": len(x_test), "epochs": epochs}
+    metrics = {
+        "held_out_accuracy": accuracy,
+        "train_seconds": round(seconds, 1),
+        "train_size": len(x_train),
+        "held_out_size": len(x_test),
+        "epochs": epochs,
+    }
     (out / "metrics.json").write_text(json.dumps(metrics, indent=1) + "\n")
     print(f"held-out accuracy {accuracy:.3f} ({len(x_test)} sentences), trained in {seconds:.0f} s")
     return metrics

@@ -20,8 +20,10 @@ def japanese_vowels(split: str) -> tuple[list[np.ndarray], np.ndarray]:
     except ImportError:
         raise RuntimeError("the vowels example needs sktime: pip install sktime") from None
     frame, labels = load_japanese_vowels(split=split, return_X_y=True)
-    series = [np.stack([frame.iloc[row, col].to_numpy(np.float64) for col in range(CHANNELS)],
-                       axis=1) for row in range(len(frame))]
+    series = [
+        np.stack([frame.iloc[row, col].to_numpy(np.float64) for col in range(CHANNELS)], axis=1)
+        for row in range(len(frame))
+    ]
     return series, labels.astype(np.int64) - 1
 
 

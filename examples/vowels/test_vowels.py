@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
+from pytest_rnncov import GAConfig, TimeSeriesMutator, model_settings, targeted_mutants
+
 from . import train
 from .data import split
-from pytest_rnncov import GAConfig, TimeSeriesMutator, model_settings, targeted_mutants
 
 # The oracle (conftest.py) is calibrated on the 270 training utterances: "radius 6.815 =
 # 0.5 x the 5% quantile (13.63) of the L2 distances between 32400 pairs of seeds decided

@@ -54,8 +54,9 @@ def load(folder: Path = ARTIFACTS):
 def train(out: Path = ARTIFACTS, epochs: int = 40, seed: int = 0, hidden: int = 32) -> dict:
     import torch
 
-    from .data import CHANNELS, split
     from pytest_rnncov import Profile, RNNModel
+
+    from .data import CHANNELS, split
 
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
@@ -66,7 +67,9 @@ def train(out: Path = ARTIFACTS, epochs: int = 40, seed: int = 0, hidden: int = 
     loss_of = torch.nn.CrossEntropyLoss()
     inputs, targets = torch.from_numpy(x_train), torch.from_numpy(y_train)
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # batches of 32 short series: threads only add overhead (20x on 2 cores)
+    torch.set_num_threads(
+        1
+    )  # batches of 32 short series: threads only add overhead (20x on 2 cores)
     start = time.perf_counter()
     try:
         model.train()
@@ -88,10 +91,17 @@ def train(out: Path = ARTIFACTS, epochs: int = 40, seed: int = 0, hidden: int = 
     config = {"channels": CHANNELS, "hidden": hidden, "classes": classes, "steps": x_train.shape[1]}
     (out / "config.json").write_text(json.dumps(config, indent=1) + "\n")
     Profile(window=WINDOW).fit(RNNModel(model, LAYER), x_train).save(out / "profile.json")
-    metrics = {"held_out_accuracy": accuracy, "train_seconds": round(seconds, 1),
-               "train_size": len(x_train), "held_out_size": len(x_test), "epochs": epochs}
+    metrics = {
+        "held_out_accuracy": accuracy,
+        "train_seconds": round(seconds, 1),
+        "train_size": len(x_train),
+        "held_out_size": len(x_test),
+        "epochs": epochs,
+    }
     (out / "metrics.json").write_text(json.dumps(metrics, indent=1) + "\n")
-    print(f"held-out accuracy {accuracy:.3f} ({len(x_test)} utterances), trained in {seconds:.1f} s")
+    print(
+        f"held-out accuracy {accuracy:.3f} ({len(x_test)} utterances), trained in {seconds:.1f} s"
+    )
     return metrics
 
 

@@ -26,8 +26,10 @@ DIRECTIONS = ("forward", "backward")
 TRACE_ON = ("auto", "numpy", "device")
 
 #: largest |h - framework h| per compute dtype, documented in docs/definitions.md
-MIXED_PRECISION_NOTE = ("traces are recomputed in float32 while the layer computes in {dtype}: "
-                        "expect differences up to about 4e-3 (float16) / 2e-2 (bfloat16)")
+MIXED_PRECISION_NOTE = (
+    "traces are recomputed in float32 while the layer computes in {dtype}: "
+    "expect differences up to about 4e-3 (float16) / 2e-2 (bfloat16)"
+)
 
 
 def framework_of(model: Any) -> str:
@@ -48,7 +50,8 @@ def framework_of(model: Any) -> str:
     raise InvalidArgument(
         f"RNNModel needs a Keras or PyTorch model, got {type(model).__module__}."
         f"{type(model).__name__}; load it with keras, tf_keras, torch or "
-        "pytest_rnncov.load_model")
+        "pytest_rnncov.load_model"
+    )
 
 
 class Adapter:
@@ -68,14 +71,15 @@ class Adapter:
     trace_on: str = "numpy"
 
     def _pick_trace_on(self, option: str, accelerator: bool, supported: bool, why: str) -> str:
-        """"numpy" or "device" for ``trace_on=option`` ("auto": the device path where the
+        """ "numpy" or "device" for ``trace_on=option`` ("auto": the device path where the
         model runs on an accelerator and the path supports it, else numpy)."""
         check_choice("trace_on", option, TRACE_ON)
         if option == "numpy":
             return "numpy"
         if option == "device" and not supported:
-            raise ModelError(f"trace_on='device' is not available here: {why}; use "
-                             "trace_on='numpy'")
+            raise ModelError(
+                f"trace_on='device' is not available here: {why}; use trace_on='numpy'"
+            )
         if option == "device" or (accelerator and supported):
             return "device"
         return "numpy"
@@ -93,12 +97,14 @@ class Adapter:
         if direction != "forward":
             raise InvalidArgument(
                 f"direction={direction!r}, but layer {layer!r} is not bidirectional: direction "
-                "only applies to bidirectional layers; leave it out for this layer")
+                "only applies to bidirectional layers; leave it out for this layer"
+            )
         return direction
 
     # -- to implement -----------------------------------------------------------------
-    def _forward(self, x: np.ndarray, outputs: bool) -> tuple[np.ndarray | None, np.ndarray,
-                                                                np.ndarray | None]:
+    def _forward(
+        self, x: np.ndarray, outputs: bool
+    ) -> tuple[np.ndarray | None, np.ndarray, np.ndarray | None]:
         """One framework call: (model outputs or None, the layer's input, its mask or None)."""
         raise NotImplementedError
 
@@ -153,12 +159,15 @@ class Adapter:
         if array.dtype.kind not in "biuf":
             raise InvalidInput(
                 f"inputs have dtype {array.dtype}; model {self.name!r} takes numbers of shape "
-                f"{shown}. Encode text or SMILES into token ids first")
+                f"{shown}. Encode text or SMILES into token ids first"
+            )
         if array.ndim != len(expected) + 1 or any(
-                d is not None and d != got for d, got in zip(expected, array.shape[1:])):
+            d is not None and d != got for d, got in zip(expected, array.shape[1:])
+        ):
             hint = " (add a batch axis: x[None])" if array.shape == tuple(expected) else ""
             raise InvalidInput(
-                f"inputs have shape {array.shape}; model {self.name!r} expects {shown}{hint}")
+                f"inputs have shape {array.shape}; model {self.name!r} expects {shown}{hint}"
+            )
         if array.shape[0] == 0:
             raise InvalidInput("inputs are an empty batch; pass at least one input")
         if self.input_dtype.kind in "iu":
@@ -166,15 +175,17 @@ class Adapter:
                 if not np.isfinite(array).all() or not np.array_equal(array, np.round(array)):
                     raise InvalidInput(
                         f"model {self.name!r} takes integer token ids, got non-integer floats; "
-                        "encode the inputs to token ids")
-            low, high = self.id_range if self.id_range is not None else (-(2 ** 31), 2 ** 31)
+                        "encode the inputs to token ids"
+                    )
+            low, high = self.id_range if self.id_range is not None else (-(2**31), 2**31)
             bad = (array < low) | (array >= high)  # compared before any cast can wrap
             if bad.any():
                 rows = np.flatnonzero(bad.reshape(len(array), -1).any(axis=1))
                 raise InvalidInput(
                     f"token ids must lie in [{low}, {high}) for model {self.name!r}'s "
                     f"embedding; rows {rows[:5].tolist()}{', ...' if rows.size > 5 else ''} "
-                    f"hold {array[bad][0].item()!r}: encode with the model's own vocabulary")
+                    f"hold {array[bad][0].item()!r}: encode with the model's own vocabulary"
+                )
             return array.astype(self.input_dtype, copy=False)
         with np.errstate(over="ignore", invalid="ignore"):
             cast = array.astype(np.float32, copy=False)
@@ -185,7 +196,8 @@ class Adapter:
             reason = "values beyond float32's range (inf once cast)" if beyond else "NaN or inf"
             raise InvalidInput(
                 f"inputs hold {reason} in rows {rows[:5].tolist()}"
-                f"{', ...' if rows.size > 5 else ''}; clean or drop those rows")
+                f"{', ...' if rows.size > 5 else ''}; clean or drop those rows"
+            )
         return cast
 
     def layer_input(self, x: Any) -> tuple[np.ndarray, np.ndarray | None]:
@@ -193,11 +205,14 @@ class Adapter:
         the framework computes them (one batch: for checks and debugging)."""
         x = self.check_input(x)
         _, sequence, mask = self._forward(x, False)
-        return (np.asarray(to_host(sequence), np.float32),
-                None if mask is None else np.asarray(to_host(mask), bool))
+        return (
+            np.asarray(to_host(sequence), np.float32),
+            None if mask is None else np.asarray(to_host(mask), bool),
+        )
 
-    def iter_traces(self, x: np.ndarray, *, outputs: bool = True, until: int | None = None
-                    ) -> Iterator[tuple[np.ndarray | None, Trace]]:
+    def iter_traces(
+        self, x: np.ndarray, *, outputs: bool = True, until: int | None = None
+    ) -> Iterator[tuple[np.ndarray | None, Trace]]:
         """(outputs or None, trace) per batch of ``batch_size`` of validated inputs ``x``;
         ``until`` stops each trace after that many steps (what a window needs)."""
         for start in range(0, len(x), self.batch_size):
@@ -224,12 +239,18 @@ class Adapter:
     def predict(self, x: Any) -> np.ndarray:
         """The model's outputs for ``x`` (validated, batched)."""
         x = self.check_input(x)
-        return np.concatenate([np.asarray(self._predict(x[s : s + self.batch_size]))
-                               for s in range(0, len(x), self.batch_size)])
+        return np.concatenate(
+            [
+                np.asarray(self._predict(x[s : s + self.batch_size]))
+                for s in range(0, len(x), self.batch_size)
+            ]
+        )
 
     def __repr__(self) -> str:
-        return (f"{type(self).__name__}({self.name!r}, layer={self.layer_name!r}, "
-                f"cell={self.cell_kind!r}, units={self.units}, framework={self.framework!r})")
+        return (
+            f"{type(self).__name__}({self.name!r}, layer={self.layer_name!r}, "
+            f"cell={self.cell_kind!r}, units={self.units}, framework={self.framework!r})"
+        )
 
 
 def model_error_from(exc: Exception, what: str) -> ModelError:

@@ -28,7 +28,9 @@ def _recurrent(layer: Any) -> bool:
 
 
 def _bidirectional(layer: Any) -> bool:
-    return type(layer).__name__ == "Bidirectional" and _recurrent(getattr(layer, "forward_layer", None))
+    return type(layer).__name__ == "Bidirectional" and _recurrent(
+        getattr(layer, "forward_layer", None)
+    )
 
 
 def _numpy_activation(fn: Callable[..., Any], framework: str) -> Activation:
@@ -37,8 +39,9 @@ def _numpy_activation(fn: Callable[..., Any], framework: str) -> Activation:
     module = getattr(fn, "__module__", "") or ""
     if module.split(".")[0] in ("keras", "tf_keras"):
         if name == "hard_sigmoid":
-            return Activation.named("hard_sigmoid_keras2" if framework == "tf_keras"
-                                    else "hard_sigmoid_keras3")
+            return Activation.named(
+                "hard_sigmoid_keras2" if framework == "tf_keras" else "hard_sigmoid_keras3"
+            )
         if name in ("sigmoid", "tanh", "relu", "linear"):
             return Activation.named(name)
 
@@ -71,22 +74,33 @@ class KerasModel(Adapter):
     """A Keras 3 or tf_keras model with one recurrent layer (LSTM, GRU, SimpleRNN, their
     ``keras.layers.RNN`` forms, or any of them inside ``Bidirectional``) made traceable."""
 
-    def __init__(self, model: Any, layer: str | int | None = None, *, direction: str = "forward",
-                 output: str | int | None = None, batch_size: int = 512,
-                 trace_on: str = "auto") -> None:
+    def __init__(
+        self,
+        model: Any,
+        layer: str | int | None = None,
+        *,
+        direction: str = "forward",
+        output: str | int | None = None,
+        batch_size: int = 512,
+        trace_on: str = "auto",
+    ) -> None:
         self.framework = framework_of(model)
         self._init_common(model, direction, batch_size)
         self.name = str(model.name)
         if len(model.inputs) != 1:
             raise ModelError(
                 f"model {self.name!r} has {len(model.inputs)} inputs; pytest-rnncov supports "
-                "models with one input tensor")
+                "models with one input tensor"
+            )
         self.output_index = self._pick_output(output)
         self.wrapper = self._find_layer(layer)
         if _bidirectional(self.wrapper):
             self.direction = direction
-            self.layer = (self.wrapper.forward_layer if direction == "forward"
-                          else self.wrapper.backward_layer)
+            self.layer = (
+                self.wrapper.forward_layer
+                if direction == "forward"
+                else self.wrapper.backward_layer
+            )
         else:
             self.direction = self._forward_only(direction, str(self.wrapper.name))
             self.layer = self.wrapper
@@ -94,14 +108,20 @@ class KerasModel(Adapter):
         self.cell = self._cell()
         self.units = int(self.cell.units)
         self.input_shape = tuple(None if d is None else int(d) for d in model.inputs[0].shape[1:])
-        self.input_dtype = np.dtype(str(getattr(model.inputs[0].dtype, "name", model.inputs[0].dtype)))
+        self.input_dtype = np.dtype(
+            str(getattr(model.inputs[0].dtype, "name", model.inputs[0].dtype))
+        )
         self._build_probe()
         self.id_range = self._embedding_range()
         backend = self._backend()
         self.trace_on = self._pick_trace_on(
-            trace_on, _accelerator(backend), backend in ("jax", "torch") and self.cell.on_device,
-            f"the {backend} backend's arrays have no array-API kernel here" if backend not in
-            ("jax", "torch") else "an activation has no array-API twin")
+            trace_on,
+            _accelerator(backend),
+            backend in ("jax", "torch") and self.cell.on_device,
+            f"the {backend} backend's arrays have no array-API kernel here"
+            if backend not in ("jax", "torch")
+            else "an activation has no array-API twin",
+        )
 
     @property
     def layer_name(self) -> str:  # type: ignore[override]
@@ -120,14 +140,16 @@ class KerasModel(Adapter):
             if len(outputs) > 1:
                 raise ModelError(
                     f"model {self.name!r} has {len(outputs)} outputs ({', '.join(names)}); pass "
-                    "output=INDEX (or a name) to say which one predict() and the oracle use")
+                    "output=INDEX (or a name) to say which one predict() and the oracle use"
+                )
             return 0
         if isinstance(output, bool) or not isinstance(output, (int, str)):
             raise InvalidArgument(f"output={output!r}; pass an output index or name")
         if isinstance(output, int):
             if not 0 <= output < len(outputs):
                 raise InvalidArgument(
-                    f"output={output}; model {self.name!r} has outputs 0..{len(outputs) - 1}")
+                    f"output={output}; model {self.name!r} has outputs 0..{len(outputs) - 1}"
+                )
             return output
         if output not in names:
             raise InvalidArgument(f"output={output!r}; the outputs are {', '.join(names)}")
@@ -135,16 +157,25 @@ class KerasModel(Adapter):
 
     def _find_layer(self, layer: str | int | None) -> Any:
         layers = list(self.model.layers)
-        candidates = [(i, lay) for i, lay in enumerate(layers) if _recurrent(lay) or _bidirectional(lay)]
-        listing = ", ".join(f"{lay.name!r} ({type(lay).__name__}, index {i})" for i, lay in candidates)
+        candidates = [
+            (i, lay) for i, lay in enumerate(layers) if _recurrent(lay) or _bidirectional(lay)
+        ]
+        listing = ", ".join(
+            f"{lay.name!r} ({type(lay).__name__}, index {i})" for i, lay in candidates
+        )
         if not candidates:
             nested = [lay.name for lay in layers if hasattr(lay, "layers")]
-            hint = (f"; recurrent layers inside nested models ({', '.join(nested)}) are not "
-                    "searched: build the model flat" if nested else "")
+            hint = (
+                f"; recurrent layers inside nested models ({', '.join(nested)}) are not "
+                "searched: build the model flat"
+                if nested
+                else ""
+            )
             raise ModelError(
                 f"model {self.name!r} has no recurrent layer (layers: "
                 f"{', '.join(repr(lay.name) for lay in layers)}); pytest-rnncov traces LSTM, "
-                f"GRU and SimpleRNN layers, also inside Bidirectional{hint}")
+                f"GRU and SimpleRNN layers, also inside Bidirectional{hint}"
+            )
         if layer is None:
             return candidates[0][1]
         if isinstance(layer, bool) or not isinstance(layer, (str, int)):
@@ -154,7 +185,8 @@ class KerasModel(Adapter):
                 return lay
         raise ModelError(
             f"layer={layer!r} is not a recurrent layer of model {self.name!r}; its recurrent "
-            f"layers are {listing}: pass one of those names or indices")
+            f"layers are {listing}: pass one of those names or indices"
+        )
 
     def _refuse_untraceable(self) -> None:
         layer = self.layer
@@ -162,14 +194,18 @@ class KerasModel(Adapter):
             raise ModelError(
                 f"layer {layer.name!r} is stateful: it carries its state from one batch to the "
                 "next, so a trace from the zero state would differ from the model; trace a "
-                "stateless copy (same weights, stateful=False)")
+                "stateless copy (same weights, stateful=False)"
+            )
         if getattr(layer, "time_major", False):
             raise ModelError(f"layer {layer.name!r} is time-major; build it batch-major")
         policy = getattr(layer, "dtype_policy", None)
         compute = str(getattr(policy, "compute_dtype", "float32"))
         if compute not in ("float32", "float64"):
-            warnings.warn(f"layer {layer.name!r}: " + MIXED_PRECISION_NOTE.format(dtype=compute),
-                          RNNCovWarning, stacklevel=4)
+            warnings.warn(
+                f"layer {layer.name!r}: " + MIXED_PRECISION_NOTE.format(dtype=compute),
+                RNNCovWarning,
+                stacklevel=4,
+            )
 
     # -- the cell --------------------------------------------------------------------
     def _cell(self) -> Cell:
@@ -180,12 +216,19 @@ class KerasModel(Adapter):
         activation = _numpy_activation(cell.activation, framework)
         backwards = bool(layer.go_backwards)
         if kind == "simple_rnn":
-            return SimpleRNNCell(weights[0], weights[1], weights[2] if cell.use_bias else None,
-                                 activation, backwards)
+            return SimpleRNNCell(
+                weights[0], weights[1], weights[2] if cell.use_bias else None, activation, backwards
+            )
         recurrent_activation = _numpy_activation(cell.recurrent_activation, framework)
         if kind == "lstm":
-            return LSTMCell(weights[0], weights[1], weights[2] if cell.use_bias else None,
-                            activation, recurrent_activation, backwards)
+            return LSTMCell(
+                weights[0],
+                weights[1],
+                weights[2] if cell.use_bias else None,
+                activation,
+                recurrent_activation,
+                backwards,
+            )
         reset_after = bool(getattr(cell, "reset_after", False))
         input_bias = recurrent_bias = None
         if cell.use_bias:
@@ -194,8 +237,16 @@ class KerasModel(Adapter):
                 input_bias, recurrent_bias = bias[0], bias[1]
             else:
                 input_bias = bias
-        return GRUCell(weights[0], weights[1], input_bias, recurrent_bias, reset_after,
-                       activation, recurrent_activation, backwards)
+        return GRUCell(
+            weights[0],
+            weights[1],
+            input_bias,
+            recurrent_bias,
+            reset_after,
+            activation,
+            recurrent_activation,
+            backwards,
+        )
 
     def _embedding_range(self) -> tuple[int, int] | None:
         if self.input_dtype.kind not in "iu":
@@ -218,7 +269,8 @@ class KerasModel(Adapter):
             if kwargs.get("initial_state") is not None or len(args) > 1:
                 raise ModelError(
                     f"layer {wrapper.name!r} is called with an initial state; pytest-rnncov "
-                    "traces recurrent layers that start from zeros")
+                    "traces recurrent layers that start from zeros"
+                )
             sequence = args[0] if args else kwargs.get("sequences", kwargs.get("inputs"))
             mask = kwargs.get("mask")
             self._n_steps = None if sequence.shape[1] is None else int(sequence.shape[1])
@@ -238,7 +290,8 @@ class KerasModel(Adapter):
         if isinstance(sequence, (list, tuple)):
             raise ModelError(
                 f"layer {wrapper.name!r} is called with an initial state; pytest-rnncov traces "
-                "recurrent layers that start from zeros")
+                "recurrent layers that start from zeros"
+            )
         self._n_steps = None if sequence.shape[1] is None else int(sequence.shape[1])
         output = model.outputs[self.output_index]
         sub = tf_keras.Model(model.inputs, [sequence, output])
@@ -261,11 +314,16 @@ class KerasModel(Adapter):
 
         self._tf_calls = (run_all, run_head)
 
-    def _forward(self, x: np.ndarray, outputs: bool) -> tuple[np.ndarray | None, np.ndarray,
-                                                                np.ndarray | None]:
+    def _forward(
+        self, x: np.ndarray, outputs: bool
+    ) -> tuple[np.ndarray | None, np.ndarray, np.ndarray | None]:
         rows = len(x)
         out, sequence, mask = self._call(_padded(x, self.batch_size), outputs)
-        return (None if out is None else out[:rows]), sequence[:rows], (None if mask is None else mask[:rows])
+        return (
+            (None if out is None else out[:rows]),
+            sequence[:rows],
+            (None if mask is None else mask[:rows]),
+        )
 
     def _backend(self) -> str:
         if self.framework == "tf_keras":
@@ -304,7 +362,9 @@ class KerasModel(Adapter):
 
     def _predict(self, x: np.ndarray) -> np.ndarray:
         try:
-            return np.asarray(self._predictor.predict_on_batch(_padded(x, self.batch_size)))[:len(x)]
+            return np.asarray(self._predictor.predict_on_batch(_padded(x, self.batch_size)))[
+                : len(x)
+            ]
         except Exception as exc:
             raise model_error_from(exc, f"predicting with model {self.name!r}") from exc
 
@@ -319,8 +379,9 @@ class KerasModel(Adapter):
     def _structure(self) -> str:
         parts = []
         for lay in self._upstream():
-            config = {k: v for k, v in lay.get_config().items()
-                      if k not in ("name", "trainable", "dtype")}
+            config = {
+                k: v for k, v in lay.get_config().items() if k not in ("name", "trainable", "dtype")
+            }
             # objects JSON cannot show are named by type only (never by address)
             text = json.dumps(config, sort_keys=True, default=lambda o: type(o).__name__)
             parts.append(f"{type(lay).__name__}:{text}")

@@ -30,8 +30,12 @@ _KERAS_MODULES = {"keras", "tf_keras"}
 MAX_CONFIG = 64 * 1024 * 1024
 
 
-def load_model(path: str | os.PathLike[str], *, safe_mode: bool = True,
-               custom_objects: Mapping[str, Any] | None = None) -> Any:
+def load_model(
+    path: str | os.PathLike[str],
+    *,
+    safe_mode: bool = True,
+    custom_objects: Mapping[str, Any] | None = None,
+) -> Any:
     """Load a Keras model for testing, never compiled.
 
     ``.keras`` files load with Keras 3; ``.h5`` files saved by Keras 3 with Keras 3 and
@@ -45,8 +49,7 @@ def load_model(path: str | os.PathLike[str], *, safe_mode: bool = True,
     """
     check_bool("safe_mode", safe_mode)
     if custom_objects is not None and not isinstance(custom_objects, Mapping):
-        raise InvalidArgument(
-            f"custom_objects={custom_objects!r}; pass a dict of name -> class")
+        raise InvalidArgument(f"custom_objects={custom_objects!r}; pass a dict of name -> class")
     if not isinstance(path, (str, os.PathLike)):
         raise InvalidArgument(f"path={path!r}; pass the path of a .keras or .h5 file")
     source = Path(path)
@@ -54,7 +57,8 @@ def load_model(path: str | os.PathLike[str], *, safe_mode: bool = True,
         what = "a directory" if source.is_dir() else "no file"
         raise InvalidArgument(
             f"{str(source)!r} is {what}; pass the path of a .keras or .h5 file (for a "
-            "SavedModel directory, load the model yourself and pass it to RNNModel)")
+            "SavedModel directory, load the model yourself and pass it to RNNModel)"
+        )
     suffix = source.suffix.lower()
     custom = dict(custom_objects or {})
     if suffix == ".keras":
@@ -64,8 +68,9 @@ def load_model(path: str | os.PathLike[str], *, safe_mode: bool = True,
         import keras
 
         try:
-            return keras.models.load_model(source, compile=False, safe_mode=safe_mode,
-                                           custom_objects=custom or None)
+            return keras.models.load_model(
+                source, compile=False, safe_mode=safe_mode, custom_objects=custom or None
+            )
         except Exception as exc:
             raise ModelError(f"Keras could not load {str(source)!r}: {exc}") from None
     if suffix in (".h5", ".hdf5"):
@@ -76,8 +81,9 @@ def load_model(path: str | os.PathLike[str], *, safe_mode: bool = True,
             import keras
 
             try:
-                return keras.models.load_model(source, compile=False, safe_mode=safe_mode,
-                                               custom_objects=custom or None)
+                return keras.models.load_model(
+                    source, compile=False, safe_mode=safe_mode, custom_objects=custom or None
+                )
             except Exception as exc:
                 raise ModelError(f"Keras could not load {str(source)!r}: {exc}") from None
         try:
@@ -85,15 +91,16 @@ def load_model(path: str | os.PathLike[str], *, safe_mode: bool = True,
         except ImportError:
             raise ModelError(
                 f"{str(source)!r} was saved by Keras 2 and only loads with tf_keras; install "
-                "it with: pip install 'pytest-rnncov[legacy]'") from None
+                "it with: pip install 'pytest-rnncov[legacy]'"
+            ) from None
         try:
-            return tf_keras.models.load_model(source, compile=False,
-                                              custom_objects=custom or None)
+            return tf_keras.models.load_model(source, compile=False, custom_objects=custom or None)
         except Exception as exc:
             raise ModelError(f"tf_keras could not load {str(source)!r}: {exc}") from None
     raise InvalidArgument(
         f"cannot load {str(source)!r}: expected a .keras or .h5 file; for a SavedModel "
-        "directory, load the model yourself and pass it to RNNModel")
+        "directory, load the model yourself and pass it to RNNModel"
+    )
 
 
 def _keras_zip_config(path: Path) -> Any:
@@ -101,8 +108,10 @@ def _keras_zip_config(path: Path) -> Any:
         with zipfile.ZipFile(path) as archive:
             info = archive.getinfo("config.json")
             if info.file_size > MAX_CONFIG:
-                raise ModelError(f"{str(path)!r} has a config.json of {info.file_size:,} bytes, "
-                                 f"more than the {MAX_CONFIG:,} a model configuration needs")
+                raise ModelError(
+                    f"{str(path)!r} has a config.json of {info.file_size:,} bytes, "
+                    f"more than the {MAX_CONFIG:,} a model configuration needs"
+                )
             with archive.open(info) as handle:
                 raw = handle.read(MAX_CONFIG + 1)
     except (zipfile.BadZipFile, KeyError, OSError, ValueError, RuntimeError) as exc:
@@ -129,17 +138,24 @@ def _h5_version_and_config(path: Path) -> tuple[int, Any]:
     if match is None:
         raise ModelError(
             f"{str(path)!r} has keras_version {version!r}, not a Keras version such as '2.15.0' "
-            "or '3.4.1', so pytest-rnncov cannot tell which loader is safe for it")
+            "or '3.4.1', so pytest-rnncov cannot tell which loader is safe for it"
+        )
     major = int(match.group(1))
     if major not in (2, 3):
-        raise ModelError(f"{str(path)!r} claims keras_version {version!r}; pytest-rnncov loads "
-                         "files saved by Keras 2 or 3")
+        raise ModelError(
+            f"{str(path)!r} claims keras_version {version!r}; pytest-rnncov loads "
+            "files saved by Keras 2 or 3"
+        )
     if raw is None:
-        raise ModelError(f"{str(path)!r} holds no model configuration (weights only?); build the "
-                         "model in code and load the weights into it")
+        raise ModelError(
+            f"{str(path)!r} holds no model configuration (weights only?); build the "
+            "model in code and load the weights into it"
+        )
     if not isinstance(raw, (bytes, str)) or len(raw) > MAX_CONFIG:
-        raise ModelError(f"{str(path)!r} has a model configuration that is not JSON text of at "
-                         f"most {MAX_CONFIG:,} bytes")
+        raise ModelError(
+            f"{str(path)!r} has a model configuration that is not JSON text of at "
+            f"most {MAX_CONFIG:,} bytes"
+        )
     return major, parse_json(raw, f"the model configuration of {str(path)!r}", ModelError)
 
 
@@ -166,8 +182,9 @@ def _lambda_functions(node: Any) -> Iterator[str]:
     """Serialised Python functions anywhere in the configuration."""
     if isinstance(node, dict):
         if node.get("class_name") == "__lambda__" or any(
-                isinstance(key, str) and key.endswith("_type") and value == "lambda"
-                for key, value in node.items()):
+            isinstance(key, str) and key.endswith("_type") and value == "lambda"
+            for key, value in node.items()
+        ):
             yield str(node.get("name") or node.get("class_name"))
         for value in node.values():
             yield from _lambda_functions(value)
@@ -185,11 +202,17 @@ def _unsafe_parts(config: Any, custom: dict[str, Any], layers_module: Any) -> li
         module = layer.get("module")
         registered = layer.get("registered_name")
         if name == "Lambda":
-            problems.append(f"Lambda layer {layer_name!r} (its function is code stored in the file)")
+            problems.append(
+                f"Lambda layer {layer_name!r} (its function is code stored in the file)"
+            )
         elif name not in _MODEL_CLASSES and name not in custom and not hasattr(layers_module, name):
             problems.append(f"custom layer {layer_name!r} of class {name!r}")
-        elif isinstance(module, str) and module.split(".")[0] not in _KERAS_MODULES \
-                and name not in custom and registered not in custom:
+        elif (
+            isinstance(module, str)
+            and module.split(".")[0] not in _KERAS_MODULES
+            and name not in custom
+            and registered not in custom
+        ):
             problems.append(f"layer {layer_name!r} from module {module!r} (importing it runs code)")
     problems += [f"serialised Python function {name!r}" for name in _lambda_functions(config)]
     return problems
@@ -206,15 +229,19 @@ def _refuse_unsafe(config: Any, path: Path, custom: dict[str, Any], framework: s
         except ImportError:
             raise ModelError(
                 f"{str(path)!r} was saved by Keras 2 and only loads with tf_keras; install it "
-                "with: pip install 'pytest-rnncov[legacy]'") from None
+                "with: pip install 'pytest-rnncov[legacy]'"
+            ) from None
         layers_module = tf_keras.layers
     try:
         problems = _unsafe_parts(config, custom, layers_module)
     except RecursionError:
-        raise UnsafeModel(f"{str(path)!r} nests its model configuration too deeply to be "
-                          "checked; load it only if you trust it, with safe_mode=False") from None
+        raise UnsafeModel(
+            f"{str(path)!r} nests its model configuration too deeply to be "
+            "checked; load it only if you trust it, with safe_mode=False"
+        ) from None
     if problems:
         raise UnsafeModel(
             f"{str(path)!r} has {', '.join(dict.fromkeys(problems))}; loading it would run code. "
             "Pass your own classes in custom_objects={...}, or, only for a file you trust, "
-            "load_model(path, safe_mode=False)")
+            "load_model(path, safe_mode=False)"
+        )

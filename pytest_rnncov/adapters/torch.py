@@ -41,11 +41,18 @@ class _LayerReached(BaseException):
 
 def _shape(value: Any) -> tuple[int, ...]:
     """``input_shape`` (one input, no batch axis) as a tuple of positive ints."""
-    if isinstance(value, (str, bytes)) or not isinstance(value, (tuple, list)) or not value or \
-            not all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d > 0
-                    for d in value):
-        raise InvalidArgument(f"input_shape={value!r}; give one input's shape without the batch "
-                              "axis, e.g. input_shape=(29, 12) for 29 steps of 12 features")
+    if (
+        isinstance(value, (str, bytes))
+        or not isinstance(value, (tuple, list))
+        or not value
+        or not all(
+            isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d > 0 for d in value
+        )
+    ):
+        raise InvalidArgument(
+            f"input_shape={value!r}; give one input's shape without the batch "
+            "axis, e.g. input_shape=(29, 12) for 29 steps of 12 features"
+        )
     return tuple(int(d) for d in value)
 
 
@@ -62,31 +69,50 @@ class TorchModel(Adapter):
 
     framework = "torch"
 
-    def __init__(self, model: Any, layer: str | int | None = None, *, direction: str = "forward",
-                 output: int | None = None, batch_size: int = 512,
-                 input_shape: tuple[int, ...] | None = None, input_dtype: str | None = None,
-                 trace_on: str = "auto") -> None:
+    def __init__(
+        self,
+        model: Any,
+        layer: str | int | None = None,
+        *,
+        direction: str = "forward",
+        output: int | None = None,
+        batch_size: int = 512,
+        input_shape: tuple[int, ...] | None = None,
+        input_dtype: str | None = None,
+        trace_on: str = "auto",
+    ) -> None:
         import torch
 
         self._init_common(model, direction, batch_size)
         self.name = type(model).__name__
         self.module_name, self.module, self.depth = self._find(layer)
         kind = type(self.module).__name__
-        self.direction = (direction if self.module.bidirectional
-                          else self._forward_only(direction, self.module_name or self.name))
-        if output is not None and (isinstance(output, bool) or not isinstance(output, int) or output < 0):
-            raise InvalidArgument(f"output={output!r}; pass the index of the prediction in the "
-                                  "tuple the model returns")
+        self.direction = (
+            direction
+            if self.module.bidirectional
+            else self._forward_only(direction, self.module_name or self.name)
+        )
+        if output is not None and (
+            isinstance(output, bool) or not isinstance(output, int) or output < 0
+        ):
+            raise InvalidArgument(
+                f"output={output!r}; pass the index of the prediction in the "
+                "tuple the model returns"
+            )
         self.output_index = output
         self.cell = self._cell(self.module, self.depth, self.direction == "backward")
         compute = next(self.module.parameters()).dtype
         if compute in (torch.float16, torch.bfloat16):
             note = MIXED_PRECISION_NOTE.format(dtype=str(compute).removeprefix("torch."))
-            warnings.warn(f"module {self.module_name or self.name!r}: {note}", RNNCovWarning,
-                          stacklevel=3)
+            warnings.warn(
+                f"module {self.module_name or self.name!r}: {note}", RNNCovWarning, stacklevel=3
+            )
         self._lower = self._lower_layers() if self.depth else None
-        self.units = int(self.cell.units if not (kind == "LSTM" and self.module.proj_size)
-                         else self.module.proj_size)
+        self.units = int(
+            self.cell.units
+            if not (kind == "LSTM" and self.module.proj_size)
+            else self.module.proj_size
+        )
         self._n_steps = None
         self.input_shape = () if input_shape is None else _shape(input_shape)
         self._shape_known = input_shape is not None
@@ -102,11 +128,15 @@ class TorchModel(Adapter):
         self._runs_once = False
         self._device = next((p.device for p in model.parameters()), torch.device("cpu"))
         #: what float inputs are cast to: the dtype of the model's first float parameter
-        self._float_dtype = next((p.dtype for p in model.parameters() if p.is_floating_point()),
-                                 torch.float32)
+        self._float_dtype = next(
+            (p.dtype for p in model.parameters() if p.is_floating_point()), torch.float32
+        )
         self.trace_on = self._pick_trace_on(
-            trace_on, self._device.type != "cpu", self.cell.on_device,
-            "an activation has no array-API twin")
+            trace_on,
+            self._device.type != "cpu",
+            self.cell.on_device,
+            "an activation has no array-API twin",
+        )
 
     @property
     def layer_name(self) -> str:  # type: ignore[override]
@@ -117,10 +147,16 @@ class TorchModel(Adapter):
     def _find(self, layer: str | int | None) -> tuple[str, Any, int]:
         import torch
 
-        candidates = [(name, m) for name, m in self.model.named_modules()
-                      if type(m) in (torch.nn.LSTM, torch.nn.GRU, torch.nn.RNN)]
-        listing = ", ".join(f"{n!r} ({type(m).__name__}, index {i}, {m.num_layers} layer"
-                            f"{'s' if m.num_layers > 1 else ''})" for i, (n, m) in enumerate(candidates))
+        candidates = [
+            (name, m)
+            for name, m in self.model.named_modules()
+            if type(m) in (torch.nn.LSTM, torch.nn.GRU, torch.nn.RNN)
+        ]
+        listing = ", ".join(
+            f"{n!r} ({type(m).__name__}, index {i}, {m.num_layers} layer"
+            f"{'s' if m.num_layers > 1 else ''})"
+            for i, (n, m) in enumerate(candidates)
+        )
         if not candidates:
             raise ModelError(f"model {self.name} has no nn.LSTM, nn.GRU or nn.RNN module")
         if layer is None:
@@ -137,11 +173,15 @@ class TorchModel(Adapter):
         for candidate, module in candidates:
             if candidate == name:
                 if depth >= module.num_layers:
-                    raise ModelError(f"layer={layer!r}: {name!r} has {module.num_layers} stacked "
-                                     f"layers, .l0 to .l{module.num_layers - 1}")
+                    raise ModelError(
+                        f"layer={layer!r}: {name!r} has {module.num_layers} stacked "
+                        f"layers, .l0 to .l{module.num_layers - 1}"
+                    )
                 return candidate, module, depth
-        raise ModelError(f"layer={layer!r} is not a recurrent module of {self.name}; its "
-                         f"recurrent modules are {listing}")
+        raise ModelError(
+            f"layer={layer!r} is not a recurrent module of {self.name}; its "
+            f"recurrent modules are {listing}"
+        )
 
     # -- the cell --------------------------------------------------------------------
     def _cell(self, module: Any, depth: int, backward: bool) -> Cell:
@@ -158,15 +198,28 @@ class TorchModel(Adapter):
         if kind == "LSTM":
             projection = weight("weight_hr")
             bias = None if b_ih is None or b_hh is None else b_ih + b_hh
-            return LSTMCell(w_ih.T, w_hh.T, bias, Activation.named("tanh"),
-                            Activation.named("sigmoid"), backward,
-                            None if projection is None else projection.T)
+            return LSTMCell(
+                w_ih.T,
+                w_hh.T,
+                bias,
+                Activation.named("tanh"),
+                Activation.named("sigmoid"),
+                backward,
+                None if projection is None else projection.T,
+            )
         if kind == "GRU":
             u = w_ih.shape[0] // 3
-            order = np.r_[u:2 * u, 0:u, 2 * u:3 * u]  # r, z, n -> z, r, n
-            return GRUCell(w_ih[order].T, w_hh[order].T, None if b_ih is None else b_ih[order],
-                           None if b_hh is None else b_hh[order], True, Activation.named("tanh"),
-                           Activation.named("sigmoid"), backward)
+            order = np.r_[u : 2 * u, 0:u, 2 * u : 3 * u]  # r, z, n -> z, r, n
+            return GRUCell(
+                w_ih[order].T,
+                w_hh[order].T,
+                None if b_ih is None else b_ih[order],
+                None if b_hh is None else b_hh[order],
+                True,
+                Activation.named("tanh"),
+                Activation.named("sigmoid"),
+                backward,
+            )
         bias = None if b_ih is None or b_hh is None else b_ih + b_hh
         activation = Activation.named("relu" if module.nonlinearity == "relu" else "tanh")
         return SimpleRNNCell(w_ih.T, w_hh.T, bias, activation, backward)
@@ -178,9 +231,13 @@ class TorchModel(Adapter):
 
         module = self.module
         options: dict[str, Any] = {
-            "input_size": module.input_size, "hidden_size": module.hidden_size,
-            "num_layers": self.depth, "bias": module.bias, "batch_first": module.batch_first,
-            "bidirectional": module.bidirectional}
+            "input_size": module.input_size,
+            "hidden_size": module.hidden_size,
+            "num_layers": self.depth,
+            "bias": module.bias,
+            "batch_first": module.batch_first,
+            "bidirectional": module.bidirectional,
+        }
         if isinstance(module, torch.nn.LSTM):
             options["proj_size"] = module.proj_size
         if type(module) is torch.nn.RNN:
@@ -211,8 +268,10 @@ class TorchModel(Adapter):
     def _hook(self, module: Any, args: Any, kwargs: Any) -> None:
         hx = args[1] if len(args) > 1 else kwargs.get("hx")
         if hx is not None:
-            raise ModelError(f"module {self.module_name!r} is called with an initial state (hx); "
-                             "pytest-rnncov traces recurrent layers that start from zeros")
+            raise ModelError(
+                f"module {self.module_name!r} is called with an initial state (hx); "
+                "pytest-rnncov traces recurrent layers that start from zeros"
+            )
         self._captured.append(args[0] if args else kwargs["input"])
         if self._stop_at_layer:
             raise _LayerReached  # only the layer's input is wanted: skip the rest of the model
@@ -247,17 +306,23 @@ class TorchModel(Adapter):
         if len(self._captured) == 1:
             self._runs_once = True
         else:
-            raise ModelError(f"module {self.module_name!r} ran {len(self._captured)} times in one "
-                             "forward pass; pytest-rnncov traces a module called once")
+            raise ModelError(
+                f"module {self.module_name!r} ran {len(self._captured)} times in one "
+                "forward pass; pytest-rnncov traces a module called once"
+            )
         return out, self._captured[0]
 
     def _prediction(self, out: Any) -> np.ndarray:
         if isinstance(out, (tuple, list)):
             if self.output_index is None:
-                raise ModelError(f"model {self.name} returns a {type(out).__name__} of "
-                                 f"{len(out)}; pass output=INDEX to say which is the prediction")
+                raise ModelError(
+                    f"model {self.name} returns a {type(out).__name__} of "
+                    f"{len(out)}; pass output=INDEX to say which is the prediction"
+                )
             if self.output_index >= len(out):
-                raise InvalidArgument(f"output={self.output_index}; the model returns {len(out)} values")
+                raise InvalidArgument(
+                    f"output={self.output_index}; the model returns {len(out)} values"
+                )
             out = out[self.output_index]
         out = out.detach().cpu()
         half = out.is_floating_point() and out.element_size() < 4  # numpy lacks bfloat16
@@ -277,8 +342,10 @@ class TorchModel(Adapter):
         if isinstance(captured, PackedSequence):
             padded, lengths = pad_packed_sequence(captured, batch_first=True, total_length=steps)
             sequence = padded.detach().float()
-            mask = (torch.arange(sequence.shape[1], device=sequence.device)[None, :]
-                    < lengths.to(sequence.device)[:, None])
+            mask = (
+                torch.arange(sequence.shape[1], device=sequence.device)[None, :]
+                < lengths.to(sequence.device)[:, None]
+            )
         else:
             sequence = captured.detach().float()
             if not self.module.batch_first:
@@ -288,8 +355,9 @@ class TorchModel(Adapter):
             return np.ascontiguousarray(sequence.cpu().numpy(), np.float32), mask
         return sequence, mask
 
-    def _forward(self, x: np.ndarray, outputs: bool) -> tuple[np.ndarray | None, np.ndarray,
-                                                                np.ndarray | None]:
+    def _forward(
+        self, x: np.ndarray, outputs: bool
+    ) -> tuple[np.ndarray | None, np.ndarray, np.ndarray | None]:
         out, captured = self._run_model(x, outputs)
         sequence, mask = self._layer_input(captured, int(x.shape[1]))
         if self._n_steps is None:

@@ -29,7 +29,9 @@ def parse_fraction(text: str, what: str) -> float:
     try:
         number = float(text)
     except (TypeError, ValueError):
-        raise InvalidArgument(f"{what} {text!r} is not a number; give a fraction such as 0.9") from None
+        raise InvalidArgument(
+            f"{what} {text!r} is not a number; give a fraction such as 0.9"
+        ) from None
     if number == 0 and any(c in "123456789" for c in str(text).lower().split("e")[0]):
         raise InvalidArgument(f"{what} {text!r} is too small to tell from 0; write 0 for no bar")
     problem = fraction_problem(number)
@@ -67,7 +69,8 @@ def parse_bars(text: Any) -> tuple[Bar, ...]:
         if not entry or len(parts) > 3 or not all(parts):
             raise InvalidArgument(
                 f"coverage bar {entry!r}: write BAR, METRIC:BAR or MODEL:METRIC:BAR, e.g. "
-                "0.9 or BC:0.9,TC:0.4 or mnist:TC:0.4")
+                "0.9 or BC:0.9,TC:0.4 or mnist:TC:0.4"
+            )
         model = parts[0] if len(parts) == 3 else None
         metric = parts[-2].upper() if len(parts) >= 2 else None
         if metric == "*":
@@ -75,7 +78,8 @@ def parse_bars(text: Any) -> tuple[Bar, ...]:
         if metric is not None and metric not in METRIC_NAMES:
             raise InvalidArgument(
                 f"coverage bar {entry!r}: unknown metric {parts[-2]!r}; choose from "
-                f"{','.join(METRIC_NAMES)} (or * for every gate metric)")
+                f"{','.join(METRIC_NAMES)} (or * for every gate metric)"
+            )
         entries.append(Bar(parse_fraction(parts[-1], f"coverage bar {entry!r}:"), metric, model))
     return tuple(entries)
 
@@ -88,7 +92,9 @@ class Bars:
     every gate metric of that model). The most specific bar applies.
     """
 
-    def __init__(self, entries: Sequence[Bar], gate_metrics: Sequence[str] = DEFAULT_METRICS) -> None:
+    def __init__(
+        self, entries: Sequence[Bar], gate_metrics: Sequence[str] = DEFAULT_METRICS
+    ) -> None:
         if not entries:
             raise InvalidArgument("no coverage bar given; e.g. --rnn-coverage=0.9")
         seen: set[tuple[str | None, str | None]] = set()
@@ -141,7 +147,11 @@ class Bars:
     @property
     def single(self) -> float | None:
         """The one bar when a single global bar is given (the classic ``--rnn-coverage=0.9``)."""
-        if len(self.entries) == 1 and self.entries[0].metric is None and self.entries[0].model is None:
+        if (
+            len(self.entries) == 1
+            and self.entries[0].metric is None
+            and self.entries[0].model is None
+        ):
             return self.entries[0].value
         return None
 

@@ -29,8 +29,9 @@ def _explained(check: Callable[[Path, str], Path], path: Path, what: str) -> Pat
     try:
         return check(path, what)
     except (OSError, ValueError) as exc:
-        raise DataFileError(f"{what} {str(path)!r} cannot be used: "
-                            f"{getattr(exc, 'strerror', None) or exc}") from None
+        raise DataFileError(
+            f"{what} {str(path)!r} cannot be used: {getattr(exc, 'strerror', None) or exc}"
+        ) from None
 
 
 def _check_output_file(path: Path, what: str) -> Path:
@@ -53,8 +54,9 @@ def check_output_dir(path: Path, what: str) -> Path:
 
 def _check_output_dir(path: Path, what: str) -> Path:
     if path.exists() and not path.is_dir():
-        raise DataFileError(f"{what} {str(path)!r} exists and is not a directory; give a "
-                            "directory path")
+        raise DataFileError(
+            f"{what} {str(path)!r} exists and is not a directory; give a directory path"
+        )
     existing = _nearest_existing(path)
     if not existing.is_dir():
         raise DataFileError(f"{what} {str(path)!r}: {str(existing)!r} is not a directory")
@@ -84,20 +86,25 @@ def _same_file(path: Path, other: Path) -> bool:
         return False
 
 
-def check_distinct(outputs: Sequence[tuple[str, Path]],
-                   inputs: Sequence[tuple[str, Path]] = ()) -> None:
+def check_distinct(
+    outputs: Sequence[tuple[str, Path]], inputs: Sequence[tuple[str, Path]] = ()
+) -> None:
     """Refuse an input given twice, two outputs at one path (or one inside another's
     folder), and an output that would overwrite an input: no result replaces another.
     Paths are compared after resolving symbolic links; hard links count as one file."""
-    entries = ([(what, Path(os.path.realpath(p)), False) for what, p in inputs]
-               + [(what, Path(os.path.realpath(p)), True) for what, p in outputs])
+    entries = [(what, Path(os.path.realpath(p)), False) for what, p in inputs] + [
+        (what, Path(os.path.realpath(p)), True) for what, p in outputs
+    ]
     for index, (what, path, written) in enumerate(entries):
         for other_what, other, other_written in entries[:index]:
             if not written and not other_written:
                 if _same_file(path, other):
-                    raise InvalidArgument(f"{what} {str(path)!r} is given twice; each run's "
-                                          "data counts once")
+                    raise InvalidArgument(
+                        f"{what} {str(path)!r} is given twice; each run's data counts once"
+                    )
             elif _same_file(path, other) or other in path.parents or path in other.parents:
                 verb = "collide with" if other_written else "overwrite"
-                raise InvalidArgument(f"{what} {str(path)!r} would {verb} {other_what} "
-                                      f"{str(other)!r}; give each output its own path")
+                raise InvalidArgument(
+                    f"{what} {str(path)!r} would {verb} {other_what} "
+                    f"{str(other)!r}; give each output its own path"
+                )

@@ -19,7 +19,8 @@ def parse_metrics(value: str) -> tuple[str, ...]:
     if unknown or not names:
         raise InvalidArgument(
             f"unknown metric {', '.join(unknown) or repr(value)}; choose from "
-            f"{','.join(METRIC_NAMES)}")
+            f"{','.join(METRIC_NAMES)}"
+        )
     return tuple(dict.fromkeys(names))
 
 
@@ -28,7 +29,8 @@ def parse_report(value: str) -> tuple[str, str | None]:
     kind, _, dest = value.partition(":")
     if kind not in REPORT_TYPES:
         raise InvalidArgument(
-            f"unknown report type {kind!r}; use term, term-detail, json:PATH or html:DIR")
+            f"unknown report type {kind!r}; use term, term-detail, json:PATH or html:DIR"
+        )
     if kind.startswith("term") and dest:
         raise InvalidArgument(f"{kind} takes no destination; use {kind}")
     if kind == "json":

@@ -66,8 +66,14 @@ class StateModel:
     transition_counts: np.ndarray  # how often each occurred in training
 
     @classmethod
-    def fit(cls, covariance: RunningCovariance, states: Callable[[], Iterable[np.ndarray]],
-            components: int, intervals: int, keep: int = KEEP_PROJECTIONS) -> "StateModel":
+    def fit(
+        cls,
+        covariance: RunningCovariance,
+        states: Callable[[], Iterable[np.ndarray]],
+        components: int,
+        intervals: int,
+        keep: int = KEEP_PROJECTIONS,
+    ) -> "StateModel":
         """Learn the directions from ``covariance``, then the grid from the hidden states
         that ``states()`` yields ((N, T_window, U) arrays; called once more when the
         projections exceed ``keep`` values)."""
@@ -76,8 +82,16 @@ class StateModel:
         top = vectors[:, np.argsort(values)[::-1][:k]].T
         signs = np.sign(top[np.arange(k), np.abs(top).argmax(axis=1)])
         top = top * np.where(signs == 0, 1, signs)[:, None]
-        model = cls(covariance.mean.copy(), top, np.full(k, np.inf), np.full(k, -np.inf),
-                    intervals, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
+        model = cls(
+            covariance.mean.copy(),
+            top,
+            np.full(k, np.inf),
+            np.full(k, -np.inf),
+            intervals,
+            np.zeros(0, np.int64),
+            np.zeros(0, np.int64),
+            np.zeros(0, np.int64),
+        )
         kept: list[np.ndarray] | None = []
         size = 0
         for h in states():
@@ -90,7 +104,8 @@ class StateModel:
         if not (model.high > model.low).all():
             raise ProfileError(
                 "the hidden states do not vary along every PCA direction over the training "
-                "data; use fewer state components or more varied training inputs")
+                "data; use fewer state components or more varied training inputs"
+            )
         projections = kept if kept is not None else (model.project(h) for h in states())
         cells, pairs = [], []
         for z in projections:
@@ -100,7 +115,8 @@ class StateModel:
             pairs.append(p[p >= 0])
         model.cells = np.unique(np.concatenate(cells)) if cells else np.zeros(0, np.int64)
         model.transitions, model.transition_counts = np.unique(
-            np.concatenate(pairs) if pairs else np.zeros(0, np.int64), return_counts=True)
+            np.concatenate(pairs) if pairs else np.zeros(0, np.int64), return_counts=True
+        )
         return model
 
     @property
@@ -140,9 +156,13 @@ class StateModel:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "mean": self.mean.tolist(), "components": self.components.tolist(),
-            "low": self.low.tolist(), "high": self.high.tolist(), "intervals": self.intervals,
-            "cells": self.cells.tolist(), "transitions": self.transitions.tolist(),
+            "mean": self.mean.tolist(),
+            "components": self.components.tolist(),
+            "low": self.low.tolist(),
+            "high": self.high.tolist(),
+            "intervals": self.intervals,
+            "cells": self.cells.tolist(),
+            "transitions": self.transitions.tolist(),
             "transition_counts": self.transition_counts.tolist(),
         }
 
@@ -155,12 +175,28 @@ class StateModel:
 
         if not isinstance(data, Mapping):
             raise fail(f"is {type(data).__name__}, not an object")
-        missing = [k for k in ("mean", "components", "low", "high", "intervals", "cells",
-                               "transitions", "transition_counts") if k not in data]
+        missing = [
+            k
+            for k in (
+                "mean",
+                "components",
+                "low",
+                "high",
+                "intervals",
+                "cells",
+                "transitions",
+                "transition_counts",
+            )
+            if k not in data
+        ]
         if missing:
             raise fail(f"lacks {', '.join(missing)}")
         intervals = data["intervals"]
-        if isinstance(intervals, bool) or not isinstance(intervals, int) or not 1 <= intervals <= 1 << 20:
+        if (
+            isinstance(intervals, bool)
+            or not isinstance(intervals, int)
+            or not 1 <= intervals <= 1 << 20
+        ):
             raise fail(f"has intervals={intervals!r}, not an integer in [1, {1 << 20}]")
 
         def floats(key: str, shape: tuple[int, ...]) -> np.ndarray:
@@ -168,10 +204,15 @@ class StateModel:
                 array = np.asarray(data[key], np.float64)
             except (TypeError, ValueError, OverflowError):
                 raise fail(f"{key!r} is not a numeric array") from None
-            if (array.shape != shape or not np.isfinite(array).all()
-                    or np.abs(array).max(initial=0) > np.finfo(np.float32).max):
-                raise fail(f"{key!r} must be finite numbers within float32's range, of shape "
-                           f"{shape}, got {array.shape}")
+            if (
+                array.shape != shape
+                or not np.isfinite(array).all()
+                or np.abs(array).max(initial=0) > np.finfo(np.float32).max
+            ):
+                raise fail(
+                    f"{key!r} must be finite numbers within float32's range, of shape "
+                    f"{shape}, got {array.shape}"
+                )
             return array
 
         raw_components = data["components"]
@@ -185,22 +226,23 @@ class StateModel:
         low, high = floats("low", (k,)), floats("high", (k,))
         if not (high > low).all():
             raise fail("'high' must exceed 'low' along every direction")
-        n_cells = intervals ** k
-        if n_cells > 2 ** 62:
+        n_cells = intervals**k
+        if n_cells > 2**62:
             raise fail(f"has {intervals}**{k} cells, too many to index")
 
         def ids(key: str, limit: int) -> np.ndarray:
             values = data[key]
             if not isinstance(values, list) or not all(
-                    isinstance(v, int) and not isinstance(v, bool) for v in values):
+                isinstance(v, int) and not isinstance(v, bool) for v in values
+            ):
                 raise fail(f"{key!r} must be a list of integers")
             if not all(0 <= v < limit for v in values):  # before numpy: ids may be huge
                 raise fail(f"{key!r} holds ids outside [0, {limit})")
             return np.asarray(values, np.int64)
 
         cells = ids("cells", n_cells)
-        transitions = ids("transitions", min(n_cells * n_cells, 2 ** 62))
-        counts = ids("transition_counts", 2 ** 62)
+        transitions = ids("transitions", min(n_cells * n_cells, 2**62))
+        counts = ids("transition_counts", 2**62)
         if len(counts) != len(transitions) or (len(counts) and counts.min() < 1):
             raise fail("'transition_counts' must give a count >= 1 per transition")
         for key, array in (("cells", cells), ("transitions", transitions)):

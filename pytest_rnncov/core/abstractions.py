@@ -51,9 +51,7 @@ def check_signal(component: Any, abstraction: Any) -> None:
             "SimpleRNN: h)"
         )
     if not isinstance(abstraction, str) or abstraction not in ABSTRACTIONS:
-        raise InvalidArgument(
-            f"abstraction={abstraction!r}; use one of {', '.join(ABSTRACTIONS)}"
-        )
+        raise InvalidArgument(f"abstraction={abstraction!r}; use one of {', '.join(ABSTRACTIONS)}")
 
 
 def signal(trace: Trace, component: str, abstraction: str, window: Window) -> Any:
@@ -82,8 +80,9 @@ def signal(trace: Trace, component: str, abstraction: str, window: Window) -> An
     if abstraction == "neg":
         return neg
     # window starting at step 0: the step before is the zero state
-    return (xp.abs(_diff(xp, pos, from_zero=start == t1))
-            + xp.abs(_diff(xp, neg, from_zero=start == t1)))
+    return xp.abs(_diff(xp, pos, from_zero=start == t1)) + xp.abs(
+        _diff(xp, neg, from_zero=start == t1)
+    )
 
 
 def _diff(xp: Any, values: Any, from_zero: bool) -> Any:

@@ -105,8 +105,10 @@ class Activation:
     def through(cls, name: str, fn: Callable[[np.ndarray], Any]) -> "Activation":
         warnings.warn(
             f"activation {name!r} has no numpy twin in pytest-rnncov; the trace calls the "
-            "framework's own function at every step (exact, but slower)", RNNCovWarning,
-            stacklevel=3)
+            "framework's own function at every step (exact, but slower)",
+            RNNCovWarning,
+            stacklevel=3,
+        )
 
         def apply(x: np.ndarray) -> None:
             x[...] = np.asarray(fn(x), dtype=np.float32)

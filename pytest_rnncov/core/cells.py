@@ -22,12 +22,14 @@ from .activations import Activation
 from .arrays import array_namespace, device, is_host, is_jax_array, like
 from .trace import CELL_COMPONENTS, Trace
 
+
 def _f32(a: Any) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=np.float32)
 
 
-def _halve_sigmoid_blocks(activation: Activation, *arrays: np.ndarray | None,
-                          columns: slice) -> tuple[bool, list[np.ndarray | None]]:
+def _halve_sigmoid_blocks(
+    activation: Activation, *arrays: np.ndarray | None, columns: slice
+) -> tuple[bool, list[np.ndarray | None]]:
     """For a sigmoid recurrent activation, the weights of the sigmoid blocks halved, so that
     ``sigmoid(z) = 0.5 * tanh(z') + 0.5`` with ``z' = z / 2`` computed by the matmuls
     themselves (halving is exact in binary floating point)."""
@@ -87,8 +89,9 @@ class Cell:
     def _activations(self) -> list[Activation]:
         raise NotImplementedError
 
-    def _step_xp(self, xp: Any, w: dict[str, Any], x_t: Any, state: dict[str, Any]
-                 ) -> dict[str, Any]:
+    def _step_xp(
+        self, xp: Any, w: dict[str, Any], x_t: Any, state: dict[str, Any]
+    ) -> dict[str, Any]:
         """One step in array-API form: the components at this step (new state included)."""
         raise NotImplementedError
 
@@ -102,8 +105,10 @@ class Cell:
         key = (array_namespace(like_array).__name__, str(device(like_array)))
         if key not in self.cache:
             f32 = array_namespace(like_array).float32
-            self.cache[key] = {name: None if value is None else like(value, like_array, f32)
-                               for name, value in self._named_weights().items()}
+            self.cache[key] = {
+                name: None if value is None else like(value, like_array, f32)
+                for name, value in self._named_weights().items()
+            }
         return self.cache[key]
 
     @property
@@ -132,8 +137,12 @@ class Cell:
             mask = None if mask is None else mask[:, :until]
         keep = None if mask is None else np.ascontiguousarray(np.asarray(mask, bool).T)[:, :, None]
         out = self._run(x, keep)
-        return Trace({n: np.swapaxes(out[n], 0, 1) for n in self.components}, cell=self.kind,
-                     mask=None if mask is None else np.asarray(mask, bool), length=length)
+        return Trace(
+            {n: np.swapaxes(out[n], 0, 1) for n in self.components},
+            cell=self.kind,
+            mask=None if mask is None else np.asarray(mask, bool),
+            length=length,
+        )
 
     def _forward_xp(self, x: Any, mask: Any, until: int | None) -> Trace:
         xp = array_namespace(x)
@@ -159,8 +168,10 @@ class Cell:
         """Every step in array-API form: the components, (B, T, width) each."""
         xp = array_namespace(x)
         batch = x.shape[0]
-        state = {name: xp.zeros((batch, self._width_xp(name, w)), dtype=xp.float32, **_on(x))
-                 for name in self.components}
+        state = {
+            name: xp.zeros((batch, self._width_xp(name, w)), dtype=xp.float32, **_on(x))
+            for name in self.components
+        }
         steps: dict[str, list[Any]] = {name: [] for name in self.components}
         for t in range(x.shape[1]):
             new = self._step_xp(xp, w, x[:, t], state)
@@ -224,23 +235,28 @@ class LSTMCell(Cell):
         return [self.activation, self.recurrent_activation]
 
     def _named_weights(self) -> dict[str, np.ndarray | None]:
-        return {"kernel": self.kernel, "recurrent": self.recurrent, "bias": self.bias,
-                "projection": self.projection}
+        return {
+            "kernel": self.kernel,
+            "recurrent": self.recurrent,
+            "bias": self.bias,
+            "projection": self.projection,
+        }
 
     def _width_xp(self, component: str, w: dict[str, Any]) -> int:
         if component == "h" and w["projection"] is not None:
             return int(w["projection"].shape[1])
         return self.units
 
-    def _step_xp(self, xp: Any, w: dict[str, Any], x_t: Any, state: dict[str, Any]
-                 ) -> dict[str, Any]:
+    def _step_xp(
+        self, xp: Any, w: dict[str, Any], x_t: Any, state: dict[str, Any]
+    ) -> dict[str, Any]:
         u = self.units
         z = x_t @ w["kernel"] + state["h"] @ w["recurrent"]
         if w["bias"] is not None:
             z = z + w["bias"]
         gate, act = self.recurrent_activation, self.activation
-        i, f = gate.xp(xp, z[:, :u]), gate.xp(xp, z[:, u:2 * u])
-        g, o = act.xp(xp, z[:, 2 * u:3 * u]), gate.xp(xp, z[:, 3 * u:])
+        i, f = gate.xp(xp, z[:, :u]), gate.xp(xp, z[:, u : 2 * u])
+        g, o = act.xp(xp, z[:, 2 * u : 3 * u]), gate.xp(xp, z[:, 3 * u :])
         c = i * g + f * state["c"]
         h = o * act.xp(xp, c)
         if w["projection"] is not None:
@@ -248,19 +264,27 @@ class LSTMCell(Cell):
         return {"f": f, "i": i, "o": o, "c": c, "h": h}
 
     def arrays(self) -> list[np.ndarray]:
-        return [a for a in (self.kernel, self.recurrent, self.bias, self.projection) if a is not None]
+        return [
+            a for a in (self.kernel, self.recurrent, self.bias, self.projection) if a is not None
+        ]
 
     def describe(self) -> str:
-        return (f"lstm|{self.activation.name}|{self.recurrent_activation.name}|"
-                f"backwards={self.go_backwards}|projection={self.projection is not None}")
+        return (
+            f"lstm|{self.activation.name}|{self.recurrent_activation.name}|"
+            f"backwards={self.go_backwards}|projection={self.projection is not None}"
+        )
 
     def _run(self, x: np.ndarray, keep: np.ndarray | None) -> dict[str, np.ndarray]:
         u = self.units
         # blocks reordered to i, f, o | c~: one in-place call covers the three gates
-        order = np.r_[0:2 * u, 3 * u:4 * u, 2 * u:3 * u]
+        order = np.r_[0 : 2 * u, 3 * u : 4 * u, 2 * u : 3 * u]
         halved, (kernel, recurrent, bias) = _halve_sigmoid_blocks(
-            self.recurrent_activation, self.kernel[:, order], self.recurrent[:, order],
-            None if self.bias is None else self.bias[order], columns=slice(0, 3 * u))
+            self.recurrent_activation,
+            self.kernel[:, order],
+            self.recurrent[:, order],
+            None if self.bias is None else self.bias[order],
+            columns=slice(0, 3 * u),
+        )
         assert kernel is not None and recurrent is not None
         gates = self._input_projection(x, kernel, bias)  # (T, B, 4U): becomes i, f, o, c~
         steps, batch = gates.shape[:2]
@@ -277,8 +301,8 @@ class LSTMCell(Cell):
                 np.matmul(h_all[t - 1], recurrent, out=recur)
                 z += recur
             gate(z[:, : 3 * u])
-            act(z[:, 3 * u:])
-            i, f, o, g = z[:, :u], z[:, u:2 * u], z[:, 2 * u:3 * u], z[:, 3 * u:]
+            act(z[:, 3 * u :])
+            i, f, o, g = z[:, :u], z[:, u : 2 * u], z[:, 2 * u : 3 * u], z[:, 3 * u :]
             c = c_all[t]
             np.multiply(i, g, out=c)
             if t:
@@ -292,8 +316,13 @@ class LSTMCell(Cell):
             else:
                 np.matmul(scratch, self.projection, out=h_all[t])
             self._hold(t, keep, gates, c_all, h_all)
-        return {"i": gates[..., :u], "f": gates[..., u:2 * u], "o": gates[..., 2 * u:3 * u],
-                "c": c_all, "h": h_all}
+        return {
+            "i": gates[..., :u],
+            "f": gates[..., u : 2 * u],
+            "o": gates[..., 2 * u : 3 * u],
+            "c": c_all,
+            "h": h_all,
+        }
 
 
 @dataclass(frozen=True, eq=False)
@@ -325,11 +354,16 @@ class GRUCell(Cell):
         return [self.activation, self.recurrent_activation]
 
     def _named_weights(self) -> dict[str, np.ndarray | None]:
-        return {"kernel": self.kernel, "recurrent": self.recurrent,
-                "input_bias": self.input_bias, "recurrent_bias": self.recurrent_bias}
+        return {
+            "kernel": self.kernel,
+            "recurrent": self.recurrent,
+            "input_bias": self.input_bias,
+            "recurrent_bias": self.recurrent_bias,
+        }
 
-    def _step_xp(self, xp: Any, w: dict[str, Any], x_t: Any, state: dict[str, Any]
-                 ) -> dict[str, Any]:
+    def _step_xp(
+        self, xp: Any, w: dict[str, Any], x_t: Any, state: dict[str, Any]
+    ) -> dict[str, Any]:
         u = self.units
         x_proj = x_t @ w["kernel"]
         if w["input_bias"] is not None:
@@ -341,30 +375,40 @@ class GRUCell(Cell):
             if w["recurrent_bias"] is not None:
                 rec = rec + w["recurrent_bias"]
             z = gate.xp(xp, x_proj[:, :u] + rec[:, :u])
-            r = gate.xp(xp, x_proj[:, u:2 * u] + rec[:, u:2 * u])
-            n = act.xp(xp, x_proj[:, 2 * u:] + r * rec[:, 2 * u:])
+            r = gate.xp(xp, x_proj[:, u : 2 * u] + rec[:, u : 2 * u])
+            n = act.xp(xp, x_proj[:, 2 * u :] + r * rec[:, 2 * u :])
         else:
-            rec = h_prev @ w["recurrent"][:, :2 * u]
+            rec = h_prev @ w["recurrent"][:, : 2 * u]
             z = gate.xp(xp, x_proj[:, :u] + rec[:, :u])
-            r = gate.xp(xp, x_proj[:, u:2 * u] + rec[:, u:])
-            n = act.xp(xp, x_proj[:, 2 * u:] + (r * h_prev) @ w["recurrent"][:, 2 * u:])
+            r = gate.xp(xp, x_proj[:, u : 2 * u] + rec[:, u:])
+            n = act.xp(xp, x_proj[:, 2 * u :] + (r * h_prev) @ w["recurrent"][:, 2 * u :])
         h = n + z * (h_prev - n)
         return {"z": z, "r": r, "n": n, "h": h}
 
     def arrays(self) -> list[np.ndarray]:
-        return [a for a in (self.kernel, self.recurrent, self.input_bias, self.recurrent_bias)
-                if a is not None]
+        return [
+            a
+            for a in (self.kernel, self.recurrent, self.input_bias, self.recurrent_bias)
+            if a is not None
+        ]
 
     def describe(self) -> str:
-        return (f"gru|{self.activation.name}|{self.recurrent_activation.name}|"
-                f"backwards={self.go_backwards}|reset_after={self.reset_after}")
+        return (
+            f"gru|{self.activation.name}|{self.recurrent_activation.name}|"
+            f"backwards={self.go_backwards}|reset_after={self.reset_after}"
+        )
 
     def _run(self, x: np.ndarray, keep: np.ndarray | None) -> dict[str, np.ndarray]:
         u = self.units
         gates_only = slice(0, 2 * u)
         halved, (kernel, recurrent, input_bias, recurrent_bias) = _halve_sigmoid_blocks(
-            self.recurrent_activation, self.kernel, self.recurrent, self.input_bias,
-            self.recurrent_bias, columns=gates_only)
+            self.recurrent_activation,
+            self.kernel,
+            self.recurrent,
+            self.input_bias,
+            self.recurrent_bias,
+            columns=gates_only,
+        )
         assert kernel is not None and recurrent is not None
         gates = self._input_projection(x, kernel, input_bias)  # (T, B, 3U): becomes z, r, n
         steps, batch = gates.shape[:2]
@@ -384,18 +428,18 @@ class GRUCell(Cell):
                     recur += recurrent_bias
                 z_all[:, gates_only] += recur[:, gates_only]
                 gate(z_all[:, gates_only])
-                r = z_all[:, u:2 * u]
-                z_all[:, 2 * u:] += r * recur[:, 2 * u:]  # the candidate's columns are whole
+                r = z_all[:, u : 2 * u]
+                z_all[:, 2 * u :] += r * recur[:, 2 * u :]  # the candidate's columns are whole
             else:
                 if previous is not None:
                     np.matmul(previous, recurrent[:, gates_only], out=recur[:, gates_only])
                     z_all[:, gates_only] += recur[:, gates_only]
                 gate(z_all[:, gates_only])
-                r = z_all[:, u:2 * u]
+                r = z_all[:, u : 2 * u]
                 if previous is not None:
-                    z_all[:, 2 * u:] += (r * previous) @ recurrent[:, 2 * u:]
-            act(z_all[:, 2 * u:])
-            zg, n, h = z_all[:, :u], z_all[:, 2 * u:], h_all[t]
+                    z_all[:, 2 * u :] += (r * previous) @ recurrent[:, 2 * u :]
+            act(z_all[:, 2 * u :])
+            zg, n, h = z_all[:, :u], z_all[:, 2 * u :], h_all[t]
             # h = z * h_prev + (1 - z) * n  ==  n + z * (h_prev - n)
             if previous is None:
                 np.multiply(zg, n, out=h)
@@ -405,7 +449,12 @@ class GRUCell(Cell):
                 h *= zg
                 h += n
             self._hold(t, keep, gates, h_all)
-        return {"z": gates[..., :u], "r": gates[..., u:2 * u], "n": gates[..., 2 * u:], "h": h_all}
+        return {
+            "z": gates[..., :u],
+            "r": gates[..., u : 2 * u],
+            "n": gates[..., 2 * u :],
+            "h": h_all,
+        }
 
 
 @dataclass(frozen=True, eq=False)
@@ -432,8 +481,9 @@ class SimpleRNNCell(Cell):
     def _named_weights(self) -> dict[str, np.ndarray | None]:
         return {"kernel": self.kernel, "recurrent": self.recurrent, "bias": self.bias}
 
-    def _step_xp(self, xp: Any, w: dict[str, Any], x_t: Any, state: dict[str, Any]
-                 ) -> dict[str, Any]:
+    def _step_xp(
+        self, xp: Any, w: dict[str, Any], x_t: Any, state: dict[str, Any]
+    ) -> dict[str, Any]:
         h = x_t @ w["kernel"] + state["h"] @ w["recurrent"]
         if w["bias"] is not None:
             h = h + w["bias"]
@@ -447,8 +497,9 @@ class SimpleRNNCell(Cell):
 
     def _run(self, x: np.ndarray, keep: np.ndarray | None) -> dict[str, np.ndarray]:
         recurrent = _f32(self.recurrent)
-        h_all = self._input_projection(x, _f32(self.kernel),
-                                       None if self.bias is None else _f32(self.bias))
+        h_all = self._input_projection(
+            x, _f32(self.kernel), None if self.bias is None else _f32(self.bias)
+        )
         recur = np.empty(h_all.shape[1:], np.float32)
         for t in range(h_all.shape[0]):
             if t:

@@ -16,8 +16,8 @@ import numpy as np
 from ..errors import InvalidArgument, InvalidInput
 from .metrics import DEFAULT_METRICS, BatchResult, Metric, Signals, make_metric
 from .profile import Profile
-from .state import MetricState, ModelState
 from .source import check_source
+from .state import MetricState, ModelState
 from .threads import numpy_work
 from .trace import Trace, concat_traces
 
@@ -32,15 +32,17 @@ MAX_KEPT = 4096
 Observation = dict[str, tuple[str, BatchResult]]
 
 
-def bind_metrics(specs: Iterable[Any], profile: Profile, preset: str,
-                 track_fitness: bool) -> dict[str, Metric]:
+def bind_metrics(
+    specs: Iterable[Any], profile: Profile, preset: str, track_fitness: bool
+) -> dict[str, Metric]:
     """Configured, bound metrics by name; refuses an empty list and duplicates."""
     if isinstance(specs, (str, Metric)):
         specs = (specs,)
     if specs is None or isinstance(specs, Mapping) or not isinstance(specs, Iterable):
         raise InvalidArgument(
             f"metrics={specs!r}; pass metric names or Metric instances, e.g. "
-            "metrics=('BC', 'SC', 'TC')")
+            "metrics=('BC', 'SC', 'TC')"
+        )
     bound: dict[str, Metric] = {}
     for spec in specs:
         metric = make_metric(spec, preset).bind(profile, track_fitness=track_fitness)
@@ -80,13 +82,21 @@ class Coverage:
     conditions (``best_input``), which the targeted search starts from.
     """
 
-    def __init__(self, model: "TraceSource", profile: Profile,
-                 metrics: Iterable[Any] = DEFAULT_METRICS, *, preset: str = "paper",
-                 track_fitness: bool = True) -> None:
+    def __init__(
+        self,
+        model: "TraceSource",
+        profile: Profile,
+        metrics: Iterable[Any] = DEFAULT_METRICS,
+        *,
+        preset: str = "paper",
+        track_fitness: bool = True,
+    ) -> None:
         model = check_source(model)
         if not isinstance(profile, Profile):
-            raise InvalidArgument(f"profile={profile!r} is not a Profile; fit one with "
-                                  "Profile().fit(model, x_train) or Profile.load(path)")
+            raise InvalidArgument(
+                f"profile={profile!r} is not a Profile; fit one with "
+                "Profile().fit(model, x_train) or Profile.load(path)"
+            )
         profile.check(model)
         if not isinstance(track_fitness, (bool, np.bool_)):
             raise InvalidArgument(f"track_fitness={track_fitness!r}; pass True or False")
@@ -102,12 +112,14 @@ class Coverage:
     def __getitem__(self, name: str) -> Metric:
         if not isinstance(name, str):
             raise InvalidArgument(
-                f"coverage[{name!r}]: index by metric name, one of {', '.join(self.metrics)}")
+                f"coverage[{name!r}]: index by metric name, one of {', '.join(self.metrics)}"
+            )
         try:
             return self.metrics[name.upper()]
         except KeyError:
             raise InvalidArgument(
-                f"no metric {name!r} here; this Coverage has {', '.join(self.metrics)}") from None
+                f"no metric {name!r} here; this Coverage has {', '.join(self.metrics)}"
+            ) from None
 
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and name.upper() in self.metrics
@@ -122,8 +134,15 @@ class Coverage:
                 gained[key] += value
         return gained
 
-    def stream(self, x: Any, *, outputs: bool = True, full_trace: bool = False,
-               whole: bool = False, keep_inputs: bool = True) -> Iterator[Chunk]:
+    def stream(
+        self,
+        x: Any,
+        *,
+        outputs: bool = True,
+        full_trace: bool = False,
+        whole: bool = False,
+        keep_inputs: bool = True,
+    ) -> Iterator[Chunk]:
         """Run ``x`` through the model batch by batch, add each batch to this coverage and
         yield it as a :class:`Chunk`.
 
@@ -134,7 +153,8 @@ class Coverage:
         x = self.model.check_input(x)
         until = None if full_trace else self.until
         parts: Iterable[tuple[np.ndarray | None, Trace]] = self.model.iter_traces(
-            x, outputs=outputs, until=until)
+            x, outputs=outputs, until=until
+        )
         if whole:
             batches = list(parts)
             joined = None if not outputs else np.concatenate([out for out, _ in batches])
@@ -150,11 +170,15 @@ class Coverage:
     def update_trace(self, trace: Trace, inputs: np.ndarray | None = None) -> dict[str, int]:
         """Add an already computed trace (``inputs`` kept for ``best_input`` when given)."""
         if not isinstance(trace, Trace):
-            raise InvalidArgument(f"trace={type(trace).__name__}; pass a Trace from "
-                                  "model.trace(x), or use update(x) for inputs")
+            raise InvalidArgument(
+                f"trace={type(trace).__name__}; pass a Trace from "
+                "model.trace(x), or use update(x) for inputs"
+            )
         if inputs is not None and len(inputs) != trace.batch_size:
-            raise InvalidArgument(f"inputs has {len(inputs)} rows but the trace {trace.batch_size}; "
-                                  "pass the inputs the trace was computed from")
+            raise InvalidArgument(
+                f"inputs has {len(inputs)} rows but the trace {trace.batch_size}; "
+                "pass the inputs the trace was computed from"
+            )
         gained, _ = self.update_signals(self.signals(trace), inputs)
         return gained
 
@@ -164,7 +188,8 @@ class Coverage:
             raise InvalidInput(
                 f"the inputs give a {trace.cell} trace of {trace.length} steps but the profile "
                 f"was fitted on a {self.profile.cell_} layer of {self.profile.n_steps_} steps; "
-                f"pad or cut the inputs to {self.profile.n_steps_} steps")
+                f"pad or cut the inputs to {self.profile.n_steps_} steps"
+            )
         return Signals(trace, self.profile.window_)
 
     @property
@@ -179,23 +204,29 @@ class Coverage:
             describe = f"{id(self.profile)}|{metric.describe()}"
             previous = None if reuse is None else reuse.get(key)
             needs_fitness = self.track_fitness
-            if previous is not None and previous[0] == describe and (
-                    not needs_fitness or previous[1].best is not None):
+            if (
+                previous is not None
+                and previous[0] == describe
+                and (not needs_fitness or previous[1].best is not None)
+            ):
                 out[key] = previous
             else:
                 out[key] = (describe, metric.evaluate(signals, fitness=needs_fitness))
         return out
 
-    def update_signals(self, signals: Signals, inputs: np.ndarray | None = None,
-                       reuse: Observation | None = None) -> tuple[dict[str, int], Observation]:
+    def update_signals(
+        self, signals: Signals, inputs: np.ndarray | None = None, reuse: Observation | None = None
+    ) -> tuple[dict[str, int], Observation]:
         """Add one batch of signals; returns (newly covered per metric, the observation),
         the observation can be handed to another Coverage of the same profile."""
         with numpy_work():
             observation = self.observe(signals, reuse)
         ids = np.arange(self.n_inputs_, self.n_inputs_ + len(signals))
         self.n_inputs_ += len(signals)
-        gained = {key: len(self.metrics[key].absorb(result, ids))
-                  for key, (_, result) in observation.items()}
+        gained = {
+            key: len(self.metrics[key].absorb(result, ids))
+            for key, (_, result) in observation.items()
+        }
         if inputs is not None and self.track_fitness:
             self._keep_best(inputs, ids)
         return gained, observation
@@ -222,17 +253,24 @@ class Coverage:
             return np.zeros(0, np.int64)
         ranked = np.concatenate(ids)[np.argsort(np.concatenate(ranks), kind="stable")]
         unique, first = np.unique(ranked, return_index=True)
-        return unique[np.sort(np.argsort(first, kind="stable")[:MAX_KEPT])] \
-            if len(unique) > MAX_KEPT else unique
+        return (
+            unique[np.sort(np.argsort(first, kind="stable")[:MAX_KEPT])]
+            if len(unique) > MAX_KEPT
+            else unique
+        )
 
     def best_input(self, metric: str, condition: int) -> np.ndarray | None:
         """The input closest to covering an uncovered condition (None when unknown or when
         it was not among the MAX_KEPT inputs kept)."""
         chosen = self[metric]
-        if isinstance(condition, bool) or not isinstance(condition, (int, np.integer)) or not (
-                0 <= condition < chosen.total):
+        if (
+            isinstance(condition, bool)
+            or not isinstance(condition, (int, np.integer))
+            or not (0 <= condition < chosen.total)
+        ):
             raise InvalidArgument(
-                f"condition={condition!r}; {chosen.name} has conditions 0..{chosen.total - 1}")
+                f"condition={condition!r}; {chosen.name} has conditions 0..{chosen.total - 1}"
+            )
         index = int(chosen.best_input_[int(condition)])
         return self._kept.get(index)
 
@@ -245,10 +283,15 @@ class Coverage:
         """This coverage as the one serialisable state type (copies)."""
         model = self.model
         return ModelState(
-            name or model.layer_name, model.layer_name, self.profile.cell_,
+            name or model.layer_name,
+            model.layer_name,
+            self.profile.cell_,
             (int(self.profile.window_[0]), int(self.profile.window_[1])),
-            model.fingerprint(), self.n_inputs_,
-            {key: m.state_.copy() for key, m in self.metrics.items()}, self.profile_digest_)
+            model.fingerprint(),
+            self.n_inputs_,
+            {key: m.state_.copy() for key, m in self.metrics.items()},
+            self.profile_digest_,
+        )
 
     def merge(self, other: "Coverage") -> None:
         """Union another Coverage of the same model, profile and metrics into this one."""
@@ -260,11 +303,13 @@ class Coverage:
         """Union a state produced elsewhere (another process, a data file)."""
         if not isinstance(state, ModelState):
             raise InvalidArgument(
-                f"merge_state takes a ModelState (coverage.state()), got {type(state).__name__}")
+                f"merge_state takes a ModelState (coverage.state()), got {type(state).__name__}"
+            )
         self.state().check_compatible(state)
         if set(state.metrics) != set(self.metrics):
             raise InvalidArgument(
-                f"cannot merge coverage of {sorted(state.metrics)} into {sorted(self.metrics)}")
+                f"cannot merge coverage of {sorted(state.metrics)} into {sorted(self.metrics)}"
+            )
         for key, metric in self.metrics.items():
             metric.merge_state(state.metrics[key])
         self.n_inputs_ += state.n_inputs
@@ -283,7 +328,8 @@ class Coverage:
         for metric in self.metrics.values():
             rows.append(
                 f"  {metric.describe():<{width}}  {metric.covered:>6}/{metric.total:<6} "
-                f"{metric.rate:7.1%}")
+                f"{metric.rate:7.1%}"
+            )
         return "\n".join(rows)
 
     def __repr__(self) -> str:

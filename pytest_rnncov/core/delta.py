@@ -6,13 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 
-
 from .coverage import Coverage
 
 if TYPE_CHECKING:
-    from .source import TraceSource
     from .metrics import Metric
     from .profile import Profile
+    from .source import TraceSource
 
 
 @dataclass
@@ -46,7 +45,9 @@ class DeltaReport:
         return sorted(rows)
 
     def summary(self) -> str:
-        lines = [f"coverage delta: {self.n_reference} reference inputs + {self.n_suspect} suspect inputs"]
+        lines = [
+            f"coverage delta: {self.n_reference} reference inputs + {self.n_suspect} suspect inputs"
+        ]
         for m in self.metrics.values():
             shown = ", ".join(m.new_labels[:8]) + (", ..." if len(m.new_labels) > 8 else "")
             lines.append(
@@ -84,6 +85,12 @@ def coverage_delta(
     for key, metric in base.metrics.items():
         new_ids = sorted(reached[key])
         out[key] = MetricDelta(
-            key, metric.describe(), reference_rates[key], metric.rate, new_ids,
-            [metric.label(c) for c in new_ids], {c: reached[key][c] for c in new_ids})
+            key,
+            metric.describe(),
+            reference_rates[key],
+            metric.rate,
+            new_ids,
+            [metric.label(c) for c in new_ids],
+            {c: reached[key][c] for c in new_ids},
+        )
     return DeltaReport(n_reference, offset, out)

@@ -19,12 +19,19 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
 import numpy as np
 
 from ..errors import DegenerateProfile, InvalidArgument, ProfileError, RNNCovWarning, StaleProfile
-from ..files import (Fields, as_path, check_replaceable, parse_json, read_bounded, read_envelope,
-                     write_text)
+from ..files import (
+    Fields,
+    as_path,
+    check_replaceable,
+    parse_json,
+    read_bounded,
+    read_envelope,
+    write_text,
+)
 from ..validation import check_int, check_str, check_window, shown
+from .abstract_states import RunningCovariance, StateModel
 from .abstractions import ABSTRACTIONS, Window, resolve_window, signal
 from .source import check_source
-from .abstract_states import RunningCovariance, StateModel
 from .trace import CELL_COMPONENTS, Trace, check_component
 
 if TYPE_CHECKING:
@@ -84,17 +91,21 @@ class Profile:
     input to the layer, so a profile of another model is refused.
     """
 
-    def __init__(self, window: Any = None, *, state_components: int = 5,
-                 state_intervals: int = 10) -> None:
+    def __init__(
+        self, window: Any = None, *, state_components: int = 5, state_intervals: int = 10
+    ) -> None:
         self.window = check_window(window)
-        self.state_components = check_int("state_components", state_components, minimum=1,
-                                          maximum=64, example="5")
-        self.state_intervals = check_int("state_intervals", state_intervals, minimum=1,
-                                         maximum=1 << 20, example="10")
-        if self.state_intervals ** self.state_components > 2 ** 62:
+        self.state_components = check_int(
+            "state_components", state_components, minimum=1, maximum=64, example="5"
+        )
+        self.state_intervals = check_int(
+            "state_intervals", state_intervals, minimum=1, maximum=1 << 20, example="10"
+        )
+        if self.state_intervals**self.state_components > 2**62:
             raise InvalidArgument(
                 f"state_intervals={self.state_intervals} ** state_components="
-                f"{self.state_components} abstract states are too many to index; lower either")
+                f"{self.state_components} abstract states are too many to index; lower either"
+            )
         self.path_: Path | None = None
 
     # -- fitting ---------------------------------------------------------------------
@@ -102,25 +113,32 @@ class Profile:
         """Learn every signal's statistics from training inputs ``x``, batch by batch."""
         model = check_source(model)
         x = model.check_input(x)
-        return self._fit(lambda: (trace for _, trace in model.iter_traces(x, outputs=False)),
-                         layer=model.layer_name, fingerprint=model.fingerprint())
+        return self._fit(
+            lambda: (trace for _, trace in model.iter_traces(x, outputs=False)),
+            layer=model.layer_name,
+            fingerprint=model.fingerprint(),
+        )
 
     def fit_traces(self, traces: Iterable[Trace], *, layer: str, fingerprint: str) -> "Profile":
         """Learn the statistics from already computed traces of the layer ``layer``."""
         check_str("layer", layer)
         check_str("fingerprint", fingerprint)
         if isinstance(traces, (Trace, str, bytes)) or not isinstance(traces, Iterable):
-            raise InvalidArgument(f"traces={traces!r}: pass an iterable of Trace objects "
-                                  "(e.g. a list of model.trace(batch) results)")
+            raise InvalidArgument(
+                f"traces={traces!r}: pass an iterable of Trace objects "
+                "(e.g. a list of model.trace(batch) results)"
+            )
         kept = list(traces)
         wrong = [type(t).__name__ for t in kept if not isinstance(t, Trace)]
         if wrong:
-            raise InvalidArgument(f"traces holds {wrong[0]}, not Trace; pass the results of "
-                                  "model.trace(batch)")
+            raise InvalidArgument(
+                f"traces holds {wrong[0]}, not Trace; pass the results of model.trace(batch)"
+            )
         return self._fit(lambda: iter(kept), layer=layer, fingerprint=fingerprint)
 
-    def _fit(self, traces: Callable[[], Iterator[Trace]], *, layer: str,
-             fingerprint: str) -> "Profile":
+    def _fit(
+        self, traces: Callable[[], Iterator[Trace]], *, layer: str, fingerprint: str
+    ) -> "Profile":
         running: dict[str, _Running] = {}
         neurons: _Running | None = None
         covariance: RunningCovariance | None = None
@@ -134,19 +152,23 @@ class Profile:
             if window is None:
                 cell, n_steps, units = trace.cell, trace.n_steps, trace.units
                 window = resolve_window(self.window, n_steps)
-                running = {f"{c}/{a}": _Running() for c in CELL_COMPONENTS[cell] for a in ABSTRACTIONS}
+                running = {
+                    f"{c}/{a}": _Running() for c in CELL_COMPONENTS[cell] for a in ABSTRACTIONS
+                }
                 covariance = RunningCovariance(units)
             elif trace.n_steps != n_steps or trace.cell != cell:
                 raise InvalidArgument(
                     f"training traces have {trace.n_steps} and {n_steps} steps; pad the "
-                    "training inputs to one length")
+                    "training inputs to one length"
+                )
             for name, stats in running.items():
                 component, abstraction = name.split("/")
                 values = signal(trace, component, abstraction, window)
                 if not np.isfinite(values).all():
                     raise InvalidArgument(
                         f"the {name} signal of the training inputs holds NaN or inf; check "
-                        "the training inputs (values beyond float32's range?)")
+                        "the training inputs (values beyond float32's range?)"
+                    )
                 stats.add(values, axis=None)
             h = trace.h[:, window[0] : window[1] + 1]
             if neurons is None:
@@ -181,12 +203,17 @@ class Profile:
 
         try:
             self.states_: StateModel | None = StateModel.fit(
-                covariance, states, self.state_components, self.state_intervals)
+                covariance, states, self.state_components, self.state_intervals
+            )
         except ProfileError as exc:
             import warnings
 
-            warnings.warn(f"the profile has no DeepStellar state model, so BS, SBC, BT and WT "
-                          f"cannot be used with it: {exc}", RNNCovWarning, stacklevel=3)
+            warnings.warn(
+                f"the profile has no DeepStellar state model, so BS, SBC, BT and WT "
+                f"cannot be used with it: {exc}",
+                RNNCovWarning,
+                stacklevel=3,
+            )
             self.states_ = None
         return self
 
@@ -195,14 +222,17 @@ class Profile:
         if not hasattr(self, "signals_"):
             raise ProfileError(
                 "this Profile is not fitted; call profile.fit(rnn_model, x_train) or "
-                "Profile.load(path) first")
+                "Profile.load(path) first"
+            )
 
     def stats(self, component: str, abstraction: str) -> SignalStats:
         """The statistics of one signal."""
         self._fitted()
         check_component(self.cell_, component)
         if abstraction not in ABSTRACTIONS:
-            raise InvalidArgument(f"abstraction={abstraction!r}; use one of {', '.join(ABSTRACTIONS)}")
+            raise InvalidArgument(
+                f"abstraction={abstraction!r}; use one of {', '.join(ABSTRACTIONS)}"
+            )
         return self.signals_[f"{component}/{abstraction}"]
 
     def minmax(self, component: str, abstraction: str) -> tuple[float, float]:
@@ -213,7 +243,8 @@ class Profile:
                 f"signal {component}/{abstraction} is constant ({s.min!r}) over the "
                 f"{self.n_samples_} training inputs in window {list(self.window_)}, so it "
                 "cannot be min-max normalised; choose another component or abstraction, "
-                "another window, or fit on more varied inputs")
+                "another window, or fit on more varied inputs"
+            )
         return s.min, s.max
 
     def zscore(self, component: str, abstraction: str) -> tuple[float, float]:
@@ -224,14 +255,17 @@ class Profile:
                 f"signal {component}/{abstraction} does not vary (sigma = {s.std!r}) over the "
                 f"{self.n_samples_} training inputs in window {list(self.window_)}, so it "
                 "cannot be z-normalised; choose another component or abstraction, another "
-                "window, or fit on more varied inputs")
+                "window, or fit on more varied inputs"
+            )
         return s.mean, s.std
 
     def refit_hint(self) -> str:
         """How to refit this profile, naming its file when it came from one."""
         if self.path_ is not None:
-            return (f"delete {str(self.path_)!r} so that rnncov.track(..., x_train=...) refits "
-                    f"it, or run: python -m pytest_rnncov profile fit MODEL --out {self.path_}")
+            return (
+                f"delete {str(self.path_)!r} so that rnncov.track(..., x_train=...) refits "
+                f"it, or run: python -m pytest_rnncov profile fit MODEL --out {self.path_}"
+            )
         return "refit it with Profile(window=...).fit(rnn_model, x_train)"
 
     def check(self, model: "TraceSource") -> None:
@@ -250,17 +284,20 @@ class Profile:
         if self.fingerprint_ != model.fingerprint():
             problems.append(
                 f"weights fingerprint {self.fingerprint_} != {model.fingerprint()} (the weights "
-                "from the model input to the layer changed)")
+                "from the model input to the layer changed)"
+            )
         if problems:
             where = f"profile {str(self.path_)!r}" if self.path_ is not None else "the profile"
             other_layer = len(problems) > 1 or not problems[0].startswith("weights")
             hint = self.refit_hint()
             if other_layer and self.path_ is not None:  # likely another model's profile
-                hint = ("if it belongs to another model, give this model its own profile path "
-                        "(rnncov.track(..., profile='OTHER.json')); if this model changed, "
-                        + hint)
+                hint = (
+                    "if it belongs to another model, give this model its own profile path "
+                    "(rnncov.track(..., profile='OTHER.json')); if this model changed, " + hint
+                )
             raise StaleProfile(
-                f"{where} does not belong to this model (" + "; ".join(problems) + "); " + hint)
+                f"{where} does not belong to this model (" + "; ".join(problems) + "); " + hint
+            )
 
     # -- files -------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -311,10 +348,16 @@ class Profile:
         source = as_path(path, "profile path")
         where = f"profile {str(source)!r}"
         if not source.exists():
-            raise InvalidArgument(f"no profile file at {str(source)!r}; fit one with "
-                                  "Profile().fit(model, x_train) and save it")
-        data = parse_json(read_bounded(source, where, ProfileError), where, ProfileError,
-                          fix="refit and save the profile")
+            raise InvalidArgument(
+                f"no profile file at {str(source)!r}; fit one with "
+                "Profile().fit(model, x_train) and save it"
+            )
+        data = parse_json(
+            read_bounded(source, where, ProfileError),
+            where,
+            ProfileError,
+            fix="refit and save the profile",
+        )
         profile = _from_dict(cls, data, where)
         profile.path_ = source
         return profile
@@ -322,8 +365,10 @@ class Profile:
     def __repr__(self) -> str:
         if not hasattr(self, "signals_"):
             return f"Profile(window={self.window!r})"
-        return (f"Profile(layer={self.layer_!r}, cell={self.cell_!r}, window={list(self.window_)}, "
-                f"n_samples={self.n_samples_})")
+        return (
+            f"Profile(layer={self.layer_!r}, cell={self.cell_!r}, window={list(self.window_)}, "
+            f"n_samples={self.n_samples_})"
+        )
 
 
 def _from_dict(cls: type[Profile], data: Any, where: str) -> Profile:
@@ -331,8 +376,12 @@ def _from_dict(cls: type[Profile], data: Any, where: str) -> Profile:
         return ProfileError(f"{where}: {problem}; refit and save the profile")
 
     def part(mapping: Any, context: str = "") -> Fields:
-        return Fields(mapping, where + (f", {context}" if context else ""), ProfileError,
-                      "refit and save the profile")
+        return Fields(
+            mapping,
+            where + (f", {context}" if context else ""),
+            ProfileError,
+            "refit and save the profile",
+        )
 
     def numbers(value: Any, context: str) -> None:
         """Refuse leaves of a (nested) list that are not floats, as written (reading an
@@ -345,10 +394,28 @@ def _from_dict(cls: type[Profile], data: Any, where: str) -> Profile:
             elif not isinstance(leaf, float):
                 raise fail(f"{context} holds {shown(leaf)} ({type(leaf).__name__}), not a float")
 
-    top, _ = read_envelope(data, where, FORMAT, (VERSION,), ProfileError,
-                           "refit and save the profile", noun="profile format")
-    top.exact_keys(("format", "version", "layer", "window", "window_requested", "n_samples",
-                    "signals", "neurons", "states"))
+    top, _ = read_envelope(
+        data,
+        where,
+        FORMAT,
+        (VERSION,),
+        ProfileError,
+        "refit and save the profile",
+        noun="profile format",
+    )
+    top.exact_keys(
+        (
+            "format",
+            "version",
+            "layer",
+            "window",
+            "window_requested",
+            "n_samples",
+            "signals",
+            "neurons",
+            "states",
+        )
+    )
     layer = part(top.get("layer", dict), "layer")
     layer.exact_keys(("name", "cell", "units", "steps", "fingerprint"))
     name = layer.get("name", str)
@@ -368,8 +435,10 @@ def _from_dict(cls: type[Profile], data: Any, where: str) -> Profile:
     except InvalidArgument as exc:
         raise fail(f"bad window ({exc})") from None
     if tuple(data["window"]) != window or resolved != window:
-        raise fail(f"window {data['window']} does not match window_requested {requested} over "
-                   f"{steps} steps")
+        raise fail(
+            f"window {data['window']} does not match window_requested {requested} over "
+            f"{steps} steps"
+        )
     n_samples = top.get("n_samples", int)
     if n_samples < 1:
         raise fail(f"n_samples={n_samples}")
@@ -378,16 +447,21 @@ def _from_dict(cls: type[Profile], data: Any, where: str) -> Profile:
     if set(signals_raw) != expected:
         missing = sorted(expected - set(signals_raw))
         extra = sorted(set(signals_raw) - expected)
-        raise fail("signals " + ("lack " + ", ".join(missing) if missing else "")
-                   + ("; " if missing and extra else "")
-                   + ("have unknown " + ", ".join(extra) if extra else ""))
+        raise fail(
+            "signals "
+            + ("lack " + ", ".join(missing) if missing else "")
+            + ("; " if missing and extra else "")
+            + ("have unknown " + ", ".join(extra) if extra else "")
+        )
     signals = {}
     fields = ("min", "max", "mean", "std")
     for key, raw in signals_raw.items():
         unknown = sorted(set(raw) - set(fields)) if isinstance(raw, Mapping) else []
         if unknown:
-            raise fail(f"signals.{key} has unknown key {shown(unknown[0])}; its statistics are "
-                       f"{', '.join(fields)}")
+            raise fail(
+                f"signals.{key} has unknown key {shown(unknown[0])}; its statistics are "
+                f"{', '.join(fields)}"
+            )
         values = {}
         for field in fields:
             value = part(raw, f"signals.{key}").get(field, float)  # floats, as written
@@ -414,8 +488,10 @@ def _from_dict(cls: type[Profile], data: Any, where: str) -> Profile:
         except (TypeError, ValueError, OverflowError):
             raise fail(f"neurons.{key} is not a numeric array") from None
         if array.shape != (length, units) or not np.isfinite(array).all():
-            raise fail(f"neurons.{key} must be finite numbers of shape ({length}, {units}) for "
-                       f"window {list(window)}, got {array.shape}")
+            raise fail(
+                f"neurons.{key} must be finite numbers of shape ({length}, {units}) for "
+                f"window {list(window)}, got {array.shape}"
+            )
         arrays.append(array)
     if (arrays[0] > arrays[1]).any():
         raise fail("neurons.min exceeds neurons.max")
@@ -423,8 +499,17 @@ def _from_dict(cls: type[Profile], data: Any, where: str) -> Profile:
     if data["states"] is not None:
         if isinstance(data["states"], Mapping):
             part(data["states"], "states").exact_keys(
-                ("mean", "components", "low", "high", "intervals", "cells", "transitions",
-                 "transition_counts"))
+                (
+                    "mean",
+                    "components",
+                    "low",
+                    "high",
+                    "intervals",
+                    "cells",
+                    "transitions",
+                    "transition_counts",
+                )
+            )
             for key in ("mean", "components", "low", "high"):
                 numbers(data["states"][key], f"states.{key}")
         states = StateModel.from_dict(data["states"], units, where)

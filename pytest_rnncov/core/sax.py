@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from statistics import NormalDist
-
 from typing import Any
 
 import numpy as np
@@ -66,8 +65,11 @@ def interval_distance(values: Any, cuts: np.ndarray) -> Any:
     xp = array_namespace(values)
     lo = like(np.concatenate([[-np.inf], cuts]), values, dtype=values.dtype)
     hi = like(np.concatenate([cuts, [np.inf]]), values, dtype=values.dtype)
-    tiny = like(np.finfo(np.float32 if values.dtype == xp.float32 else np.float64).tiny,
-                values, dtype=values.dtype)
+    tiny = like(
+        np.finfo(np.float32 if values.dtype == xp.float32 else np.float64).tiny,
+        values,
+        dtype=values.dtype,
+    )
     v = values[..., None]
     zero = xp.zeros_like(v - hi)
     above = xp.where(v >= hi, xp.maximum(v - hi, tiny), zero)

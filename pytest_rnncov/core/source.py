@@ -27,12 +27,21 @@ class TraceSource(Protocol):
 
     def check_input(self, x: Any) -> np.ndarray: ...
 
-    def iter_traces(self, x: np.ndarray, *, outputs: bool = True, until: int | None = None
-                    ) -> Iterator[tuple[np.ndarray | None, Trace]]: ...
+    def iter_traces(
+        self, x: np.ndarray, *, outputs: bool = True, until: int | None = None
+    ) -> Iterator[tuple[np.ndarray | None, Trace]]: ...
 
 
-_REQUIRED = ("name", "layer_name", "units", "cell_kind", "n_steps", "fingerprint", "check_input",
-             "iter_traces")
+_REQUIRED = (
+    "name",
+    "layer_name",
+    "units",
+    "cell_kind",
+    "n_steps",
+    "fingerprint",
+    "check_input",
+    "iter_traces",
+)
 
 
 def check_source(model: Any, what: str = "model") -> "TraceSource":
@@ -42,5 +51,6 @@ def check_source(model: Any, what: str = "model") -> "TraceSource":
         raise InvalidArgument(
             f"{what}={model!r} ({type(model).__name__}) is not a traceable model (it lacks "
             f"{', '.join(missing)}); wrap your network first: "
-            "pytest_rnncov.RNNModel(keras_or_torch_model)")
+            "pytest_rnncov.RNNModel(keras_or_torch_model)"
+        )
     return model  # type: ignore[no-any-return]

@@ -29,7 +29,7 @@ from .trace import CELL_COMPONENTS
 STATE_VERSION = 1
 #: the largest coverage time or input count kept: sums saturate here instead of wrapping
 #: past int64 (the readers accept values below 2**62)
-MAX_COUNT = 2 ** 62 - 1
+MAX_COUNT = 2**62 - 1
 
 
 def _state_fields(data: Any, where: str) -> Fields:
@@ -37,16 +37,18 @@ def _state_fields(data: Any, where: str) -> Fields:
     fields = Fields(data, where)
     version = data.get("version")
     if type(version) is not int or version != STATE_VERSION:
-        raise fields.fail(f"state format version {shown(version)}; this pytest-rnncov reads "
-                          f"version {STATE_VERSION}")
+        raise fields.fail(
+            f"state format version {shown(version)}; this pytest-rnncov reads "
+            f"version {STATE_VERSION}"
+        )
     return fields
 
 
-def _int_list(fields: Fields, key: str, *, length: int | None = None,
-              low: int = 0, high: int | None = None) -> np.ndarray:
+def _int_list(
+    fields: Fields, key: str, *, length: int | None = None, low: int = 0, high: int | None = None
+) -> np.ndarray:
     values = fields.get(key, list)
-    if not all(isinstance(v, int) and not isinstance(v, bool) and abs(v) < 2 ** 62
-               for v in values):
+    if not all(isinstance(v, int) and not isinstance(v, bool) and abs(v) < 2**62 for v in values):
         raise fields.fail(f"{key!r} must be a list of integers below 2**62")
     array = np.asarray(values, np.int64).reshape(-1)
     if length is not None and len(array) != length:
@@ -74,11 +76,25 @@ class MetricState:
     weights: np.ndarray | None = None
 
     @classmethod
-    def empty(cls, metric: str, describe: str, total: int, config: dict[str, Any] | None = None,
-              *, track_fitness: bool = False, weights: np.ndarray | None = None) -> "MetricState":
-        return cls(metric, describe, int(total), np.zeros(int(total), np.int64), dict(config or {}),
-                   np.full(int(total), np.inf) if track_fitness else None,
-                   None if weights is None else np.asarray(weights, np.float64))
+    def empty(
+        cls,
+        metric: str,
+        describe: str,
+        total: int,
+        config: dict[str, Any] | None = None,
+        *,
+        track_fitness: bool = False,
+        weights: np.ndarray | None = None,
+    ) -> "MetricState":
+        return cls(
+            metric,
+            describe,
+            int(total),
+            np.zeros(int(total), np.int64),
+            dict(config or {}),
+            np.full(int(total), np.inf) if track_fitness else None,
+            None if weights is None else np.asarray(weights, np.float64),
+        )
 
     # -- figures -------------------------------------------------------------------------
     @property
@@ -120,8 +136,7 @@ class MetricState:
 
     def same_configuration(self, other: "MetricState") -> bool:
         """Same metric, same number of conditions, same configuration to the last digit."""
-        return ((self.metric, self.total, self.config)
-                == (other.metric, other.total, other.config))
+        return (self.metric, self.total, self.config) == (other.metric, other.total, other.config)
 
     def shown_beside(self, other: "MetricState") -> str:
         """This configuration as words, or as its fields where the words match ``other``'s
@@ -133,7 +148,8 @@ class MetricState:
             theirs, ours = other.shown_beside(self), self.shown_beside(other)
             raise InvalidArgument(
                 f"cannot combine coverage of {theirs} ({other.total} conditions) with "
-                f"{ours} ({self.total} conditions): the configurations differ")
+                f"{ours} ({self.total} conditions): the configurations differ"
+            )
 
     def merge(self, other: "MetricState") -> None:
         """Union: covered conditions, summed times, lowest fitness."""
@@ -144,10 +160,15 @@ class MetricState:
 
     def copy(self, *, track_fitness: bool | None = None) -> "MetricState":
         keep = self.best_fitness is not None if track_fitness is None else track_fitness
-        return MetricState(self.metric, self.describe, self.total, self.times.copy(),
-                           dict(self.config),
-                           None if not keep or self.best_fitness is None else self.best_fitness.copy(),
-                           None if self.weights is None else self.weights.copy())
+        return MetricState(
+            self.metric,
+            self.describe,
+            self.total,
+            self.times.copy(),
+            dict(self.config),
+            None if not keep or self.best_fitness is None else self.best_fitness.copy(),
+            None if self.weights is None else self.weights.copy(),
+        )
 
     # -- JSON ----------------------------------------------------------------------------
     def to_json(self, *, fitness: bool = False) -> dict[str, Any]:
@@ -167,16 +188,29 @@ class MetricState:
         if self.weights is not None:
             out["weights"] = self.weights.tolist()
         if fitness and self.best_fitness is not None:
-            out["best_fitness"] = [None if not math.isfinite(v) else v
-                                   for v in self.best_fitness.tolist()]
+            out["best_fitness"] = [
+                None if not math.isfinite(v) else v for v in self.best_fitness.tolist()
+            ]
         return out
 
     @classmethod
     def from_json(cls, data: Any, where: str = "metric state") -> "MetricState":
         """Read ``to_json`` output; anything malformed raises DataFileError naming it."""
         f = _state_fields(data, where)
-        f.exact_keys(("version", "metric", "describe", "config", "total", "covered", "rate",
-                      "covered_ids", "times"), optional=("weights", "best_fitness"))
+        f.exact_keys(
+            (
+                "version",
+                "metric",
+                "describe",
+                "config",
+                "total",
+                "covered",
+                "rate",
+                "covered_ids",
+                "times",
+            ),
+            optional=("weights", "best_fitness"),
+        )
         metric = f.get("metric", str)
         describe = f.get("describe", str)
         config = f.get("config", dict)
@@ -196,14 +230,16 @@ class MetricState:
             raw = f.get("weights", list)
             # floats as written (an integer could be too large for float64, or rounded)
             if len(raw) != total or not all(
-                    isinstance(v, float) and math.isfinite(v) and v >= 0 for v in raw):
+                isinstance(v, float) and math.isfinite(v) and v >= 0 for v in raw
+            ):
                 raise f.fail(f"'weights' must be {total} finite floats >= 0")
             weights = np.asarray(raw, np.float64)
         fitness = None
         if "best_fitness" in data:
             raw = f.get("best_fitness", list)
             if len(raw) != total or not all(
-                    v is None or (isinstance(v, float) and math.isfinite(v)) for v in raw):
+                v is None or (isinstance(v, float) and math.isfinite(v)) for v in raw
+            ):
                 raise f.fail(f"'best_fitness' must be {total} finite floats or null")
             fitness = np.array([np.inf if v is None else v for v in raw], np.float64)
         state = cls(metric, describe, total, full, dict(config), fitness, weights)
@@ -230,9 +266,13 @@ class ModelState:
     profile: str = ""
 
     def same_subject(self, other: "ModelState") -> bool:
-        return ((self.layer, self.cell, tuple(self.window), self.fingerprint, self.profile)
-                == (other.layer, other.cell, tuple(other.window), other.fingerprint,
-                    other.profile))
+        return (self.layer, self.cell, tuple(self.window), self.fingerprint, self.profile) == (
+            other.layer,
+            other.cell,
+            tuple(other.window),
+            other.fingerprint,
+            other.profile,
+        )
 
     def check_compatible(self, other: "ModelState") -> None:
         if not self.same_subject(other):
@@ -242,7 +282,8 @@ class ModelState:
                 f"profile {other.profile}) with {self.name!r} (layer {self.layer!r}, "
                 f"{self.cell}, window {list(self.window)}, weights {self.fingerprint}, profile "
                 f"{self.profile}): they measure different layers, windows, weights or "
-                "profiles (TC symbols and neuron ranges come from the profile)")
+                "profiles (TC symbols and neuron ranges come from the profile)"
+            )
 
     def merge(self, other: "ModelState") -> None:
         """Union another state of the same model (metrics tracked only there are added)."""
@@ -256,10 +297,16 @@ class ModelState:
         self.n_inputs = min(self.n_inputs + other.n_inputs, MAX_COUNT)
 
     def copy(self) -> "ModelState":
-        return ModelState(self.name, self.layer, self.cell, (self.window[0], self.window[1]),
-                          self.fingerprint,
-                          self.n_inputs, {k: m.copy() for k, m in self.metrics.items()},
-                          self.profile)
+        return ModelState(
+            self.name,
+            self.layer,
+            self.cell,
+            (self.window[0], self.window[1]),
+            self.fingerprint,
+            self.n_inputs,
+            {k: m.copy() for k, m in self.metrics.items()},
+            self.profile,
+        )
 
     def rates(self) -> dict[str, float]:
         return {k: m.rate for k, m in self.metrics.items()}
@@ -280,8 +327,19 @@ class ModelState:
     @classmethod
     def from_json(cls, data: Any, where: str = "model state") -> "ModelState":
         f = _state_fields(data, where)
-        f.exact_keys(("version", "name", "layer", "cell", "window", "fingerprint", "profile",
-                      "inputs", "metrics"))
+        f.exact_keys(
+            (
+                "version",
+                "name",
+                "layer",
+                "cell",
+                "window",
+                "fingerprint",
+                "profile",
+                "inputs",
+                "metrics",
+            )
+        )
         name = f.get("name", str)
         window = _int_list(f, "window", length=2)
         if window[0] > window[1]:
@@ -299,9 +357,16 @@ class ModelState:
         cell = f.get("cell", str)
         if cell not in CELL_COMPONENTS:
             raise f.fail(f"cell {cell!r} is not one of {', '.join(CELL_COMPONENTS)}")
-        return cls(name, f.get("layer", str), cell,
-                   (int(window[0]), int(window[1])), f.get("fingerprint", str),
-                   n_inputs, metrics, f.get("profile", str))
+        return cls(
+            name,
+            f.get("layer", str),
+            cell,
+            (int(window[0]), int(window[1])),
+            f.get("fingerprint", str),
+            n_inputs,
+            metrics,
+            f.get("profile", str),
+        )
 
 
 def _add_saturating(times: np.ndarray, counts: np.ndarray) -> None:

@@ -28,7 +28,8 @@ def blas_threads() -> int:
     if value < 0:
         raise InvalidArgument(
             f"RNNCOV_BLAS_THREADS={raw!r}; use a number of threads such as 1 or 2, or 0 for "
-            "numpy's own setting")
+            "numpy's own setting"
+        )
     return value
 
 

@@ -18,8 +18,14 @@ CELL_COMPONENTS: dict[str, tuple[str, ...]] = {
 
 #: What each component is, for messages and the definitions page.
 COMPONENT_MEANING = {
-    "f": "forget gate", "i": "input gate", "o": "output gate", "c": "cell state",
-    "h": "hidden state", "z": "update gate", "r": "reset gate", "n": "candidate state",
+    "f": "forget gate",
+    "i": "input gate",
+    "o": "output gate",
+    "c": "cell state",
+    "h": "hidden state",
+    "z": "update gate",
+    "r": "reset gate",
+    "n": "candidate state",
 }
 
 
@@ -29,7 +35,8 @@ def cell_components(cell: str) -> tuple[str, ...]:
         return CELL_COMPONENTS[cell]
     except KeyError:
         raise InvalidArgument(
-            f"cell={cell!r}; use one of {', '.join(map(repr, CELL_COMPONENTS))}") from None
+            f"cell={cell!r}; use one of {', '.join(map(repr, CELL_COMPONENTS))}"
+        ) from None
 
 
 def check_component(cell: str, component: str) -> None:
@@ -38,7 +45,8 @@ def check_component(cell: str, component: str) -> None:
     if component not in components:
         has = ", ".join(f"{c} ({COMPONENT_MEANING[c]})" for c in components)
         raise InvalidArgument(
-            f"component {component!r} is not recorded by a {cell} cell; it has {has}")
+            f"component {component!r} is not recorded by a {cell} cell; it has {has}"
+        )
 
 
 class Trace:
@@ -60,28 +68,38 @@ class Trace:
     mask: np.ndarray | None
     length: int
 
-    def __init__(self, components: Mapping[str, Any], *, cell: str = "lstm",
-                 mask: np.ndarray | None = None, length: int | None = None) -> None:
+    def __init__(
+        self,
+        components: Mapping[str, Any],
+        *,
+        cell: str = "lstm",
+        mask: np.ndarray | None = None,
+        length: int | None = None,
+    ) -> None:
         names = cell_components(cell)
         if set(components) != set(names):
             raise InvalidArgument(
                 f"a {cell} trace holds components {', '.join(names)}; got "
-                f"{', '.join(map(repr, components)) or 'none'}")
+                f"{', '.join(map(repr, components)) or 'none'}"
+            )
         arrays = {n: _array(components[n]) for n in names}
         shape = tuple(arrays[names[-1]].shape)
         for name, array in arrays.items():  # units may differ (an LSTM's projected h)
             if array.ndim != 3 or tuple(array.shape[:2]) != shape[:2]:
                 raise InvalidArgument(
                     f"trace component {name!r} has shape {tuple(array.shape)}; every component "
-                    f"must be (batch, steps, units) with h's batch and steps {shape[:2]}")
+                    f"must be (batch, steps, units) with h's batch and steps {shape[:2]}"
+                )
             if not array_namespace(array).isdtype(array.dtype, "real floating"):
-                raise InvalidArgument(f"trace component {name!r} has dtype {array.dtype}; "
-                                      "use floats")
+                raise InvalidArgument(
+                    f"trace component {name!r} has dtype {array.dtype}; use floats"
+                )
         if mask is not None:
             mask = _array(mask)
             if tuple(mask.shape) != shape[:2]:
-                raise InvalidArgument(f"trace mask has shape {mask.shape}, not (batch, steps) "
-                                      f"{shape[:2]}")
+                raise InvalidArgument(
+                    f"trace mask has shape {mask.shape}, not (batch, steps) {shape[:2]}"
+                )
         if length is not None and length < shape[1]:
             raise InvalidArgument(f"trace length {length} is shorter than its {shape[1]} steps")
         object.__setattr__(self, "components", arrays)
@@ -98,7 +116,8 @@ class Trace:
             return components[name]
         raise AttributeError(
             f"a {object.__getattribute__(self, 'cell')} trace has no component {name!r}; it "
-            f"has {', '.join(components)}")
+            f"has {', '.join(components)}"
+        )
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -130,21 +149,31 @@ class Trace:
         """This trace with numpy arrays (itself when it is on the host already)."""
         if self.on_host:
             return self
-        return Trace({n: to_host(a) for n, a in self.components.items()}, cell=self.cell,
-                     mask=None if self.mask is None else to_host(self.mask), length=self.length)
+        return Trace(
+            {n: to_host(a) for n, a in self.components.items()},
+            cell=self.cell,
+            mask=None if self.mask is None else to_host(self.mask),
+            length=self.length,
+        )
 
     def __getitem__(self, rows: slice | np.ndarray) -> "Trace":
         """The trace of a subset of the batch."""
-        return Trace({n: a[rows] for n, a in self.components.items()}, cell=self.cell,
-                     mask=None if self.mask is None else self.mask[rows], length=self.length)
+        return Trace(
+            {n: a[rows] for n, a in self.components.items()},
+            cell=self.cell,
+            mask=None if self.mask is None else self.mask[rows],
+            length=self.length,
+        )
 
     def __len__(self) -> int:
         return self.batch_size
 
     def __repr__(self) -> str:
-        return (f"Trace(cell={self.cell!r}, batch={self.batch_size}, steps={self.n_steps}"
-                + (f" of {self.length}" if self.length != self.n_steps else "")
-                + f", units={self.units}, masked={self.mask is not None})")
+        return (
+            f"Trace(cell={self.cell!r}, batch={self.batch_size}, steps={self.n_steps}"
+            + (f" of {self.length}" if self.length != self.n_steps else "")
+            + f", units={self.units}, masked={self.mask is not None})"
+        )
 
 
 def concat_traces(parts: list[Trace]) -> Trace:
@@ -156,8 +185,14 @@ def concat_traces(parts: list[Trace]) -> Trace:
     arrays = {n: xp.concat([p.components[n] for p in parts]) for n in first.names}
     mask = None
     if any(p.mask is not None for p in parts):
-        mask = xp.concat([xp.ones(tuple(p.components["h"].shape[:2]), dtype=xp.bool)
-                          if p.mask is None else p.mask for p in parts])
+        mask = xp.concat(
+            [
+                xp.ones(tuple(p.components["h"].shape[:2]), dtype=xp.bool)
+                if p.mask is None
+                else p.mask
+                for p in parts
+            ]
+        )
     return Trace(arrays, cell=first.cell, mask=mask, length=first.length)
 
 

@@ -57,6 +57,8 @@ SCHEDULES = ("stall", "mixed")
 #: every case within it.
 BEYOND_RADIUS = 1e6
 OBJECTIVES = ("coverage", "failure", "both")
+
+
 @dataclass
 class _Batch:
     """One evaluated batch: its signals, case ids, failure fitness and step."""
@@ -164,22 +166,27 @@ class Campaign:
             self.rnn = model
             if profile is None:
                 raise InvalidArgument(
-                    "Campaign on an RNNModel needs profile=...; or pass a tracked model")
+                    "Campaign on an RNNModel needs profile=...; or pass a tracked model"
+                )
             self.name = name or self.rnn.layer_name
             default_seed = 0
         else:
             raise InvalidArgument(
-                f"model={model!r}; pass a tracked model (rnncov.track(...)) or an RNNModel")
+                f"model={model!r}; pass a tracked model (rnncov.track(...)) or an RNNModel"
+            )
         if budget is None and goal is None:
             raise InvalidArgument("give budget=... (test cases) and/or goal=... (coverage rate)")
-        self.budget = None if budget is None else check_int("budget", budget, minimum=1,
-                                                            example="1000")
+        self.budget = (
+            None if budget is None else check_int("budget", budget, minimum=1, example="1000")
+        )
         self.goal = check_fraction("goal", goal, allow_none=True)
         self.batch_size = check_int("batch_size", batch_size, minimum=1, example="100")
         self.patience = check_int("patience", patience, minimum=1, example="2")
         if not isinstance(ga, GAConfig):
             raise InvalidArgument(
-                f"ga={ga!r}; pass GAConfig(k=..., n=..., gamma=...), e.g. GAConfig(k=4, n=8, gamma=10)")
+                f"ga={ga!r}; pass GAConfig(k=..., n=..., gamma=...), "
+                "e.g. GAConfig(k=4, n=8, gamma=10)"
+            )
         if not isinstance(mutator, Mutator):
             raise InvalidArgument(f"mutator={mutator!r} is not a pytest_rnncov Mutator")
         if not isinstance(oracle, Oracle):
@@ -187,8 +194,13 @@ class Campaign:
         self.schedule = check_choice("schedule", schedule, SCHEDULES)
         self.objective = check_choice("objective", objective, OBJECTIVES)
         self.shrink = check_bool("shrink", shrink)
-        self.stop_after = None if stop_after_failing_seeds is None else check_int(
-            "stop_after_failing_seeds", stop_after_failing_seeds, minimum=1, example="10")
+        self.stop_after = (
+            None
+            if stop_after_failing_seeds is None
+            else check_int(
+                "stop_after_failing_seeds", stop_after_failing_seeds, minimum=1, example="10"
+            )
+        )
         self.ga = ga
         self.mutator = mutator
         self.oracle = oracle
@@ -201,24 +213,33 @@ class Campaign:
         assert profile is not None
         self.coverage = Coverage(self.rnn, profile, chosen, preset=preset or "paper")
         if targets is None:
-            targets = [k for k, m in self.coverage.metrics.items() if m.graded] or list(self.coverage.metrics)
+            targets = [k for k, m in self.coverage.metrics.items() if m.graded] or list(
+                self.coverage.metrics
+            )
         if isinstance(targets, str):
             targets = [targets]
         if not isinstance(targets, Sequence) or not targets:
-            raise InvalidArgument(f"targets={targets!r}; name at least one tracked metric, e.g. "
-                                  f"targets=[{next(iter(self.coverage.metrics))!r}]")
+            raise InvalidArgument(
+                f"targets={targets!r}; name at least one tracked metric, e.g. "
+                f"targets=[{next(iter(self.coverage.metrics))!r}]"
+            )
         self.targets = tuple(dict.fromkeys(self.coverage[t].name for t in targets))
         seed = default_seed if seed is None else check_int("seed", seed, minimum=0, example="0")
         self.seed = seed
         self.rng = np.random.default_rng(seed)
         if isinstance(listeners, (str, bytes)) or not isinstance(listeners, Sequence):
-            raise InvalidArgument(f"listeners={listeners!r}; pass a list of objects with "
-                                  "on_adversarial(campaign, sample) and/or on_finish(campaign, result)")
-        useless = [x for x in listeners
-                   if not any(callable(getattr(x, m, None)) for m in LISTENER_METHODS)]
+            raise InvalidArgument(
+                f"listeners={listeners!r}; pass a list of objects with "
+                "on_adversarial(campaign, sample) and/or on_finish(campaign, result)"
+            )
+        useless = [
+            x for x in listeners if not any(callable(getattr(x, m, None)) for m in LISTENER_METHODS)
+        ]
         if useless:
-            raise InvalidArgument(f"listener {useless[0]!r} has none of "
-                                  f"{', '.join(LISTENER_METHODS)}, so it would receive nothing")
+            raise InvalidArgument(
+                f"listener {useless[0]!r} has none of "
+                f"{', '.join(LISTENER_METHODS)}, so it would receive nothing"
+            )
         self.listeners = list(listeners)
         self._cases = CaseStore(mutator.array_cases)
         self._seed_of = np.zeros(0, np.int64)
@@ -243,11 +264,16 @@ class Campaign:
     def n_cases(self) -> int:
         return len(self._seed_of)
 
-    def _evaluate(self, cases: Any, seed_index: np.ndarray, phase: str,
-                  target: str | None = None) -> "_Batch":
+    def _evaluate(
+        self, cases: Any, seed_index: np.ndarray, phase: str, target: str | None = None
+    ) -> "_Batch":
         chunk = next(self.coverage.stream(self.mutator.encode(cases), whole=True))
-        outputs, signals, gained, observation = (chunk.outputs, chunk.signals, chunk.gained,
-                                                 chunk.observation)
+        outputs, signals, gained, observation = (
+            chunk.outputs,
+            chunk.signals,
+            chunk.gained,
+            chunk.observation,
+        )
         assert outputs is not None
         if self.tracked is not None:
             self.tracked.feed(signals, observation)
@@ -266,8 +292,11 @@ class Campaign:
             seeds = self.mutator.take(self.seeds, seed_index)
             # without a radius no decision needs distances (the reported samples' distances
             # are computed when they are reported)
-            distances = (np.zeros(len(seed_index)) if self.oracle.radius is None
-                         else np.asarray(self.mutator.distance(seeds, cases), np.float64))
+            distances = (
+                np.zeros(len(seed_index))
+                if self.oracle.radius is None
+                else np.asarray(self.mutator.distance(seeds, cases), np.float64)
+            )
             assert self._seed_outputs is not None
             failed = self.oracle.fails(self._seed_outputs[seed_index], outputs, distances)
             fitness = self._failure_fitness(seed_index, outputs, distances)
@@ -280,15 +309,20 @@ class Campaign:
             self._adversarial_outputs.append(np.asarray(outputs[position]))
             self._failing_seeds.add(int(seed_index[position]))
         if len(found) and self._has_listener("on_adversarial"):
-            for sample in self._samples(ids[found], self.mutator.take(cases, found),
-                                        seed_index[found], np.asarray(outputs)[found]):
+            for sample in self._samples(
+                ids[found],
+                self.mutator.take(cases, found),
+                seed_index[found],
+                np.asarray(outputs)[found],
+            ):
                 self._notify("on_adversarial", sample)
         self.growth.append({"test_cases": self.generated, "phase": phase, **self.coverage.rates()})
         step = Step(phase, len(seed_index), gained, int(failed.sum()), target)
         return _Batch(signals, ids, fitness, step)
 
-    def _failure_fitness(self, seed_index: np.ndarray, outputs: np.ndarray,
-                         distances: np.ndarray) -> np.ndarray:
+    def _failure_fitness(
+        self, seed_index: np.ndarray, outputs: np.ndarray, distances: np.ndarray
+    ) -> np.ndarray:
         """The oracle's failure fitness, with every case beyond the radius ranked after
         every case within it (the search works inside the distance budget)."""
         assert self._seed_outputs is not None
@@ -297,8 +331,9 @@ class Campaign:
             fitness = fitness + np.where(distances > self.oracle.radius, BEYOND_RADIUS, 0.0)
         return fitness
 
-    def _track_failure_fitness(self, seed_index: np.ndarray, ids: np.ndarray,
-                               fitness: np.ndarray) -> None:
+    def _track_failure_fitness(
+        self, seed_index: np.ndarray, ids: np.ndarray, fitness: np.ndarray
+    ) -> None:
         """Keep, per seed, the lowest failure fitness and the case that gave it."""
         order = np.lexsort((fitness, seed_index))
         sorted_seeds = seed_index[order]
@@ -351,7 +386,9 @@ class Campaign:
                     warnings.warn(
                         f"{type(self.mutator).__name__} returned every case unchanged in "
                         f"{STUCK_BATCHES} batches in a row; the campaign stops early",
-                        RNNCovWarning, stacklevel=2)
+                        RNNCovWarning,
+                        stacklevel=2,
+                    )
                     return
                 continue
             stuck = 0
@@ -367,10 +404,15 @@ class Campaign:
 
     def _next_target(self, tried: set[tuple[str, int]], turn: int) -> tuple[str, int] | None:
         """("failure", seed) or (metric, condition) to aim the GA at, per the objective."""
-        kinds = {"coverage": ["coverage"], "failure": ["failure"],
-                 "both": ["coverage", "failure"] if turn % 2 == 0 else ["failure", "coverage"]}
+        kinds = {
+            "coverage": ["coverage"],
+            "failure": ["failure"],
+            "both": ["coverage", "failure"] if turn % 2 == 0 else ["failure", "coverage"],
+        }
         for kind in kinds[self.objective]:
-            target = self._failing_seed(tried) if kind == "failure" else self._pick_target(tried, turn)
+            target = (
+                self._failing_seed(tried) if kind == "failure" else self._pick_target(tried, turn)
+            )
             if target is not None:
                 tried.add(target)
                 return target
@@ -406,7 +448,9 @@ class Campaign:
         for offset in range(len(self.targets)):
             key = self.targets[(turn + offset) % len(self.targets)]
             metric = self.coverage[key]
-            fitness = np.where(metric.covered_ | (metric.best_input_ < 0), np.inf, metric.best_fitness_)
+            fitness = np.where(
+                metric.covered_ | (metric.best_input_ < 0), np.inf, metric.best_fitness_
+            )
             for condition in np.argsort(fitness, kind="stable"):
                 if not np.isfinite(fitness[condition]):
                     break
@@ -439,6 +483,7 @@ class Campaign:
 
             def score(batch: _Batch) -> np.ndarray:
                 return metric.condition_fitness(batch.signals, index)
+
         steps: list[Step] = []
 
         def breed(parents: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
@@ -454,15 +499,23 @@ class Campaign:
 
         if covered() or self._remaining() <= 0:
             return
-        for _ in evolve(population, fitness, self.ga, breed, lambda p, i: p[i],
-                             np.concatenate, room=self._remaining):
+        for _ in evolve(
+            population,
+            fitness,
+            self.ga,
+            breed,
+            lambda p, i: p[i],
+            np.concatenate,
+            room=self._remaining,
+        ):
             yield steps[-1]
             if covered() or self._remaining() <= 0:
                 return
 
     # -- results ---------------------------------------------------------------------------------
     def run(self) -> CampaignResult:
-        """Run to the end; on an interrupt or error, keep and report what was found, then re-raise."""
+        """Run to the end; on an interrupt or error, keep and report what was found, then
+        re-raise."""
         try:
             for _ in self.iterate():
                 pass
@@ -481,9 +534,15 @@ class Campaign:
             if callable(call):
                 call(self, *args)
 
-    def _samples(self, ids: np.ndarray, cases: Any, seed_index: np.ndarray,
-                 outputs: np.ndarray, distances: np.ndarray | None = None,
-                 found: np.ndarray | None = None) -> list[AdversarialSample]:
+    def _samples(
+        self,
+        ids: np.ndarray,
+        cases: Any,
+        seed_index: np.ndarray,
+        outputs: np.ndarray,
+        distances: np.ndarray | None = None,
+        found: np.ndarray | None = None,
+    ) -> list[AdversarialSample]:
         """Adversarial samples of the cases ``ids`` (``distances`` default to the found
         ones, computed in one batch)."""
         assert self._seed_outputs is not None
@@ -492,20 +551,30 @@ class Campaign:
         if found is None:
             found = np.asarray(self.mutator.distance(seeds, cases), np.float64)
         distances = found if distances is None else distances
-        return [AdversarialSample(
-            int(case_id), int(seed_index[k]), self.mutator.take(cases, [k])[0],
-            self.mutator.take(seeds, [k])[0], np.asarray(seed_outputs[k]),
-            np.asarray(outputs[k]), self.oracle.decision_text(seed_outputs[k][None]),
-            self.oracle.decision_text(outputs[k][None]), float(distances[k]), float(found[k]))
-            for k, case_id in enumerate(np.asarray(ids).tolist())]
+        return [
+            AdversarialSample(
+                int(case_id),
+                int(seed_index[k]),
+                self.mutator.take(cases, [k])[0],
+                self.mutator.take(seeds, [k])[0],
+                np.asarray(seed_outputs[k]),
+                np.asarray(outputs[k]),
+                self.oracle.decision_text(seed_outputs[k][None]),
+                self.oracle.decision_text(outputs[k][None]),
+                float(distances[k]),
+                float(found[k]),
+            )
+            for k, case_id in enumerate(np.asarray(ids).tolist())
+        ]
 
     def _found_samples(self) -> list[AdversarialSample]:
         """Every adversarial sample as found, in the order found."""
         if not self._adversarial:
             return []
         ids = np.array(self._adversarial, np.int64)
-        return self._samples(ids, self._cases.take(ids), self._seed_of[ids],
-                             np.stack(self._adversarial_outputs))
+        return self._samples(
+            ids, self._cases.take(ids), self._seed_of[ids], np.stack(self._adversarial_outputs)
+        )
 
     def _shrunk(self, samples: list[AdversarialSample]) -> tuple[list[AdversarialSample], int]:
         """``samples`` shrunk toward their seeds in batched model calls."""
@@ -514,11 +583,19 @@ class Campaign:
         seed_index = self._seed_of[ids]
         seeds = self.mutator.take(self.seeds, seed_index)
         found = np.array([s.found_distance for s in samples])
-        shrunk = shrink(self.mutator, self.oracle, self.rnn.predict, seeds,
-                        self._seed_outputs[seed_index], self._cases.take(ids),
-                        np.stack(self._adversarial_outputs))
-        return (self._samples(ids, shrunk.cases, seed_index, shrunk.outputs, shrunk.distances,
-                              found), shrunk.model_calls)
+        shrunk = shrink(
+            self.mutator,
+            self.oracle,
+            self.rnn.predict,
+            seeds,
+            self._seed_outputs[seed_index],
+            self._cases.take(ids),
+            np.stack(self._adversarial_outputs),
+        )
+        return (
+            self._samples(ids, shrunk.cases, seed_index, shrunk.outputs, shrunk.distances, found),
+            shrunk.model_calls,
+        )
 
     def finish(self) -> CampaignResult:
         """Shrink the adversarial samples, compute the statistics, hand them to the listeners.
@@ -552,8 +629,9 @@ class Campaign:
             raise pending
         return result
 
-    def _result(self, samples: list[AdversarialSample], calls: int,
-                shrunk: bool | None) -> CampaignResult:
+    def _result(
+        self, samples: list[AdversarialSample], calls: int, shrunk: bool | None
+    ) -> CampaignResult:
         adversarial = np.array(self._adversarial, np.int64)
         pairs: dict[str, int] = {}
         per_seed: dict[int, int] = {}
@@ -581,8 +659,9 @@ class Campaign:
             samples=samples[:KEEP_SAMPLES],
             oracle=self.oracle.describe(),
             mutator=self.mutator.describe(),
-            average_found_perturbation=(float(np.mean([s.found_distance for s in samples]))
-                                        if samples else None),
+            average_found_perturbation=(
+                float(np.mean([s.found_distance for s in samples])) if samples else None
+            ),
             failures_per_seed=dict(sorted(per_seed.items())),
             failures_per_class_pair=dict(sorted(pairs.items(), key=lambda kv: (-kv[1], kv[0]))),
             shrink_calls=calls,
@@ -593,8 +672,14 @@ class Campaign:
 
     def adversarial_cases(self) -> list[tuple[Any, Any, int]]:
         """(case, its seed, seed index) for every adversarial sample found so far."""
-        return [(self._cases.take([i])[0], self.mutator.take(self.seeds, [self._seed_of[i]])[0],
-                 int(self._seed_of[i])) for i in self._adversarial]
+        return [
+            (
+                self._cases.take([i])[0],
+                self.mutator.take(self.seeds, [self._seed_of[i]])[0],
+                int(self._seed_of[i]),
+            )
+            for i in self._adversarial
+        ]
 
     def cases(self) -> Any:
         """Every case of the campaign so far, seeds first (an array, or a list of strings)."""

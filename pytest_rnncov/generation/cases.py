@@ -25,7 +25,9 @@ class CaseStore:
         if self._array is None:
             self._array = np.empty((max(1024, 2 * len(cases)),) + cases.shape[1:], cases.dtype)
         if self.size + len(cases) > len(self._array):
-            grown = np.empty((2 * (self.size + len(cases)),) + self._array.shape[1:], self._array.dtype)
+            grown = np.empty(
+                (2 * (self.size + len(cases)),) + self._array.shape[1:], self._array.dtype
+            )
             grown[: self.size] = self._array[: self.size]
             self._array = grown
         self._array[self.size : self.size + len(cases)] = cases

@@ -9,7 +9,6 @@ import numpy as np
 from ..errors import InvalidArgument, InvalidInput
 from ..validation import check_bool, check_choice, check_int, shown
 
-
 #: the most steps an encoder pads to (a million tokens per text)
 MAX_LENGTH = 1_000_000
 
@@ -20,7 +19,7 @@ def _padded(rows: Sequence[Sequence[int]], length: int, pad: str) -> np.ndarray:
     for row, ids in enumerate(rows):
         if ids:
             if pad == "left":
-                out[row, length - len(ids):] = ids
+                out[row, length - len(ids) :] = ids
             else:
                 out[row, : len(ids)] = ids
     return out
@@ -29,16 +28,21 @@ def _padded(rows: Sequence[Sequence[int]], length: int, pad: str) -> np.ndarray:
 def _texts(texts: Any) -> list[str]:
     """``texts`` as a list of strings, or InvalidInput naming what was passed instead."""
     if isinstance(texts, (str, bytes)):
-        raise InvalidInput(f"texts={shown(texts)} is one text; pass a list of strings (wrap "
-                           "it: [text])")
+        raise InvalidInput(
+            f"texts={shown(texts)} is one text; pass a list of strings (wrap it: [text])"
+        )
     if not isinstance(texts, Iterable):
-        raise InvalidInput(f"texts={shown(texts)} ({type(texts).__name__}) is not a list of "
-                           "strings; pass the texts to encode, e.g. encoder(['a text'])")
+        raise InvalidInput(
+            f"texts={shown(texts)} ({type(texts).__name__}) is not a list of "
+            "strings; pass the texts to encode, e.g. encoder(['a text'])"
+        )
     items = list(texts)
     for text in items:
         if not isinstance(text, str):
-            raise InvalidInput(f"{shown(text)} ({type(text).__name__}) is not a string; the "
-                               "encoder takes a list of strings")
+            raise InvalidInput(
+                f"{shown(text)} ({type(text).__name__}) is not a string; the "
+                "encoder takes a list of strings"
+            )
     return items
 
 
@@ -51,8 +55,9 @@ class CharEncoder:
     ``length`` unless ``truncate=True``.
     """
 
-    def __init__(self, vocabulary: Iterable[str], length: int, pad: str = "left",
-                 truncate: bool = False) -> None:
+    def __init__(
+        self, vocabulary: Iterable[str], length: int, pad: str = "left", truncate: bool = False
+    ) -> None:
         if isinstance(vocabulary, str):
             vocabulary = list(vocabulary)
         chars = list(dict.fromkeys(vocabulary))
@@ -65,7 +70,9 @@ class CharEncoder:
         self.truncate = check_bool("truncate", truncate)
 
     @classmethod
-    def fit(cls, texts: Iterable[str], length: int | None = None, pad: str = "left") -> "CharEncoder":
+    def fit(
+        cls, texts: Iterable[str], length: int | None = None, pad: str = "left"
+    ) -> "CharEncoder":
         """Vocabulary (sorted) and, by default, length from a corpus."""
         texts = list(texts)
         if not texts or not all(isinstance(t, str) for t in texts):
@@ -115,15 +122,18 @@ class WordEncoder:
         words = list(words)
         bad = [w for w in words if not isinstance(w, str) or not w or w != "".join(w.split())]
         if bad:
-            raise InvalidArgument(f"vocabulary entry {bad[0]!r} is not one word (a non-empty "
-                                  "string without spaces); the encoder splits texts on spaces")
+            raise InvalidArgument(
+                f"vocabulary entry {bad[0]!r} is not one word (a non-empty "
+                "string without spaces); the encoder splits texts on spaces"
+            )
         self.words = list(dict.fromkeys(w.lower() for w in words))  # texts are lower-cased
         self.index = {w: i + 2 for i, w in enumerate(self.words)}
         self.length = check_int("length", length, minimum=1, maximum=MAX_LENGTH, example="40")
 
     @classmethod
-    def fit(cls, texts: Iterable[str], max_words: int = 5000, length: int = 40,
-            pad: str = "left") -> "WordEncoder":
+    def fit(
+        cls, texts: Iterable[str], max_words: int = 5000, length: int = 40, pad: str = "left"
+    ) -> "WordEncoder":
         from collections import Counter
 
         check_int("max_words", max_words, minimum=1, example="5000")
@@ -140,6 +150,8 @@ class WordEncoder:
         return len(self.words) + 2
 
     def __call__(self, texts: Sequence[str]) -> np.ndarray:
-        rows = [[self.index.get(w, 1) for w in text.lower().split()][-self.length:]
-                for text in _texts(texts)]
+        rows = [
+            [self.index.get(w, 1) for w in text.lower().split()][-self.length :]
+            for text in _texts(texts)
+        ]
         return _padded(rows, self.length, self.pad)

@@ -35,7 +35,8 @@ class GAConfig:
         if self.k * self.n > MAX_GENERATION:
             raise InvalidArgument(
                 f"GAConfig k={self.k} parents x n={self.n} offspring is {self.k * self.n:,} "
-                f"inputs per generation, more than {MAX_GENERATION:,}; lower k or n")
+                f"inputs per generation, more than {MAX_GENERATION:,}; lower k or n"
+            )
 
 
 #: ``breed(parents)``: one offspring per row of ``parents`` (each parent repeated ``n``
@@ -43,10 +44,16 @@ class GAConfig:
 Breed = Callable[[Any], "tuple[Any, np.ndarray] | None"]
 
 
-def evolve(population: Any, fitness: np.ndarray, ga: GAConfig, breed: Breed,
-                take: Callable[[Any, np.ndarray], Any], concat: Callable[[list[Any]], Any],
-                room: Callable[[], float] | None = None,
-                generations: int | None = None) -> Iterator[tuple[Any, np.ndarray]]:
+def evolve(
+    population: Any,
+    fitness: np.ndarray,
+    ga: GAConfig,
+    breed: Breed,
+    take: Callable[[Any, np.ndarray], Any],
+    concat: Callable[[list[Any]], Any],
+    room: Callable[[], float] | None = None,
+    generations: int | None = None,
+) -> Iterator[tuple[Any, np.ndarray]]:
     """Breed up to ``generations`` (default ``ga.gamma``) generations from ``population``.
 
     Each keeps the ``ga.k`` members of lowest fitness and adds ``ga.n`` offspring of each

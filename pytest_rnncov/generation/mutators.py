@@ -88,14 +88,18 @@ class GaussianMutator(Mutator):
     The paper's MNIST setting: ``variance=(0.005, 0.02)`` on inputs in [0, 1].
     """
 
-    def __init__(self, variance: float | tuple[float, float] = (0.005, 0.02),
-                 clip: tuple[float, float] | None = (0.0, 1.0)) -> None:
+    def __init__(
+        self,
+        variance: float | tuple[float, float] = (0.005, 0.02),
+        clip: tuple[float, float] | None = (0.0, 1.0),
+    ) -> None:
         self.variance = fixed_or_range("variance", variance, example="(0.005, 0.02)")
         self.clip = None if clip is None else check_range("clip", clip, example="(0.0, 1.0)")
 
     @classmethod
-    def from_seeds(cls, seeds: Any, spread: tuple[float, float] = (0.25, 0.5),
-                   clip: Any = "auto") -> "GaussianMutator":
+    def from_seeds(
+        cls, seeds: Any, spread: tuple[float, float] = (0.25, 0.5), clip: Any = "auto"
+    ) -> "GaussianMutator":
         """Noise scaled to the data: the standard deviation is drawn from ``spread`` times
         the seeds' mean per-feature standard deviation (the paper's MNIST setting is about
         0.25-0.5 of the pixels' spread). ``clip="auto"`` clips to the seeds' own range."""
@@ -103,8 +107,10 @@ class GaussianMutator(Mutator):
         try:
             array = np.asarray(seeds, np.float64)
         except (TypeError, ValueError):
-            raise InvalidInput("from_seeds needs numeric seeds of one shape (for text use "
-                               "EDAMutator, for SMILES SmilesMutator)") from None
+            raise InvalidInput(
+                "from_seeds needs numeric seeds of one shape (for text use "
+                "EDAMutator, for SMILES SmilesMutator)"
+            ) from None
         if array.ndim < 2 or len(array) < 2 or not np.isfinite(array).all():
             raise InvalidInput("from_seeds needs at least two finite seeds")
         scale = float(array.reshape(len(array), -1).std(axis=0).mean())
@@ -172,16 +178,19 @@ def fixed_or_range(name: str, value: Any, example: str) -> tuple[float, float]:
 def check_rng(rng: Any) -> None:
     """Mutators draw only from a ``numpy.random.Generator`` (results follow the seed)."""
     if not isinstance(rng, np.random.Generator):
-        raise InvalidArgument(f"rng={rng!r} is not a numpy.random.Generator; pass "
-                              "numpy.random.default_rng(seed)")
+        raise InvalidArgument(
+            f"rng={rng!r} is not a numpy.random.Generator; pass numpy.random.default_rng(seed)"
+        )
 
 
 def refuse_bool(array: np.ndarray, what: str, fix: str) -> None:
     """Refuse boolean cases: a mutation of True/False is cut back to True/False when stored
     in the cases' dtype, so it would never move."""
     if array.dtype.kind == "b":
-        raise InvalidInput(f"{what} have dtype {array.dtype}; a mutation needs numbers (a "
-                           f"boolean case cannot move); {fix}")
+        raise InvalidInput(
+            f"{what} have dtype {array.dtype}; a mutation needs numbers (a "
+            f"boolean case cannot move); {fix}"
+        )
 
 
 def finite_float32(seeds: np.ndarray, needs: str) -> np.ndarray:
@@ -190,8 +199,10 @@ def finite_float32(seeds: np.ndarray, needs: str) -> np.ndarray:
         raise InvalidInput(f"seeds have dtype {seeds.dtype}; {needs} needs numbers")
     rows = nonfinite_rows(seeds)
     if len(rows):
-        raise InvalidInput(f"seeds hold NaN or inf (or values beyond float32's range) in rows "
-                           f"{rows[:5].tolist()}; clean or drop them")
+        raise InvalidInput(
+            f"seeds hold NaN or inf (or values beyond float32's range) in rows "
+            f"{rows[:5].tolist()}; clean or drop them"
+        )
     return seeds.astype(np.float32)
 
 
@@ -209,8 +220,10 @@ def _numeric_pair(seeds: Cases, cases: Cases) -> tuple[np.ndarray, np.ndarray]:
     except (TypeError, ValueError):
         raise InvalidInput("seeds and cases must be numeric arrays of one shape") from None
     if pair[0].ndim == 0 or pair[0].shape != pair[1].shape:
-        raise InvalidInput(f"seeds of shape {pair[0].shape} and cases of shape {pair[1].shape}: "
-                           "distance pairs each case with the seed in the same row")
+        raise InvalidInput(
+            f"seeds of shape {pair[0].shape} and cases of shape {pair[1].shape}: "
+            "distance pairs each case with the seed in the same row"
+        )
     if not (np.isfinite(pair[0]).all() and np.isfinite(pair[1]).all()):
         raise InvalidInput("seeds or cases hold NaN or inf; a distance needs finite values")
     return pair
@@ -234,14 +247,18 @@ def checked_mutate(mutator: Mutator, cases: Cases, rng: np.random.Generator) -> 
                 f"{name}.mutate returned shape {out.shape} for cases of shape {expected}; a "
                 "mutator must return one mutant per case, of the same shape"
             )
-        refuse_bool(out, f"{name}.mutate returned mutants that",
-                    "return numbers, e.g. mutants.astype(np.float32)")
+        refuse_bool(
+            out,
+            f"{name}.mutate returned mutants that",
+            "return numbers, e.g. mutants.astype(np.float32)",
+        )
         rows = nonfinite_rows(out) if out.dtype.kind in "fc" else np.zeros(0, np.intp)
         if len(rows):
             raise InvalidArgument(
                 f"{name}.mutate produced NaN, inf or values beyond float32's range in "
                 f"mutants {rows[:5].tolist()} ({mutator.describe()}); lower its variance or "
-                "set clip=")
+                "set clip="
+            )
     elif len(out) != len(cases) or not all(isinstance(c, str) for c in out):
         raise InvalidArgument(
             f"{name}.mutate returned {len(out)} items for {len(cases)} cases; a string mutator "

@@ -19,11 +19,13 @@ def output_rows(outputs: Any, what: str) -> np.ndarray:
     try:
         array = np.asarray(outputs, np.float64)
     except (TypeError, ValueError):
-        raise InvalidInput(f"{what} must be numeric model outputs, got "
-                           f"{type(outputs).__name__} {_short(outputs)}") from None
+        raise InvalidInput(
+            f"{what} must be numeric model outputs, got {type(outputs).__name__} {_short(outputs)}"
+        ) from None
     if array.ndim == 0 or len(array) == 0:
-        raise InvalidInput(f"{what} must be a non-empty batch of model outputs, got shape "
-                           f"{array.shape}")
+        raise InvalidInput(
+            f"{what} must be a non-empty batch of model outputs, got shape {array.shape}"
+        )
     array = array.reshape(len(array), -1)
     if not np.isfinite(array).all():
         raise InvalidInput(f"{what} hold NaN or inf; the oracle cannot judge them")
@@ -42,11 +44,13 @@ def _distances(values: Any, n: int, what: str) -> np.ndarray:
     except (TypeError, ValueError):
         raise InvalidInput(f"{what} must be numbers, got {_short(values)}") from None
     if len(d) != n:
-        raise InvalidInput(f"{what} gave {len(d)} values for {n} cases; return one distance "
-                           "per row-aligned pair")
+        raise InvalidInput(
+            f"{what} gave {len(d)} values for {n} cases; return one distance per row-aligned pair"
+        )
     if not (np.isfinite(d).all() and (d >= 0).all()):
-        raise InvalidInput(f"{what} holds NaN, inf or negative values; distances must be "
-                           "finite and >= 0")
+        raise InvalidInput(
+            f"{what} holds NaN, inf or negative values; distances must be finite and >= 0"
+        )
     return d
 
 
@@ -56,11 +60,14 @@ def _one_case(outputs: Any, what: str) -> np.ndarray:
     try:
         array = np.asarray(outputs, np.float64)
     except (TypeError, ValueError):
-        raise InvalidInput(f"{what} must be numeric model outputs, got "
-                           f"{type(outputs).__name__} {_short(outputs)}") from None
+        raise InvalidInput(
+            f"{what} must be numeric model outputs, got {type(outputs).__name__} {_short(outputs)}"
+        ) from None
     if array.ndim >= 2 and len(array) != 1:
-        raise InvalidInput(f"{what} has {len(array)} rows; check() judges one case: pass the "
-                           "outputs of one input (use fails() for batches)")
+        raise InvalidInput(
+            f"{what} has {len(array)} rows; check() judges one case: pass the "
+            "outputs of one input (use fails() for batches)"
+        )
     return output_rows(array.reshape(1, -1), what)
 
 
@@ -73,34 +80,54 @@ class Oracle:
     seed is at most ``radius``; ``None`` means no radius (e.g. SMILES re-enumeration).
     """
 
-    def __init__(self, radius: float | None = None, *, task: str = "classification",
-                 tolerance: float | None = None, threshold: float = 0.5) -> None:
+    def __init__(
+        self,
+        radius: float | None = None,
+        *,
+        task: str = "classification",
+        tolerance: float | None = None,
+        threshold: float = 0.5,
+    ) -> None:
         self.task = check_choice("task", task, ("classification", "regression"))
-        self.radius = None if radius is None else check_float(
-            "radius", radius, minimum=0.0, example="3.0 (or None for no radius)")
+        self.radius = (
+            None
+            if radius is None
+            else check_float("radius", radius, minimum=0.0, example="3.0 (or None for no radius)")
+        )
         if task == "regression":
             if tolerance is None:
                 raise InvalidArgument(
                     "a regression oracle needs tolerance > 0: how far a prediction may move, "
-                    "e.g. Oracle(task='regression', tolerance=0.5)")
+                    "e.g. Oracle(task='regression', tolerance=0.5)"
+                )
             self.tolerance: float | None = check_float(
-                "tolerance", tolerance, minimum=0.0, exclusive_minimum=True, example="0.5")
+                "tolerance", tolerance, minimum=0.0, exclusive_minimum=True, example="0.5"
+            )
         else:
             if tolerance is not None:
                 raise InvalidArgument(
                     f"tolerance={tolerance!r} applies to task='regression'; a classification "
-                    "oracle compares decisions (leave tolerance out)")
+                    "oracle compares decisions (leave tolerance out)"
+                )
             self.tolerance = None
         self.threshold = check_float("threshold", threshold, example="0.5")
         #: how the radius was chosen, when Oracle.calibrate chose it (shown in reports)
         self.calibration: str | None = None
 
     @classmethod
-    def calibrate(cls, seeds: Any, outputs: Any, *, task: str = "classification",
-                  tolerance: float | None = None, threshold: float = 0.5,
-                  quantile: float = 0.05, fraction: float = 0.5,
-                  distance: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
-                  seed: int = 0) -> "Oracle":
+    def calibrate(
+        cls,
+        seeds: Any,
+        outputs: Any,
+        *,
+        task: str = "classification",
+        tolerance: float | None = None,
+        threshold: float = 0.5,
+        quantile: float = 0.05,
+        fraction: float = 0.5,
+        distance: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
+        seed: int = 0,
+    ) -> "Oracle":
         """An oracle whose radius comes from the data: ``fraction`` of the ``quantile`` of
         the distances between seeds the model decides differently (a perturbation within
         that radius stays well inside the gap between differently-decided inputs).
@@ -113,35 +140,43 @@ class Oracle:
         """
         oracle = cls(None, task=task, tolerance=tolerance, threshold=threshold)
         quantile_ = check_float("quantile", quantile, minimum=0.0, maximum=1.0, example="0.05")
-        fraction_ = check_float("fraction", fraction, minimum=0.0, exclusive_minimum=True,
-                                example="0.5")
+        fraction_ = check_float(
+            "fraction", fraction, minimum=0.0, exclusive_minimum=True, example="0.5"
+        )
         check_int("seed", seed, minimum=0)
         try:
             x = np.asarray(seeds)
         except ValueError as exc:
-            raise InvalidInput(f"seeds are not one array ({exc}); pass a batch of equal-shaped "
-                               "seeds") from None
+            raise InvalidInput(
+                f"seeds are not one array ({exc}); pass a batch of equal-shaped seeds"
+            ) from None
         out = output_rows(outputs, "outputs")
         if x.ndim < 2 or len(x) != len(out) or len(x) < 2:
-            raise InvalidInput(f"calibrate needs at least two seeds with one output row each; "
-                               f"got seeds {x.shape} and outputs {out.shape}")
+            raise InvalidInput(
+                f"calibrate needs at least two seeds with one output row each; "
+                f"got seeds {x.shape} and outputs {out.shape}"
+            )
         if len(x) > CALIBRATION_SEEDS:
-            pick = np.sort(np.random.default_rng(seed).choice(len(x), CALIBRATION_SEEDS,
-                                                              replace=False))
+            pick = np.sort(
+                np.random.default_rng(seed).choice(len(x), CALIBRATION_SEEDS, replace=False)
+            )
             x, out = x[pick], out[pick]
         n = len(x)
         a, b = np.triu_indices(n, k=1)
         differ = oracle.changed(out[a], out[b])
         if not differ.any():
-            raise InvalidInput("every seed is decided alike, so there is no gap between "
-                               "decisions to calibrate the radius from; add seeds of other "
-                               "classes (or outputs farther apart than the tolerance)")
+            raise InvalidInput(
+                "every seed is decided alike, so there is no gap between "
+                "decisions to calibrate the radius from; add seeds of other "
+                "classes (or outputs farther apart than the tolerance)"
+            )
         a, b = a[differ], b[differ]
         if distance is None:
             if not (np.issubdtype(x.dtype, np.number) or x.dtype == bool):
                 raise InvalidInput(
                     f"seeds of dtype {x.dtype} have no L2 distance; pass distance=f where "
-                    "f(a, b) gives the distance of each row-aligned pair (e.g. an edit distance)")
+                    "f(a, b) gives the distance of each row-aligned pair (e.g. an edit distance)"
+                )
             flat = x.reshape(n, -1).astype(np.float64)
             if not np.isfinite(flat).all():
                 raise InvalidInput("seeds hold NaN or inf; calibrate needs finite seeds")
@@ -154,22 +189,28 @@ class Oracle:
             what = "L2 distances"
         else:
             if not callable(distance):
-                raise InvalidArgument(f"distance={distance!r} must be a function f(a, b) "
-                                      "returning the distance of each row-aligned pair")
+                raise InvalidArgument(
+                    f"distance={distance!r} must be a function f(a, b) "
+                    "returning the distance of each row-aligned pair"
+                )
             d = _distances(distance(x[a], x[b]), len(a), "distance(a, b)")
             what = "distances"
         gap = float(np.quantile(d, quantile_))
         oracle.radius = fraction_ * gap
         if not np.isfinite(oracle.radius):
-            problem = (f"fraction={fraction_!r} x the {quantile_:.0%} quantile ({gap:.4g}) of the "
-                       f"{what} gives radius {oracle.radius!r}, not a finite number")
+            problem = (
+                f"fraction={fraction_!r} x the {quantile_:.0%} quantile ({gap:.4g}) of the "
+                f"{what} gives radius {oracle.radius!r}, not a finite number"
+            )
             if np.isfinite(gap):
                 raise InvalidArgument(f"{problem}; pass a smaller fraction, e.g. fraction=0.5")
-            raise InvalidInput(f"{problem}: the seeds lie too far apart to measure; scale "
-                               "them down")
+            raise InvalidInput(
+                f"{problem}: the seeds lie too far apart to measure; scale them down"
+            )
         oracle.calibration = (
             f"radius {oracle.radius:.4g} = {fraction_:g} x the {quantile_:.0%} quantile "
-            f"({gap:.4g}) of the {what} between {len(d)} pairs of seeds decided differently")
+            f"({gap:.4g}) of the {what} between {len(d)} pairs of seeds decided differently"
+        )
         return oracle
 
     def decisions(self, outputs: np.ndarray) -> np.ndarray:
@@ -189,8 +230,9 @@ class Oracle:
             return np.abs(a - b).max(axis=1) > self.tolerance
         return self.decisions(seed_outputs) != self.decisions(case_outputs)
 
-    def fails(self, seed_outputs: np.ndarray, case_outputs: np.ndarray,
-              distances: np.ndarray) -> np.ndarray:
+    def fails(
+        self, seed_outputs: np.ndarray, case_outputs: np.ndarray, distances: np.ndarray
+    ) -> np.ndarray:
         """Adversarial cases: within the radius of their seed and decided differently."""
         changed = self.changed(seed_outputs, case_outputs)
         distances = _distances(distances, len(changed), "distances")
@@ -203,8 +245,15 @@ class Oracle:
             return f"{float(output_rows(outputs, 'outputs')[0, 0]):.3g}"
         return str(int(self.decisions(outputs)[0]))
 
-    def check(self, seed_output: Any, case_output: Any, distance: float, *,
-              seed: Any = None, case: Any = None) -> None:
+    def check(
+        self,
+        seed_output: Any,
+        case_output: Any,
+        distance: float,
+        *,
+        seed: Any = None,
+        case: Any = None,
+    ) -> None:
         """Raise AdversarialFailure (an AssertionError) when the case fails the oracle, with
         a message that explains it: both decisions, the distance and the radius."""
         seed_rows = _one_case(seed_output, "seed output")
@@ -213,16 +262,28 @@ class Oracle:
         if not self.fails(seed_rows, case_rows, np.array([distance]))[0]:
             return
         if self.task == "regression":
-            what = (f"the prediction moved from {seed_rows[0, 0]:.4g} to {case_rows[0, 0]:.4g} "
-                    f"(by {np.abs(case_rows - seed_rows).max():.4g} > tolerance {self.tolerance:g})")
+            what = (
+                f"the prediction moved from {seed_rows[0, 0]:.4g} to {case_rows[0, 0]:.4g} "
+                f"(by {np.abs(case_rows - seed_rows).max():.4g} > tolerance {self.tolerance:g})"
+            )
         else:
-            probability = "" if seed_rows.shape[1] == 1 else (
-                f" (seed {seed_rows[0].max():.3g} vs case {case_rows[0].max():.3g} for the "
-                "top output)")
-            what = (f"the decision changed from {self.decision_text(seed_rows)} to "
-                    f"{self.decision_text(case_rows)}{probability}")
-        where = ("no radius" if self.radius is None
-                 else f"distance {distance:.4g} <= radius {self.radius:g}")
+            probability = (
+                ""
+                if seed_rows.shape[1] == 1
+                else (
+                    f" (seed {seed_rows[0].max():.3g} vs case {case_rows[0].max():.3g} for the "
+                    "top output)"
+                )
+            )
+            what = (
+                f"the decision changed from {self.decision_text(seed_rows)} to "
+                f"{self.decision_text(case_rows)}{probability}"
+            )
+        where = (
+            "no radius"
+            if self.radius is None
+            else f"distance {distance:.4g} <= radius {self.radius:g}"
+        )
         lines = [f"adversarial case: {what}, {where}"]
         if seed is not None and case is not None and isinstance(seed, str):
             lines += [f"  seed: {seed!r}", f"  case: {case!r}"]
@@ -239,8 +300,9 @@ class Oracle:
             return self.tolerance - np.abs(a - b).max(axis=1)
         if b.shape[1] == 1:
             above = a[:, 0] > self.threshold
-            return np.where(above, b[:, 0] - self.threshold,
-                            np.nextafter(self.threshold, np.inf) - b[:, 0])
+            return np.where(
+                above, b[:, 0] - self.threshold, np.nextafter(self.threshold, np.inf) - b[:, 0]
+            )
         seed_class = self.decisions(a)
         rows = np.arange(len(b))
         own = b[rows, seed_class]

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..files import Fields
 
+
 @dataclass
 class Step:
     """What one model call of a campaign did."""
@@ -74,28 +75,50 @@ class CampaignResult:
     def adversary_rate(self) -> float:
         return self.adversarial / self.test_cases if self.test_cases else 0.0
 
-    def summary(self, model: str = "", saved_to: str | None = None,
-                gallery: Sequence[dict[str, Any]] = ()) -> "CampaignSummary":
+    def summary(
+        self, model: str = "", saved_to: str | None = None, gallery: Sequence[dict[str, Any]] = ()
+    ) -> "CampaignSummary":
         """What the reports show of this campaign (``gallery``: a few samples as
         ``reporting.samples.gallery_entries`` gives them)."""
         return CampaignSummary(
-            model=model, test_cases=self.test_cases, adversarial=self.adversarial,
-            adversary_rate=self.adversary_rate, unique=self.unique,
+            model=model,
+            test_cases=self.test_cases,
+            adversarial=self.adversarial,
+            adversary_rate=self.adversary_rate,
+            unique=self.unique,
             average_perturbation=self.average_perturbation,
             average_found_perturbation=self.average_found_perturbation,
-            distance=self.distance, diversity=self.diversity, rates=dict(self.rates),
-            minimal_suite_size=len(self.minimal_suite), discarded=self.discarded,
+            distance=self.distance,
+            diversity=self.diversity,
+            rates=dict(self.rates),
+            minimal_suite_size=len(self.minimal_suite),
+            discarded=self.discarded,
             failures_per_class_pair=dict(self.failures_per_class_pair),
-            failing_seeds=len(self.failures_per_seed), shrink_calls=self.shrink_calls,
-            schedule=self.schedule, objective=self.objective, interrupted=self.interrupted,
-            shrunk=self.shrunk, oracle=self.oracle, mutator=self.mutator,
-            growth=list(self.growth), saved_to=saved_to, gallery=list(gallery))
+            failing_seeds=len(self.failures_per_seed),
+            shrink_calls=self.shrink_calls,
+            schedule=self.schedule,
+            objective=self.objective,
+            interrupted=self.interrupted,
+            shrunk=self.shrunk,
+            oracle=self.oracle,
+            mutator=self.mutator,
+            growth=list(self.growth),
+            saved_to=saved_to,
+            gallery=list(gallery),
+        )
 
 
 #: the most gallery samples and growth points a summary may hold
 MAX_GALLERY, MAX_GROWTH = 256, 100_000
-_COUNTS = ("test_cases", "adversarial", "unique", "minimal_suite_size", "discarded",
-           "failing_seeds", "shrink_calls")
+_COUNTS = (
+    "test_cases",
+    "adversarial",
+    "unique",
+    "minimal_suite_size",
+    "discarded",
+    "failing_seeds",
+    "shrink_calls",
+)
 _TEXTS = ("model", "distance", "schedule", "objective", "oracle", "mutator")
 _MEASURES = ("average_perturbation", "average_found_perturbation", "diversity")
 
@@ -139,14 +162,18 @@ class CampaignSummary:
         ``legacy`` (data files of version 1), ``shrunk`` may be missing."""
         f = Fields(data, where)
         names = [x.name for x in fields(cls)]
-        f.exact_keys([n for n in names if not (legacy and n == "shrunk")],
-                     optional=("shrunk",) if legacy else ())
+        f.exact_keys(
+            [n for n in names if not (legacy and n == "shrunk")],
+            optional=("shrunk",) if legacy else (),
+        )
         for key in _COUNTS:
-            if not 0 <= f.get(key, int) < 2 ** 62:
+            if not 0 <= f.get(key, int) < 2**62:
                 raise f.fail(f"{key!r} is {data[key]}, not a count")
         if data["adversarial"] > data["test_cases"] or data["unique"] > data["adversarial"]:
-            raise f.fail("more adversarial samples than test cases, or more unique seeds than "
-                         "adversarial samples")
+            raise f.fail(
+                "more adversarial samples than test cases, or more unique seeds than "
+                "adversarial samples"
+            )
         if not 0 <= f.get("adversary_rate", float) <= 1:
             raise f.fail(f"'adversary_rate' is {data['adversary_rate']!r}, not a fraction")
         for key in _TEXTS:
@@ -180,7 +207,7 @@ class CampaignSummary:
 def _check_point(point: Any, where: str, first: Any) -> None:
     """A growth point: a test-case count, a phase and a rate per metric (the first's keys)."""
     f = Fields(point, where)
-    if not 0 <= f.get("test_cases", int) < 2 ** 62:
+    if not 0 <= f.get("test_cases", int) < 2**62:
         raise f.fail("'test_cases' is not a count")
     f.get("phase", str)
     for key in point:
@@ -194,9 +221,10 @@ def _check_sample(item: Any, where: str) -> None:
     """A gallery sample: seed and case (both text, or numeric arrays of one shape), seed
     index, decisions, distance and clip."""
     f = Fields(item, where)
-    f.exact_keys(("seed_index", "seed", "case", "seed_decision", "case_decision", "distance",
-                  "clip"))
-    if not 0 <= f.get("seed_index", int) < 2 ** 62:
+    f.exact_keys(
+        ("seed_index", "seed", "case", "seed_decision", "case_decision", "distance", "clip")
+    )
+    if not 0 <= f.get("seed_index", int) < 2**62:
         raise f.fail("'seed_index' is not a count")
     distance = f.get("distance", float)
     if not (math.isfinite(distance) and distance >= 0):
@@ -210,8 +238,11 @@ def _check_sample(item: Any, where: str) -> None:
     elif _shape(seed, f, "seed") != _shape(case, f, "case"):
         raise f.fail("'seed' and 'case' differ in shape")
     clip = f.get("clip", list)
-    if clip and not (len(clip) == 2 and all(isinstance(v, float) and math.isfinite(v)
-                                            for v in clip) and clip[0] < clip[1]):
+    if clip and not (
+        len(clip) == 2
+        and all(isinstance(v, float) and math.isfinite(v) for v in clip)
+        and clip[0] < clip[1]
+    ):
         raise f.fail("'clip' must be [] or [low, high]")
 
 

@@ -34,11 +34,17 @@ class TimeSeriesMutator(Mutator):
     (or fixed); ``channel_scale`` multiplies it per channel (e.g. each channel's spread).
     """
 
-    def __init__(self, noise: float | tuple[float, float] = (0.05, 0.1), warp: float = 0.2,
-                 segments: int = 4, channel_scale: Any = None) -> None:
+    def __init__(
+        self,
+        noise: float | tuple[float, float] = (0.05, 0.1),
+        warp: float = 0.2,
+        segments: int = 4,
+        channel_scale: Any = None,
+    ) -> None:
         self.noise = fixed_or_range("noise", noise, example="(0.05, 0.1)")
-        self.warp = check_float("warp", warp, minimum=0.0, maximum=MAX_WARP,
-                                example="0.2 (0 for no warp)")
+        self.warp = check_float(
+            "warp", warp, minimum=0.0, maximum=MAX_WARP, example="0.2 (0 for no warp)"
+        )
         self.segments = check_int("segments", segments, minimum=2, example="4")
         self.channel_scale = None if channel_scale is None else self._checked_scale(channel_scale)
 
@@ -50,45 +56,66 @@ class TimeSeriesMutator(Mutator):
             scale = np.array([np.nan])
         if scale.ndim != 1 or len(scale) == 0 or not np.isfinite(scale).all() or (scale < 0).any():
             raise InvalidArgument(
-                f"channel_scale={shown(channel_scale)} must be a non-empty list of finite numbers >= 0, one "
-                "per channel, e.g. channel_scale=x_train.std(axis=(0, 1))")
+                f"channel_scale={shown(channel_scale)} must be a non-empty list of finite "
+                "numbers >= 0, one "
+                "per channel, e.g. channel_scale=x_train.std(axis=(0, 1))"
+            )
         return scale
 
     @classmethod
-    def from_seeds(cls, seeds: Any, spread: tuple[float, float] = (0.25, 0.5),
-                   warp: float = 0.2, segments: int = 4) -> "TimeSeriesMutator":
+    def from_seeds(
+        cls,
+        seeds: Any,
+        spread: tuple[float, float] = (0.25, 0.5),
+        warp: float = 0.2,
+        segments: int = 4,
+    ) -> "TimeSeriesMutator":
         """Noise scaled to the data: each channel's standard deviation is drawn from
         ``spread`` times that channel's spread in the seeds (its per-step standard
         deviation across seeds, averaged over the steps)."""
-        low, high = check_range("spread", spread, minimum=0.0, example="(0.25, 0.5)",
-                                strict=False)
+        low, high = check_range("spread", spread, minimum=0.0, example="(0.25, 0.5)", strict=False)
         array = np.asarray(seeds, np.float64)
         if array.ndim != 3 or len(array) < 2 or not np.isfinite(array).all():
-            raise InvalidInput(f"from_seeds needs at least two finite seeds of shape (steps, "
-                               f"channels); got an array of shape {array.shape}")
+            raise InvalidInput(
+                f"from_seeds needs at least two finite seeds of shape (steps, "
+                f"channels); got an array of shape {array.shape}"
+            )
         per_channel = array.std(axis=0).mean(axis=0)
         scale = float(per_channel.mean())
         if not scale > 0:
             raise InvalidInput("the seeds do not vary, so they give no scale for the noise")
-        return cls(noise=(low * scale, high * scale), warp=warp, segments=segments,
-                   channel_scale=per_channel / scale)
+        return cls(
+            noise=(low * scale, high * scale),
+            warp=warp,
+            segments=segments,
+            channel_scale=per_channel / scale,
+        )
 
     def describe(self) -> str:
         low, high = self.noise
         per_channel = "" if self.channel_scale is None else " (scaled per channel)"
-        warp = "no time warp" if self.warp == 0 else (
-            f"time warp {self.warp:g} over {self.segments} segments")
+        warp = (
+            "no time warp"
+            if self.warp == 0
+            else (f"time warp {self.warp:g} over {self.segments} segments")
+        )
         return f"{warp}, then Gaussian noise, std {low:.3g}-{high:.3g}{per_channel}"
 
     def _check_shape(self, cases: np.ndarray) -> None:
         if cases.ndim != 3:
-            raise InvalidInput(f"cases have shape {cases.shape}; TimeSeriesMutator takes "
-                               "(batch, steps, channels) arrays (x[..., None] for one channel)")
+            raise InvalidInput(
+                f"cases have shape {cases.shape}; TimeSeriesMutator takes "
+                "(batch, steps, channels) arrays (x[..., None] for one channel)"
+            )
         if self.warp > 0 and cases.shape[1] < 2:
-            raise InvalidInput(f"a time warp needs at least 2 time steps; cases have {cases.shape[1]}")
+            raise InvalidInput(
+                f"a time warp needs at least 2 time steps; cases have {cases.shape[1]}"
+            )
         if self.channel_scale is not None and len(self.channel_scale) != cases.shape[2]:
-            raise InvalidInput(f"cases have {cases.shape[2]} channels but channel_scale has "
-                               f"{len(self.channel_scale)} values")
+            raise InvalidInput(
+                f"cases have {cases.shape[2]} channels but channel_scale has "
+                f"{len(self.channel_scale)} values"
+            )
 
     def warp_positions(self, n_cases: int, n_steps: int, rng: np.random.Generator) -> np.ndarray:
         """Where each case's warped series samples its original time axis: ``(n_cases,

@@ -17,8 +17,8 @@ from typing import Any, Callable
 import numpy as np
 
 from .mutators import Mutator
-from .text import EDAMutator
 from .oracle import Oracle
+from .text import EDAMutator
 
 #: Bisection steps on the seed-case line (the found distance shrinks to within 2**-8 of it).
 BISECTION_STEPS = 8
@@ -39,29 +39,49 @@ def can_shrink(mutator: Mutator) -> bool:
     return mutator.array_cases or isinstance(mutator, EDAMutator)
 
 
-def shrink(mutator: Mutator, oracle: Oracle, predict: Callable[[Any], np.ndarray], seeds: Any,
-           seed_outputs: np.ndarray, cases: Any, outputs: np.ndarray) -> Shrunk:
+def shrink(
+    mutator: Mutator,
+    oracle: Oracle,
+    predict: Callable[[Any], np.ndarray],
+    seeds: Any,
+    seed_outputs: np.ndarray,
+    cases: Any,
+    outputs: np.ndarray,
+) -> Shrunk:
     """Shrink failing ``cases`` toward their row-aligned ``seeds``; every result still fails."""
     if mutator.array_cases:
-        return _shrink_arrays(mutator, oracle, predict, np.asarray(seeds), seed_outputs,
-                              np.asarray(cases), outputs)
+        return _shrink_arrays(
+            mutator, oracle, predict, np.asarray(seeds), seed_outputs, np.asarray(cases), outputs
+        )
     if isinstance(mutator, EDAMutator):
-        return _shrink_words(mutator, oracle, predict, list(seeds), seed_outputs, list(cases),
-                             outputs)
+        return _shrink_words(
+            mutator, oracle, predict, list(seeds), seed_outputs, list(cases), outputs
+        )
     return Shrunk(cases, np.asarray(mutator.distance(seeds, cases), np.float64), outputs, 0)
 
 
-def _still_fails(mutator: Mutator, oracle: Oracle, predict: Callable[[Any], np.ndarray],
-                 seeds: Any, seed_outputs: np.ndarray, candidates: Any
-                 ) -> tuple[np.ndarray, np.ndarray]:
+def _still_fails(
+    mutator: Mutator,
+    oracle: Oracle,
+    predict: Callable[[Any], np.ndarray],
+    seeds: Any,
+    seed_outputs: np.ndarray,
+    candidates: Any,
+) -> tuple[np.ndarray, np.ndarray]:
     outputs = np.asarray(predict(mutator.encode(candidates)))
     distances = np.asarray(mutator.distance(seeds, candidates), np.float64)
     return oracle.fails(seed_outputs, outputs, distances), outputs
 
 
-def _shrink_arrays(mutator: Mutator, oracle: Oracle, predict: Callable[[Any], np.ndarray],
-                   seeds: np.ndarray, seed_outputs: np.ndarray, cases: np.ndarray,
-                   outputs: np.ndarray) -> Shrunk:
+def _shrink_arrays(
+    mutator: Mutator,
+    oracle: Oracle,
+    predict: Callable[[Any], np.ndarray],
+    seeds: np.ndarray,
+    seed_outputs: np.ndarray,
+    cases: np.ndarray,
+    outputs: np.ndarray,
+) -> Shrunk:
     current, current_out = cases.copy(), np.array(outputs, copy=True)
     calls = 0
     low = np.zeros(len(cases))  # the seed (alpha 0) passes, the case (alpha 1) fails
@@ -83,20 +103,29 @@ def _shrink_arrays(mutator: Mutator, oracle: Oracle, predict: Callable[[Any], np
         rows = np.flatnonzero(differs)
         candidates = current[rows].copy()
         candidates[:, step] = seeds[rows, step]
-        fails, out = _still_fails(mutator, oracle, predict, seeds[rows], seed_outputs[rows],
-                                  candidates)
+        fails, out = _still_fails(
+            mutator, oracle, predict, seeds[rows], seed_outputs[rows], candidates
+        )
         calls += 1
         current[rows[fails]], current_out[rows[fails]] = candidates[fails], out[fails]
     distances = np.asarray(mutator.distance(seeds, current), np.float64)
     return Shrunk(current, distances, current_out, calls)
 
 
-def _shrink_words(mutator: EDAMutator, oracle: Oracle, predict: Callable[[Any], np.ndarray],
-                  seeds: list[str], seed_outputs: np.ndarray, cases: list[str],
-                  outputs: np.ndarray) -> Shrunk:
+def _shrink_words(
+    mutator: EDAMutator,
+    oracle: Oracle,
+    predict: Callable[[Any], np.ndarray],
+    seeds: list[str],
+    seed_outputs: np.ndarray,
+    cases: list[str],
+    outputs: np.ndarray,
+) -> Shrunk:
     words = [c.split() for c in cases]
-    edits = [difflib.SequenceMatcher(a=s.split(), b=c.split(), autojunk=False).get_opcodes()
-             for s, c in zip(seeds, cases)]
+    edits = [
+        difflib.SequenceMatcher(a=s.split(), b=c.split(), autojunk=False).get_opcodes()
+        for s, c in zip(seeds, cases)
+    ]
     edits = [[op for op in ops if op[0] != "equal"] for ops in edits]
     current_out = np.array(outputs, copy=True)
     calls = 0
@@ -114,11 +143,14 @@ def _shrink_words(mutator: EDAMutator, oracle: Oracle, predict: Callable[[Any], 
         if not rows:
             continue
         picked = np.array(rows)
-        fails, out = _still_fails(mutator, oracle, predict, [seeds[r] for r in rows],
-                                  seed_outputs[picked], candidates)
+        fails, out = _still_fails(
+            mutator, oracle, predict, [seeds[r] for r in rows], seed_outputs[picked], candidates
+        )
         calls += 1
         for k in np.flatnonzero(fails).tolist():
             words[rows[k]] = candidates[k].split()
             current_out[rows[k]] = out[k]
     shrunk = [" ".join(w) for w in words]
-    return Shrunk(shrunk, np.asarray(mutator.distance(seeds, shrunk), np.float64), current_out, calls)
+    return Shrunk(
+        shrunk, np.asarray(mutator.distance(seeds, shrunk), np.float64), current_out, calls
+    )

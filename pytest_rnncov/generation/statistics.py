@@ -31,8 +31,9 @@ class DiversityAccumulator:
 
     def add(self, cases: np.ndarray, seeds: np.ndarray, seed_index: np.ndarray) -> None:
         """Add cases (row-aligned with their seeds and seed indices)."""
-        d = (np.asarray(cases, np.float64).reshape(len(cases), -1)
-             - np.asarray(seeds, np.float64).reshape(len(seeds), -1))
+        d = np.asarray(cases, np.float64).reshape(len(cases), -1) - np.asarray(
+            seeds, np.float64
+        ).reshape(len(seeds), -1)
         norms = np.linalg.norm(d, axis=1)
         moved = norms > 0
         if self.sums is None:
@@ -94,7 +95,7 @@ class MinimalSuite:
         heapq.heapify(heap)
         while heap:
             _, row = heapq.heappop(heap)
-            hit = conditions_sorted[starts[row]:starts[row + 1]]
+            hit = conditions_sorted[starts[row] : starts[row + 1]]
             gain = int((~self.covered[hit]).sum())
             if gain == 0:
                 continue

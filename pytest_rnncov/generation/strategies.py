@@ -25,8 +25,11 @@ from .oracle import Oracle
 model_settings = settings(
     deadline=None,
     max_examples=25,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                           HealthCheck.large_base_example],
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.large_base_example,
+    ],
 )
 settings.register_profile("rnncov", model_settings)
 
@@ -43,7 +46,9 @@ class Mutant:
     fitness: float | None = None  # best fitness reached for the target (<= 0: covered)
 
 
-def random_mutants(seeds: Any, mutator: Mutator, *, max_rounds: int = 3) -> st.SearchStrategy[Mutant]:
+def random_mutants(
+    seeds: Any, mutator: Mutator, *, max_rounds: int = 3
+) -> st.SearchStrategy[Mutant]:
     """Mutants of ``seeds`` after 0..``max_rounds`` rounds of ``mutator`` (no model calls)."""
     if not isinstance(mutator, Mutator):
         raise InvalidArgument(f"mutator={mutator!r} is not a pytest_rnncov Mutator")
@@ -92,7 +97,9 @@ def targeted_mutants(
     seeds = mutator.check_seeds(seeds)
     if isinstance(metric, str) and metric.lower() == "failure":
         if not isinstance(oracle, Oracle):
-            raise InvalidArgument("metric='failure' needs the oracle to fail: pass oracle=Oracle(...)")
+            raise InvalidArgument(
+                "metric='failure' needs the oracle to fail: pass oracle=Oracle(...)"
+            )
         return _failure_mutants(model, seeds, mutator, ga, oracle)
     scorer = model.coverage[metric]
 
@@ -102,12 +109,20 @@ def targeted_mutants(
 
         return fitness
 
-    return _bred(seeds, mutator, ga, scorer.total, lambda c: f"{metric}:{scorer.label(c)}",
-                 coverage_fitness, "covers it")
+    return _bred(
+        seeds,
+        mutator,
+        ga,
+        scorer.total,
+        lambda c: f"{metric}:{scorer.label(c)}",
+        coverage_fitness,
+        "covers it",
+    )
 
 
-def _failure_mutants(model: TrackedLike, seeds: Any, mutator: Mutator, ga: GAConfig,
-                     oracle: Oracle) -> st.SearchStrategy[Mutant]:
+def _failure_mutants(
+    model: TrackedLike, seeds: Any, mutator: Mutator, ga: GAConfig, oracle: Oracle
+) -> st.SearchStrategy[Mutant]:
     """The GA toward failing ``oracle``: fitness = oracle.failure_fitness (<= 0 fails)."""
 
     def failure_fitness(seed: Any, condition: int) -> Callable[[Any], np.ndarray]:
@@ -116,17 +131,24 @@ def _failure_mutants(model: TrackedLike, seeds: Any, mutator: Mutator, ga: GACon
         def fitness(cases: Any) -> np.ndarray:
             outputs = model.predict(mutator.encode(cases))
             distances = mutator.distance(mutator.take(seed, np.zeros(len(outputs), int)), cases)
-            return oracle.failure_fitness(np.repeat(seed_output, len(outputs), axis=0), outputs,
-                                          distances)
+            return oracle.failure_fitness(
+                np.repeat(seed_output, len(outputs), axis=0), outputs, distances
+            )
 
         return fitness
 
     return _bred(seeds, mutator, ga, 1, lambda c: "failure", failure_fitness, "fails the oracle")
 
 
-def _bred(seeds: Any, mutator: Mutator, ga: GAConfig, conditions: int,
-          label_of: Callable[[int], str], fitness_for: Callable[[Any, int], Callable[[Any], np.ndarray]],
-          reached: str) -> st.SearchStrategy[Mutant]:
+def _bred(
+    seeds: Any,
+    mutator: Mutator,
+    ga: GAConfig,
+    conditions: int,
+    label_of: Callable[[int], str],
+    fitness_for: Callable[[Any, int], Callable[[Any], np.ndarray]],
+    reached: str,
+) -> st.SearchStrategy[Mutant]:
     """Mutants bred by the GA (paper Alg. 2) from a drawn seed toward a drawn condition.
 
     Hypothesis draws the seed, the condition (when there is more than one), the number of
@@ -153,16 +175,25 @@ def _bred(seeds: Any, mutator: Mutator, ga: GAConfig, conditions: int,
             offspring = checked_mutate(mutator, parents, rng)
             return offspring, fitness(offspring)
 
-        for population, scores in evolve(population, scores, ga, breed, mutator.take,
-                                         mutator.concat, generations=generations):
+        for population, scores in evolve(
+            population, scores, ga, breed, mutator.take, mutator.concat, generations=generations
+        ):
             path.append(f"{float(scores.min()):.4g}")
             if (scores <= 0).any():
                 break
         best = int(np.argmin(scores))
-        note(f"seed {index}, bred toward {label} for {len(path) - 1} generations "
-             f"(best fitness per generation: {' -> '.join(path)}; <= 0 {reached})")
+        note(
+            f"seed {index}, bred toward {label} for {len(path) - 1} generations "
+            f"(best fitness per generation: {' -> '.join(path)}; <= 0 {reached})"
+        )
         target(-float(scores[best]), label=f"-fitness {label.split(':')[0]}")
-        return Mutant(mutator.take(population, [best])[0], seed[0], index, generations, label,
-                      float(scores[best]))
+        return Mutant(
+            mutator.take(population, [best])[0],
+            seed[0],
+            index,
+            generations,
+            label,
+            float(scores[best]),
+        )
 
     return build()

@@ -15,8 +15,10 @@ from .mutators import Cases, Mutator, check_rng
 def check_pairs(seeds: Cases, cases: Cases) -> None:
     """Refuse seeds and cases of different counts (a distance pairs them row by row)."""
     if len(seeds) != len(cases):
-        raise InvalidInput(f"{len(seeds)} seeds and {len(cases)} cases: distance pairs each case "
-                           "with the seed in the same row")
+        raise InvalidInput(
+            f"{len(seeds)} seeds and {len(cases)} cases: distance pairs each case "
+            "with the seed in the same row"
+        )
 
 
 def edit_shares(seeds: Sequence[Sequence[str]], cases: Sequence[Sequence[str]]) -> np.ndarray:
@@ -43,7 +45,8 @@ class StringMutator(Mutator):
     def __init__(self, encoder: Callable[[Sequence[str]], np.ndarray] | None) -> None:
         if encoder is not None and not callable(encoder):
             raise InvalidArgument(
-                f"encoder={encoder!r} is not callable; pass e.g. a WordEncoder or CharEncoder")
+                f"encoder={encoder!r} is not callable; pass e.g. a WordEncoder or CharEncoder"
+            )
         self.encoder = encoder
 
     def encode(self, cases: Cases) -> np.ndarray:
@@ -76,14 +79,20 @@ class EDAMutator(StringMutator):
 
     distance_name = "share of words changed"
 
-    def __init__(self, encoder: Callable[[Sequence[str]], np.ndarray] | None = None,
-                 alpha: float = 0.1, operations: Sequence[str] = EDA_OPERATIONS) -> None:
+    def __init__(
+        self,
+        encoder: Callable[[Sequence[str]], np.ndarray] | None = None,
+        alpha: float = 0.1,
+        operations: Sequence[str] = EDA_OPERATIONS,
+    ) -> None:
         super().__init__(encoder)
-        alpha = check_float("alpha", alpha, minimum=0.0, exclusive_minimum=True, maximum=1.0,
-                            example="0.1")
+        alpha = check_float(
+            "alpha", alpha, minimum=0.0, exclusive_minimum=True, maximum=1.0, example="0.1"
+        )
         if isinstance(operations, str) or not all(isinstance(o, str) for o in operations):
             raise InvalidArgument(
-                f"operations={operations!r}; pass a list such as ['synonym', 'swap']")
+                f"operations={operations!r}; pass a list such as ['synonym', 'swap']"
+            )
         unknown = set(operations) - set(EDA_OPERATIONS)
         if unknown or not operations:
             raise InvalidArgument(
@@ -149,13 +158,17 @@ class EDAMutator(StringMutator):
         n = max(1, int(self.alpha * len(words)))
         stop = self._stopwords or frozenset()
         if op == "synonym":
-            candidates = [i for i, w in enumerate(words) if w.lower() not in stop and self.synonyms(w.lower())]
+            candidates = [
+                i for i, w in enumerate(words) if w.lower() not in stop and self.synonyms(w.lower())
+            ]
             for i in rng.permutation(candidates)[:n] if candidates else []:
                 options = self.synonyms(words[i].lower())
                 words[i] = options[rng.integers(len(options))]
         elif op == "insert":
             for _ in range(n):
-                replaceable = [w for w in words if w.lower() not in stop and self.synonyms(w.lower())]
+                replaceable = [
+                    w for w in words if w.lower() not in stop and self.synonyms(w.lower())
+                ]
                 if not replaceable:
                     break
                 options = self.synonyms(replaceable[rng.integers(len(replaceable))].lower())
@@ -187,8 +200,9 @@ class SmilesMutator(StringMutator):
 
     distance_name = "share of characters changed"
 
-    def __init__(self, encoder: Callable[[Sequence[str]], np.ndarray] | None = None,
-                 tries: int = 10) -> None:
+    def __init__(
+        self, encoder: Callable[[Sequence[str]], np.ndarray] | None = None, tries: int = 10
+    ) -> None:
         super().__init__(encoder)
         self.tries = check_int("tries", tries, minimum=1, example="10")
         self._mols: dict[str, Any] = {}
@@ -196,7 +210,11 @@ class SmilesMutator(StringMutator):
         self.discarded = 0
 
     def describe(self) -> str:
-        redrawn = f", {self.discarded} spellings the encoder cannot encode redrawn" if self.discarded else ""
+        redrawn = (
+            f", {self.discarded} spellings the encoder cannot encode redrawn"
+            if self.discarded
+            else ""
+        )
         return f"SMILES re-enumeration (random atom orders{redrawn})"
 
     def _mol(self, smiles: str) -> Any:
@@ -209,8 +227,10 @@ class SmilesMutator(StringMutator):
             finally:
                 RDLogger.EnableLog("rdApp.*")  # type: ignore[attr-defined]
             if mol is None or mol.GetNumAtoms() == 0:
-                raise InvalidInput(f"{smiles!r} is not a valid SMILES string of a molecule "
-                                   "(RDKit cannot parse it, or it has no atoms)")
+                raise InvalidInput(
+                    f"{smiles!r} is not a valid SMILES string of a molecule "
+                    "(RDKit cannot parse it, or it has no atoms)"
+                )
             self._mols[smiles] = mol
         return self._mols[smiles]
 

@@ -17,10 +17,12 @@ if TYPE_CHECKING:
     from .roles import Central, DistWorker
     from .session import RNNCovSession
 
-MARKER = ("rnn_coverage(min=None, metrics=None, model=None): the inputs this test feeds to "
-          "tracked models must reach coverage `min` (a fraction, or bars such as "
-          "'BC:0.9,TC:0.4'; default --rnn-coverage) on `metrics` (default the gate metrics) "
-          "for `model` (default every model the test fed).")
+MARKER = (
+    "rnn_coverage(min=None, metrics=None, model=None): the inputs this test feeds to "
+    "tracked models must reach coverage `min` (a fraction, or bars such as "
+    "'BC:0.9,TC:0.4'; default --rnn-coverage) on `metrics` (default the gate metrics) "
+    "for `model` (default every model the test fed)."
+)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -56,8 +58,9 @@ class RNNCovPlugin:
     model was tracked, so a run that does not use the plugin imports nothing heavy.
     """
 
-    def __init__(self, config: pytest.Config, settings: "Settings",
-                 outputs: "SessionOutputs") -> None:
+    def __init__(
+        self, config: pytest.Config, settings: "Settings", outputs: "SessionOutputs"
+    ) -> None:
         self.config = config
         self.settings = settings
         self.outputs = outputs
@@ -78,19 +81,26 @@ class RNNCovPlugin:
         if self._engine is None:
             from .session import RNNCovSession
 
-            wanted = (self.settings.data is not None  # a data file feeds `report --report html`
-                      or any(kind == "html" for kind, _ in self.settings.reports))
-            self._engine = RNNCovSession(seed=self.settings.seed,
-                                         metrics=self.settings.tracked_metrics,
-                                         signal_figures=wanted)
+            wanted = (
+                self.settings.data is not None  # a data file feeds `report --report html`
+                or any(kind == "html" for kind, _ in self.settings.reports)
+            )
+            self._engine = RNNCovSession(
+                seed=self.settings.seed,
+                metrics=self.settings.tracked_metrics,
+                signal_figures=wanted,
+            )
             self._engine.current_test = self._current_test
         return self._engine
 
     @property
     def in_use(self) -> bool:
         """Whether anything asked for the plugin: an option, a tracked model, a worker's data."""
-        return (self.settings.explicit or self._engine is not None
-                or any(payload for _, payload in self._nodes))
+        return (
+            self.settings.explicit
+            or self._engine is not None
+            or any(payload for _, payload in self._nodes)
+        )
 
     @property
     def role(self) -> "Central | DistWorker":
@@ -105,7 +115,8 @@ class RNNCovPlugin:
             else:
                 try:
                     self._role = (DistController if self.distributed else Central)(
-                        self.settings, self.engine, self.outputs)
+                        self.settings, self.engine, self.outputs
+                    )
                 except RNNCovError as exc:  # an unreadable baseline
                     raise pytest.UsageError(f"--rnn-compare: {exc}") from None
         return self._role
@@ -114,7 +125,9 @@ class RNNCovPlugin:
         if not self.settings.explicit:
             return None  # installed but not asked for: print nothing
         bars = self.settings.bars
-        return f"rnncov: gate {'off' if bars is None else bars.describe()}, seed {self.settings.seed}"
+        return (
+            f"rnncov: gate {'off' if bars is None else bars.describe()}, seed {self.settings.seed}"
+        )
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item) -> Generator[None, Any, Any]:
@@ -206,7 +219,8 @@ class RNNCovPlugin:
         data = role.data()
         applied = role.verdict is None or role.verdict.applied
         show = bool(kinds & {"term", "term-detail"}) and (
-            bool(data.models) or bool(data.track_errors) or (self.settings.explicit and applied))
+            bool(data.models) or bool(data.track_errors) or (self.settings.explicit and applied)
+        )
         report = TermReport(terminalreporter, detail="term-detail" in kinds, coverage=show)
         report.sections(data)
         for line in role.written:
@@ -215,6 +229,7 @@ class RNNCovPlugin:
             terminalreporter.write_line(f"ERROR pytest-rnncov: {problem}", red=True, bold=True)
         if role.verdict is not None:
             report.verdict(role.verdict)
+
 
 @pytest.fixture(scope="session")
 def rnncov(request: pytest.FixtureRequest) -> "RNNCovSession":

@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
+from ..config.bars import Bars
+from ..config.values import parse_metrics
 from ..core.state import ModelState
 from ..errors import InvalidArgument
-from ..validation import shown
-from ..config.bars import Bars
 from ..reporting.results import MarkerOutcome, check_models
-from ..config.values import parse_metrics
+from ..validation import shown
 from .options import Settings
 
 KEYWORDS = ("min", "metrics", "model")
@@ -24,8 +24,9 @@ def _names(value: Any, what: str) -> list[str]:
         return [v.strip() for v in value.split(",") if v.strip()]
     if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
         return list(value)
-    raise InvalidArgument(f"{what}={value!r}; pass a name, a comma-separated string or a list "
-                          "of names")
+    raise InvalidArgument(
+        f"{what}={value!r}; pass a name, a comma-separated string or a list of names"
+    )
 
 
 def check_marker(marker: pytest.Mark, fed: dict[str, ModelState], settings: Settings) -> str | None:
@@ -46,23 +47,30 @@ def check_marker(marker: pytest.Mark, fed: dict[str, ModelState], settings: Sett
             bars = settings.bars.for_metrics(metrics)
         else:
             if isinstance(required, bool) or not isinstance(required, (numbers.Real, str)):
-                raise InvalidArgument(f"min={required!r}; pass a fraction such as 0.8 or bars "
-                                      "such as 'BC:0.9,TC:0.4'")
+                raise InvalidArgument(
+                    f"min={required!r}; pass a fraction such as 0.8 or bars such as 'BC:0.9,TC:0.4'"
+                )
             try:
                 text = required if isinstance(required, str) else repr(float(required))
             except OverflowError:
-                raise InvalidArgument(f"min={shown(required)} is not a fraction in [0, 1]") from None
+                raise InvalidArgument(
+                    f"min={shown(required)} is not a fraction in [0, 1]"
+                ) from None
             bars = Bars.parse(text, metrics)
-        wanted = (_names(options["model"], "model") if options.get("model") is not None
-                  else sorted(fed))
+        wanted = (
+            _names(options["model"], "model") if options.get("model") is not None else sorted(fed)
+        )
     except InvalidArgument as exc:
         return f"rnn_coverage marker: {exc}"
     if not wanted:
         return "rnn_coverage marker: this test fed no inputs to a tracked model"
     for name in wanted:
         if name not in fed:
-            return (f"rnn_coverage marker: this test fed no inputs to model {name!r} "
-                    f"(it fed: {', '.join(sorted(fed)) or 'none'})")
-    outcome = MarkerOutcome(bars, check_models({n: fed[n] for n in wanted}, bars),
-                            tuple(sorted(fed)))
+            return (
+                f"rnn_coverage marker: this test fed no inputs to model {name!r} "
+                f"(it fed: {', '.join(sorted(fed)) or 'none'})"
+            )
+    outcome = MarkerOutcome(
+        bars, check_models({n: fed[n] for n in wanted}, bars), tuple(sorted(fed))
+    )
     return None if outcome.passed else outcome.message()

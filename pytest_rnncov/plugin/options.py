@@ -16,13 +16,14 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import pytest
 
-from ..core.names import DEFAULT_METRICS, METRIC_NAMES
-from ..errors import InvalidArgument, RNNCovError
 from ..config.bars import Bars, parse_bars, parse_fraction
 from ..config.values import parse_metrics, parse_report, parse_seed
+from ..core.names import DEFAULT_METRICS, METRIC_NAMES
+from ..errors import InvalidArgument, RNNCovError
 
 if TYPE_CHECKING:
     from ..files import Output
+
 
 def _argparse_type(parse: Callable[[str], Any]) -> Callable[[str], Any]:
     """An argparse type from a parser raising InvalidArgument (shown as "--option: ...")."""
@@ -46,41 +47,88 @@ seed = _argparse_type(parse_seed)
 
 def addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("rnncov", "RNN coverage of recurrent models (pytest-rnncov)")
-    group.addoption("--rnn-coverage", metavar="BARS", type=bar_entries, action="append",
-                    default=None,
-                    help="fail the session when a tracked model's coverage is below the bar: "
-                         "0.9 (every gate metric), BC:0.9,TC:0.4 (per metric) or "
-                         "mnist:TC:0.4 (per model); repeatable: the bars add up "
-                         "(ini: rnn_coverage)")
-    group.addoption("--rnn-metrics", metavar="LIST", type=metric_list, default=None,
-                    help="metrics a plain bar applies to, comma-separated (default BC,SC,TC; "
-                         f"known: {','.join(METRIC_NAMES)}; ini: rnn_metrics)")
-    group.addoption("--rnn-report", metavar="TYPE[:DEST]", type=report_spec, action="append",
-                    default=None,
-                    help="term (default), term-detail, json:PATH or html:DIR; repeatable "
-                         "(ini: rnn_report)")
-    group.addoption("--rnn-seed", metavar="N", type=seed, default=None,
-                    help="seed of everything random in pytest-rnncov (default 0; ini: rnn_seed)")
-    group.addoption("--rnn-data", metavar="PATH", default=None,
-                    help="write this run's exact coverage data to PATH, for "
-                         "`python -m pytest_rnncov combine` (ini: rnn_data)")
-    group.addoption("--rnn-save", metavar="NAME", default=None,
-                    help="save this run's coverage as baseline NAME (.rnncov/NAME.json, or a "
-                         "path ending in .json)")
-    group.addoption("--rnn-compare", metavar="NAME", default=None,
-                    help="fail when coverage falls below baseline NAME by more than "
-                         "--rnn-compare-tolerance")
-    group.addoption("--rnn-compare-tolerance", metavar="FRACTION", type=fraction, default=None,
-                    help="allowed drop below the baseline, a fraction (default 0; "
-                         "ini: rnn_compare_tolerance)")
-    group.addoption("--no-rnn", action="store_true", default=False,
-                    help="switch pytest-rnncov off: no gate, no report, marker not enforced")
-    parser.addini("rnn_coverage", "default of --rnn-coverage (a string or a TOML list of bars)",
-                  type="args", default=[])
-    parser.addini("rnn_metrics", "default of --rnn-metrics (a string or a TOML list)",
-                  type="args", default=[])
-    parser.addini("rnn_report", "default of --rnn-report (one per line, or a TOML list)",
-                  type="linelist", default=[])
+    group.addoption(
+        "--rnn-coverage",
+        metavar="BARS",
+        type=bar_entries,
+        action="append",
+        default=None,
+        help="fail the session when a tracked model's coverage is below the bar: "
+        "0.9 (every gate metric), BC:0.9,TC:0.4 (per metric) or "
+        "mnist:TC:0.4 (per model); repeatable: the bars add up "
+        "(ini: rnn_coverage)",
+    )
+    group.addoption(
+        "--rnn-metrics",
+        metavar="LIST",
+        type=metric_list,
+        default=None,
+        help="metrics a plain bar applies to, comma-separated (default BC,SC,TC; "
+        f"known: {','.join(METRIC_NAMES)}; ini: rnn_metrics)",
+    )
+    group.addoption(
+        "--rnn-report",
+        metavar="TYPE[:DEST]",
+        type=report_spec,
+        action="append",
+        default=None,
+        help="term (default), term-detail, json:PATH or html:DIR; repeatable (ini: rnn_report)",
+    )
+    group.addoption(
+        "--rnn-seed",
+        metavar="N",
+        type=seed,
+        default=None,
+        help="seed of everything random in pytest-rnncov (default 0; ini: rnn_seed)",
+    )
+    group.addoption(
+        "--rnn-data",
+        metavar="PATH",
+        default=None,
+        help="write this run's exact coverage data to PATH, for "
+        "`python -m pytest_rnncov combine` (ini: rnn_data)",
+    )
+    group.addoption(
+        "--rnn-save",
+        metavar="NAME",
+        default=None,
+        help="save this run's coverage as baseline NAME (.rnncov/NAME.json, or a "
+        "path ending in .json)",
+    )
+    group.addoption(
+        "--rnn-compare",
+        metavar="NAME",
+        default=None,
+        help="fail when coverage falls below baseline NAME by more than --rnn-compare-tolerance",
+    )
+    group.addoption(
+        "--rnn-compare-tolerance",
+        metavar="FRACTION",
+        type=fraction,
+        default=None,
+        help="allowed drop below the baseline, a fraction (default 0; ini: rnn_compare_tolerance)",
+    )
+    group.addoption(
+        "--no-rnn",
+        action="store_true",
+        default=False,
+        help="switch pytest-rnncov off: no gate, no report, marker not enforced",
+    )
+    parser.addini(
+        "rnn_coverage",
+        "default of --rnn-coverage (a string or a TOML list of bars)",
+        type="args",
+        default=[],
+    )
+    parser.addini(
+        "rnn_metrics", "default of --rnn-metrics (a string or a TOML list)", type="args", default=[]
+    )
+    parser.addini(
+        "rnn_report",
+        "default of --rnn-report (one per line, or a TOML list)",
+        type="linelist",
+        default=[],
+    )
     parser.addini("rnn_seed", "default of --rnn-seed", default=None)
     parser.addini("rnn_data", "default of --rnn-data", default=None)
     parser.addini("rnn_compare_tolerance", "default of --rnn-compare-tolerance", default=None)
@@ -104,8 +152,11 @@ class Settings:
     @property
     def ratchet(self) -> bool:
         """``--rnn-compare=X --rnn-save=X``: compare with the baseline, then move it up."""
-        return (self.save is not None and self.compare is not None
-                and os.path.realpath(self.save) == os.path.realpath(self.compare))
+        return (
+            self.save is not None
+            and self.compare is not None
+            and os.path.realpath(self.save) == os.path.realpath(self.compare)
+        )
 
 
 def _ini(config: pytest.Config, name: str) -> Any:
@@ -167,7 +218,9 @@ def read_settings(config: pytest.Config) -> Settings:
             bars = None if text is None else Bars.parse(text, gate_metrics)
     except InvalidArgument as exc:
         raise _usage(where, exc) from None
-    tracked = tuple(dict.fromkeys(DEFAULT_METRICS + gate_metrics + (bars.named_metrics if bars else ())))
+    tracked = tuple(
+        dict.fromkeys(DEFAULT_METRICS + gate_metrics + (bars.named_metrics if bars else ()))
+    )
 
     reports = config.getoption("rnn_report")
     if reports is None:
@@ -196,8 +249,9 @@ def read_settings(config: pytest.Config) -> Settings:
     if data is None:
         data = _ini(config, "rnn_data")
     if data is not None and (not isinstance(data, str) or not data.strip()):
-        raise pytest.UsageError(f"ini option rnn_data = {data!r}: give one file path, e.g. "
-                                "rnn_data = .rnncov/data.json")
+        raise pytest.UsageError(
+            f"ini option rnn_data = {data!r}: give one file path, e.g. rnn_data = .rnncov/data.json"
+        )
     if data is not None:
         from ..files import as_output_path
 
@@ -213,11 +267,26 @@ def read_settings(config: pytest.Config) -> Settings:
         compare_path = None if compare is None else baseline_path(compare, root / ".rnncov")
     except InvalidArgument as exc:
         raise _usage("--rnn-save/--rnn-compare", exc) from None
-    explicit = (bars is not None or reports != (("term", None),) or save is not None
-                or compare is not None or data is not None or metrics is not None)
-    return Settings(bars, gate_metrics, tracked, reports, seed_setting(config),
-                    None if data is None else Path(str(data)), save_path, compare_path,
-                    float(tolerance), explicit)
+    explicit = (
+        bars is not None
+        or reports != (("term", None),)
+        or save is not None
+        or compare is not None
+        or data is not None
+        or metrics is not None
+    )
+    return Settings(
+        bars,
+        gate_metrics,
+        tracked,
+        reports,
+        seed_setting(config),
+        None if data is None else Path(str(data)),
+        save_path,
+        compare_path,
+        float(tolerance),
+        explicit,
+    )
 
 
 @dataclass(frozen=True)
@@ -232,13 +301,16 @@ class SessionOutputs:
 def check_outputs(settings: Settings) -> SessionOutputs:
     """Refuse, before any test runs, outputs that cannot be written or that would replace
     a file pytest-rnncov did not write (pytest.UsageError); returns them, noted."""
+    from ..config.paths import check_distinct, check_output_dir, check_output_file
     from ..files import Output, as_output_path
     from ..reporting.outputs import KIND, report_output
-    from ..config.paths import check_distinct, check_output_dir, check_output_file
 
     try:
-        outputs = [(f"--rnn-report={kind}:", Path(dest)) for kind, dest in settings.reports
-                   if dest is not None]
+        outputs = [
+            (f"--rnn-report={kind}:", Path(dest))
+            for kind, dest in settings.reports
+            if dest is not None
+        ]
         if settings.data is not None:
             outputs.append(("--rnn-data", settings.data))
         inputs = [] if settings.compare is None else [("--rnn-compare", settings.compare)]

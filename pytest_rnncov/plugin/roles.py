@@ -47,8 +47,7 @@ class Central:
 
     controller = True
 
-    def __init__(self, settings: Settings, engine: RNNCovSession,
-                 outputs: SessionOutputs) -> None:
+    def __init__(self, settings: Settings, engine: RNNCovSession, outputs: SessionOutputs) -> None:
         self.settings = settings
         self.engine = engine
         self.outputs = outputs
@@ -67,9 +66,14 @@ class Central:
 
     def decide(self, applied: bool, reason: str | None) -> Verdict:
         """Compute the verdict once (the reports render this object)."""
-        self.verdict = evaluate(self.data(), self.settings.bars, applied=applied,
-                                skipped_reason=reason, baseline=self.baseline,
-                                tolerance=self.settings.tolerance)
+        self.verdict = evaluate(
+            self.data(),
+            self.settings.bars,
+            applied=applied,
+            skipped_reason=reason,
+            baseline=self.baseline,
+            tolerance=self.settings.tolerance,
+        )
         return self.verdict
 
     def _existing_baseline(self) -> Baseline | None:
@@ -96,28 +100,43 @@ class Central:
         data = self.data()
         verdict = self.verdict or self.decide(False, "the session stopped before the tests ran")
         # a session that measured nothing leaves an earlier baseline or data file as it was
-        unwritten = (verdict.skipped_reason if not verdict.applied
-                     else None if data.models else "no model was tracked")
+        unwritten = (
+            verdict.skipped_reason
+            if not verdict.applied
+            else None
+            if data.models
+            else "no model was tracked"
+        )
         outputs = self.outputs
         if outputs.baseline is not None:
             path = outputs.baseline.path
-            reason = unwritten or why_not_saved(verdict.passed, data, self._existing_baseline(),
-                                                self.settings.ratchet)
+            reason = unwritten or why_not_saved(
+                verdict.passed, data, self._existing_baseline(), self.settings.ratchet
+            )
             if reason is None:
-                self._write(outputs.baseline, baseline_text(data),
-                            "RNN coverage baseline saved to" if data.complete else
-                            "RNN coverage baseline (partial: marked so) saved to")
+                self._write(
+                    outputs.baseline,
+                    baseline_text(data),
+                    "RNN coverage baseline saved to"
+                    if data.complete
+                    else "RNN coverage baseline (partial: marked so) saved to",
+                )
             elif path.exists():
                 self.written.append(f"RNN coverage baseline {path} kept: {reason}")
             else:
                 self.written.append(f"RNN coverage baseline not saved to {path}: {reason}")
         if outputs.data is not None and unwritten is None:
-            self._write(outputs.data, data.dumps() + "\n",
-                        "RNN coverage data written to" if data.complete else
-                        "RNN coverage data (partial: marked so) written to")
+            self._write(
+                outputs.data,
+                data.dumps() + "\n",
+                "RNN coverage data written to"
+                if data.complete
+                else "RNN coverage data (partial: marked so) written to",
+            )
         elif outputs.data is not None:
-            self.written.append(f"RNN coverage data not written to {outputs.data.path}: "
-                                f"{unwritten}")
+            self.written.append(
+                f"RNN coverage data not written to {outputs.data.path}: {unwritten}"
+            )
         written, problems = write_reports(outputs.reports, data, verdict)
         self.written.extend(written)
         self.problems.extend(problems)
@@ -146,5 +165,7 @@ def _profile_hint(exc: RNNCovError) -> str:
     """How to avoid workers that measured against different profiles."""
     if "profile" not in str(exc):
         return ""
-    return ("; each worker fitted its own profile: give track() a profile file path (fitted "
-            "once, then shared), or fit from inputs drawn with rnncov.rng()")
+    return (
+        "; each worker fitted its own profile: give track() a profile file path (fitted "
+        "once, then shared), or fit from inputs drawn with rnncov.rng()"
+    )

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..adapters.base import Adapter
 from ..adapters.model import RNNModel
+from ..config.values import parse_metrics
 from ..core.abstractions import resolve_window
 from ..core.coverage import Coverage, Observation
 from ..core.metrics import DEFAULT_METRICS, Signals
@@ -31,7 +32,6 @@ from ..generation.results import CampaignResult
 from ..reporting.data import CoverageData, new_run_id
 from ..reporting.samples import SampleWriter, gallery_entries
 from ..reporting.signals import SIGNAL_SAMPLES, sample_signals
-from ..config.values import parse_metrics
 from ..validation import check_int, check_str, check_window
 
 
@@ -52,8 +52,16 @@ class _TestCoverage:
         out = {}
         for name, states in self.states.items():
             base = session.models[name].coverage.state(name)
-            out[name] = ModelState(name, base.layer, base.cell, base.window, base.fingerprint,
-                                   self.inputs[name], states, base.profile)
+            out[name] = ModelState(
+                name,
+                base.layer,
+                base.cell,
+                base.window,
+                base.fingerprint,
+                self.inputs[name],
+                states,
+                base.profile,
+            )
         return out
 
 
@@ -66,8 +74,10 @@ class _CampaignRecorder:
     def on_finish(self, campaign: Campaign, result: CampaignResult) -> None:
         writers = [w for w in campaign.listeners if isinstance(w, SampleWriter)]
         summary = result.summary(
-            campaign.name, saved_to=str(writers[0].directory) if writers else None,
-            gallery=gallery_entries(result.samples, getattr(campaign.mutator, "clip", None)))
+            campaign.name,
+            saved_to=str(writers[0].directory) if writers else None,
+            gallery=gallery_entries(result.samples, getattr(campaign.mutator, "clip", None)),
+        )
         self.tracked.session.campaigns.append(summary.to_json())
 
 
@@ -75,8 +85,15 @@ class TrackedModel:
     """A model registered with the session: every input fed through it counts toward the
     session coverage of ``name`` (and toward the running test's, for the marker)."""
 
-    def __init__(self, session: "RNNCovSession", name: str, rnn: Adapter, coverage: Coverage,
-                 metric_specs: Sequence[Any], preset: str) -> None:
+    def __init__(
+        self,
+        session: "RNNCovSession",
+        name: str,
+        rnn: Adapter,
+        coverage: Coverage,
+        metric_specs: Sequence[Any],
+        preset: str,
+    ) -> None:
         self.session = session
         self.name = name
         self.rnn = rnn
@@ -158,19 +175,30 @@ class TrackedModel:
     def campaign_listeners(self) -> list[Any]:
         return [_CampaignRecorder(self)]
 
-    def campaign(self, seeds: Any, mutator: Any, oracle: Any, *,
-                 output_dir: str | os.PathLike[str] | None = None, **options: Any) -> Campaign:
+    def campaign(
+        self,
+        seeds: Any,
+        mutator: Any,
+        oracle: Any,
+        *,
+        output_dir: str | os.PathLike[str] | None = None,
+        **options: Any,
+    ) -> Campaign:
         """A :class:`~pytest_rnncov.Campaign` on this model; ``output_dir`` writes its
         adversarial samples there (``SampleWriter``)."""
-        accepted = [name for name in inspect.signature(Campaign).parameters
-                    if name not in ("model", "seeds", "mutator", "oracle")]
+        accepted = [
+            name
+            for name in inspect.signature(Campaign).parameters
+            if name not in ("model", "seeds", "mutator", "oracle")
+        ]
         for option in options:
             if option not in accepted:
                 close = difflib.get_close_matches(option, accepted, n=1)
                 raise InvalidArgument(
                     f"campaign() got an unknown option {option!r}"
                     + (f"; did you mean {close[0]!r}?" if close else "")
-                    + f" (options: output_dir, {', '.join(accepted)})")
+                    + f" (options: output_dir, {', '.join(accepted)})"
+                )
         listeners = list(options.pop("listeners", ()))
         if output_dir is not None:
             listeners.append(SampleWriter(output_dir))
@@ -181,9 +209,14 @@ class TrackedModel:
         the session coverage."""
         from ..core.delta import coverage_delta
 
-        return coverage_delta(self.rnn, self.profile, reference, suspect,
-                              metrics if metrics is not None else self.metric_specs,
-                              preset=self.preset)
+        return coverage_delta(
+            self.rnn,
+            self.profile,
+            reference,
+            suspect,
+            metrics if metrics is not None else self.metric_specs,
+            preset=self.preset,
+        )
 
     def state(self) -> ModelState:
         return self.coverage.state(self.name)
@@ -195,8 +228,9 @@ class TrackedModel:
 class RNNCovSession:
     """What the ``rnncov`` fixture hands out: register models with :meth:`track`."""
 
-    def __init__(self, seed: int = 0, metrics: Sequence[str] = DEFAULT_METRICS,
-                 signal_figures: bool = True) -> None:
+    def __init__(
+        self, seed: int = 0, metrics: Sequence[str] = DEFAULT_METRICS, signal_figures: bool = True
+    ) -> None:
         self.seed = check_int("seed", seed, minimum=0)
         self.default_metrics = tuple(metrics)
         #: whether data() computes the HTML report's signal figures (an HTML report or a
@@ -218,14 +252,26 @@ class RNNCovSession:
             digest = hashlib.sha256(salt.encode("utf-8", "surrogatepass")).digest()
             return np.random.default_rng([self.seed, 1, int.from_bytes(digest[:8], "little")])
         if isinstance(salt, bool) or not isinstance(salt, (int, np.integer)):
-            raise InvalidArgument(f"salt={salt!r} ({type(salt).__name__}); pass an integer >= 0 "
-                                  "or a string, e.g. rnncov.rng('test_accuracy')")
+            raise InvalidArgument(
+                f"salt={salt!r} ({type(salt).__name__}); pass an integer >= 0 "
+                "or a string, e.g. rnncov.rng('test_accuracy')"
+            )
         return np.random.default_rng([self.seed, check_int("salt", salt, minimum=0)])
 
-    def track(self, model: Any, *, profile: Any = None, x_train: Any = None, window: Any = None,
-              name: str | None = None, layer: str | int | None = None,
-              direction: str = "forward", output: str | int | None = None,
-              metrics: Sequence[Any] | None = None, preset: str = "paper") -> TrackedModel:
+    def track(
+        self,
+        model: Any,
+        *,
+        profile: Any = None,
+        x_train: Any = None,
+        window: Any = None,
+        name: str | None = None,
+        layer: str | int | None = None,
+        direction: str = "forward",
+        output: str | int | None = None,
+        metrics: Sequence[Any] | None = None,
+        preset: str = "paper",
+    ) -> TrackedModel:
         """Register ``model`` (a Keras or PyTorch model, or an RNNModel) once for the session.
 
         ``profile`` is a fitted Profile or the path of a profile file. A path that does not
@@ -236,22 +282,34 @@ class RNNCovSession:
         refused when anything differs.
         """
         try:
-            return self._track(model, profile, x_train, window, name, layer, direction, output,
-                               metrics, preset)
+            return self._track(
+                model, profile, x_train, window, name, layer, direction, output, metrics, preset
+            )
         except Exception as exc:  # the model's own errors too: the report says what failed
             where = f" ({self.current_test})" if self.current_test else ""
             self.track_errors.append(f"{type(exc).__name__}{where}: {exc}")
             raise
 
-    def _track(self, model: Any, profile: Any, x_train: Any, window: Any, name: str | None,
-               layer: Any, direction: str, output: Any, metrics: Sequence[Any] | None,
-               preset: str) -> TrackedModel:
+    def _track(
+        self,
+        model: Any,
+        profile: Any,
+        x_train: Any,
+        window: Any,
+        name: str | None,
+        layer: Any,
+        direction: str,
+        output: Any,
+        metrics: Sequence[Any] | None,
+        preset: str,
+    ) -> TrackedModel:
         if name is not None:
             check_str("name", name)
         if profile is not None and not isinstance(profile, (Profile, str, os.PathLike)):
             raise InvalidArgument(
                 f"profile={profile!r}; pass a fitted Profile, the path of a profile file, or "
-                "None (then x_train=... fits one)")
+                "None (then x_train=... fits one)"
+            )
         window = check_window(window)
         if isinstance(model, Adapter):
             rnn = model
@@ -261,22 +319,31 @@ class RNNCovSession:
         if any(c in key for c in ":,*") or not key.isprintable() or key != key.strip():
             raise InvalidArgument(
                 f"model name {key!r} cannot appear in a bar (MODEL:METRIC:BAR): pass name= "
-                "without ':', ',', '*', control characters or surrounding spaces")
+                "without ':', ',', '*', control characters or surrounding spaces"
+            )
         if isinstance(metrics, str):  # "TC" or "BC,TC", not the letters of a name
             metrics = parse_metrics(metrics)
         specs = tuple(metrics) if metrics is not None else self.default_metrics
         if key in self.models:
             tracked = self.models[key]
-            same = (tracked.rnn.model is rnn.model and tracked.rnn.layer_name == rnn.layer_name
-                    and tracked.metric_specs == specs and tracked.preset == preset
-                    and (window is None or resolve_window(window, tracked.profile.n_steps_)
-                         == tuple(tracked.profile.window_))
-                    and (not isinstance(profile, Profile) or profile is tracked.profile))
+            same = (
+                tracked.rnn.model is rnn.model
+                and tracked.rnn.layer_name == rnn.layer_name
+                and tracked.metric_specs == specs
+                and tracked.preset == preset
+                and (
+                    window is None
+                    or resolve_window(window, tracked.profile.n_steps_)
+                    == tuple(tracked.profile.window_)
+                )
+                and (not isinstance(profile, Profile) or profile is tracked.profile)
+            )
             if same:
                 return tracked
             raise InvalidArgument(
                 f"a model named {key!r} is already tracked with another model, layer, window, "
-                "metrics, preset or profile; pass another name= to track()")
+                "metrics, preset or profile; pass another name= to track()"
+            )
         fitted = self._profile(rnn, profile, x_train, window)
         coverage = Coverage(rnn, fitted, specs, preset=preset, track_fitness=False)
         self.models[key] = TrackedModel(self, key, rnn, coverage, specs, preset)
@@ -290,26 +357,32 @@ class RNNCovSession:
             if x_train is None:
                 raise InvalidArgument(
                     "track() needs a profile: pass profile=Profile or a profile file path, "
-                    "or x_train=... to fit one")
+                    "or x_train=... to fit one"
+                )
             worker = os.environ.get("PYTEST_XDIST_WORKER")
             if worker:
-                warnings.warn(RNNCovWarning(
-                    f"xdist worker {worker} fits its own profile from x_train: workers whose "
-                    "x_train differs (unseeded data) measure against different profiles and "
-                    "their coverage cannot be combined; give track() a profile file path "
-                    "(fitted once, then shared) or draw x_train with rnncov.rng()"),
-                    stacklevel=4)
+                warnings.warn(
+                    RNNCovWarning(
+                        f"xdist worker {worker} fits its own profile from x_train: workers whose "
+                        "x_train differs (unseeded data) measure against different profiles and "
+                        "their coverage cannot be combined; give track() a profile file path "
+                        "(fitted once, then shared) or draw x_train with rnncov.rng()"
+                    ),
+                    stacklevel=4,
+                )
             return Profile(window=window).fit(rnn, x_train)
         path = as_path(profile, "profile")
         if not path.exists():
             if x_train is None:
                 raise ProfileError(
-                    f"no profile file at {str(path)!r}; pass x_train=... to fit and save it there")
+                    f"no profile file at {str(path)!r}; pass x_train=... to fit and save it there"
+                )
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
-                raise ProfileError(f"cannot create the folder of profile {str(path)!r}: "
-                                   f"{exc.strerror or exc}") from None
+                raise ProfileError(
+                    f"cannot create the folder of profile {str(path)!r}: {exc.strerror or exc}"
+                ) from None
             with folder_lock(path.parent):  # one process fits; the others load its file
                 if not path.exists():
                     fitted = Profile(window=window).fit(rnn, x_train)
@@ -320,7 +393,8 @@ class RNNCovSession:
             raise StaleProfile(
                 f"profile {str(path)!r} was fitted for window {list(loaded.window_)}, not "
                 f"{list(window)}; if it belongs to another model, give this model its own "
-                "profile path; else delete the file so that track() refits it from x_train")
+                "profile path; else delete the file so that track() refits it from x_train"
+            )
         loaded.check(rnn)
         return loaded
 
@@ -337,8 +411,13 @@ class RNNCovSession:
         """This process's coverage, campaigns and tracking errors."""
         return CoverageData(
             models={name: t.state() for name, t in self.models.items()},
-            signals={name: figure for name, t in self.models.items()
-                     for figure in [t.signal_figure() if self.signal_figures else {}] if figure},
+            signals={
+                name: figure
+                for name, t in self.models.items()
+                for figure in [t.signal_figure() if self.signal_figures else {}]
+                if figure
+            },
             campaigns=list(self.campaigns),
             track_errors=list(self.track_errors),
-            runs=[self.run_id])
+            runs=[self.run_id],
+        )

@@ -16,10 +16,10 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..config.bars import percent
 from ..core.state import ModelState
 from ..errors import DataFileError
 from ..files import parse_json, read_bounded, read_envelope
-from ..config.bars import percent
 from .data import CoverageData, read_model_states
 
 FORMAT = "pytest-rnncov-baseline"
@@ -64,24 +64,26 @@ def load_baseline(path: Path) -> Baseline:
     fix = "save it again with --rnn-save"
     data = parse_json(raw, where, fix=fix)
     fields, version = read_envelope(data, where, FORMAT, READS, fix=fix, noun="baseline")
-    fields.exact_keys(("format", "version", "models")
-                      + (("complete", "missing_workers") if version >= 3 else ()),
-                      optional=("created",))
+    fields.exact_keys(
+        ("format", "version", "models") + (("complete", "missing_workers") if version >= 3 else ()),
+        optional=("created",),
+    )
     missing = fields.strings("missing_workers") if version >= 3 else []
     if version >= 3 and fields.get("complete", bool) is not (not missing):
-        raise fields.fail(f"'complete' is {data['complete']!r} but 'missing_workers' lists "
-                          f"{len(missing)}")
+        raise fields.fail(
+            f"'complete' is {data['complete']!r} but 'missing_workers' lists {len(missing)}"
+        )
     if "created" in data:
         fields.get("created", str)
     models = fields.get("models", dict)
     if not models:  # comparing with nothing would always pass
-        raise DataFileError(f"{where} holds no model; save it again with --rnn-save from a "
-                            "run that tracks one")
+        raise DataFileError(
+            f"{where} holds no model; save it again with --rnn-save from a run that tracks one"
+        )
     return Baseline(str(path), read_model_states(models, where), missing)
 
 
-def regressions(baseline: Baseline, current: dict[str, ModelState],
-                tolerance: float) -> list[str]:
+def regressions(baseline: Baseline, current: dict[str, ModelState], tolerance: float) -> list[str]:
     """What fell below the baseline by more than ``tolerance``, or cannot be compared."""
     found = []
     for name, old in baseline.models.items():
@@ -93,27 +95,33 @@ def regressions(baseline: Baseline, current: dict[str, ModelState],
             found.append(
                 f"{name}: the baseline measured {old.cell} layer {old.layer!r} over window "
                 f"{list(old.window)}, this run {new.cell} layer {new.layer!r} over "
-                f"{list(new.window)}; save a new baseline with --rnn-save")
+                f"{list(new.window)}; save a new baseline with --rnn-save"
+            )
             continue
         for key, before in old.metrics.items():
             after = new.metrics.get(key)
             if after is None:
                 found.append(f"{name} {key}: not tracked in this run")
             elif not before.same_configuration(after):
-                found.append(f"{name} {key}: configured as {after.shown_beside(before)}, the "
-                             f"baseline has {before.shown_beside(after)}; save a new baseline "
-                             "with --rnn-save")
+                found.append(
+                    f"{name} {key}: configured as {after.shown_beside(before)}, the "
+                    f"baseline has {before.shown_beside(after)}; save a new baseline "
+                    "with --rnn-save"
+                )
             elif after.rate < before.rate - tolerance:
                 lost = int((before.covered_mask & ~after.covered_mask).sum())
                 found.append(
-                    f"{name} {key} {percent(after.rate, below=before.rate)} < {percent(before.rate)} "
+                    f"{name} {key} {percent(after.rate, below=before.rate)} < "
+                    f"{percent(before.rate)} "
                     f"({after.n_covered}/{after.total} vs {before.n_covered}/{before.total}; "
-                    f"{lost} conditions lost)")
+                    f"{lost} conditions lost)"
+                )
     return found
 
 
-def why_not_saved(passed: bool | None, data: CoverageData, existing: Baseline | None,
-                  ratchet: bool) -> str | None:
+def why_not_saved(
+    passed: bool | None, data: CoverageData, existing: Baseline | None, ratchet: bool
+) -> str | None:
     """Why this run's coverage must not be saved as the baseline (None: save it).
 
     A baseline is written only from a run whose verdict did not fail; a partial run never
@@ -125,16 +133,23 @@ def why_not_saved(passed: bool | None, data: CoverageData, existing: Baseline | 
     if existing is None:
         return None
     if not data.complete and existing.complete:
-        return ("this run is partial (worker " + ", ".join(data.missing_workers)
-                + " sent no coverage data) and the baseline is complete")
+        return (
+            "this run is partial (worker "
+            + ", ".join(data.missing_workers)
+            + " sent no coverage data) and the baseline is complete"
+        )
     if ratchet:
-        lower = [f"{name} {key} {percent(after.rate, below=before.rate)} < "
-                 f"{percent(before.rate)}"
-                 for name, old in existing.models.items() if name in data.models
-                 for key, before in old.metrics.items()
-                 for after in [data.models[name].metrics.get(key)]
-                 if after is not None and after.rate < before.rate]
+        lower = [
+            f"{name} {key} {percent(after.rate, below=before.rate)} < {percent(before.rate)}"
+            for name, old in existing.models.items()
+            if name in data.models
+            for key, before in old.metrics.items()
+            for after in [data.models[name].metrics.get(key)]
+            if after is not None and after.rate < before.rate
+        ]
         if lower:
-            return ("a ratchet only moves up, and this run is lower (within the tolerance): "
-                    + ", ".join(lower))
+            return (
+                "a ratchet only moves up, and this run is lower (within the tolerance): "
+                + ", ".join(lower)
+            )
     return None

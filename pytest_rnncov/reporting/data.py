@@ -21,8 +21,8 @@ from typing import Any, Iterable, Mapping, TypeGuard
 import numpy as np
 
 from ..core.metrics import config_problem
-from ..core.trace import CELL_COMPONENTS
 from ..core.state import MetricState, ModelState, merge_models
+from ..core.trace import CELL_COMPONENTS
 from ..errors import DataFileError
 from ..files import as_path, parse_json, read_bounded, read_envelope, write_text
 from ..generation.results import CampaignSummary
@@ -33,7 +33,8 @@ VERSION = 2
 READS = (1, 2)
 #: the most conditions (summed over every model and metric) one file or one combination
 #: may declare: memory follows this bound, not what a file claims
-MAX_FILE_CONDITIONS = 2 ** 24
+MAX_FILE_CONDITIONS = 2**24
+
 
 @dataclass
 class CoverageData:
@@ -60,7 +61,8 @@ class CoverageData:
         if again:
             raise DataFileError(
                 f"{', '.join(other.sources) or 'this data'} holds run {again[0]} again (a copy "
-                "of a file already combined?); each run's inputs count once: drop the copy")
+                "of a file already combined?); each run's inputs count once: drop the copy"
+            )
         merge_models(self.models, other.models.values())
         for name, sample in other.signals.items():
             self.signals.setdefault(name, sample)
@@ -99,22 +101,42 @@ class CoverageData:
     @classmethod
     def from_json(cls, data: Any, where: str) -> "CoverageData":
         fields, version = read_envelope(data, where, FORMAT, READS, noun="data format")
-        fields.exact_keys(("format", "version", "models", "signals", "campaigns",
-                           "track_errors", "missing_workers", "sources")
-                          + (("runs",) if version >= 2 else ()))
+        fields.exact_keys(
+            (
+                "format",
+                "version",
+                "models",
+                "signals",
+                "campaigns",
+                "track_errors",
+                "missing_workers",
+                "sources",
+            )
+            + (("runs",) if version >= 2 else ())
+        )
         models = read_model_states(fields.get("models", dict), where)
         signals = fields.get("signals", dict)
         for name, values in signals.items():
             _check_signals(name, values, where)
         campaigns = fields.get("campaigns", list)
-        campaigns = [CampaignSummary.from_json(campaign, f"{where}, campaign {index}",
-                                               legacy=version < 2).to_json()
-                     for index, campaign in enumerate(campaigns)]
+        campaigns = [
+            CampaignSummary.from_json(
+                campaign, f"{where}, campaign {index}", legacy=version < 2
+            ).to_json()
+            for index, campaign in enumerate(campaigns)
+        ]
         runs = fields.strings("runs") if version >= 2 else []
         if len(set(runs)) != len(runs):
             raise fields.fail("'runs' names a run twice")
-        return cls(models, dict(signals), list(campaigns), fields.strings("track_errors"),
-                   fields.strings("missing_workers"), fields.strings("sources"), runs)
+        return cls(
+            models,
+            dict(signals),
+            list(campaigns),
+            fields.strings("track_errors"),
+            fields.strings("missing_workers"),
+            fields.strings("sources"),
+            runs,
+        )
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write the data file (atomically; see ``Output`` for a run's guarded outputs)."""
@@ -141,13 +163,19 @@ def _declared(models: Mapping[str, Any]) -> int:
     """The conditions ``models`` (states, or their raw JSON) declare in all."""
     total = 0
     for state in models.values():
-        metrics = state.metrics if isinstance(state, ModelState) else (
-            state.get("metrics") if isinstance(state, Mapping) else None)
+        metrics = (
+            state.metrics
+            if isinstance(state, ModelState)
+            else (state.get("metrics") if isinstance(state, Mapping) else None)
+        )
         if not isinstance(metrics, Mapping):
             continue
         for metric in metrics.values():
-            count = metric.total if isinstance(metric, MetricState) else (
-                metric.get("total") if isinstance(metric, Mapping) else None)
+            count = (
+                metric.total
+                if isinstance(metric, MetricState)
+                else (metric.get("total") if isinstance(metric, Mapping) else None)
+            )
             if isinstance(count, int) and not isinstance(count, bool) and count > 0:
                 total += count
     return total
@@ -158,8 +186,10 @@ def check_total_conditions(models: Mapping[str, Any], where: str) -> None:
     all than MAX_FILE_CONDITIONS (memory would follow what the file claims)."""
     total = _declared(models)
     if total > MAX_FILE_CONDITIONS:
-        raise DataFileError(f"{where} declares {total:,} conditions in all, more than the "
-                            f"{MAX_FILE_CONDITIONS:,} a file may hold; it is not one of ours")
+        raise DataFileError(
+            f"{where} declares {total:,} conditions in all, more than the "
+            f"{MAX_FILE_CONDITIONS:,} a file may hold; it is not one of ours"
+        )
 
 
 def read_model_states(raw: dict[str, Any], where: str) -> dict[str, ModelState]:
@@ -187,8 +217,10 @@ def read_model_state(raw: Any, where: str) -> ModelState:
         if problem is None and config.get("window") != list(state.window):
             problem = f"'window' {config.get('window')} is not the model's {list(state.window)}"
         if problem is None and config.get("component", "h") not in components:
-            problem = (f"'component' {config['component']!r} is not one of the {state.cell} "
-                       f"components {', '.join(components)}")
+            problem = (
+                f"'component' {config['component']!r} is not one of the {state.cell} "
+                f"components {', '.join(components)}"
+            )
         if problem is not None:
             raise DataFileError(f"{where}, metric {key!r}: its 'config' is malformed: {problem}")
     return state
@@ -198,7 +230,7 @@ _SIGNAL_PANELS = ("h_net_z", "f_avg_minmax", "h_delta_minmax")
 
 
 def _is_count(value: Any) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2 ** 62
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**62
 
 
 def _numeric_array(value: Any, where: str) -> np.ndarray:
@@ -224,8 +256,10 @@ def _check_signals(name: str, signals: Any, where: str) -> None:
             raise DataFileError(f"{where}: unknown signal panel {key!r} for {name!r}")
         array = _numeric_array(values, f"{where}: signals {name!r} {key}")
         if array.ndim != 2 or array.shape[1] != len(steps):
-            raise DataFileError(f"{where}: signals {name!r} {key} must be rows of {len(steps)} "
-                                "values (one per step)")
+            raise DataFileError(
+                f"{where}: signals {name!r} {key} must be rows of {len(steps)} "
+                "values (one per step)"
+            )
 
 
 def combine(parts: Iterable[CoverageData]) -> CoverageData:
@@ -233,10 +267,12 @@ def combine(parts: Iterable[CoverageData]) -> CoverageData:
     out = CoverageData()
     for part in parts:
         total = _declared(out.models) + _declared(
-            {name: state for name, state in part.models.items() if name not in out.models})
+            {name: state for name, state in part.models.items() if name not in out.models}
+        )
         if total > MAX_FILE_CONDITIONS:
             raise DataFileError(
                 f"combined, the models declare {total:,} conditions, more than the "
-                f"{MAX_FILE_CONDITIONS:,} pytest-rnncov holds at once; combine fewer files")
+                f"{MAX_FILE_CONDITIONS:,} pytest-rnncov holds at once; combine fewer files"
+            )
         out.merge(part)
     return out

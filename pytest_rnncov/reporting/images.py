@@ -23,18 +23,30 @@ def png_bytes(gray: np.ndarray, scale: int = 4) -> bytes:
     raw = b"".join(b"\x00" + gray[row].tobytes() for row in range(height))
 
     def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(
-            ">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+        return (
+            struct.pack(">I", len(data))
+            + kind
+            + data
+            + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+        )
 
     header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw, 9))
-            + chunk(b"IEND", b""))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(raw, 9))
+        + chunk(b"IEND", b"")
+    )
 
 
-def side_by_side(seed: np.ndarray, case: np.ndarray, value_range: tuple[float, float]) -> np.ndarray:
+def side_by_side(
+    seed: np.ndarray, case: np.ndarray, value_range: tuple[float, float]
+) -> np.ndarray:
     """Seed, a 2-pixel gap, the case, and their absolute difference, as one uint8 image."""
     a, b = to_gray8(seed, value_range), to_gray8(case, value_range)
-    diff = to_gray8(np.abs(np.asarray(case, float) - np.asarray(seed, float)),
-                    (0.0, value_range[1] - value_range[0]))
+    diff = to_gray8(
+        np.abs(np.asarray(case, float) - np.asarray(seed, float)),
+        (0.0, value_range[1] - value_range[0]),
+    )
     gap = np.full((a.shape[0], 2), 128, np.uint8)
     return np.concatenate([a, gap, b, gap, diff], axis=1)

@@ -56,6 +56,8 @@ def read_report(content: Any, where: str) -> tuple[bool | None, dict[str, dict[s
     rates: dict[str, dict[str, float]] = {}
     for name, model in fields.get("models", dict).items():
         metrics = Fields(model, f"{where}, model {name!r}").get("metrics", dict)
-        rates[name] = {key: Fields(figures, f"{where}, model {name!r} {key}").get("rate", float)
-                       for key, figures in metrics.items()}
+        rates[name] = {
+            key: Fields(figures, f"{where}, model {name!r} {key}").get("rate", float)
+            for key, figures in metrics.items()
+        }
     return passed, rates

@@ -20,8 +20,12 @@ if TYPE_CHECKING:  # numpy-free at import: the plugin checks outputs before any 
     from .results import Verdict
 
 #: the file kind (``files.KINDS``) of each output
-KIND = {"json": "pytest-rnncov-report", "html": "html", "data": "pytest-rnncov-data",
-        "baseline": "pytest-rnncov-baseline"}
+KIND = {
+    "json": "pytest-rnncov-report",
+    "html": "html",
+    "data": "pytest-rnncov-data",
+    "baseline": "pytest-rnncov-baseline",
+}
 
 
 def report_output(kind: str, dest: str, what: str) -> Output:
@@ -30,8 +34,9 @@ def report_output(kind: str, dest: str, what: str) -> Output:
     return Output(path, KIND[kind], what)
 
 
-def write_reports(outputs: Sequence[tuple[str, Output]], data: "CoverageData",
-                  verdict: "Verdict") -> tuple[list[str], list[str]]:
+def write_reports(
+    outputs: Sequence[tuple[str, Output]], data: "CoverageData", verdict: "Verdict"
+) -> tuple[list[str], list[str]]:
     """Render and write each ``(kind, output)`` report; returns (what was written, what
     went wrong), every output attempted."""
     written, problems = [], []

@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.state import ModelState
 from ..config.bars import Bars, percent
+from ..core.state import ModelState
 from .baseline import Baseline, regressions
 from .data import CoverageData
 
@@ -38,21 +38,33 @@ class Check:
     def text(self, show_model: bool, show_bar: bool) -> str:
         name = f"{self.model} {self.metric}" if show_model else self.metric
         if not self.model_tracked:
-            tracked = (f"tracked: {', '.join(self.tracked)}" if self.tracked
-                       else "no model was tracked")
-            return (f"model {self.model!r} is not tracked ({self.metric} bar "
-                    f"{percent(self.bar)}; {tracked})")
+            tracked = (
+                f"tracked: {', '.join(self.tracked)}" if self.tracked else "no model was tracked"
+            )
+            return (
+                f"model {self.model!r} is not tracked ({self.metric} bar "
+                f"{percent(self.bar)}; {tracked})"
+            )
         if self.rate is None:
             return f"{name} not tracked"
         if not self.measurable:
             return f"{name} has no condition to cover (0/{self.total}), which is not coverage"
         bar = f" < {percent(self.bar)}" if show_bar and not self.passed else ""
-        return f"{name} {percent(self.rate, below=self.bar if not self.passed else None)} ({self.covered}/{self.total}){bar}"
+        rate = percent(self.rate, below=self.bar if not self.passed else None)
+        return f"{name} {rate} ({self.covered}/{self.total}){bar}"
 
     def to_json(self) -> dict[str, Any]:
-        return {"model": self.model, "metric": self.metric, "bar": self.bar, "rate": self.rate,
-                "covered": self.covered, "total": self.total, "passed": self.passed,
-                "model_tracked": self.model_tracked, "measurable": self.measurable}
+        return {
+            "model": self.model,
+            "metric": self.metric,
+            "bar": self.bar,
+            "rate": self.rate,
+            "covered": self.covered,
+            "total": self.total,
+            "passed": self.passed,
+            "model_tracked": self.model_tracked,
+            "measurable": self.measurable,
+        }
 
 
 def check_models(models: dict[str, ModelState], bars: Bars) -> list[Check]:
@@ -62,14 +74,17 @@ def check_models(models: dict[str, ModelState], bars: Bars) -> list[Check]:
     for name, state in models.items():
         for metric, bar in bars.gated(name):
             m = state.metrics.get(metric)
-            checks.append(Check(name, metric, bar, None) if m is None else
-                          Check(name, metric, bar, m.rate, m.n_covered, m.total,
-                                measurable=m.measurable))
+            checks.append(
+                Check(name, metric, bar, None)
+                if m is None
+                else Check(name, metric, bar, m.rate, m.n_covered, m.total, measurable=m.measurable)
+            )
     for name in bars.named_models:
         if name not in models:
-            checks.extend(Check(name, metric, bar, None, model_tracked=False,
-                                tracked=tuple(models))
-                          for metric, bar in bars.gated(name))
+            checks.extend(
+                Check(name, metric, bar, None, model_tracked=False, tracked=tuple(models))
+                for metric, bar in bars.gated(name)
+            )
     return checks
 
 
@@ -123,27 +138,37 @@ class Verdict:
         if self.bars is None or not self.applied:
             return None
         single = self.bars.single
-        head = (f"Required RNN coverage of {percent(single)}" if single is not None
-                else f"Required RNN coverage ({self.bars.describe()})")
+        head = (
+            f"Required RNN coverage of {percent(single)}"
+            if single is not None
+            else f"Required RNN coverage ({self.bars.describe()})"
+        )
         if self.no_model:
             if self.track_errors:
-                return (f"{head} not reached: no model was tracked; rnncov.track() failed: "
-                        + "; ".join(self.track_errors))
-            return (f"{head} not reached: no model was tracked (register one with "
-                    "rnncov.track(model, ...))")
+                return (
+                    f"{head} not reached: no model was tracked; rnncov.track() failed: "
+                    + "; ".join(self.track_errors)
+                )
+            return (
+                f"{head} not reached: no model was tracked (register one with "
+                "rnncov.track(model, ...))"
+            )
         failed = [c for c in self.checks if not c.passed]
         if not failed:
             return f"{head} reached."
         show_model = len({c.model for c in self.checks}) > 1
         return f"{head} not reached: " + ", ".join(
-            c.text(show_model=show_model, show_bar=single is None) for c in failed)
+            c.text(show_model=show_model, show_bar=single is None) for c in failed
+        )
 
     def baseline_line(self) -> str | None:
         if self.baseline is None or not self.applied:
             return None
         if self.regressions:
-            return (f"RNN coverage fell below baseline {self.baseline} (tolerance "
-                    f"{self.tolerance:g}): " + "; ".join(self.regressions))
+            return (
+                f"RNN coverage fell below baseline {self.baseline} (tolerance "
+                f"{self.tolerance:g}): " + "; ".join(self.regressions)
+            )
         return f"RNN coverage is not below baseline {self.baseline}."
 
     def lines(self) -> list[tuple[str, str]]:
@@ -151,16 +176,24 @@ class Verdict:
         failure, prefixed FAIL), "green" or "yellow" (a warning)."""
         out: list[tuple[str, str]] = []
         if self.missing_workers:
-            out.append((
-                "WARNING RNN coverage is partial: worker " + ", ".join(self.missing_workers)
-                + " sent no coverage data that could be used; the numbers miss its inputs",
-                "yellow"))
+            out.append(
+                (
+                    "WARNING RNN coverage is partial: worker "
+                    + ", ".join(self.missing_workers)
+                    + " sent no coverage data that could be used; the numbers miss its inputs",
+                    "yellow",
+                )
+            )
         if self.baseline_missing and self.applied:
-            out.append((
-                f"WARNING baseline {self.baseline} is partial: worker "
-                + ", ".join(self.baseline_missing) + " sent no coverage data when it was "
-                "saved, so it is lower than a full run; save it again from a complete run",
-                "yellow"))
+            out.append(
+                (
+                    f"WARNING baseline {self.baseline} is partial: worker "
+                    + ", ".join(self.baseline_missing)
+                    + " sent no coverage data when it was "
+                    "saved, so it is lower than a full run; save it again from a complete run",
+                    "yellow",
+                )
+            )
         if not self.applied and (self.bars is not None or self.baseline is not None):
             out.append((f"RNN coverage gate not applied: {self.skipped_reason}.", "yellow"))
         baseline = self.baseline_line()
@@ -176,39 +209,64 @@ class Verdict:
             "passed": self.passed,
             "applied": self.applied,
             "skipped_reason": self.skipped_reason,
-            "gate": None if self.bars is None else {
-                "required": (self.bars.single if self.bars.single is not None
-                             else self.bars.describe()),
-                "bars": self.bars.to_json(), "gate_metrics": list(self.bars.gate_metrics),
-                "passed": self.gate_passed, "no_model": self.no_model,
+            "gate": None
+            if self.bars is None
+            else {
+                "required": (
+                    self.bars.single if self.bars.single is not None else self.bars.describe()
+                ),
+                "bars": self.bars.to_json(),
+                "gate_metrics": list(self.bars.gate_metrics),
+                "passed": self.gate_passed,
+                "no_model": self.no_model,
                 "message": self.gate_line(),
-                "checks": [c.to_json() for c in self.checks]},
-            "baseline": None if self.baseline is None else {
-                "path": self.baseline, "tolerance": self.tolerance, "passed": self.baseline_passed,
+                "checks": [c.to_json() for c in self.checks],
+            },
+            "baseline": None
+            if self.baseline is None
+            else {
+                "path": self.baseline,
+                "tolerance": self.tolerance,
+                "passed": self.baseline_passed,
                 "regressions": list(self.regressions),
                 "complete": not self.baseline_missing,
-                "missing_workers": list(self.baseline_missing)},
+                "missing_workers": list(self.baseline_missing),
+            },
             "complete": self.complete,
             "missing_workers": list(self.missing_workers),
             "track_errors": list(self.track_errors),
         }
 
 
-def evaluate(data: CoverageData, bars: Bars | None, *, applied: bool = True,
-             skipped_reason: str | None = None, baseline: Baseline | None = None,
-             tolerance: float = 0.0) -> Verdict:
+def evaluate(
+    data: CoverageData,
+    bars: Bars | None,
+    *,
+    applied: bool = True,
+    skipped_reason: str | None = None,
+    baseline: Baseline | None = None,
+    tolerance: float = 0.0,
+) -> Verdict:
     """The verdict on ``data``: the one place where the session outcome is decided (the
     bars, and the comparison with ``baseline`` when one is given)."""
     checks = tuple(check_models(data.models, bars)) if bars is not None else ()
-    found = (regressions(baseline, data.models, tolerance)
-             if baseline is not None and applied else [])
+    found = (
+        regressions(baseline, data.models, tolerance) if baseline is not None and applied else []
+    )
     return Verdict(
-        bars=bars, applied=applied, skipped_reason=skipped_reason, checks=checks,
-        no_model=bars is not None and not data.models, track_errors=tuple(data.track_errors),
-        baseline=None if baseline is None else baseline.path, tolerance=tolerance,
-        regressions=tuple(found), missing_workers=tuple(data.missing_workers),
+        bars=bars,
+        applied=applied,
+        skipped_reason=skipped_reason,
+        checks=checks,
+        no_model=bars is not None and not data.models,
+        track_errors=tuple(data.track_errors),
+        baseline=None if baseline is None else baseline.path,
+        tolerance=tolerance,
+        regressions=tuple(found),
+        missing_workers=tuple(data.missing_workers),
         n_models=len(data.models),
-        baseline_missing=() if baseline is None else tuple(baseline.missing_workers))
+        baseline_missing=() if baseline is None else tuple(baseline.missing_workers),
+    )
 
 
 @dataclass
@@ -226,8 +284,11 @@ class MarkerOutcome:
 
     def message(self) -> str:
         single = self.bars.single
-        head = (f"below {percent(single)}" if single is not None
-                else f"below its bars ({self.bars.describe()})")
+        head = (
+            f"below {percent(single)}"
+            if single is not None
+            else f"below its bars ({self.bars.describe()})"
+        )
         lines = [f"RNN coverage of the inputs this test fed is {head}:"]
         unfed: set[str] = set()
         for c in self.checks:
@@ -237,15 +298,21 @@ class MarkerOutcome:
                 if c.model in unfed:
                     continue  # one line per unfed model, not one per metric
                 unfed.add(c.model)
-                lines.append(f"  a bar names model {c.model!r}, which this test did not feed "
-                             f"(it fed: {', '.join(self.fed) or 'none'})")
+                lines.append(
+                    f"  a bar names model {c.model!r}, which this test did not feed "
+                    f"(it fed: {', '.join(self.fed) or 'none'})"
+                )
             elif c.rate is None:
                 lines.append(f"  {c.model}: {c.metric} is not tracked for this model")
             elif not c.measurable:
-                lines.append(f"  {c.model}: {c.metric} has no condition to cover (0/{c.total}), "
-                             "which is not coverage")
+                lines.append(
+                    f"  {c.model}: {c.metric} has no condition to cover (0/{c.total}), "
+                    "which is not coverage"
+                )
             else:
                 bar = "" if single is not None else f" < {percent(c.bar)}"
-                lines.append(f"  {c.model}: {c.metric} {percent(c.rate, below=c.bar)} "
-                             f"({c.covered}/{c.total}, {c.total - c.covered} uncovered){bar}")
+                lines.append(
+                    f"  {c.model}: {c.metric} {percent(c.rate, below=c.bar)} "
+                    f"({c.covered}/{c.total}, {c.total - c.covered} uncovered){bar}"
+                )
         return "\n".join(lines)

@@ -12,19 +12,20 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..config.paths import check_output_dir
 from ..errors import DataFileError
 from ..files import write_atomic
 from ..generation.campaign import Campaign
 from ..generation.results import AdversarialSample, CampaignResult
 from .images import png_bytes, side_by_side
-from ..config.paths import check_output_dir
 
 #: How many adversarial samples a report's gallery shows per campaign.
 GALLERY = 8
 
 
-def gallery_entries(samples: Sequence[AdversarialSample], clip: Any = None,
-                    limit: int = GALLERY) -> list[dict[str, Any]]:
+def gallery_entries(
+    samples: Sequence[AdversarialSample], clip: Any = None, limit: int = GALLERY
+) -> list[dict[str, Any]]:
     """A few adversarial samples beside their seeds, JSON-ready (arrays rounded)."""
     out = []
     for sample in samples[:limit]:
@@ -32,11 +33,17 @@ def gallery_entries(samples: Sequence[AdversarialSample], clip: Any = None,
         if not isinstance(seed, str):
             seed = np.round(np.asarray(seed, np.float64), 4).tolist()
             case = np.round(np.asarray(case, np.float64), 4).tolist()
-        out.append({
-            "seed_index": sample.seed_index, "seed": seed, "case": case,
-            "seed_decision": sample.seed_decision, "case_decision": sample.case_decision,
-            "distance": float(sample.distance), "clip": [float(c) for c in clip or ()],
-        })
+        out.append(
+            {
+                "seed_index": sample.seed_index,
+                "seed": seed,
+                "case": case,
+                "seed_decision": sample.seed_decision,
+                "case_decision": sample.case_decision,
+                "distance": float(sample.distance),
+                "clip": [float(c) for c in clip or ()],
+            }
+        )
     return out
 
 
@@ -75,17 +82,26 @@ class SampleWriter:
             return None
         clip = getattr(campaign.mutator, "clip", None) or (
             float(min(image.min(), seed_image.min())),
-            float(max(image.max(), seed_image.max())) + 1e-9)
-        name = _safe(f"adv_{index + 1:05d}_seed{sample.seed_index}_{sample.seed_decision}to"
-                     f"{sample.case_decision}.png")
-        write_atomic(self._ready() / name, png_bytes(side_by_side(seed_image, image, clip)),
-                     "an adversarial image")
+            float(max(image.max(), seed_image.max())) + 1e-9,
+        )
+        name = _safe(
+            f"adv_{index + 1:05d}_seed{sample.seed_index}_{sample.seed_decision}to"
+            f"{sample.case_decision}.png"
+        )
+        write_atomic(
+            self._ready() / name,
+            png_bytes(side_by_side(seed_image, image, clip)),
+            "an adversarial image",
+        )
         return name
 
     def _text(self) -> None:
         lines = ["# seed_index\tdistance\tseed_decision\tcase_decision\tseed\tcase\n"]
-        lines.extend(f"{s.seed_index}\t{s.distance:.4g}\t{s.seed_decision}\t{s.case_decision}"
-                     f"\t{s.seed}\t{s.case}\n" for s in self._samples)
+        lines.extend(
+            f"{s.seed_index}\t{s.distance:.4g}\t{s.seed_decision}\t{s.case_decision}"
+            f"\t{s.seed}\t{s.case}\n"
+            for s in self._samples
+        )
         write_atomic(self._ready() / "adversarial.txt", "".join(lines), "the adversarial cases")
 
     def on_adversarial(self, campaign: Campaign, sample: AdversarialSample) -> None:
@@ -122,8 +138,10 @@ class SampleWriter:
             buffer = io.BytesIO()
             np.savez_compressed(buffer, **arrays)
             write_atomic(folder / "adversarial.npz", buffer.getvalue(), "the adversarial samples")
-        summary = {"format": "pytest-rnncov-campaign",
-                   **result.summary(campaign.name, saved_to=str(folder)).to_json()}
+        summary = {
+            "format": "pytest-rnncov-campaign",
+            **result.summary(campaign.name, saved_to=str(folder)).to_json(),
+        }
         write_atomic(folder / "summary.json", json.dumps(summary, indent=1) + "\n", "the summary")
 
 

@@ -15,8 +15,11 @@ from ..errors import DegenerateProfile, RNNCovWarning
 #: How many inputs the HTML report plots the internal signals of.
 SIGNAL_SAMPLES = 4
 
-_PANELS = (("h_net_z", "h", "net", "z"), ("f_avg_minmax", "f", "avg", "m"),
-           ("h_delta_minmax", "h", "delta", "m"))
+_PANELS = (
+    ("h_net_z", "h", "net", "z"),
+    ("f_avg_minmax", "f", "avg", "m"),
+    ("h_delta_minmax", "h", "delta", "m"),
+)
 
 
 def sample_signals(trace: Trace, profile: Profile) -> dict[str, Any]:
@@ -38,8 +41,11 @@ def sample_signals(trace: Trace, profile: Profile) -> dict[str, Any]:
                 low, high = profile.minmax(component, abstraction)
                 values = (values - low) / (high - low)
         except DegenerateProfile as exc:
-            warnings.warn(f"the HTML signal figure leaves out {component}/{abstraction}: {exc}",
-                          RNNCovWarning, stacklevel=2)
+            warnings.warn(
+                f"the HTML signal figure leaves out {component}/{abstraction}: {exc}",
+                RNNCovWarning,
+                stacklevel=2,
+            )
             continue
         if not np.isfinite(values).all():
             continue

@@ -51,12 +51,18 @@ def coverage_lines(data: CoverageData, detail: bool = False) -> list[str]:
             return ["no model was tracked: rnncov.track() failed: " + "; ".join(data.track_errors)]
         return ["no model was tracked: register one with rnncov.track(model, ...)"]
     order = {name: i for i, name in enumerate(METRIC_NAMES)}
-    names = sorted({k for state in data.models.values() for k in state.metrics},
-                   key=lambda k: (order.get(k, len(order)), k))
+    names = sorted(
+        {k for state in data.models.values() for k in state.metrics},
+        key=lambda k: (order.get(k, len(order)), k),
+    )
     rows = [["model", "layer", "window", "inputs"] + names]
     for state in data.models.values():
-        row = [state.name, state.layer, f"[{state.window[0]}, {state.window[1]}]",
-               str(state.n_inputs)]
+        row = [
+            state.name,
+            state.layer,
+            f"[{state.window[0]}, {state.window[1]}]",
+            str(state.n_inputs),
+        ]
         for key in names:
             m = state.metrics.get(key)
             row.append("-" if m is None else f"{percent(m.rate)} ({m.n_covered}/{m.total})")
@@ -83,17 +89,21 @@ def _metric_detail(key: str, m: MetricState) -> str:
     if key in ("BC", "SC"):
         t1, t2 = m.config["window"]
         steps = sorted({t1 + int(c) % (t2 - t1 + 1) for c in missing})
-        return (f"{m.describe}: uncovered steps {_ranges(steps) or 'none'}"
-                + (f" ({len(missing)} conditions)" if len(missing) else ""))
+        return f"{m.describe}: uncovered steps {_ranges(steps) or 'none'}" + (
+            f" ({len(missing)} conditions)" if len(missing) else ""
+        )
     if key == "TC":
         w, a = int(m.config["w"]), int(m.config["a"])
         digits = sax.word_digits(m.covered_ids(), a, w)
         spread = " | ".join(
-            f"{j + 1}: " + " ".join(f"{chr(97 + s)} {int((digits[:, j] == s).sum())}"
-                                    for s in range(a))
-            for j in range(w))
-        return (f"{m.describe}: {m.n_covered} of {m.total} words; covered words by symbol at "
-                f"each position: {spread}")
+            f"{j + 1}: "
+            + " ".join(f"{chr(97 + s)} {int((digits[:, j] == s).sum())}" for s in range(a))
+            for j in range(w)
+        )
+        return (
+            f"{m.describe}: {m.n_covered} of {m.total} words; covered words by symbol at "
+            f"each position: {spread}"
+        )
     return f"{m.describe}: {len(missing)} conditions uncovered"
 
 
@@ -106,14 +116,30 @@ def _rate(rate: float) -> str:
 
 def adversarial_lines(campaigns: Sequence[dict[str, Any]]) -> list[str]:
     """The rows of the "RNN adversarial samples" section, one per campaign."""
-    rows = [["model", "test cases", "adversarial", "adversary rate", "unique seeds",
-             "avg perturbation", "saved to"]]
+    rows = [
+        [
+            "model",
+            "test cases",
+            "adversarial",
+            "adversary rate",
+            "unique seeds",
+            "avg perturbation",
+            "saved to",
+        ]
+    ]
     for c in campaigns:
         avg = c.get("average_perturbation")
-        rows.append([
-            str(c.get("model", "?")), str(c["test_cases"]), str(c["adversarial"]),
-            _rate(c["adversary_rate"]) if c["test_cases"] else "-", str(c["unique"]),
-            "-" if avg is None else f"{avg:.4g}", str(c.get("saved_to") or "-")])
+        rows.append(
+            [
+                str(c.get("model", "?")),
+                str(c["test_cases"]),
+                str(c["adversarial"]),
+                _rate(c["adversary_rate"]) if c["test_cases"] else "-",
+                str(c["unique"]),
+                "-" if avg is None else f"{avg:.4g}",
+                str(c.get("saved_to") or "-"),
+            ]
+        )
     lines = table(rows)
     for c in campaigns:
         settings = "; ".join(f"{key} {c[key]}" for key in ("oracle", "mutator") if c.get(key))
@@ -150,8 +176,11 @@ class TermReport:
 
     def verdict(self, verdict: Verdict) -> None:
         for text, style in verdict.lines():
-            markup = {"red": {"red": True, "bold": True}, "green": {"green": True},
-                      "yellow": {"yellow": True}}[style]
+            markup = {
+                "red": {"red": True, "bold": True},
+                "green": {"green": True},
+                "yellow": {"yellow": True},
+            }[style]
             self.writer.write_line(text, **markup)
 
 

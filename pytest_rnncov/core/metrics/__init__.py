@@ -16,12 +16,33 @@ from .stellar import BS, BT, SBC, WT
 from .step import BC, SC
 from .temporal import TC
 
-__all__ = ["BC", "SC", "TC", "NC", "KMNC", "NBC", "SNAC", "BS", "SBC", "BT", "WT", "Metric",
-           "Signals", "BatchResult", "METRICS", "DEFAULT_METRICS", "MAX_CONDITIONS",
-           "PRESETS", "make_metric", "condition_label", "config_problem"]
+__all__ = [
+    "BC",
+    "SC",
+    "TC",
+    "NC",
+    "KMNC",
+    "NBC",
+    "SNAC",
+    "BS",
+    "SBC",
+    "BT",
+    "WT",
+    "Metric",
+    "Signals",
+    "BatchResult",
+    "METRICS",
+    "DEFAULT_METRICS",
+    "MAX_CONDITIONS",
+    "PRESETS",
+    "make_metric",
+    "condition_label",
+    "config_problem",
+]
 
 METRICS: dict[str, type[Metric]] = {
-    m.name: m for m in (BC, SC, TC, NC, KMNC, NBC, SNAC, BS, SBC, BT, WT)}
+    m.name: m for m in (BC, SC, TC, NC, KMNC, NBC, SNAC, BS, SBC, BT, WT)
+}
 assert tuple(METRICS) == METRIC_NAMES
 
 PRESETS: dict[str, dict[str, dict[str, Any]]] = {
@@ -42,7 +63,8 @@ def make_metric(spec: Any, preset: str = "paper") -> Metric:
         return spec
     if not isinstance(spec, str) or spec.upper() not in METRICS:
         raise InvalidArgument(
-            f"unknown metric {spec!r}; use one of {', '.join(METRICS)} or a Metric instance")
+            f"unknown metric {spec!r}; use one of {', '.join(METRICS)} or a Metric instance"
+        )
     name = spec.upper()
     return METRICS[name](**PRESETS[preset].get(name, {}))
 
@@ -57,8 +79,12 @@ def _integer(low: int, high: int) -> Callable[[Any], bool]:
 
 
 def _window(v: Any) -> bool:
-    return (isinstance(v, list) and len(v) == 2 and all(_integer(0, 1 << 31)(t) for t in v)
-            and v[0] <= v[1])
+    return (
+        isinstance(v, list)
+        and len(v) == 2
+        and all(_integer(0, 1 << 31)(t) for t in v)
+        and v[0] <= v[1]
+    )
 
 
 _COMPONENTS = {c for components in CELL_COMPONENTS.values() for c in components}
@@ -67,12 +93,17 @@ _FIELDS: dict[str, Callable[[Any], bool]] = {
     "window": _window,
     "component": lambda v: isinstance(v, str) and v in _COMPONENTS,
     "abstraction": lambda v: isinstance(v, str) and v in ABSTRACTIONS,
-    "alpha_max": is_finite_number, "alpha_sc": is_finite_number,
-    "threshold": is_finite_number, "upper": is_finite_number,
+    "alpha_max": is_finite_number,
+    "alpha_sc": is_finite_number,
+    "threshold": is_finite_number,
+    "upper": is_finite_number,
     "alpha_min": lambda v: v is None or is_finite_number(v),
     "lower": lambda v: v is None or is_finite_number(v),
-    "w": _integer(1, 64), "a": _integer(2, 4096), "k": _integer(1, 1000),
-    "units": _integer(1, MAX_CONDITIONS), "components": _integer(1, 4096),
+    "w": _integer(1, 64),
+    "a": _integer(2, 4096),
+    "k": _integer(1, 1000),
+    "units": _integer(1, MAX_CONDITIONS),
+    "components": _integer(1, 4096),
     "intervals": _integer(1, 4096),
     "active": lambda v: isinstance(v, list) and all(_integer(0, MAX_CONDITIONS)(i) for i in v),
     "sides": lambda v: v in (["lower"], ["upper"], ["lower", "upper"]),
@@ -91,7 +122,10 @@ CONFIG_KEYS: dict[str, tuple[str, ...]] = {
     "KMNC": (*_NEURON, "k", "active"),
     "NBC": (*_NEURON, "sides", "bounds", "lower", "upper"),
     "SNAC": (*_NEURON, "sides", "bounds", "lower", "upper"),
-    "BS": _STATES, "BT": _STATES, "WT": _STATES, "SBC": (*_STATES, "k"),
+    "BS": _STATES,
+    "BT": _STATES,
+    "WT": _STATES,
+    "SBC": (*_STATES, "k"),
 }
 
 
@@ -108,7 +142,9 @@ _TOTALS: dict[str, Callable[[dict[str, Any]], int | None]] = {
     "KMNC": lambda c: len(c["active"]) * c["k"],
     "NBC": lambda c: _steps(c) * c["units"] * len(c["sides"]),
     "SNAC": lambda c: _steps(c) * c["units"] * len(c["sides"]),
-    "BS": lambda c: None, "BT": lambda c: None, "WT": lambda c: None,
+    "BS": lambda c: None,
+    "BT": lambda c: None,
+    "WT": lambda c: None,
     "SBC": lambda c: 2 * c["k"] * c["components"],
 }
 
@@ -125,8 +161,10 @@ def config_problem(metric: str, config: Any, total: int, describe: str) -> str |
     for key in sorted(expected):
         if not _FIELDS[key](config[key]):
             return f"{key!r} cannot be {shown(config[key])}"
-    if metric == "KMNC" and (any(i >= _steps(config) * config["units"] for i in config["active"])
-                             or any(a >= b for a, b in zip(config["active"], config["active"][1:]))):
+    if metric == "KMNC" and (
+        any(i >= _steps(config) * config["units"] for i in config["active"])
+        or any(a >= b for a, b in zip(config["active"], config["active"][1:]))
+    ):
         return "'active' must name distinct neurons of the window's units, in order"
     kind = METRICS[metric]
     if "sides" in config and config["sides"] != list(getattr(kind, "sides")):

@@ -49,7 +49,9 @@ class Signals:
     def __init__(self, trace: Trace, window: Window) -> None:
         t1, t2 = window
         if not 0 <= t1 <= t2 < trace.n_steps:
-            raise InvalidInput(f"window {list(window)} does not fit a trace of {trace.n_steps} steps")
+            raise InvalidInput(
+                f"window {list(window)} does not fit a trace of {trace.n_steps} steps"
+            )
         self.trace = trace
         self.window = (int(t1), int(t2))
         self._cache: dict[tuple[str, str], Any] = {}
@@ -79,7 +81,8 @@ class Signals:
             raise InvalidInput(
                 f"the {what} signal holds NaN or inf for inputs {bad[:5].tolist()}"
                 f"{', ...' if bad.size > 5 else ''}; the layer overflowed: check those inputs "
-                "(values beyond float32's range?) or the adapter that produced the trace")
+                "(values beyond float32's range?) or the adapter that produced the trace"
+            )
 
     def get(self, component: str, abstraction: str) -> np.ndarray:
         """(B, |window|) float64 values of one signal."""
@@ -130,13 +133,17 @@ class BatchResult:
         """From a (rows, conditions) boolean matrix of any namespace: only the counts come
         to the host now, the matrix when ``hits()`` asks for it."""
         xp = array_namespace(hit)
-        return cls(to_host(xp.sum(xp.astype(hit, wide_int(xp)), axis=0)).astype(np.int64), dense=hit)
+        return cls(
+            to_host(xp.sum(xp.astype(hit, wide_int(xp)), axis=0)).astype(np.int64), dense=hit
+        )
 
     @classmethod
     def from_pairs(cls, rows: np.ndarray, conditions: np.ndarray, total: int) -> "BatchResult":
         """From (row, condition) pairs, each pair at most once."""
-        return cls(np.bincount(conditions, minlength=total).astype(np.int64),
-                   pairs=lambda: (rows, conditions))
+        return cls(
+            np.bincount(conditions, minlength=total).astype(np.int64),
+            pairs=lambda: (rows, conditions),
+        )
 
     def hits(self) -> tuple[np.ndarray, np.ndarray]:
         """(rows, conditions) of every input-condition pair satisfied (computed on demand:
@@ -151,8 +158,10 @@ class BatchResult:
 def best_of(fitness: Any) -> tuple[np.ndarray, np.ndarray]:
     """(lowest value, its first row) per column of a (rows, conditions) block, on the host."""
     xp = array_namespace(fitness)
-    return (to_host(xp.min(fitness, axis=0)).astype(np.float64),
-            to_host(xp.argmin(fitness, axis=0)).astype(np.int64))
+    return (
+        to_host(xp.min(fitness, axis=0)).astype(np.float64),
+        to_host(xp.argmin(fitness, axis=0)).astype(np.int64),
+    )
 
 
 class Metric:
@@ -237,16 +246,24 @@ class Metric:
         if n > MAX_CONDITIONS:
             raise InvalidArgument(
                 f"{bound.describe()} has {n:,} conditions, more than the {MAX_CONDITIONS:,} "
-                "pytest-rnncov tracks; use a smaller configuration")
+                "pytest-rnncov tracks; use a smaller configuration"
+            )
         weights = bound.weights()
         if n == 0 or (weights is not None and not float(np.sum(weights)) > 0):
             raise InvalidArgument(
                 f"{bound.describe()} has no condition to cover with this profile (window "
                 f"{list(profile.window_)}): its rate would be 0/0, which is not coverage; "
                 "widen the window (transitions need two steps), refit the profile on data "
-                "where the layer's values vary, or leave the metric out")
-        bound.state_ = MetricState.empty(bound.name, bound.describe(), n, bound.config(),
-                                         track_fitness=track_fitness, weights=weights)
+                "where the layer's values vary, or leave the metric out"
+            )
+        bound.state_ = MetricState.empty(
+            bound.name,
+            bound.describe(),
+            n,
+            bound.config(),
+            track_fitness=track_fitness,
+            weights=weights,
+        )
         bound.best_input_ = np.full(n, -1, np.int64)
         return bound
 
@@ -257,13 +274,23 @@ class Metric:
     def empty_state(self, *, track_fitness: bool = False) -> MetricState:
         """A fresh state of this bound metric's configuration."""
         self._check_bound()
-        return MetricState.empty(self.name, self.describe(), self.n_conditions, self.config(),
-                                 track_fitness=track_fitness, weights=self.weights())
+        return MetricState.empty(
+            self.name,
+            self.describe(),
+            self.n_conditions,
+            self.config(),
+            track_fitness=track_fitness,
+            weights=self.weights(),
+        )
 
     def absorb(self, result: BatchResult, input_ids: np.ndarray) -> np.ndarray:
         """Add a batch's result to this metric's state; returns the newly covered ids."""
         state = self.state_
-        if result.best is not None and result.best_row is not None and state.best_fitness is not None:
+        if (
+            result.best is not None
+            and result.best_row is not None
+            and state.best_fitness is not None
+        ):
             better = result.best < state.best_fitness
             self.best_input_[better] = input_ids[result.best_row[better]]
         return state.add_counts(result.counts, result.best)
@@ -276,15 +303,20 @@ class Metric:
     def _check_bound(self) -> None:
         if not hasattr(self, "state_"):
             raise ProfileError(
-                f"{self.name} is not bound to a profile; use Coverage(...) or metric.bind(profile)")
+                f"{self.name} is not bound to a profile; use Coverage(...) or metric.bind(profile)"
+            )
 
     def label(self, condition: int) -> str:
         """Human-readable name of a condition."""
         self._check_bound()
-        if isinstance(condition, bool) or not isinstance(condition, (int, np.integer)) or not (
-                0 <= condition < self.n_conditions):
-            raise InvalidArgument(f"condition={condition!r}; {self.name} has conditions "
-                                  f"0..{self.n_conditions - 1}")
+        if (
+            isinstance(condition, bool)
+            or not isinstance(condition, (int, np.integer))
+            or not (0 <= condition < self.n_conditions)
+        ):
+            raise InvalidArgument(
+                f"condition={condition!r}; {self.name} has conditions 0..{self.n_conditions - 1}"
+            )
         return self.label_from_config(self.config(), int(condition))
 
     # read-only views of the state
@@ -339,4 +371,3 @@ def check_cell_component(metric: Metric, profile: "Profile", component: str) -> 
         check_component(profile.cell_, component)
     except InvalidArgument as exc:
         raise InvalidArgument(f"{type(metric).__name__}: {exc}") from None
-

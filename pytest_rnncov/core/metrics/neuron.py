@@ -8,7 +8,6 @@ matrix is built.
 from __future__ import annotations
 
 import math
-
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -40,8 +39,9 @@ def float32_at_least(threshold: np.ndarray | float) -> np.ndarray:
     t = np.asarray(threshold, np.float64)
     with np.errstate(over="ignore"):
         high = t.astype(np.float32)
-    return np.where(high.astype(np.float64) < t, np.nextafter(high, np.float32(np.inf)),
-                    high).astype(np.float32)
+    return np.where(
+        high.astype(np.float64) < t, np.nextafter(high, np.float32(np.inf)), high
+    ).astype(np.float32)
 
 
 class _NeuronMetric(Metric):
@@ -62,6 +62,7 @@ class _NeuronMetric(Metric):
     def _neuron_label(config: dict[str, Any], neuron: int) -> str:
         step, unit = divmod(int(neuron), int(config["units"]))
         return f"t={config['window'][0] + step} u={unit}"
+
 
 class NC(_NeuronMetric):
     """Neuron coverage: h > threshold."""
@@ -167,11 +168,14 @@ class KMNC(_NeuronMetric):
         key += np.arange(n_neurons, dtype=np.int64) * width + 1
         key = key.ravel()
         per_bucket = np.bincount(key, minlength=n_neurons * width).reshape(n_neurons, width)
-        counts = per_bucket[:, 1:k + 1].reshape(-1).astype(np.int64)
+        counts = per_bucket[:, 1 : k + 1].reshape(-1).astype(np.int64)
+
         def pairs() -> tuple[np.ndarray, np.ndarray]:
             inside = (bucket >= 0) & (bucket < k)
             rows = np.broadcast_to(np.arange(batch, dtype=np.int64)[:, None], u.shape)[inside]
-            conditions = (np.arange(n_neurons, dtype=np.int64) * k)[None, :] + bucket.astype(np.int64)
+            conditions = (np.arange(n_neurons, dtype=np.int64) * k)[None, :] + bucket.astype(
+                np.int64
+            )
             return rows, conditions[inside]
 
         result = BatchResult(counts, pairs=pairs)
@@ -179,8 +183,9 @@ class KMNC(_NeuronMetric):
             result.best, result.best_row = self._best(u, key, per_bucket)
         return result
 
-    def _best(self, u: np.ndarray, key: np.ndarray, per_bucket: np.ndarray
-              ) -> tuple[np.ndarray, np.ndarray]:
+    def _best(
+        self, u: np.ndarray, key: np.ndarray, per_bucket: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Exact lowest fitness per (neuron, section) and the first row giving it, from the
         nearest values below and above each section (buckets are ordered by value)."""
         k, n_neurons = self.k, per_bucket.shape[0]
@@ -209,7 +214,9 @@ class KMNC(_NeuronMetric):
         last = np.maximum.accumulate(np.where(filled, index, -1), axis=1)
         below_bucket = last[:, :k]  # for section s: buckets 0..s (i.e. sections -1..s-1)
         # the first non-empty bucket strictly above section s
-        first_filled = np.minimum.accumulate(np.where(filled, index, width)[:, ::-1], axis=1)[:, ::-1]
+        first_filled = np.minimum.accumulate(np.where(filled, index, width)[:, ::-1], axis=1)[
+            :, ::-1
+        ]
         above_bucket = first_filled[:, 2:]  # for section s: buckets s + 1..k
         s = np.arange(k, dtype=np.float64)[None, :]
         neurons = np.arange(n_neurons)[:, None]
@@ -218,15 +225,25 @@ class KMNC(_NeuronMetric):
         below_value = np.where(has_below, s - high[neurons, np.maximum(below_bucket, 0)], np.inf)
         below_row = np.where(has_below, high_row[neurons, np.maximum(below_bucket, 0)], len(u))
         above_value = np.where(
-            has_above, np.maximum(low[neurons, np.minimum(above_bucket, width - 1)] - (s + 1), TINY),
-            np.inf)
-        above_row = np.where(has_above, low_row[neurons, np.minimum(above_bucket, width - 1)], len(u))
-        inside = filled[:, 1:k + 1]
+            has_above,
+            np.maximum(low[neurons, np.minimum(above_bucket, width - 1)] - (s + 1), TINY),
+            np.inf,
+        )
+        above_row = np.where(
+            has_above, low_row[neurons, np.minimum(above_bucket, width - 1)], len(u)
+        )
+        inside = filled[:, 1 : k + 1]
         value = np.where(inside, 0.0, np.minimum(below_value, above_value))
         tie = below_value == above_value
-        row = np.where(inside, first[:, 1:k + 1],
-                       np.where(tie, np.minimum(below_row, above_row),
-                                np.where(below_value < above_value, below_row, above_row)))
+        row = np.where(
+            inside,
+            first[:, 1 : k + 1],
+            np.where(
+                tie,
+                np.minimum(below_row, above_row),
+                np.where(below_value < above_value, below_row, above_row),
+            ),
+        )
         row = np.where(np.isfinite(value), row, -1)
         return value.reshape(-1), row.reshape(-1)
 
@@ -284,8 +301,9 @@ class NBC(_NeuronMetric):
 
     def fitness(self, signals: Signals, rows: slice = slice(None)) -> Any:
         v = self._values(signals, rows)
-        return array_namespace(v).concat([self._side_fitness(side, v) for side in self.sides],
-                                         axis=1)
+        return array_namespace(v).concat(
+            [self._side_fitness(side, v) for side in self.sides], axis=1
+        )
 
     def condition_fitness(self, signals: Signals, condition: int) -> np.ndarray:
         side, neuron = divmod(int(condition), self.neurons_)
@@ -297,8 +315,10 @@ class NBC(_NeuronMetric):
     def evaluate(self, signals: Signals, *, fitness: bool = True) -> BatchResult:
         self._check_bound()
         v = signals.neurons("h")  # float32: compared with float32 thresholds, exactly
-        parts = {"lower": lambda: v < like(self.lower32_, v, dtype=v.dtype),
-                 "upper": lambda: v >= like(self.upper32_, v, dtype=v.dtype)}
+        parts = {
+            "lower": lambda: v < like(self.lower32_, v, dtype=v.dtype),
+            "upper": lambda: v >= like(self.upper32_, v, dtype=v.dtype),
+        }
         hit = array_namespace(v).concat([parts[side]() for side in self.sides], axis=1)
         result = BatchResult.from_dense(hit)
         if fitness:
@@ -306,9 +326,13 @@ class NBC(_NeuronMetric):
         return result
 
     def config(self) -> dict[str, Any]:
-        return {**self._neuron_config(), "sides": list(self.sides), "bounds": self.bounds,
-                "lower": self.lower if math.isfinite(self.lower) else None,  # JSON has no -inf
-                "upper": self.upper}
+        return {
+            **self._neuron_config(),
+            "sides": list(self.sides),
+            "bounds": self.bounds,
+            "lower": self.lower if math.isfinite(self.lower) else None,  # JSON has no -inf
+            "upper": self.upper,
+        }
 
     @classmethod
     def label_from_config(cls, config: dict[str, Any], condition: int) -> str:
@@ -336,4 +360,3 @@ class SNAC(NBC):
         if self.bounds == "profile":
             return "SNAC(h, bounds=profile max)"
         return f"SNAC(h, UB={self.upper:g})"
-

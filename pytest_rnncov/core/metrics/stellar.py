@@ -18,8 +18,8 @@ from ...validation import check_int
 from .base import BatchResult, Metric, Signals
 
 if TYPE_CHECKING:
-    from ..profile import Profile
     from ..abstract_states import StateModel
+    from ..profile import Profile
 
 
 def _pairs(ids: np.ndarray, conditions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -46,7 +46,8 @@ class _StateMetric(Metric):
                 f"{self.name} needs the profile's state abstraction, which this profile lacks "
                 "(the hidden states did not vary along every PCA direction); refit with "
                 "Profile(window=..., state_components=K, state_intervals=M) on varied "
-                "training inputs")
+                "training inputs"
+            )
         self.states_ = states
         self.window_ = profile.window_
 
@@ -65,7 +66,9 @@ class _StateMetric(Metric):
             first = np.full(self.n_conditions, len(signals), np.int64)
             np.minimum.at(first, conditions, rows)
             hit = first < len(signals)
-            result.best = np.where(hit, 0.0, 1.0) if len(signals) else np.full(self.n_conditions, np.inf)
+            result.best = (
+                np.where(hit, 0.0, 1.0) if len(signals) else np.full(self.n_conditions, np.inf)
+            )
             result.best_row = np.where(hit, first, 0)
         return result
 
@@ -77,12 +80,17 @@ class _StateMetric(Metric):
         return out
 
     def config(self) -> dict[str, Any]:
-        return {"window": list(self.window_), "components": int(self.states_.components.shape[0]),
-                "intervals": int(self.states_.intervals)}
+        return {
+            "window": list(self.window_),
+            "components": int(self.states_.components.shape[0]),
+            "intervals": int(self.states_.intervals),
+        }
 
     def describe(self) -> str:
-        return (f"{self.name}(h, PCA {self.states_.components.shape[0]} x "
-                f"{self.states_.intervals} intervals)")
+        return (
+            f"{self.name}(h, PCA {self.states_.components.shape[0]} x "
+            f"{self.states_.intervals} intervals)"
+        )
 
 
 class BS(_StateMetric):
@@ -168,5 +176,6 @@ class SBC(_StateMetric):
         return f"PC{direction + 1} {'below' if side == 0 else 'above'} by {step + 1}"
 
     def describe(self) -> str:
-        return (f"SBC(h, k={self.k}, PCA {self.states_.components.shape[0]} x "
-                f"{self.states_.intervals})")
+        return (
+            f"SBC(h, k={self.k}, PCA {self.states_.components.shape[0]} x {self.states_.intervals})"
+        )

@@ -58,8 +58,11 @@ class _StepMetric(Metric):
         return result
 
     def _base_config(self) -> dict[str, Any]:
-        return {"component": self.component, "abstraction": self.abstraction,
-                "window": list(self.window_)}
+        return {
+            "component": self.component,
+            "abstraction": self.abstraction,
+            "window": list(self.window_),
+        }
 
 
 class BC(_StepMetric):
@@ -71,8 +74,13 @@ class BC(_StepMetric):
 
     name = "BC"
 
-    def __init__(self, component: str | None = None, abstraction: str | None = None,
-                 alpha_max: float = 0.8, alpha_min: float | None = None) -> None:
+    def __init__(
+        self,
+        component: str | None = None,
+        abstraction: str | None = None,
+        alpha_max: float = 0.8,
+        alpha_min: float | None = None,
+    ) -> None:
         if component is not None or abstraction is not None:
             check_signal(component or "h", abstraction or "net")
         self.component, self.abstraction = component, abstraction
@@ -82,7 +90,8 @@ class BC(_StepMetric):
             raise InvalidArgument(
                 f"alpha_min={self.alpha_min!r} must be below alpha_max={self.alpha_max!r}: BC's "
                 "conditions are N >= alpha_max (the top boundary) and N <= alpha_min (the "
-                "bottom one); pass e.g. alpha_min=0.2 with alpha_max=0.8")
+                "bottom one); pass e.g. alpha_min=0.2 with alpha_max=0.8"
+            )
 
     def _default_signal(self, cell: str) -> tuple[str, str]:
         return BC_DEFAULT_SIGNAL[cell]
@@ -131,8 +140,9 @@ class SC(_StepMetric):
 
     name = "SC"
 
-    def __init__(self, component: str = "h", abstraction: str = "delta",
-                 alpha_sc: float = 0.6) -> None:
+    def __init__(
+        self, component: str = "h", abstraction: str = "delta", alpha_sc: float = 0.6
+    ) -> None:
         check_signal(component, abstraction)
         self.component, self.abstraction = component, abstraction
         self.alpha_sc = check_fraction("alpha_sc", alpha_sc)

@@ -32,18 +32,20 @@ class TC(Metric):
 
     name = "TC"
 
-    def __init__(self, component: str = "h", abstraction: str = "net", w: int = 5,
-                 a: int = 3) -> None:
+    def __init__(
+        self, component: str = "h", abstraction: str = "net", w: int = 5, a: int = 3
+    ) -> None:
         check_signal(component, abstraction)
         self.component, self.abstraction = component, abstraction
         self.w = check_int("w", w, minimum=1, maximum=64, example="5")
         self.a = check_int("a", a, minimum=2, maximum=MAX_ALPHABET, example="3")
-        if self.a ** self.w > MAX_CONDITIONS:
-            largest = max(k for k in range(1, 64) if self.a ** k <= MAX_CONDITIONS)
+        if self.a**self.w > MAX_CONDITIONS:
+            largest = max(k for k in range(1, 64) if self.a**k <= MAX_CONDITIONS)
             raise InvalidArgument(
-                f"TC(w={self.w}, a={self.a}) has {self.a ** self.w:,} words, more than the "
+                f"TC(w={self.w}, a={self.a}) has {self.a**self.w:,} words, more than the "
                 f"{MAX_CONDITIONS:,} conditions pytest-rnncov tracks; use w <= {largest} with "
-                f"a={self.a}, or a smaller alphabet")
+                f"a={self.a}, or a smaller alphabet"
+            )
 
     def prepare(self, profile: "Profile") -> None:
         check_cell_component(self, profile, self.component)
@@ -52,7 +54,8 @@ class TC(Metric):
         if self.w > length:
             raise InvalidArgument(
                 f"TC w={self.w} is larger than the window {list(profile.window_)} "
-                f"({length} steps); use w <= {length} or a wider window")
+                f"({length} steps); use w <= {length} or a wider window"
+            )
         self.window_ = profile.window_
         self.mu_, self.sigma_ = profile.zscore(self.component, self.abstraction)
         self.paa_ = sax.paa_matrix(length, self.w)
@@ -60,7 +63,7 @@ class TC(Metric):
 
     @property
     def n_conditions(self) -> int:
-        return self.a ** self.w
+        return self.a**self.w
 
     def paa(self, signals: Signals, rows: slice = slice(None)) -> Any:
         """z-normalised PAA values: (rows, w), in the signals' own namespace."""
@@ -71,7 +74,9 @@ class TC(Metric):
     def _words(self, paa: Any) -> np.ndarray:
         """Word ids from PAA values, on the host (only B integers cross)."""
         xp = array_namespace(paa)
-        place = like(self.a ** np.arange(self.w - 1, -1, -1, dtype=np.int64), paa, dtype=wide_int(xp))
+        place = like(
+            self.a ** np.arange(self.w - 1, -1, -1, dtype=np.int64), paa, dtype=wide_int(xp)
+        )
         return to_host(xp.sum(sax.symbols_of(paa, self.cuts_) * place, axis=-1)).astype(np.int64)
 
     def words(self, signals: Signals, rows: slice = slice(None)) -> np.ndarray:
@@ -101,15 +106,16 @@ class TC(Metric):
         self._check_bound()
         paa = self.paa(signals)
         words = self._words(paa)
-        result = BatchResult.from_pairs(np.arange(len(words), dtype=np.int64), words,
-                                        self.n_conditions)
+        result = BatchResult.from_pairs(
+            np.arange(len(words), dtype=np.int64), words, self.n_conditions
+        )
         if fitness:
             distances = sax.interval_distance(paa, self.cuts_)
             best = np.full(self.n_conditions, np.inf)
             best_row = np.full(self.n_conditions, -1, np.int64)
             step = max(1, BLOCK // self.n_conditions)
             for start in range(0, paa.shape[0], step):
-                value, row = best_of(self._word_fitness(distances[start:start + step]))
+                value, row = best_of(self._word_fitness(distances[start : start + step]))
                 better = value < best
                 best[better] = value[better]
                 best_row[better] = row[better] + start
@@ -117,8 +123,13 @@ class TC(Metric):
         return result
 
     def config(self) -> dict[str, Any]:
-        return {"component": self.component, "abstraction": self.abstraction, "w": self.w,
-                "a": self.a, "window": list(self.window_)}
+        return {
+            "component": self.component,
+            "abstraction": self.abstraction,
+            "w": self.w,
+            "a": self.a,
+            "window": list(self.window_),
+        }
 
     @classmethod
     def label_from_config(cls, config: dict[str, Any], condition: int) -> str:

@@ -41,7 +41,9 @@ def require_html() -> None:
     if missing:
         raise MissingResource(
             f"the HTML report needs {' and '.join(missing)}, which "
-            f"{'is' if len(missing) == 1 else 'are'} not installed: pip install 'pytest-rnncov[html]'")
+            f"{'is' if len(missing) == 1 else 'are'} not installed: "
+            "pip install 'pytest-rnncov[html]'"
+        )
 
 
 def _uri(data: bytes) -> str:
@@ -75,10 +77,15 @@ def _marked_diff(seed: Sequence[str], case: Sequence[str], joiner: str) -> list[
 def signals_figure(signals: dict[str, Any]) -> str | None:
     import matplotlib.pyplot as plt
 
-    panels = [(k, t) for k, t in (("h_net_z", r"z-normalised $\xi^h_t$ (h / net)"),
-                                   ("f_avg_minmax", r"min-max normalised $\xi^{f,avg}_t$"),
-                                   ("h_delta_minmax", r"min-max normalised $\Delta\xi^h_t$"))
-              if k in signals]
+    panels = [
+        (k, t)
+        for k, t in (
+            ("h_net_z", r"z-normalised $\xi^h_t$ (h / net)"),
+            ("f_avg_minmax", r"min-max normalised $\xi^{f,avg}_t$"),
+            ("h_delta_minmax", r"min-max normalised $\Delta\xi^h_t$"),
+        )
+        if k in signals
+    ]
     if not panels:
         return None
     fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3), squeeze=False)
@@ -100,7 +107,9 @@ def times_figure(key: str, state: MetricState) -> str:
     labels = [str(t1 + c % steps) + ("" if c < steps else "↓") for c in range(state.total)]
     fig, ax = plt.subplots(figsize=(max(4.0, 0.25 * state.total), 2.8))
     covered = state.covered_mask
-    ax.bar(range(state.total), state.times, color=["tab:green" if c else "tab:red" for c in covered])
+    ax.bar(
+        range(state.total), state.times, color=["tab:green" if c else "tab:red" for c in covered]
+    )
     missing = np.flatnonzero(~covered)
     ax.scatter(missing, np.zeros(len(missing)), marker="x", color="tab:red", zorder=3)
     ax.set_xticks(range(state.total), labels, fontsize=7, rotation=90)
@@ -116,19 +125,23 @@ def words_figure(state: MetricState) -> str:
 
     w, a = int(state.config["w"]), int(state.config["a"])
     head = w // 2
-    rows, cols = a ** head, a ** (w - head)
+    rows, cols = a**head, a ** (w - head)
     grid = np.log1p(state.times.astype(np.float64)).reshape(rows, cols)
     fig, ax = plt.subplots(figsize=(max(4.0, cols * 0.32), max(2.2, rows * 0.3)))
     ax.imshow(np.where(grid > 0, grid, np.nan), cmap="viridis", aspect="equal")
     ax.set_facecolor("#f2dede")
-    row_labels = [sax.word_label(d) for d in sax.word_digits(np.arange(rows), a, head)] if head else [""]
+    row_labels = (
+        [sax.word_label(d) for d in sax.word_digits(np.arange(rows), a, head)] if head else [""]
+    )
     col_labels = [sax.word_label(d) for d in sax.word_digits(np.arange(cols), a, w - head)]
     ax.set_yticks(range(rows), row_labels, fontsize=7, family="monospace")
     ax.set_xticks(range(cols), col_labels, fontsize=7, family="monospace", rotation=90)
     ax.set_ylabel(f"first {head} symbols")
     ax.set_xlabel(f"last {w - head} symbols")
-    ax.set_title(f"{state.describe}: covered SAX words (colour: log coverage times; pink: "
-                 "uncovered)", fontsize=9)
+    ax.set_title(
+        f"{state.describe}: covered SAX words (colour: log coverage times; pink: uncovered)",
+        fontsize=9,
+    )
     return _figure(fig)
 
 
@@ -171,51 +184,85 @@ def series_figure(seed: np.ndarray, case: np.ndarray) -> str:
     seed2, case2 = seed.reshape(len(seed), -1), case.reshape(len(case), -1)
     fig, ax = plt.subplots(figsize=(4.8, 2.4))
     for channel in range(seed2.shape[1]):
-        line, = ax.plot(case2[:, channel], linewidth=1.2)
+        (line,) = ax.plot(case2[:, channel], linewidth=1.2)
         ax.plot(seed2[:, channel], linestyle="--", linewidth=0.9, color=line.get_color())
     ax.set_xlabel("step (dashed: seed, solid: case)")
     return _figure(fig)
 
 
 def gallery_item(item: dict[str, Any]) -> dict[str, Any]:
-    caption = (f"seed {item['seed_index']}: {item['seed_decision']} → {item['case_decision']}, "
-               f"distance {item['distance']:.3g}")
+    caption = (
+        f"seed {item['seed_index']}: {item['seed_decision']} → {item['case_decision']}, "
+        f"distance {item['distance']:.3g}"
+    )
     seed, case = item["seed"], item["case"]
     if isinstance(seed, str):
         joiner = " " if " " in seed else ""
         tokens = seed.split(" ") if joiner else list(seed)
         case_tokens = case.split(" ") if joiner else list(case)
-        return {"kind": "text", "caption": caption, "seed": seed, "joiner": joiner,
-                "pieces": _marked_diff(tokens, case_tokens, joiner)}
-    seed_a, case_a = np.squeeze(np.asarray(seed, np.float64)), np.squeeze(np.asarray(case, np.float64))
+        return {
+            "kind": "text",
+            "caption": caption,
+            "seed": seed,
+            "joiner": joiner,
+            "pieces": _marked_diff(tokens, case_tokens, joiner),
+        }
+    seed_a, case_a = (
+        np.squeeze(np.asarray(seed, np.float64)),
+        np.squeeze(np.asarray(case, np.float64)),
+    )
     if seed_a.ndim == 1 or (seed_a.ndim == 2 and seed_a.shape[1] <= SERIES_CHANNELS):
-        return {"kind": "image", "caption": caption + " (seed dashed, case solid)",
-                "uri": series_figure(seed_a if seed_a.ndim > 1 else seed_a[:, None],
-                                     case_a if case_a.ndim > 1 else case_a[:, None])}
+        return {
+            "kind": "image",
+            "caption": caption + " (seed dashed, case solid)",
+            "uri": series_figure(
+                seed_a if seed_a.ndim > 1 else seed_a[:, None],
+                case_a if case_a.ndim > 1 else case_a[:, None],
+            ),
+        }
     if seed_a.ndim == 2:
-        clip = item.get("clip") or [float(min(seed_a.min(), case_a.min())),
-                                    float(max(seed_a.max(), case_a.max())) + 1e-9]
-        return {"kind": "image", "caption": caption + " (seed | case | difference)",
-                "uri": _uri(png_bytes(side_by_side(seed_a, case_a, (clip[0], clip[1]))))}
+        clip = item.get("clip") or [
+            float(min(seed_a.min(), case_a.min())),
+            float(max(seed_a.max(), case_a.max())) + 1e-9,
+        ]
+        return {
+            "kind": "image",
+            "caption": caption + " (seed | case | difference)",
+            "uri": _uri(png_bytes(side_by_side(seed_a, case_a, (clip[0], clip[1])))),
+        }
     diff = np.abs(case_a - seed_a).reshape(1, -1)
-    return {"kind": "image", "caption": caption + " (|case - seed|)",
-            "uri": _uri(png_bytes(to_gray8(diff, (0.0, float(diff.max()) or 1.0))))}
+    return {
+        "kind": "image",
+        "caption": caption + " (|case - seed|)",
+        "uri": _uri(png_bytes(to_gray8(diff, (0.0, float(diff.max()) or 1.0)))),
+    }
 
 
 # -- the page ------------------------------------------------------------------------------
-def _model_section(state: ModelState, signals: dict[str, Any] | None,
-                   verdict: Verdict) -> dict[str, Any]:
+def _model_section(
+    state: ModelState, signals: dict[str, Any] | None, verdict: Verdict
+) -> dict[str, Any]:
     checks = {(c.model, c.metric): c for c in verdict.checks}
     rows = []
     for key, m in state.metrics.items():
         check = checks.get((state.name, key))
-        rows.append({"key": key, "describe": m.describe, "covered": m.n_covered, "total": m.total,
-                     "rate": percent(m.rate), "bar": None if check is None else percent(check.bar),
-                     "below": check is not None and not check.passed})
+        rows.append(
+            {
+                "key": key,
+                "describe": m.describe,
+                "covered": m.n_covered,
+                "total": m.total,
+                "rate": percent(m.rate),
+                "bar": None if check is None else percent(check.bar),
+                "below": check is not None and not check.passed,
+            }
+        )
     figures = []
     for key, m in state.metrics.items():
         if key in ("BC", "SC"):
-            figures.append({"title": f"{key}: coverage times per step", "uri": times_figure(key, m)})
+            figures.append(
+                {"title": f"{key}: coverage times per step", "uri": times_figure(key, m)}
+            )
     words = None
     tc = state.metrics.get("TC")
     if tc is not None:
@@ -224,20 +271,28 @@ def _model_section(state: ModelState, signals: dict[str, Any] | None,
         else:
             words = {"total": tc.total, "covered": tc.n_covered, "top": top_words(tc)}
     return {
-        "name": state.name, "layer": state.layer, "cell": state.cell, "window": list(state.window),
-        "inputs": state.n_inputs, "rows": rows,
+        "name": state.name,
+        "layer": state.layer,
+        "cell": state.cell,
+        "window": list(state.window),
+        "inputs": state.n_inputs,
+        "rows": rows,
         "signals": signals_figure(signals) if signals else None,
-        "figures": figures, "words": words,
+        "figures": figures,
+        "words": words,
     }
 
 
 def _campaign_section(campaign: dict[str, Any]) -> dict[str, Any]:
     return {
         "model": str(campaign.get("model", "")),
-        "test_cases": campaign["test_cases"], "adversarial": campaign["adversarial"],
-        "rate": percent(campaign["adversary_rate"]), "unique": campaign["unique"],
+        "test_cases": campaign["test_cases"],
+        "adversarial": campaign["adversarial"],
+        "rate": percent(campaign["adversary_rate"]),
+        "unique": campaign["unique"],
         "distance": str(campaign.get("distance", "")),
-        "saved_to": campaign.get("saved_to"), "oracle": campaign.get("oracle"),
+        "saved_to": campaign.get("saved_to"),
+        "oracle": campaign.get("oracle"),
         "growth": growth_figure(campaign),
         "gallery": [gallery_item(item) for item in campaign.get("gallery") or []],
     }
@@ -251,8 +306,10 @@ def page_data(data: CoverageData, verdict: Verdict) -> dict[str, Any]:
         "version": __version__,
         "bars": None if verdict.bars is None else verdict.bars.describe(),
         "verdict": [{"text": t, "style": s} for t, s in verdict.lines()],
-        "models": [_model_section(state, data.signals.get(name), verdict)
-                   for name, state in data.models.items()],
+        "models": [
+            _model_section(state, data.signals.get(name), verdict)
+            for name, state in data.models.items()
+        ],
         "campaigns": [_campaign_section(c) for c in data.campaigns],
         "track_errors": data.track_errors,
     }
@@ -272,5 +329,6 @@ class HtmlReport:
         folder = resources.files(__name__)
         environment = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
         template = environment.from_string(folder.joinpath("report.html.jinja").read_text("utf-8"))
-        return template.render(page=page_data(data, verdict),
-                               css=folder.joinpath("report.css").read_text("utf-8"))
+        return template.render(
+            page=page_data(data, verdict), css=folder.joinpath("report.css").read_text("utf-8")
+        )
