@@ -52,6 +52,19 @@ class RunningCovariance:
 FAR = 1 << 40
 
 
+#: the fields of a state model in a profile file
+STATE_KEYS = (
+    "mean",
+    "components",
+    "low",
+    "high",
+    "intervals",
+    "cells",
+    "transitions",
+    "transition_counts",
+)
+
+
 @dataclass
 class StateModel:
     """PCA directions, grid, and the cells and transitions seen in training."""
@@ -175,20 +188,7 @@ class StateModel:
 
         if not isinstance(data, Mapping):
             raise fail(f"is {type(data).__name__}, not an object")
-        missing = [
-            k
-            for k in (
-                "mean",
-                "components",
-                "low",
-                "high",
-                "intervals",
-                "cells",
-                "transitions",
-                "transition_counts",
-            )
-            if k not in data
-        ]
+        missing = [k for k in STATE_KEYS if k not in data]
         if missing:
             raise fail(f"lacks {', '.join(missing)}")
         intervals = data["intervals"]

@@ -62,6 +62,10 @@ class Cell:
     """
 
     kind: ClassVar[str]
+    #: how many gate blocks the kernel's columns hold (LSTM 4, GRU 3, SimpleRNN 1)
+    blocks: ClassVar[int]
+    kernel: np.ndarray
+    activation: Activation
     go_backwards: bool
     #: the weights as device arrays, per (namespace, device)
     cache: dict[Any, Any]
@@ -72,7 +76,7 @@ class Cell:
 
     @property
     def units(self) -> int:
-        raise NotImplementedError
+        return int(self.kernel.shape[1] // self.blocks)
 
     def arrays(self) -> list[np.ndarray]:
         """Every weight array (for fingerprints)."""
@@ -87,7 +91,8 @@ class Cell:
         raise NotImplementedError
 
     def _activations(self) -> list[Activation]:
-        raise NotImplementedError
+        """The activations the cell applies."""
+        return [self.activation]
 
     def _step_xp(
         self, xp: Any, w: dict[str, Any], x_t: Any, state: dict[str, Any]
@@ -226,10 +231,7 @@ class LSTMCell(Cell):
     cache: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
     kind: ClassVar[str] = "lstm"
-
-    @property
-    def units(self) -> int:
-        return int(self.kernel.shape[1] // 4)
+    blocks: ClassVar[int] = 4
 
     def _activations(self) -> list[Activation]:
         return [self.activation, self.recurrent_activation]
@@ -345,10 +347,7 @@ class GRUCell(Cell):
     cache: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
     kind: ClassVar[str] = "gru"
-
-    @property
-    def units(self) -> int:
-        return int(self.kernel.shape[1] // 3)
+    blocks: ClassVar[int] = 3
 
     def _activations(self) -> list[Activation]:
         return [self.activation, self.recurrent_activation]
@@ -470,13 +469,7 @@ class SimpleRNNCell(Cell):
     cache: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
     kind: ClassVar[str] = "simple_rnn"
-
-    @property
-    def units(self) -> int:
-        return int(self.kernel.shape[1])
-
-    def _activations(self) -> list[Activation]:
-        return [self.activation]
+    blocks: ClassVar[int] = 1
 
     def _named_weights(self) -> dict[str, np.ndarray | None]:
         return {"kernel": self.kernel, "recurrent": self.recurrent, "bias": self.bias}

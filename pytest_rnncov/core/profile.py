@@ -29,7 +29,7 @@ from ..files import (
     write_text,
 )
 from ..validation import check_int, check_str, check_window, shown
-from .abstract_states import RunningCovariance, StateModel
+from .abstract_states import STATE_KEYS, RunningCovariance, StateModel
 from .abstractions import ABSTRACTIONS, Window, resolve_window, signal
 from .source import check_source
 from .trace import CELL_COMPONENTS, Trace, check_component
@@ -498,18 +498,7 @@ def _from_dict(cls: type[Profile], data: Any, where: str) -> Profile:
     states = None
     if data["states"] is not None:
         if isinstance(data["states"], Mapping):
-            part(data["states"], "states").exact_keys(
-                (
-                    "mean",
-                    "components",
-                    "low",
-                    "high",
-                    "intervals",
-                    "cells",
-                    "transitions",
-                    "transition_counts",
-                )
-            )
+            part(data["states"], "states").exact_keys(STATE_KEYS)
             for key in ("mean", "components", "low", "high"):
                 numbers(data["states"][key], f"states.{key}")
         states = StateModel.from_dict(data["states"], units, where)

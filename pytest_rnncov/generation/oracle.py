@@ -14,14 +14,19 @@ from ..validation import check_choice, check_float, check_int
 CALIBRATION_SEEDS = 2000
 
 
-def output_rows(outputs: Any, what: str) -> np.ndarray:
-    """Model outputs as finite float64 rows (one per input), or InvalidInput naming them."""
+def _numeric(outputs: Any, what: str) -> np.ndarray:
+    """``outputs`` as a float64 array, or InvalidInput naming them."""
     try:
-        array = np.asarray(outputs, np.float64)
+        return np.asarray(outputs, np.float64)
     except (TypeError, ValueError):
         raise InvalidInput(
             f"{what} must be numeric model outputs, got {type(outputs).__name__} {_short(outputs)}"
         ) from None
+
+
+def output_rows(outputs: Any, what: str) -> np.ndarray:
+    """Model outputs as finite float64 rows (one per input), or InvalidInput naming them."""
+    array = _numeric(outputs, what)
     if array.ndim == 0 or len(array) == 0:
         raise InvalidInput(
             f"{what} must be a non-empty batch of model outputs, got shape {array.shape}"
@@ -57,12 +62,7 @@ def _distances(values: Any, n: int, what: str) -> np.ndarray:
 def _one_case(outputs: Any, what: str) -> np.ndarray:
     """The outputs for one input as a (1, n) row: a scalar, a 1-D output vector or a batch
     of one row."""
-    try:
-        array = np.asarray(outputs, np.float64)
-    except (TypeError, ValueError):
-        raise InvalidInput(
-            f"{what} must be numeric model outputs, got {type(outputs).__name__} {_short(outputs)}"
-        ) from None
+    array = _numeric(outputs, what)
     if array.ndim >= 2 and len(array) != 1:
         raise InvalidInput(
             f"{what} has {len(array)} rows; check() judges one case: pass the "
