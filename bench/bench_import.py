@@ -1,0 +1,43 @@
+"""What a typed decoder would add to the import of the file readers: ``msgspec`` (the
+candidate the project weighed) against the project's own reader toolkit
+(``pytest_rnncov.files``), each timed as a fresh interpreter's import beyond ``json``,
+alternated, median of ``--runs`` per round.
+
+    python bench/bench_import.py [--runs 21] [--rounds 3]     # needs: pip install msgspec
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+
+
+def median_ms(code: str, runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", code], check=True)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1e3
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=21)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    for _ in range(args.rounds):
+        base = median_ms("import json", args.runs)
+        msgspec = median_ms("import json, msgspec", args.runs) - base
+        ours = median_ms("import json, pytest_rnncov.files", args.runs) - base
+        print(
+            f"import json {base:.1f} ms; msgspec adds {msgspec:.1f} ms; "
+            f"pytest_rnncov.files adds {ours:.1f} ms"
+        )
+
+
+if __name__ == "__main__":
+    main()
