@@ -181,15 +181,23 @@ def _snapshot(path: Path) -> tuple[int, int, int, int] | None:
 def folder_lock(folder: Path) -> Iterator[None]:
     """Hold an exclusive lock on ``folder`` (flock on the directory itself, so no lock
     file is left behind); writers of files in one folder take turns. A no-op where the
-    platform has no flock."""
+    platform or the file system has no flock, or the folder cannot be opened for reading
+    (the writes stay atomic)."""
     try:
         import fcntl
     except ImportError:  # Windows: no advisory locks; writes stay atomic
         yield
         return
-    handle = os.open(folder, os.O_RDONLY)
     try:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+        handle = os.open(folder, os.O_RDONLY)
+    except OSError:  # a folder we may write in but not read: writes stay atomic, unlocked
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        except OSError:  # a file system without locks (some network mounts)
+            pass
         yield
     finally:
         os.close(handle)  # releases the lock

@@ -782,3 +782,15 @@ def test_an_interrupt_at_every_session_write_keeps_whole_files(pytester, monkeyp
         assert (pytester.path / "h" / "index.html").read_text().rstrip().endswith("</html>")
         left = [p.name for p in pytester.path.rglob("*.tmp")]
         assert not left, (point, left)
+
+
+def test_outputs_are_written_where_folders_cannot_be_locked(tmp_path, monkeypatch):
+    import fcntl
+
+    def refuse(*args):
+        raise OSError(37, "No locks available")
+
+    monkeypatch.setattr(fcntl, "flock", refuse)
+    output = Output(tmp_path / "d.json", "pytest-rnncov-data", "--rnn-data")
+    output.write(CoverageData(runs=["r"]).dumps())
+    assert CoverageData.load(tmp_path / "d.json").runs == ["r"]
