@@ -145,6 +145,12 @@ def check_replaceable(
         raise error(f"{what} {str(path)!r} cannot be used: {exc.strerror or exc}") from None
     if stat.S_ISDIR(info.st_mode):
         raise error(f"{what} {str(path)!r} is a directory; give a file path")
+    if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+        raise error(
+            f"{what} {str(path)!r} is hard-linked ({info.st_nlink} names): writing replaces "
+            "the file, so the other names would keep the old content; give a path that is "
+            "not hard-linked"
+        )
     found = file_kind(path) if stat.S_ISREG(info.st_mode) else None
     if found != kind:
         seen = "a file pytest-rnncov did not write" if found is None else f"a {KINDS[found]}"
@@ -214,24 +220,26 @@ def write_atomic(
 ) -> Path:
     """Write ``content`` to a temporary file in ``path``'s folder, flush it to disk and
     rename it into place: readers see the old file or the new one, never a part of it, and
-    a write that fails (disk full, interrupt) leaves the old file as it was."""
+    a write that fails (disk full, interrupt) leaves the old file as it was. A symbolic
+    link is followed: the file it names is replaced, the link stays."""
     data = content.encode("utf-8") if isinstance(content, str) else content
     temporary: str | None = None
+    target = Path(os.path.realpath(path))  # through a symbolic link: the file it names
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        target.parent.mkdir(parents=True, exist_ok=True)
         try:
-            mode = stat.S_IMODE(path.stat().st_mode)
+            mode = stat.S_IMODE(target.stat().st_mode)
         except FileNotFoundError:
             mode = _new_file_mode()
         handle, temporary = tempfile.mkstemp(
-            dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"
+            dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"
         )
         with os.fdopen(handle, "wb") as stream:
             stream.write(data)
             stream.flush()
             os.fsync(stream.fileno())
         os.chmod(temporary, mode)
-        os.replace(temporary, path)
+        os.replace(temporary, target)
         temporary = None
     except (OSError, ValueError) as exc:
         raise error(
@@ -273,7 +281,7 @@ class Output:
             raise self.error(
                 f"cannot write {self.what} to {str(self.path)!r}: {exc.strerror or exc}"
             ) from None
-        with folder_lock(self.path.parent):
+        with folder_lock(Path(os.path.realpath(self.path)).parent):
             if _snapshot(self.path) != self._seen:
                 kept = self.path.with_name(
                     f"{self.path.stem}.conflict-{os.getpid()}-"

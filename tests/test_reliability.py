@@ -794,3 +794,39 @@ def test_outputs_are_written_where_folders_cannot_be_locked(tmp_path, monkeypatc
     output = Output(tmp_path / "d.json", "pytest-rnncov-data", "--rnn-data")
     output.write(CoverageData(runs=["r"]).dumps())
     assert CoverageData.load(tmp_path / "d.json").runs == ["r"]
+
+
+def test_outputs_follow_a_symbolic_link_and_refuse_a_hard_link(tmp_path):
+    (tmp_path / "kept").mkdir()
+    real = tmp_path / "kept" / "main.json"
+    real.write_text(CoverageData(runs=["old"]).dumps())
+    link = tmp_path / "main.json"
+    link.symlink_to(real)
+    Output(link, "pytest-rnncov-data", "--rnn-data").write(CoverageData(runs=["new"]).dumps())
+    assert link.is_symlink() and CoverageData.load(real).runs == ["new"]  # the link stays
+    other = tmp_path / "other.json"
+    os.link(real, other)
+    with pytest.raises(DataFileError, match=r"is hard-linked \(2 names\)"):
+        Output(other, "pytest-rnncov-data", "--rnn-data")
+
+
+def test_a_huge_claimed_window_draws_a_bounded_times_figure(measured):
+    import time
+
+    from pytest_rnncov.reporting.html import times_figure
+
+    bc = measured.metrics["BC"].copy()
+    total = 2**20
+    bc.config["window"], bc.total = [1, total], total
+    bc.times = np.zeros(total, np.int64)
+    bc.times[[0, 5, total - 1]] = 3
+    start = time.perf_counter()
+    uri = times_figure("BC", bc)
+    assert time.perf_counter() - start < 20 and len(uri) < 400_000
+
+
+def test_a_failed_bar_is_shown_as_written():
+    state = _state("TC", 243, covered=range(13))  # 5.3498%
+    data = CoverageData(models={"m": _model(TC=state)})
+    line = evaluate(data, Bars.parse("TC:0.0535")).gate_line()
+    assert line.endswith("TC 5% (13/243) < 5.35%"), line

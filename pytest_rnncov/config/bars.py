@@ -22,6 +22,12 @@ def percent(rate: float, below: float | None = None) -> str:
     return f"{rate * 100:.4f}%"
 
 
+def percent_bar(bar: float) -> str:
+    """A bar as a percentage, as precisely as it was written (0.0535 -> ``5.35%``): a rate
+    shown below it with :func:`percent` never reads as equal to it."""
+    return f"{bar * 100:.6g}%"
+
+
 def parse_fraction(text: str, what: str) -> float:
     """A bar in [0, 1] from ASCII text; ``90`` is refused with "for 90% use 0.9"."""
     if isinstance(text, str):

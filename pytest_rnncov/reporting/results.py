@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..config.bars import Bars, percent
+from ..config.bars import Bars, percent, percent_bar
 from ..core.state import ModelState
 from .baseline import Baseline, regressions
 from .data import CoverageData
@@ -43,13 +43,13 @@ class Check:
             )
             return (
                 f"model {self.model!r} is not tracked ({self.metric} bar "
-                f"{percent(self.bar)}; {tracked})"
+                f"{percent_bar(self.bar)}; {tracked})"
             )
         if self.rate is None:
             return f"{name} not tracked"
         if not self.measurable:
             return f"{name} has no condition to cover (0/{self.total}), which is not coverage"
-        bar = f" < {percent(self.bar)}" if show_bar and not self.passed else ""
+        bar = f" < {percent_bar(self.bar)}" if show_bar and not self.passed else ""
         rate = percent(self.rate, below=self.bar if not self.passed else None)
         return f"{name} {rate} ({self.covered}/{self.total}){bar}"
 
@@ -139,7 +139,7 @@ class Verdict:
             return None
         single = self.bars.single
         head = (
-            f"Required RNN coverage of {percent(single)}"
+            f"Required RNN coverage of {percent_bar(single)}"
             if single is not None
             else f"Required RNN coverage ({self.bars.describe()})"
         )
@@ -285,7 +285,7 @@ class MarkerOutcome:
     def message(self) -> str:
         single = self.bars.single
         head = (
-            f"below {percent(single)}"
+            f"below {percent_bar(single)}"
             if single is not None
             else f"below its bars ({self.bars.describe()})"
         )
@@ -310,7 +310,7 @@ class MarkerOutcome:
                     "which is not coverage"
                 )
             else:
-                bar = "" if single is not None else f" < {percent(c.bar)}"
+                bar = "" if single is not None else f" < {percent_bar(c.bar)}"
                 lines.append(
                     f"  {c.model}: {c.metric} {percent(c.rate, below=c.bar)} "
                     f"({c.covered}/{c.total}, {c.total - c.covered} uncovered){bar}"

@@ -17,15 +17,18 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ...config.bars import percent, percent_bar
 from ...core import sax
 from ...core.state import MetricState, ModelState
 from ...errors import MissingResource
 from ..data import CoverageData
 from ..images import png_bytes, side_by_side, to_gray8
-from ..results import Verdict, percent
+from ..results import Verdict
 
 #: TC grids are drawn up to this many words; above it the report lists the covered words.
 GRID_WORDS = 4096
+#: the most bars a coverage-times figure draws (more conditions are binned)
+TIMES_BARS = 200
 #: channels up to which a 2-D case is drawn as curves (time series) rather than an image
 SERIES_CHANNELS = 12
 
@@ -100,20 +103,34 @@ def signals_figure(signals: dict[str, Any]) -> str | None:
 
 
 def times_figure(key: str, state: MetricState) -> str:
+    """Coverage times per condition (BC, SC: per window step). Above TIMES_BARS conditions
+    the steps are binned, so the figure's size never follows what a file claims."""
     import matplotlib.pyplot as plt
 
     t1, t2 = state.config["window"]
     steps = t2 - t1 + 1
-    labels = [str(t1 + c % steps) + ("" if c < steps else "↓") for c in range(state.total)]
-    fig, ax = plt.subplots(figsize=(max(4.0, 0.25 * state.total), 2.8))
-    covered = state.covered_mask
-    ax.bar(
-        range(state.total), state.times, color=["tab:green" if c else "tab:red" for c in covered]
-    )
-    missing = np.flatnonzero(~covered)
+    size = max(1, -(-state.total // TIMES_BARS))
+    starts = np.arange(0, state.total, size)
+    times = np.add.reduceat(state.times, starts)
+    open_ = np.add.reduceat((~state.covered_mask).astype(np.int64), starts)
+
+    def step(c: int) -> str:
+        return str(t1 + c % steps) + ("" if c < steps else "↓")
+
+    labels = [
+        step(s) if size == 1 else f"{step(s)}-{step(min(s + size, state.total) - 1)}"
+        for s in starts.tolist()
+    ]
+    fig, ax = plt.subplots(figsize=(max(4.0, 0.25 * len(starts)), 2.8))
+    ax.bar(range(len(starts)), times, color=["tab:red" if n else "tab:green" for n in open_])
+    missing = np.flatnonzero(times == 0)
     ax.scatter(missing, np.zeros(len(missing)), marker="x", color="tab:red", zorder=3)
-    ax.set_xticks(range(state.total), labels, fontsize=7, rotation=90)
-    ax.set_xlabel("step (red x: uncovered)")
+    ax.set_xticks(range(len(starts)), labels, fontsize=7, rotation=90)
+    ax.set_xlabel(
+        "step (red x: uncovered)"
+        if size == 1
+        else f"steps, {size} a bar (red: some uncovered; x: none covered)"
+    )
     ax.set_ylabel("test cases")
     ax.set_title(f"coverage times: {state.describe}", fontsize=10)
     return _figure(fig)
@@ -253,13 +270,13 @@ def _model_section(
                 "covered": m.n_covered,
                 "total": m.total,
                 "rate": percent(m.rate),
-                "bar": None if check is None else percent(check.bar),
+                "bar": None if check is None else percent_bar(check.bar),
                 "below": check is not None and not check.passed,
             }
         )
     figures = []
     for key, m in state.metrics.items():
-        if key in ("BC", "SC"):
+        if key in ("BC", "SC") and m.total:
             figures.append(
                 {"title": f"{key}: coverage times per step", "uri": times_figure(key, m)}
             )
