@@ -465,7 +465,9 @@ def flipping(stacked_model, seq_inputs):
     return rnn, Profile().fit(rnn, seq_inputs), seeds
 
 
-def _campaign(flipping, folder, **options):
+def _campaign(flipping, folder, before=()):
+    """A small campaign on the stacked model that finds failures; ``before`` are listeners
+    called ahead of its SampleWriter."""
     rnn, profile, seeds = flipping
     return Campaign(
         rnn,
@@ -476,8 +478,7 @@ def _campaign(flipping, folder, **options):
         budget=40,
         batch_size=20,
         seed=3,
-        listeners=[SampleWriter(folder)],
-        **options,
+        listeners=[*before, SampleWriter(folder)],
     )
 
 
@@ -519,19 +520,7 @@ def test_a_listener_error_does_not_cost_the_others(flipping, tmp_path):
         def on_finish(self, campaign, result):
             raise RuntimeError("upload failed")
 
-    rnn, profile, seeds = flipping
-    writer = SampleWriter(tmp_path / "out")
-    campaign = Campaign(
-        rnn,
-        seeds,
-        GaussianMutator(variance=(0.05, 0.1)),
-        Oracle(),
-        profile=profile,
-        budget=40,
-        batch_size=20,
-        seed=3,
-        listeners=[Broken(), writer],
-    )
+    campaign = _campaign(flipping, tmp_path / "out", before=[Broken()])
     with pytest.raises(RuntimeError, match="upload failed"):
         campaign.run()
     assert campaign.result is not None and campaign.result.shrunk is True
