@@ -315,10 +315,10 @@ def _outputs(
     """The requested reports and ``--out`` as Outputs, after checking that no output
     replaces an input, another output, or a file that is not an earlier output of its kind.
     Returns (the report kinds, [(kind, Output)] of the files, the --out Output or None)."""
-    from .config.paths import check_distinct, check_output_dir, check_output_file
+    from .config.paths import check_distinct
     from .config.values import parse_report
-    from .files import Output, as_output_path
-    from .reporting.outputs import KIND, report_output
+    from .files import as_output_path
+    from .reporting.outputs import file_output, report_output
 
     reports = [parse_report(r) for r in (args.report or ["term"])]
     paths = [(f"--report {kind}:", Path(dest)) for kind, dest in reports if dest is not None]
@@ -327,18 +327,12 @@ def _outputs(
         target = as_output_path(args.out, "--out")
         paths.append(("--out", target))
     check_distinct(paths, inputs)
-    out = None if target is None else Output(target, KIND["data"], "--out")
-    files = []
-    for kind, dest in reports:
-        if dest is None:
-            continue
-        if kind == "json":
-            check_output_file(as_output_path(dest, "--report json:"), "--report json:")
-        else:
-            check_output_dir(Path(dest), "--report html:")
-        files.append((kind, report_output(kind, dest, f"--report {kind}:")))
-    if out is not None:
-        check_output_file(out.path, "--out")
+    files = [
+        (kind, report_output(kind, dest, f"--report {kind}:"))
+        for kind, dest in reports
+        if dest is not None
+    ]
+    out = None if target is None else file_output(target, "data", "--out")
     return [kind for kind, _ in reports], files, out
 
 

@@ -253,11 +253,6 @@ def write_atomic(
     return path
 
 
-def write_text(path: Path, text: str, what: str, error: type[RNNCovError] = DataFileError) -> Path:
-    """Write ``text`` to ``path`` atomically (creating parents), as ``error`` when it fails."""
-    return write_atomic(path, text, what, error)
-
-
 class Output:
     """A file a run will write, checked when the run starts and written when it ends.
 
@@ -270,7 +265,7 @@ class Output:
     def __init__(
         self, path: Path, kind: str, what: str, error: type[RNNCovError] = DataFileError
     ) -> None:
-        self.path, self.kind, self.what, self.error = path, kind, what, error
+        self.path, self.what, self.error = path, what, error
         check_replaceable(path, kind, what, error)
         self._seen = _snapshot(path)
 
@@ -293,8 +288,7 @@ class Output:
                     f"that file while this run went on; this run's {self.what} is in "
                     f"{str(kept)!r}"
                 )
-            check_replaceable(self.path, self.kind, self.what, self.error)
-            write_atomic(self.path, content, self.what, self.error)
+            write_atomic(self.path, content, self.what, self.error)  # the file checked at start
             self._seen = _snapshot(self.path)
         return self.path
 

@@ -26,7 +26,7 @@ from ..files import (
     parse_json,
     read_bounded,
     read_envelope,
-    write_text,
+    write_atomic,
 )
 from ..validation import check_int, check_str, check_window, shown
 from .abstract_states import STATE_KEYS, RunningCovariance, StateModel
@@ -339,7 +339,7 @@ class Profile:
         never replaced."""
         target = as_path(path, "profile path")
         check_replaceable(target, "pytest-rnncov-profile", "profile path", ProfileError)
-        write_text(target, self.text(), "the profile", ProfileError)
+        write_atomic(target, self.text(), "the profile", ProfileError)
         self.path_ = target
 
     @classmethod

@@ -301,9 +301,8 @@ class SessionOutputs:
 def check_outputs(settings: Settings) -> SessionOutputs:
     """Refuse, before any test runs, outputs that cannot be written or that would replace
     a file pytest-rnncov did not write (pytest.UsageError); returns them, noted."""
-    from ..config.paths import check_distinct, check_output_dir, check_output_file
-    from ..files import Output, as_output_path
-    from ..reporting.outputs import KIND, report_output
+    from ..config.paths import check_distinct
+    from ..reporting.outputs import file_output, report_output
 
     try:
         outputs = [
@@ -318,21 +317,15 @@ def check_outputs(settings: Settings) -> SessionOutputs:
         if settings.save is not None and not ratchet:
             outputs.append(("--rnn-save", settings.save))
         check_distinct(outputs, inputs)
-        reports = []
-        for kind, dest in settings.reports:
-            if kind == "json" and dest is not None:
-                check_output_file(as_output_path(dest, "--rnn-report=json:"), "--rnn-report=json:")
-            if kind == "html" and dest is not None:
-                check_output_dir(Path(dest), "--rnn-report=html:")
-            if dest is not None:
-                reports.append((kind, report_output(kind, dest, f"--rnn-report={kind}:")))
-        data = baseline = None
-        if settings.data is not None:
-            check_output_file(settings.data, "--rnn-data")
-            data = Output(settings.data, KIND["data"], "--rnn-data")
-        if settings.save is not None:
-            check_output_file(settings.save, "--rnn-save")
-            baseline = Output(settings.save, KIND["baseline"], "--rnn-save")
-        return SessionOutputs(data, baseline, tuple(reports))
+        reports = tuple(
+            (kind, report_output(kind, dest, f"--rnn-report={kind}:"))
+            for kind, dest in settings.reports
+            if dest is not None
+        )
+        data = None if settings.data is None else file_output(settings.data, "data", "--rnn-data")
+        baseline = (
+            None if settings.save is None else file_output(settings.save, "baseline", "--rnn-save")
+        )
+        return SessionOutputs(data, baseline, reports)
     except RNNCovError as exc:
         raise pytest.UsageError(str(exc)) from None

@@ -24,7 +24,7 @@ from ..core.metrics import config_problem
 from ..core.state import MetricState, ModelState, merge_models
 from ..core.trace import CELL_COMPONENTS
 from ..errors import DataFileError
-from ..files import as_path, parse_json, read_bounded, read_envelope, write_text
+from ..files import as_path, parse_json, read_bounded, read_envelope, write_atomic
 from ..generation.results import CampaignSummary
 
 FORMAT = "pytest-rnncov-data"
@@ -140,7 +140,7 @@ class CoverageData:
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write the data file (atomically; see ``Output`` for a run's guarded outputs)."""
-        return write_text(as_path(path, "data file"), self.dumps() + "\n", "coverage data")
+        return write_atomic(as_path(path, "data file"), self.dumps() + "\n", "coverage data")
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> "CoverageData":

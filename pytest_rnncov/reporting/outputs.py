@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
+from ..config.paths import check_output_dir, check_output_file
 from ..errors import RNNCovError
 from ..files import Output, as_output_path
 
@@ -28,10 +29,19 @@ KIND = {
 }
 
 
+def file_output(path: Path, kind: str, what: str) -> Output:
+    """The output ``what`` of ``kind`` (a key of KIND) at ``path``: a file that can be
+    written there and that replaces nothing but an earlier output of that kind."""
+    check_output_file(path, what)
+    return Output(path, KIND[kind], what)
+
+
 def report_output(kind: str, dest: str, what: str) -> Output:
     """The output of a ``json:PATH`` or ``html:DIR`` report (``DIR/index.html``)."""
-    path = as_output_path(dest, what) if kind == "json" else Path(dest) / "index.html"
-    return Output(path, KIND[kind], what)
+    if kind == "json":
+        return file_output(as_output_path(dest, what), kind, what)
+    check_output_dir(Path(dest), what)
+    return Output(Path(dest) / "index.html", KIND[kind], what)
 
 
 def write_reports(
