@@ -249,6 +249,8 @@ class Campaign:
         self._diversity = DiversityAccumulator(len(self.seeds)) if mutator.array_cases else None
         self._adversarial: list[int] = []
         self._adversarial_outputs: list[np.ndarray] = []
+        #: each adversarial case's distance to its seed, as found
+        self._adversarial_distances: list[float] = []
         self._failing_seeds: set[int] = set()
         n_seeds = len(self.seeds)
         self._fail_best = np.full(n_seeds, np.inf)  # lowest failure fitness per seed
@@ -290,8 +292,8 @@ class Campaign:
         else:
             self.generated += len(seed_index)
             seeds = self.mutator.take(self.seeds, seed_index)
-            # without a radius no decision needs distances (the reported samples' distances
-            # are computed when they are reported)
+            # without a radius no decision needs distances (the adversarial cases' distances
+            # are computed below, for them alone)
             distances = (
                 np.zeros(len(seed_index))
                 if self.oracle.radius is None
@@ -304,18 +306,31 @@ class Campaign:
             if self._diversity is not None:
                 self._diversity.add(np.asarray(cases), np.asarray(seeds), seed_index)
         found = np.flatnonzero(failed)
-        for position in found.tolist():
-            self._adversarial.append(int(ids[position]))
-            self._adversarial_outputs.append(np.asarray(outputs[position]))
-            self._failing_seeds.add(int(seed_index[position]))
-        if len(found) and self._has_listener("on_adversarial"):
-            for sample in self._samples(
-                ids[found],
-                self.mutator.take(cases, found),
-                seed_index[found],
-                np.asarray(outputs)[found],
-            ):
-                self._notify("on_adversarial", sample)
+        if len(found):
+            found_cases = self.mutator.take(cases, found)
+            found_distances = (
+                distances[found]
+                if self.oracle.radius is not None
+                else np.asarray(
+                    self.mutator.distance(
+                        self.mutator.take(self.seeds, seed_index[found]), found_cases
+                    ),
+                    np.float64,
+                )
+            )
+            self._adversarial.extend(ids[found].tolist())
+            self._adversarial_outputs.extend(np.asarray(outputs)[found])
+            self._adversarial_distances.extend(found_distances.tolist())
+            self._failing_seeds.update(seed_index[found].tolist())
+            if self._has_listener("on_adversarial"):
+                for sample in self._samples(
+                    ids[found],
+                    found_cases,
+                    seed_index[found],
+                    np.asarray(outputs)[found],
+                    found_distances,
+                ):
+                    self._notify("on_adversarial", sample)
         self.growth.append({"test_cases": self.generated, "phase": phase, **self.coverage.rates()})
         step = Step(phase, len(seed_index), gained, int(failed.sum()), target)
         return _Batch(signals, ids, fitness, step)
@@ -540,16 +555,14 @@ class Campaign:
         cases: Any,
         seed_index: np.ndarray,
         outputs: np.ndarray,
+        found: np.ndarray,
         distances: np.ndarray | None = None,
-        found: np.ndarray | None = None,
     ) -> list[AdversarialSample]:
-        """Adversarial samples of the cases ``ids`` (``distances`` default to the found
-        ones, computed in one batch)."""
+        """Adversarial samples of the cases ``ids``: ``found`` their distances as found,
+        ``distances`` as reported (after shrinking; default: as found)."""
         assert self._seed_outputs is not None
         seeds = self.mutator.take(self.seeds, seed_index)
         seed_outputs = self._seed_outputs[seed_index]
-        if found is None:
-            found = np.asarray(self.mutator.distance(seeds, cases), np.float64)
         distances = found if distances is None else distances
         return [
             AdversarialSample(
@@ -573,7 +586,11 @@ class Campaign:
             return []
         ids = np.array(self._adversarial, np.int64)
         return self._samples(
-            ids, self._cases.take(ids), self._seed_of[ids], np.stack(self._adversarial_outputs)
+            ids,
+            self._cases.take(ids),
+            self._seed_of[ids],
+            np.stack(self._adversarial_outputs),
+            np.array(self._adversarial_distances),
         )
 
     def _shrunk(self, samples: list[AdversarialSample]) -> tuple[list[AdversarialSample], int]:
@@ -593,7 +610,7 @@ class Campaign:
             np.stack(self._adversarial_outputs),
         )
         return (
-            self._samples(ids, shrunk.cases, seed_index, shrunk.outputs, shrunk.distances, found),
+            self._samples(ids, shrunk.cases, seed_index, shrunk.outputs, found, shrunk.distances),
             shrunk.model_calls,
         )
 
