@@ -137,9 +137,16 @@ def test_usage_errors_exit_4_and_say_why(runs, args, message):
     assert message in done.stderr
 
 
-def test_profile_fit_from_a_model_file_and_a_npy(keras, tmp_path, seq_inputs, stacked_model):
+@pytest.fixture
+def model_files(keras, tmp_path, seq_inputs, stacked_model):
+    """A folder holding the stacked model as m.keras and training inputs as x.npy."""
     stacked_model.save(tmp_path / "m.keras")
     np.save(tmp_path / "x.npy", seq_inputs)
+    return tmp_path
+
+
+def test_profile_fit_from_a_model_file_and_a_npy(model_files):
+    tmp_path = model_files
     done = cli(
         "profile",
         "fit",
@@ -188,10 +195,9 @@ def test_repeated_bars_add_up(runs):
     assert "FAIL Required RNN coverage (BC:0.99,TC:0.01) not reached: BC" in done.stdout
 
 
-def test_a_layer_in_other_digits_is_a_name(keras, tmp_path, seq_inputs, stacked_model):
+def test_a_layer_in_other_digits_is_a_name(model_files):
     """'²' is a digit to str.isdigit but no integer: it names a layer (and none exists)."""
-    stacked_model.save(tmp_path / "m.keras")
-    np.save(tmp_path / "x.npy", seq_inputs)
+    tmp_path = model_files
     done = cli(
         "profile",
         "fit",
@@ -221,9 +227,8 @@ def test_links_and_inputs_are_not_overwritten(runs, tmp_path):
     assert json.loads((runs / "a.json").read_text())["format"] == "pytest-rnncov-data"
 
 
-def test_profile_fit_does_not_overwrite_its_inputs(keras, tmp_path, seq_inputs, stacked_model):
-    stacked_model.save(tmp_path / "m.keras")
-    np.save(tmp_path / "x.npy", seq_inputs)
+def test_profile_fit_does_not_overwrite_its_inputs(model_files, seq_inputs):
+    tmp_path = model_files
     for out in ("x.npy", "m.keras"):
         done = cli("profile", "fit", "m.keras", "--x-train", "x.npy", "--out", out, cwd=tmp_path)
         assert done.returncode == 4 and "would overwrite" in done.stderr, done.stderr
@@ -235,3 +240,36 @@ def test_show_reads_a_json_report(runs):
     shown = cli("show", "shown.json", cwd=runs)
     assert shown.returncode == 0, shown.stderr
     assert "JSON report, passed: None" in shown.stdout and "tiny: BC " in shown.stdout
+
+
+def test_profile_fit_takes_a_window_counted_from_the_end(model_files):
+    tmp_path = model_files
+    done = cli(
+        "profile",
+        "fit",
+        "m.keras",
+        "--x-train",
+        "x.npy",
+        "--layer",
+        "lstm_b",
+        "--window",
+        "-3,-1",
+        "--out",
+        "p.json",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "(window [4, 6]" in done.stdout
+    bad = cli(
+        "profile",
+        "fit",
+        "m.keras",
+        "--x-train",
+        "x.npy",
+        "--window",
+        "-3,x",
+        "--out",
+        "q.json",
+        cwd=tmp_path,
+    )
+    assert bad.returncode == 4 and "give two step indices" in bad.stderr

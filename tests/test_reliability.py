@@ -691,42 +691,6 @@ def test_a_bar_naming_an_untracked_model_lists_the_tracked_ones(project):
     result.stdout.fnmatch_lines(["*model 'mnist' is not tracked (TC bar 10%; tracked: tiny)*"])
 
 
-def test_profile_fit_takes_a_window_counted_from_the_end(
-    keras, stacked_model, seq_inputs, tmp_path
-):
-    stacked_model.save(tmp_path / "m.keras")
-    np.save(tmp_path / "x.npy", seq_inputs)
-    done = cli(
-        "profile",
-        "fit",
-        "m.keras",
-        "--x-train",
-        "x.npy",
-        "--layer",
-        "lstm_b",
-        "--window",
-        "-3,-1",
-        "--out",
-        "p.json",
-        cwd=tmp_path,
-    )
-    assert done.returncode == 0, done.stderr
-    assert "(window [4, 6]" in done.stdout
-    bad = cli(
-        "profile",
-        "fit",
-        "m.keras",
-        "--x-train",
-        "x.npy",
-        "--window",
-        "-3,x",
-        "--out",
-        "q.json",
-        cwd=tmp_path,
-    )
-    assert bad.returncode == 4 and "give two step indices" in bad.stderr
-
-
 INTERRUPTING = """
 import os
 import pytest_rnncov.files as files
