@@ -106,6 +106,19 @@ def _data_file(tmp_path, change):
     return path
 
 
+def _sample(seed, case):
+    """A gallery sample with ``seed`` and ``case`` as written."""
+    return {
+        "seed_index": 0,
+        "distance": 1.0,
+        "seed_decision": "0",
+        "case_decision": "1",
+        "seed": seed,
+        "case": case,
+        "clip": [],
+    }
+
+
 def _campaign(**changes):
     """A campaign summary as a data file holds it, with ``changes``."""
     from pytest_rnncov.generation.results import CampaignResult
@@ -189,38 +202,12 @@ def _campaign(**changes):
         ),
         (
             lambda d: d["campaigns"].append(
-                _campaign(
-                    gallery=[
-                        {
-                            "seed_index": 0,
-                            "distance": 1.0,
-                            "seed_decision": "0",
-                            "case_decision": "1",
-                            "seed": [1.0, 2.0],
-                            "case": [1.0, 2.0, 3.0],
-                            "clip": [],
-                        }
-                    ]
-                )
+                _campaign(gallery=[_sample([1.0, 2.0], [1.0, 2.0, 3.0])])
             ),
             "differ in shape",
         ),
         (
-            lambda d: d["campaigns"].append(
-                _campaign(
-                    gallery=[
-                        {
-                            "seed_index": 0,
-                            "distance": 1.0,
-                            "seed_decision": "0",
-                            "case_decision": "1",
-                            "seed": [1, 2],
-                            "case": [1.0, 2.0],
-                            "clip": [],
-                        }
-                    ]
-                )
-            ),
+            lambda d: d["campaigns"].append(_campaign(gallery=[_sample([1, 2], [1.0, 2.0])])),
             "'seed' must be an array of finite floats",
         ),
         (lambda d: d["campaigns"].append({**_campaign(), "extra": 1}), "unknown key 'extra'"),
