@@ -301,6 +301,13 @@ class SessionOutputs:
 def check_outputs(settings: Settings) -> SessionOutputs:
     """Refuse, before any test runs, outputs that cannot be written or that would replace
     a file pytest-rnncov did not write (pytest.UsageError); returns them, noted."""
+    if (
+        settings.data is None
+        and settings.save is None
+        and settings.compare is None
+        and all(dest is None for _, dest in settings.reports)
+    ):
+        return SessionOutputs()  # nothing to write: an unused plugin imports nothing more
     from ..config.paths import check_distinct
     from ..reporting.outputs import file_output, report_output
 
