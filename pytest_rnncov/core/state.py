@@ -276,13 +276,25 @@ class ModelState:
 
     def check_compatible(self, other: "ModelState") -> None:
         if not self.same_subject(other):
+            only_profile = (self.layer, self.cell, tuple(self.window), self.fingerprint) == (
+                other.layer,
+                other.cell,
+                tuple(other.window),
+                other.fingerprint,
+            )
+            hint = (
+                "; if each worker fitted its own profile, give track() a profile file path "
+                "(fitted once, then shared) or fit from inputs drawn with rnncov.rng()"
+                if only_profile
+                else ""
+            )
             raise InvalidArgument(
                 f"cannot combine coverage of model {other.name!r} (layer {other.layer!r}, "
                 f"{other.cell}, window {list(other.window)}, weights {other.fingerprint}, "
                 f"profile {other.profile}) with {self.name!r} (layer {self.layer!r}, "
                 f"{self.cell}, window {list(self.window)}, weights {self.fingerprint}, profile "
                 f"{self.profile}): they measure different layers, windows, weights or "
-                "profiles (TC symbols and neuron ranges come from the profile)"
+                "profiles (TC symbols and neuron ranges come from the profile)" + hint
             )
 
     def merge(self, other: "ModelState") -> None:

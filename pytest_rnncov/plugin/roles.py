@@ -158,14 +158,4 @@ class DistController(Central):
             merged.merge(CoverageData.loads(payload, f"data from worker {worker}"))
             self.received = merged
         except RNNCovError as exc:
-            self.received.missing_workers.append(f"{worker} ({exc}{_profile_hint(exc)})")
-
-
-def _profile_hint(exc: RNNCovError) -> str:
-    """How to avoid workers that measured against different profiles."""
-    if "profile" not in str(exc):
-        return ""
-    return (
-        "; each worker fitted its own profile: give track() a profile file path (fitted "
-        "once, then shared), or fit from inputs drawn with rnncov.rng()"
-    )
+            self.received.missing_workers.append(f"{worker} ({exc})")
