@@ -325,7 +325,7 @@ def test_kept_inputs_are_bounded(monkeypatch):
         def check_input(self, x):
             return np.asarray(x)
 
-        def iter_traces(self, x, *, outputs=True, until=None):
+        def iter_traces(self, x, *, outputs=True, until=None, components=None):
             yield None, make_trace(h=x, f=x)
 
     coverage = Coverage(Source(), profile, ["BC", "SC", "TC"])

@@ -1,10 +1,11 @@
 """The adapter boundary: a model plus inputs in, model outputs and a trace out.
 
 Every framework adapter subclasses :class:`Adapter` and implements two things:
-:meth:`Adapter._forward` (one framework call per batch, returning the model's outputs and
-the traced layer's input and mask) and the layer's
-:class:`~pytest_rnncov.core.cells.Cell` (its weights in canonical layout). Everything else
-(validation, batching, the trace, fingerprints) lives here, once. Users meet adapters
+:meth:`Adapter._forward` (one framework call per batch, returning the model's outputs, the
+traced layer's input and mask and, where the adapter ``reads_states``, the layer's own
+``h`` at every step) and the layer's :class:`~pytest_rnncov.core.cells.Cell` (its weights
+in canonical layout). Everything else (validation, batching, the trace from the states or
+recomputed from the weights, fingerprints) lives here, once. Users meet adapters
 through :class:`~pytest_rnncov.adapters.model.RNNModel`.
 """
 
@@ -18,7 +19,7 @@ import numpy as np
 from ..core.arrays import to_host
 from ..core.cells import Cell
 from ..core.threads import numpy_work
-from ..core.trace import Trace, concat_traces
+from ..core.trace import Trace, concat_traces, select_components
 from ..errors import InvalidArgument, InvalidInput, ModelError
 from ..validation import check_choice, check_int
 
@@ -69,6 +70,9 @@ class Adapter:
     #: where traces are computed: "numpy" (the host reference) or "device" (the framework's
     #: own arrays, where the model runs)
     trace_on: str = "numpy"
+    #: whether traces come from the layer's own states in the model's forward pass (else the
+    #: layer is recomputed from its weights: ``recompute=True``, or no states to read)
+    reads_states: bool = False
 
     def _pick_trace_on(self, option: str, accelerator: bool, supported: bool, why: str) -> str:
         """ "numpy" or "device" for ``trace_on=option`` ("auto": the device path where the
@@ -84,8 +88,11 @@ class Adapter:
             return "device"
         return "numpy"
 
-    def _init_common(self, model: Any, direction: str, batch_size: int) -> None:
+    def _init_common(self, model: Any, direction: str, batch_size: int, recompute: bool) -> None:
         self.model = model
+        if not isinstance(recompute, (bool, np.bool_)):
+            raise InvalidArgument(f"recompute={recompute!r}; pass True or False")
+        self.recompute = bool(recompute)
         check_choice("direction", direction, DIRECTIONS)
         self.batch_size = check_int("batch_size", batch_size, minimum=1, example="512")
         #: (low, high) of integer token ids the model accepts (an embedding's range)
@@ -103,9 +110,12 @@ class Adapter:
 
     # -- to implement -----------------------------------------------------------------
     def _forward(
-        self, x: np.ndarray, outputs: bool
-    ) -> tuple[np.ndarray | None, np.ndarray, np.ndarray | None]:
-        """One framework call: (model outputs or None, the layer's input, its mask or None)."""
+        self, x: np.ndarray, outputs: bool, layer_input: bool = True, states: bool = False
+    ) -> tuple[Any, Any, Any, Any]:
+        """One framework call: (model outputs, the layer's input, its mask, its ``h`` at
+        every step in processing order); outputs only with ``outputs``, the input only with
+        ``layer_input``, ``h`` only with ``states`` (asked only where ``reads_states``), the
+        mask whenever the layer has one."""
         raise NotImplementedError
 
     def _predict(self, x: np.ndarray) -> np.ndarray:
@@ -204,21 +214,34 @@ class Adapter:
         """The traced layer's own input for ``x`` and its mask (None without masking), as
         the framework computes them (one batch: for checks and debugging)."""
         x = self.check_input(x)
-        _, sequence, mask = self._forward(x, False)
+        _, sequence, mask, _ = self._forward(x, False)
         return (
             np.asarray(to_host(sequence), np.float32),
             None if mask is None else np.asarray(to_host(mask), bool),
         )
 
     def iter_traces(
-        self, x: np.ndarray, *, outputs: bool = True, until: int | None = None
+        self,
+        x: np.ndarray,
+        *,
+        outputs: bool = True,
+        until: int | None = None,
+        components: tuple[str, ...] | None = None,
     ) -> Iterator[tuple[np.ndarray | None, Trace]]:
         """(outputs or None, trace) per batch of ``batch_size`` of validated inputs ``x``;
-        ``until`` stops each trace after that many steps (what a window needs)."""
+        ``until`` stops each trace after that many steps (what a window needs),
+        ``components`` keeps only those (None: all)."""
+        names = select_components(self.cell.kind, components)
+        states = self.reads_states
+        layer_input = not states or names != ("h",)
         for start in range(0, len(x), self.batch_size):
-            out, sequence, mask = self._forward(x[start : start + self.batch_size], outputs)
+            batch = x[start : start + self.batch_size]
+            out, sequence, mask, h = self._forward(batch, outputs, layer_input, states)
             with numpy_work():  # numpy arrays run the numpy kernel, device arrays stay there
-                trace = self.cell.forward(sequence, mask, until)
+                if states:
+                    trace = self.cell.from_states(sequence, h, mask, until, names)
+                else:
+                    trace = self.cell.forward(sequence, mask, until, names)
             yield (None if out is None else np.asarray(out)), trace
 
     def run(self, x: Any) -> tuple[np.ndarray, Trace]:

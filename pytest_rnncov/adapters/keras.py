@@ -1,9 +1,13 @@
 """The Keras adapter: Keras 3 (any backend: TensorFlow, JAX, torch) and tf_keras (Keras 2).
 
-The traced layer's input (and mask) comes from the framework through a sub-model that
-shares the model's layers, so stacked layers, embeddings and masks are exact; the layer
-itself is recomputed in numpy from its weights (:mod:`pytest_rnncov.core.cells`). Keras 3
-imports TensorFlow only when the TensorFlow backend is in use.
+Keras 3: a twin of the model shares every layer and calls the traced layer with
+``return_sequences=True`` (its own kernel, its own weights), so one framework call gives the
+model's outputs, the layer's ``h`` at every step and, when gates are read, the layer's input
+and mask; the gates then follow in one batched matmul
+(:meth:`~pytest_rnncov.core.cells.Cell.from_states`). tf_keras (Keras 2), and
+``recompute=True``, take the layer's input from a sub-model and recompute the layer in numpy
+from its weights (the reference kernel). Keras 3 imports TensorFlow only when the
+TensorFlow backend is in use.
 """
 
 from __future__ import annotations
@@ -70,9 +74,46 @@ def _padded(x: np.ndarray, cap: int) -> np.ndarray:
     return np.concatenate([x, np.repeat(x[:1], target - rows, axis=0)])
 
 
+def _sequence_tap(layer: Any, traced: Any) -> Any:
+    """A Keras layer calling ``layer`` as the model does, returning ``[its output..., h]``:
+    ``h`` (B, T, U) is ``traced``'s output at every step, from the framework's own kernel.
+    ``traced`` is ``layer`` itself (called once, with ``return_sequences`` and
+    ``return_state`` on for the call, its output rebuilt from them) or one half of a
+    ``Bidirectional`` ``layer`` (called beside it)."""
+    import keras
+
+    class SequenceTap(keras.layers.Layer):
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.supports_masking = True
+
+        def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
+            own = layer.compute_mask(inputs, mask)
+            return [*(own if isinstance(own, (list, tuple)) else [own]), mask]
+
+        def call(self, *args: Any, **kwargs: Any) -> Any:
+            own = (traced.return_sequences, traced.return_state)
+            if traced is not layer:
+                result = layer(*args, **kwargs)
+                outputs = list(result) if isinstance(result, (list, tuple)) else [result]
+            traced.return_sequences, traced.return_state = True, True
+            try:
+                sequence, *states = traced(*args, **kwargs)
+            finally:
+                traced.return_sequences, traced.return_state = own
+            if traced is layer:
+                last = sequence if own[0] else states[0]  # states[0] is h after the last step
+                outputs = [last, *states] if own[1] else [last]
+            return [*outputs, sequence]
+
+    return SequenceTap(name=f"{layer.name}_sequence_tap")
+
+
 class KerasModel(Adapter):
     """A Keras 3 or tf_keras model with one recurrent layer (LSTM, GRU, SimpleRNN, their
-    ``keras.layers.RNN`` forms, or any of them inside ``Bidirectional``) made traceable."""
+    ``keras.layers.RNN`` forms, or any of them inside ``Bidirectional``) made traceable.
+    ``recompute=True`` recomputes the layer from its weights (the reference kernel) instead
+    of reading its states from the model's own forward pass."""
 
     def __init__(
         self,
@@ -83,9 +124,10 @@ class KerasModel(Adapter):
         output: str | int | None = None,
         batch_size: int = 512,
         trace_on: str = "auto",
+        recompute: bool = False,
     ) -> None:
         self.framework = framework_of(model)
-        self._init_common(model, direction, batch_size)
+        self._init_common(model, direction, batch_size, recompute)
         self.name = str(model.name)
         if len(model.inputs) != 1:
             raise ModelError(
@@ -112,6 +154,8 @@ class KerasModel(Adapter):
             str(getattr(model.inputs[0].dtype, "name", model.inputs[0].dtype))
         )
         self._build_probe()
+        # Keras 3: states from the forward pass; tf_keras: its graph is not rebuilt here
+        self.reads_states = self.framework == "keras" and not self.recompute
         self.id_range = self._embedding_range()
         backend = self._backend()
         self.trace_on = self._pick_trace_on(
@@ -274,11 +318,13 @@ class KerasModel(Adapter):
             sequence = args[0] if args else kwargs.get("sequences", kwargs.get("inputs"))
             mask = kwargs.get("mask")
             self._n_steps = None if sequence.shape[1] is None else int(sequence.shape[1])
-            head = [sequence] + ([mask] if mask is not None else [])
             output = model.outputs[self.output_index]
             inputs = model.inputs[0] if len(model.inputs) == 1 else model.inputs  # as called
-            self._head = keras.Model(inputs, head)
-            self._subs = {False: self._head, True: keras.Model(inputs, head + [output])}
+            self._inputs = inputs
+            self._head = keras.Model(inputs, [sequence] + ([mask] if mask is not None else []))
+            #: the tensors each sub-model may return: the layer's input and mask, h, output
+            self._tensors = {False: (sequence, mask, None, output)}
+            self._models: dict[tuple[bool, bool, bool], Any] = {}
             self._has_mask = mask is not None
             self._predictor = keras.Model(inputs, output) if len(model.outputs) > 1 else model
             return
@@ -314,16 +360,52 @@ class KerasModel(Adapter):
 
         self._tf_calls = (run_all, run_head)
 
+    def _twin_tensors(self) -> tuple[Any, Any, Any, Any]:
+        """The twin graph: every layer of the model called again (shared, weights and all),
+        the traced one through a sequence tap; its (layer input, mask, h, output)."""
+        from keras.src import tree
+
+        graph = getattr(self.model, "_functional", None) or self.model
+        tensors = {id(t): t for t in graph.inputs}
+        found: list[Any] = []
+        for depth in sorted(graph._nodes_by_depth, reverse=True):
+            for node in graph._nodes_by_depth[depth]:
+                if not node.operation or node.is_input:
+                    continue
+                args, kwargs = node.arguments.fill_in(tensors)
+                if node.operation is self.wrapper:
+                    *result, h = _sequence_tap(self.wrapper, self.layer)(*args, **kwargs)
+                    result = result[0] if len(result) == 1 else result
+                    sequence = args[0] if args else kwargs.get("sequences", kwargs.get("inputs"))
+                    found = [sequence, kwargs.get("mask"), h]
+                else:
+                    result = node.operation(*args, **kwargs)
+                for own, new in zip(node.outputs, tree.flatten(result)):
+                    tensors[id(own)] = new
+        return (*found, tensors[id(graph.outputs[self.output_index])])  # type: ignore[return-value]
+
+    def _sub_model(self, outputs: bool, layer_input: bool, states: bool) -> Any:
+        """The sub-model returning [layer input?, mask?, h?, output?] (built once)."""
+        key = (outputs, layer_input, states)
+        if key not in self._models:
+            import keras
+
+            if states not in self._tensors:
+                self._tensors[states] = self._twin_tensors()
+            sequence, mask, h, output = self._tensors[states]
+            wanted = [sequence] if layer_input else []
+            wanted += [mask] if mask is not None else []
+            wanted += [h] if states else []
+            wanted += [output] if outputs else []
+            self._models[key] = keras.Model(self._inputs, wanted)
+        return self._models[key]
+
     def _forward(
-        self, x: np.ndarray, outputs: bool
-    ) -> tuple[np.ndarray | None, np.ndarray, np.ndarray | None]:
+        self, x: np.ndarray, outputs: bool, layer_input: bool = True, states: bool = False
+    ) -> tuple[np.ndarray | None, Any, Any, Any]:
         rows = len(x)
-        out, sequence, mask = self._call(_padded(x, self.batch_size), outputs)
-        return (
-            (None if out is None else out[:rows]),
-            sequence[:rows],
-            (None if mask is None else mask[:rows]),
-        )
+        parts = self._call(_padded(x, self.batch_size), outputs, layer_input, states)
+        return tuple(None if p is None else p[:rows] for p in parts)  # type: ignore[return-value]
 
     def _backend(self) -> str:
         if self.framework == "tf_keras":
@@ -332,20 +414,31 @@ class KerasModel(Adapter):
 
         return str(keras.backend.backend())
 
-    def _call(self, x: np.ndarray, outputs: bool) -> tuple[np.ndarray | None, Any, Any]:
+    def _call(
+        self, x: np.ndarray, outputs: bool, layer_input: bool, states: bool
+    ) -> tuple[Any, Any, Any, Any]:
+        """(outputs, layer input, mask, h), each None unless asked for (mask: when the
+        layer has one)."""
         try:
-            if self.trace_on == "device":  # backend tensors stay where the model runs
-                import keras
-
-                result = self._subs[outputs](x, training=False)
-                result = list(result) if isinstance(result, (list, tuple)) else [result]
-                out = keras.ops.convert_to_numpy(result[-1]) if outputs else None
-                return out, result[0], result[1] if self._has_mask else None
             if self.framework == "keras":
-                result = self._subs[outputs].predict_on_batch(x)
+                model = self._sub_model(outputs, layer_input, states)
+                if self.trace_on == "device":  # backend tensors stay where the model runs
+                    result = model(x, training=False)
+                else:
+                    result = model.predict_on_batch(x)
                 result = list(result) if isinstance(result, (list, tuple)) else [result]
-                mask = np.asarray(result[1]) if self._has_mask else None
-                return (np.asarray(result[-1]) if outputs else None), np.asarray(result[0]), mask
+                found = iter(result)
+                sequence = next(found) if layer_input else None
+                mask = next(found) if self._has_mask else None
+                h = next(found) if states else None
+                out = next(found) if outputs else None
+                if self.trace_on != "device":
+                    sequence, mask, h = (None if a is None else np.asarray(a) for a in (sequence, mask, h))
+                if out is not None:
+                    import keras
+
+                    out = keras.ops.convert_to_numpy(out)
+                return out, sequence, mask, h
             import tensorflow as tf
 
             run_all, run_head = self._tf_calls
@@ -356,7 +449,7 @@ class KerasModel(Adapter):
             else:
                 (seq, mask), out = run_head(tensor), None
             mask_np = mask.numpy()
-            return out, seq.numpy(), (mask_np if mask_np.size else None)
+            return out, seq.numpy(), (mask_np if mask_np.size else None), None
         except Exception as exc:  # a framework error becomes a project error naming the call
             raise model_error_from(exc, f"running model {self.name!r}") from exc
 

@@ -1,12 +1,14 @@
 """The PyTorch adapter: ``nn.LSTM``, ``nn.GRU`` and ``nn.RNN`` anywhere in a module tree.
 
-The traced layer's input comes from a forward hook on the recurrent module, during the same
-forward pass that gives the model's outputs, so any model around it works (embeddings,
-``PackedSequence`` inputs, ``batch_first`` either way). The layer is recomputed in numpy
-from the module's own weights, converted from PyTorch's gate layout (LSTM i, f, g, o; GRU
-r, z, n with the reset gate applied to ``W_hn h + b_hn``) to the canonical one. Stacked
-layers (``num_layers > 1``) are picked with a ``.lK`` suffix (``"encoder.rnn.l1"``); the
-input of a deeper layer is the recomputed output of the layers below it. Models run on
+The traced layer's input and output sequence come from forward hooks on the recurrent
+module, during the same forward pass that gives the model's outputs, so any model around it
+works (embeddings, ``PackedSequence`` inputs, ``batch_first`` either way). ``h`` at every
+step is the module's own output; the gates follow in one batched matmul from the module's
+weights, converted from PyTorch's gate layout (LSTM i, f, g, o; GRU r, z, n with the reset
+gate applied to ``W_hn h + b_hn``) to the canonical one (``recompute=True`` runs the whole
+layer again in numpy: the reference kernel). Stacked layers (``num_layers > 1``) are picked
+with a ``.lK`` suffix (``"encoder.rnn.l1"``); the input of a deeper layer is the output of
+a copy of the layers below it, and a layer under the top one runs alone from a copy. Models run on
 whatever device they are on, in eval mode and without gradients. torch is imported only
 when a torch model is wrapped.
 """
@@ -64,7 +66,8 @@ class TorchModel(Adapter):
     the recurrent modules, or None (the first). ``output``: which element of a model that
     returns a tuple is its prediction. The input shape and dtype are learned from the first
     inputs (integer arrays are token ids, int64) and enforced afterwards, or given with
-    ``input_shape`` / ``input_dtype``.
+    ``input_shape`` / ``input_dtype``. ``recompute=True`` recomputes the layer from its
+    weights (the reference kernel) instead of reading its output from the forward pass.
     """
 
     framework = "torch"
@@ -80,10 +83,12 @@ class TorchModel(Adapter):
         input_shape: tuple[int, ...] | None = None,
         input_dtype: str | None = None,
         trace_on: str = "auto",
+        recompute: bool = False,
     ) -> None:
         import torch
 
-        self._init_common(model, direction, batch_size)
+        self._init_common(model, direction, batch_size, recompute)
+        self.reads_states = not self.recompute
         self.name = type(model).__name__
         self.module_name, self.module, self.depth = self._find(layer)
         kind = type(self.module).__name__
@@ -107,7 +112,13 @@ class TorchModel(Adapter):
             warnings.warn(
                 f"module {self.module_name or self.name!r}: {note}", RNNCovWarning, stacklevel=3
             )
-        self._lower = self._lower_layers() if self.depth else None
+        self._lower = self._stacked_copy(0, self.depth) if self.depth else None
+        #: the traced layer alone, when it is not the module's top layer (read_states)
+        self._single = (
+            self._stacked_copy(self.depth, 1)
+            if self.depth < self.module.num_layers - 1 and not self.recompute
+            else None
+        )
         self.units = int(
             self.cell.units
             if not (kind == "LSTM" and self.module.proj_size)
@@ -124,7 +135,8 @@ class TorchModel(Adapter):
         if embeddings:
             self.id_range = (0, int(embeddings[0].num_embeddings))
         self._captured: list[Any] = []
-        self._stop_at_layer = False
+        self._produced: list[Any] = []
+        self._stop: str | None = None  # where a forward pass may stop: "before"/"after" it
         self._runs_once = False
         self._device = next((p.device for p in model.parameters()), torch.device("cpu"))
         #: what float inputs are cast to: the dtype of the model's first float parameter
@@ -224,16 +236,20 @@ class TorchModel(Adapter):
         activation = Activation.named("relu" if module.nonlinearity == "relu" else "tanh")
         return SimpleRNNCell(w_ih.T, w_hh.T, bias, activation, backward)
 
-    def _lower_layers(self) -> Any:
-        """The stacked layers below the traced one as a module of their own (a copy of their
-        weights, in eval mode): PyTorch's own kernel computes the traced layer's input."""
+    def _stacked_copy(self, first: int, count: int) -> Any:
+        """Stacked layers ``first`` .. ``first + count - 1`` as a module of their own (a copy
+        of their weights, in eval mode), so PyTorch's own kernel runs them: the layers below
+        the traced one compute its input; the traced one alone, its output sequence."""
         import torch
 
         module = self.module
+        width = module.proj_size if getattr(module, "proj_size", 0) else module.hidden_size
         options: dict[str, Any] = {
-            "input_size": module.input_size,
+            "input_size": module.input_size if first == 0 else width * (
+                2 if module.bidirectional else 1
+            ),
             "hidden_size": module.hidden_size,
-            "num_layers": self.depth,
+            "num_layers": count,
             "bias": module.bias,
             "batch_first": module.batch_first,
             "bidirectional": module.bidirectional,
@@ -246,7 +262,8 @@ class TorchModel(Adapter):
         lower = type(module)(**options).to(device=parameter.device, dtype=parameter.dtype)
         with torch.no_grad():
             for name, value in lower.named_parameters():
-                value.copy_(getattr(module, name))
+                base, layer, rest = re.fullmatch(r"(.*_l)(\d+)(.*)", name).groups()  # type: ignore[union-attr]
+                value.copy_(getattr(module, f"{base}{int(layer) + first}{rest}"))
         return lower.eval()
 
     # -- running ---------------------------------------------------------------------
@@ -273,17 +290,28 @@ class TorchModel(Adapter):
                 "pytest-rnncov traces recurrent layers that start from zeros"
             )
         self._captured.append(args[0] if args else kwargs["input"])
-        if self._stop_at_layer:
+        if self._stop == "before":
             raise _LayerReached  # only the layer's input is wanted: skip the rest of the model
 
-    def _run_model(self, x: np.ndarray, outputs: bool = True) -> tuple[Any, Any]:
+    def _output_hook(self, module: Any, args: Any, output: Any) -> None:
+        self._produced.append(output[0])
+        if self._stop == "after":
+            raise _LayerReached  # the layer's input and output are all that is wanted
+
+    def _run_model(self, x: np.ndarray, outputs: bool = True, states: bool = False) -> Any:
+        """(model output, the module's input, its output sequence when ``states`` and the
+        traced layer is the module's top one)."""
         import torch
 
         was_training = self.model.training
-        handle = self.module.register_forward_pre_hook(self._hook, with_kwargs=True)
+        top = states and self.depth == self.module.num_layers - 1
+        handles = [self.module.register_forward_pre_hook(self._hook, with_kwargs=True)]
+        if top:
+            handles.append(self.module.register_forward_hook(self._output_hook))
         self._captured.clear()
+        self._produced.clear()
         # stop early only once a full pass has shown the module runs once per forward pass
-        self._stop_at_layer = not outputs and self._runs_once
+        self._stop = None if outputs or not self._runs_once else "after" if top else "before"
         out = None
         try:
             self.model.eval()
@@ -299,10 +327,11 @@ class TorchModel(Adapter):
         except Exception as exc:
             raise model_error_from(exc, f"running model {self.name}") from exc
         finally:
-            handle.remove()
+            for handle in handles:
+                handle.remove()
             self.model.train(was_training)
-        if self._stop_at_layer and self._captured:
-            return None, self._captured[0]
+        if self._stop is not None and self._captured:
+            return None, self._captured[0], self._produced[0] if top else None
         if len(self._captured) == 1:
             self._runs_once = True
         else:
@@ -310,7 +339,7 @@ class TorchModel(Adapter):
                 f"module {self.module_name!r} ran {len(self._captured)} times in one "
                 "forward pass; pytest-rnncov traces a module called once"
             )
-        return out, self._captured[0]
+        return out, self._captured[0], self._produced[0] if top else None
 
     def _prediction(self, out: Any) -> np.ndarray:
         if isinstance(out, (tuple, list)):
@@ -328,41 +357,60 @@ class TorchModel(Adapter):
         half = out.is_floating_point() and out.element_size() < 4  # numpy lacks bfloat16
         return (out.float() if half else out).numpy()
 
-    def _layer_input(self, captured: Any, steps: int) -> tuple[Any, Any]:
-        """(B, T, D) input of the traced stacked layer and its (B, T) mask of real steps; a
-        PackedSequence is padded back to the model input's ``steps``."""
+    def _padded(self, sequence: Any, steps: int) -> tuple[Any, Any]:
+        """A module input or output as a (B, T, width) float tensor and its (B, T) mask of
+        real steps (None unless packed); a PackedSequence is padded back to ``steps``."""
         import torch
         from torch.nn.utils.rnn import PackedSequence, pad_packed_sequence
 
-        mask: Any = None
-        sequence: Any
-        if self._lower is not None:  # deeper layers: the output of the layers below
-            with torch.no_grad():
-                captured = self._lower(captured)[0]
-        if isinstance(captured, PackedSequence):
-            padded, lengths = pad_packed_sequence(captured, batch_first=True, total_length=steps)
-            sequence = padded.detach().float()
+        if isinstance(sequence, PackedSequence):
+            padded, lengths = pad_packed_sequence(sequence, batch_first=True, total_length=steps)
             mask = (
-                torch.arange(sequence.shape[1], device=sequence.device)[None, :]
-                < lengths.to(sequence.device)[:, None]
+                torch.arange(padded.shape[1], device=padded.device)[None, :]
+                < lengths.to(padded.device)[:, None]
             )
-        else:
-            sequence = captured.detach().float()
-            if not self.module.batch_first:
-                sequence = sequence.transpose(0, 1)
-        if self.trace_on == "numpy":
-            mask = None if mask is None else mask.cpu().numpy()
-            return np.ascontiguousarray(sequence.cpu().numpy(), np.float32), mask
-        return sequence, mask
+            return padded.detach().float(), mask
+        sequence = sequence.detach().float()
+        return (sequence if self.module.batch_first else sequence.transpose(0, 1)), None
+
+    def _host(self, tensor: Any) -> Any:
+        """A tensor as the trace path wants it: numpy (float32) or where it is."""
+        if tensor is None or self.trace_on != "numpy":
+            return tensor
+        array = tensor.cpu().numpy()
+        return np.ascontiguousarray(array, np.float32) if array.dtype != bool else array
 
     def _forward(
-        self, x: np.ndarray, outputs: bool
-    ) -> tuple[np.ndarray | None, np.ndarray, np.ndarray | None]:
-        out, captured = self._run_model(x, outputs)
-        sequence, mask = self._layer_input(captured, int(x.shape[1]))
+        self, x: np.ndarray, outputs: bool, layer_input: bool = True, states: bool = False
+    ) -> tuple[Any, Any, Any, Any]:
+        import torch
+
+        out, captured, produced = self._run_model(x, outputs, states)
+        steps = int(x.shape[1])
+        below = captured
+        if self._lower is not None:  # deeper layers: the output of the layers below
+            with torch.no_grad():
+                below = self._lower(captured)[0]
+        sequence, mask = self._padded(below, steps)
         if self._n_steps is None:
             self._n_steps = int(sequence.shape[1])
-        return (self._prediction(out) if outputs else None), sequence, mask
+        h = None
+        if states:
+            if produced is None:  # not the module's top layer: run the traced one alone
+                with torch.no_grad():
+                    produced = self._single(below)[0]
+            both, _ = self._padded(produced, steps)
+            width = both.shape[-1] // (2 if self.module.bidirectional else 1)
+            if self.direction == "backward":  # in input order: processing order is reversed
+                h = torch.flip(both[..., width:], dims=(1,))
+            else:
+                h = both[..., :width]
+        return (
+            self._prediction(out) if outputs else None,
+            self._host(sequence) if layer_input else None,
+            self._host(mask),
+            self._host(h),
+        )
 
     def _predict(self, x: np.ndarray) -> np.ndarray:
         return self._prediction(self._run_model(x)[0])

@@ -1,11 +1,15 @@
-"""Recurrent cells recomputed in float32 numpy, recording their gates (SPEC section 1).
+"""Recurrent cells in float32, recording their gates (SPEC section 1).
 
 Each cell holds its weights in one canonical layout (Keras's gate order; adapters convert
-other frameworks' layouts) and the layer's own activation functions. ``forward`` runs the
-cell over a batch and returns every component the cell records, time steps in processing
-order. The loops run once per step over the whole batch: one matmul for all input
-projections, one per step for the recurrence, activations applied in place on contiguous
-gate blocks.
+other frameworks' layouts) and the layer's own activation functions. Two ways to a trace:
+
+- ``from_states`` (the fast path): the framework's own forward pass gives the layer's
+  ``h`` at every step; the gates of all steps then follow from ``[x_t, h_{t-1}]`` in one
+  batched matmul, and only an LSTM's cell state needs its elementwise recurrence. Only
+  the components asked for are computed (none but ``h`` for metrics reading ``h``).
+- ``forward`` (the reference, and the fallback where a framework hides ``h``): the layer
+  run again step by step, one matmul for all input projections, one per step for the
+  recurrence, activations applied in place on contiguous gate blocks.
 
 At a masked step the framework keeps the previous state; every component then repeats the
 previous step's values (zeros before the first real step).
@@ -20,7 +24,7 @@ import numpy as np
 
 from .activations import Activation
 from .arrays import array_namespace, device, is_host, is_jax_array, like
-from .trace import CELL_COMPONENTS, Trace
+from .trace import CELL_COMPONENTS, Trace, select_components
 
 
 def _f32(a: Any) -> np.ndarray:
@@ -121,11 +125,26 @@ class Cell:
         """Whether this cell can run on a framework's own arrays (known activations)."""
         return all(a.on_device for a in self._activations())
 
-    def forward(self, x: Any, mask: Any = None, until: int | None = None) -> Trace:
-        """The trace of ``x`` (B, T, D); ``mask`` (B, T) marks real steps (input order).
-        With ``until``, only the first ``until`` steps (in processing order) are computed.
+    def forward(
+        self, x: Any, mask: Any = None, until: int | None = None, components: Any = None
+    ) -> Trace:
+        """The trace of ``x`` (B, T, D) recomputed from the weights (the reference kernel);
+        ``mask`` (B, T) marks real steps (input order). With ``until``, only the first
+        ``until`` steps (in processing order) are computed; ``components`` keeps only those.
         numpy input runs the in-place numpy kernel; a framework's arrays (torch, JAX) run
         the array-API kernel where they are, and the trace stays there."""
+        names = select_components(self.kind, components)
+        trace = self._forward_all(x, mask, until)
+        if names == trace.names:
+            return trace
+        return Trace(
+            {n: trace.components[n] for n in names},
+            cell=self.kind,
+            mask=trace.mask,
+            length=trace.length,
+        )
+
+    def _forward_all(self, x: Any, mask: Any, until: int | None) -> Trace:
         if not is_host(x) and self.on_device:
             return self._forward_xp(x, mask, until)
         if not is_host(x):
@@ -148,6 +167,57 @@ class Cell:
             mask=None if mask is None else np.asarray(mask, bool),
             length=length,
         )
+
+    def from_states(
+        self,
+        x: Any,
+        h: Any,
+        mask: Any = None,
+        until: int | None = None,
+        components: Any = None,
+    ) -> Trace:
+        """The trace from the layer's own states: ``h`` (B, T, H) is the framework's output
+        sequence in processing order, ``x`` (B, T, D) the layer's input and ``mask`` (B, T)
+        its real steps, both in input order (``x`` may be None when only ``h`` is asked).
+
+        The gates asked for are computed for all steps at once from ``[x_t, h_{t-1}]``; an
+        LSTM's cell state by its elementwise recurrence. At masked steps every component
+        repeats the step before (zeros before the first real step), as in ``forward``.
+        Arrays stay in their own namespace (numpy, or a framework's on its device)."""
+        names = select_components(self.kind, components)
+        xp = array_namespace(h)
+        length = int(h.shape[1])
+        steps = length if until is None else min(int(until), length)
+        h = h[:, :steps]
+        if mask is not None:
+            mask = xp.flip(mask, axis=1) if self.go_backwards else mask
+            mask = xp.astype(mask[:, :steps], xp.bool)
+        held = _Holder(xp, mask)
+        out = {"h": held(xp.astype(h, xp.float32))}
+        if names != ("h",):
+            if x is None:
+                raise ValueError("from_states needs the layer input x for gates")
+            x = xp.flip(x, axis=1) if self.go_backwards else x
+            x = xp.astype(x[:, :steps], xp.float32)
+            previous = xp.concat([xp.zeros_like(out["h"][:, :1]), out["h"][:, :-1]], axis=1)
+            gates = self._gates(xp, self._selected_weights(x), x, previous, names)
+            out.update({n: held(v) for n, v in gates.items()})
+            if "c" in names:
+                out["c"] = self._cell_state(xp, gates, mask)
+        return Trace({n: out[n] for n in names}, cell=self.kind, mask=mask, length=length)
+
+    def _selected_weights(self, like_array: Any) -> "_Weights":
+        key = ("columns", array_namespace(like_array).__name__, str(device(like_array)))
+        return _Weights(self._weights_xp(like_array), self.cache.setdefault(key, {}))
+
+    def _gates(
+        self, xp: Any, w: "_Weights", x: Any, previous: Any, names: tuple[str, ...]
+    ) -> dict[str, Any]:
+        """The gates among (or needed for) ``names`` at every step, (B, T, U) each."""
+        raise NotImplementedError
+
+    def _cell_state(self, xp: Any, gates: dict[str, Any], mask: Any) -> Any:
+        raise NotImplementedError
 
     def _forward_xp(self, x: Any, mask: Any, until: int | None) -> Trace:
         xp = array_namespace(x)
@@ -264,6 +334,31 @@ class LSTMCell(Cell):
         if w["projection"] is not None:
             h = h @ w["projection"]
         return {"f": f, "i": i, "o": o, "c": c, "h": h}
+
+    def _gates(
+        self, xp: Any, w: "_Weights", x: Any, previous: Any, names: tuple[str, ...]
+    ) -> dict[str, Any]:
+        wanted = set(names) | ({"i", "f", "g"} if "c" in names else set())
+        blocks = [b for b in ("i", "f", "g", "o") if b in wanted]
+        z = _projection(
+            xp, w, self.units, (0, 1, 2, 3), [("i", "f", "g", "o").index(b) for b in blocks],
+            x, previous, "kernel", "recurrent", "bias",
+        )
+        out = {}
+        for k, block in enumerate(blocks):
+            act = self.activation if block == "g" else self.recurrent_activation
+            out[block] = _activate(act, xp, z[k])
+        return out
+
+    def _cell_state(self, xp: Any, gates: dict[str, Any], mask: Any) -> Any:
+        i, f, g = gates["i"], gates["f"], gates["g"]
+        c = xp.zeros_like(i[:, 0])
+        states = []
+        for t in range(i.shape[1]):
+            new = f[:, t] * c + i[:, t] * g[:, t]
+            c = new if mask is None else xp.where(mask[:, t][:, None], new, c)
+            states.append(c)
+        return xp.stack(states, axis=1)
 
     def arrays(self) -> list[np.ndarray]:
         return [
@@ -384,6 +479,37 @@ class GRUCell(Cell):
         h = n + z * (h_prev - n)
         return {"z": z, "r": r, "n": n, "h": h}
 
+    def _gates(
+        self, xp: Any, w: "_Weights", x: Any, previous: Any, names: tuple[str, ...]
+    ) -> dict[str, Any]:
+        u = self.units
+        wanted = set(names) | ({"r"} if "n" in names else set())
+        out = {}
+        if self.reset_after:
+            blocks = [k for k, b in enumerate("zrn") if b in wanted]
+            x_part = _projection(xp, w, u, (0, 1, 2), blocks, x, None, "kernel", None, "input_bias")
+            h_part = _projection(
+                xp, w, u, (0, 1, 2), blocks, previous, None, "recurrent", None, "recurrent_bias"
+            )
+            parts = dict(zip(("zrn"[k] for k in blocks), zip(x_part, h_part)))
+            for gate in ("z", "r"):
+                if gate in parts:
+                    x_g, h_g = parts[gate]
+                    out[gate] = _activate(self.recurrent_activation, xp, x_g + h_g)
+            if "n" in wanted:
+                x_n, h_n = parts["n"]
+                out["n"] = _activate(self.activation, xp, x_n + out["r"] * h_n)
+            return out
+        blocks = [k for k, b in enumerate("zr") if b in wanted]
+        z = _projection(xp, w, u, (0, 1), blocks, x, previous, "kernel", "recurrent", "input_bias")
+        for k, values in zip(blocks, z):
+            out["zr"[k]] = _activate(self.recurrent_activation, xp, values)
+        if "n" in wanted:
+            (x_n,) = _projection(xp, w, u, (2,), [0], x, None, "kernel", None, "input_bias")
+            (h_n,) = _projection(xp, w, u, (2,), [0], out["r"] * previous, None, "recurrent")
+            out["n"] = _activate(self.activation, xp, x_n + h_n)
+        return out
+
     def arrays(self) -> list[np.ndarray]:
         return [
             a
@@ -501,6 +627,89 @@ class SimpleRNNCell(Cell):
             self.activation.apply(h_all[t])
             self._hold(t, keep, h_all)
         return {"h": h_all}
+
+
+class _Weights:
+    """A cell's weights in one namespace and device, with their gate columns selected once
+    per selection (weights are fixed)."""
+
+    def __init__(self, weights: dict[str, Any], selections: dict[Any, Any]) -> None:
+        self.weights, self.selections = weights, selections
+
+    def has(self, name: str) -> bool:
+        return self.weights[name] is not None
+
+    def columns(self, xp: Any, name: str, columns: list[int]) -> Any:
+        key = (name, tuple(columns))
+        if key not in self.selections:
+            weight = self.weights[name]
+            self.selections[key] = xp.take(weight, like(np.asarray(columns), weight), axis=-1)
+        return self.selections[key]
+
+
+def _projection(
+    xp: Any,
+    w: _Weights,
+    units: int,
+    layout: tuple[int, ...],
+    blocks: list[int],
+    x: Any,
+    previous: Any,
+    kernel: str,
+    recurrent: str | None = None,
+    bias: str | None = None,
+) -> list[Any]:
+    """``x @ kernel (+ previous @ recurrent) (+ bias)`` for gate ``blocks`` (positions in
+    ``layout``, the weight's block numbers) of every step in one matmul each: (B, T, U) per
+    block. ``x`` and ``previous`` are (B, T, width)."""
+    columns = [c for k in blocks for c in range(layout[k] * units, (layout[k] + 1) * units)]
+    batch, steps = x.shape[0], x.shape[1]
+
+    def times(values: Any, name: str) -> Any:
+        weight = w.columns(xp, name, columns)
+        flat = xp.reshape(values, (batch * steps, values.shape[2]))
+        return xp.matmul(flat, weight)
+
+    z = times(x, kernel)
+    if recurrent is not None:
+        z = z + times(previous, recurrent)
+    if bias is not None and w.has(bias):
+        z = z + w.columns(xp, bias, columns)
+    z = xp.reshape(z, (batch, steps, len(columns)))
+    return [z[..., k * units : (k + 1) * units] for k in range(len(blocks))]
+
+
+def _activate(act: Activation, xp: Any, values: Any) -> Any:
+    """``act`` out of place: the numpy twin on the host, the array-API twin elsewhere."""
+    if is_host(values):
+        return act(values)
+    return act.xp(xp, values)
+
+
+class _Holder:
+    """Makes masked steps repeat the step before (zeros before the first real step)."""
+
+    def __init__(self, xp: Any, mask: Any) -> None:
+        self.xp, self.mask = xp, mask
+        self.source: Any = None
+        if mask is not None and is_host(mask):
+            steps = np.arange(mask.shape[1])
+            self.source = np.maximum.accumulate(np.where(mask, steps, -1), axis=1)
+
+    def __call__(self, values: Any) -> Any:
+        if self.mask is None:
+            return values
+        xp, mask = self.xp, self.mask
+        if self.source is not None:  # numpy: one gather
+            held = np.take_along_axis(values, np.maximum(self.source, 0)[..., None], axis=1)
+            held[self.source < 0] = 0
+            return held
+        state = xp.zeros_like(values[:, 0])
+        steps = []
+        for t in range(values.shape[1]):
+            state = xp.where(mask[:, t][:, None], values[:, t], state)
+            steps.append(state)
+        return xp.stack(steps, axis=1)
 
 
 def _on(array: Any) -> dict[str, Any]:

@@ -54,6 +54,16 @@ def bind_metrics(
     return bound
 
 
+def _components_read(metrics: Iterable[Metric]) -> tuple[str, ...] | None:
+    """Every component some metric reads (None when one may read any)."""
+    read: set[str] = set()
+    for metric in metrics:
+        if metric.reads is None:
+            return None
+        read.update(metric.reads)
+    return tuple(sorted(read))
+
+
 @dataclass
 class Chunk:
     """One batch of :meth:`Coverage.stream`, already added to the coverage."""
@@ -105,6 +115,8 @@ class Coverage:
         self.profile_digest_ = profile.digest()
         self.preset = preset
         self.metrics = bind_metrics(metrics, profile, preset, track_fitness)
+        #: the trace components the metrics read (None: every component)
+        self.components_ = _components_read(self.metrics.values())
         self.track_fitness = track_fitness
         self.n_inputs_ = 0
         self._kept: dict[int, np.ndarray] = {}
@@ -146,14 +158,15 @@ class Coverage:
         """Run ``x`` through the model batch by batch, add each batch to this coverage and
         yield it as a :class:`Chunk`.
 
-        ``full_trace`` traces every step (else only through the window's end); ``whole``
+        ``full_trace`` traces every step and component (else only through the window's
+        end, and only the components the metrics read); ``whole``
         yields one chunk for all of ``x`` (its batches' traces joined); ``keep_inputs``
         keeps copies of inputs for the targeted search (``best_input``).
         """
         x = self.model.check_input(x)
-        until = None if full_trace else self.until
+        until, components = (None, None) if full_trace else (self.until, self.components_)
         parts: Iterable[tuple[np.ndarray | None, Trace]] = self.model.iter_traces(
-            x, outputs=outputs, until=until
+            x, outputs=outputs, until=until, components=components
         )
         if whole:
             batches = list(parts)

@@ -28,7 +28,12 @@ class TraceSource(Protocol):
     def check_input(self, x: Any) -> np.ndarray: ...
 
     def iter_traces(
-        self, x: np.ndarray, *, outputs: bool = True, until: int | None = None
+        self,
+        x: np.ndarray,
+        *,
+        outputs: bool = True,
+        until: int | None = None,
+        components: tuple[str, ...] | None = None,
     ) -> Iterator[tuple[np.ndarray | None, Trace]]: ...
 
 

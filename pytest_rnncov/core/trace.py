@@ -39,6 +39,19 @@ def cell_components(cell: str) -> tuple[str, ...]:
         ) from None
 
 
+def select_components(cell: str, wanted: Any) -> tuple[str, ...]:
+    """``wanted`` components of ``cell`` in trace order (None: all of them)."""
+    names = cell_components(cell)
+    if wanted is None:
+        return names
+    wanted = set(wanted)
+    for component in wanted:
+        check_component(cell, component)
+    if not wanted:
+        raise InvalidArgument(f"components is empty; name some of {', '.join(names)} or None")
+    return tuple(n for n in names if n in wanted)
+
+
 def check_component(cell: str, component: str) -> None:
     """Raise InvalidArgument unless ``cell`` records ``component``, listing what it has."""
     components = cell_components(cell)
@@ -53,8 +66,9 @@ class Trace:
     """Gates and states of one recurrent layer for a batch: (B, T, U) float32 arrays (U is
     the same for every component but an LSTM's h under PyTorch's ``proj_size``).
 
-    ``components`` maps the cell's component names (``cell_components(cell)``) to arrays;
-    they are also attributes (``trace.h``, ``trace.f`` for an LSTM). Step 0 is the first
+    ``components`` maps the cell's component names (``cell_components(cell)``), or some of
+    them (a trace computed for metrics that read only those), to arrays; they are also
+    attributes (``trace.h``, ``trace.f`` for an LSTM). Step 0 is the first
     step the layer processes (for ``go_backwards`` layers, the last input step). At a step
     masked by the model every array repeats the previous step, as the framework carries the
     state over; ``mask`` is then the (B, T) boolean array of real steps, in the same order.
@@ -77,18 +91,18 @@ class Trace:
         length: int | None = None,
     ) -> None:
         names = cell_components(cell)
-        if set(components) != set(names):
+        if not components or not set(components) <= set(names):
             raise InvalidArgument(
-                f"a {cell} trace holds components {', '.join(names)}; got "
+                f"a {cell} trace holds components {', '.join(names)} (or some of them); got "
                 f"{', '.join(map(repr, components)) or 'none'}"
             )
-        arrays = {n: _array(components[n]) for n in names}
-        shape = tuple(arrays[names[-1]].shape)
+        arrays = {n: _array(components[n]) for n in names if n in components}
+        shape = tuple(arrays[next(iter(arrays))].shape)
         for name, array in arrays.items():  # units may differ (an LSTM's projected h)
             if array.ndim != 3 or tuple(array.shape[:2]) != shape[:2]:
                 raise InvalidArgument(
                     f"trace component {name!r} has shape {tuple(array.shape)}; every component "
-                    f"must be (batch, steps, units) with h's batch and steps {shape[:2]}"
+                    f"must be (batch, steps, units) with the same batch and steps {shape[:2]}"
                 )
             if not array_namespace(array).isdtype(array.dtype, "real floating"):
                 raise InvalidArgument(
@@ -115,7 +129,7 @@ class Trace:
         if name in components:
             return components[name]
         raise AttributeError(
-            f"a {object.__getattribute__(self, 'cell')} trace has no component {name!r}; it "
+            f"this {object.__getattribute__(self, 'cell')} trace has no component {name!r}; it "
             f"has {', '.join(components)}"
         )
 
@@ -124,26 +138,35 @@ class Trace:
         return tuple(self.components)
 
     @property
+    def _first(self) -> Any:
+        return next(iter(self.components.values()))
+
+    @property
     def batch_size(self) -> int:
-        return int(self.components["h"].shape[0])
+        return int(self._first.shape[0])
 
     @property
     def n_steps(self) -> int:
-        return int(self.components["h"].shape[1])
+        return int(self._first.shape[1])
 
     @property
     def units(self) -> int:
-        return int(self.components["h"].shape[2])
+        return int(self.components.get("h", self._first).shape[2])
 
     def component(self, name: str) -> np.ndarray:
         """The (B, T, U) array of component ``name``."""
         check_component(self.cell, name)
+        if name not in self.components:
+            raise InvalidArgument(
+                f"this trace holds {', '.join(self.components)} (what the configured metrics "
+                f"read), not {name!r}; trace with model.trace(x) for every component"
+            )
         return self.components[name]
 
     @property
     def on_host(self) -> bool:
         """Whether the arrays are numpy arrays (else a framework's, on its device)."""
-        return is_host(self.components["h"])
+        return is_host(self._first)
 
     def to_host(self) -> "Trace":
         """This trace with numpy arrays (itself when it is on the host already)."""
@@ -181,13 +204,13 @@ def concat_traces(parts: list[Trace]) -> Trace:
     if len(parts) == 1:
         return parts[0]
     first = parts[0]
-    xp = array_namespace(first.components["h"])
+    xp = array_namespace(first._first)
     arrays = {n: xp.concat([p.components[n] for p in parts]) for n in first.names}
     mask = None
     if any(p.mask is not None for p in parts):
         mask = xp.concat(
             [
-                xp.ones(tuple(p.components["h"].shape[:2]), dtype=xp.bool)
+                xp.ones((p.batch_size, p.n_steps), dtype=xp.bool)
                 if p.mask is None
                 else p.mask
                 for p in parts

@@ -204,6 +204,12 @@ class Metric:
         """The metric's configuration in a few words (equal strings: same conditions)."""
         raise NotImplementedError
 
+    @property
+    def reads(self) -> tuple[str, ...] | None:
+        """The trace components this bound metric reads (None: any of them), so that a
+        trace computes no more than the metrics read."""
+        return None
+
     # -- evaluation (override for speed; these defaults use the dense fitness) -------------
     def evaluate(self, signals: Signals, *, fitness: bool = True) -> BatchResult:
         """Which inputs satisfy which condition, and (with ``fitness``) the best per condition."""

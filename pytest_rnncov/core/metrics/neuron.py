@@ -45,6 +45,10 @@ def float32_at_least(threshold: np.ndarray | float) -> np.ndarray:
 
 
 class _NeuronMetric(Metric):
+    @property
+    def reads(self) -> tuple[str, ...]:
+        return ("h",)
+
     def prepare(self, profile: "Profile") -> None:
         self.window_ = profile.window_
         self.units_ = int(profile.neuron_min_.shape[-1])

@@ -39,6 +39,10 @@ class _StateMetric(Metric):
     graded = False
     states_: "StateModel"
 
+    @property
+    def reads(self) -> tuple[str, ...]:
+        return ("h",)
+
     def prepare(self, profile: "Profile") -> None:
         states = getattr(profile, "states_", None)
         if states is None:

@@ -43,6 +43,10 @@ class _StepMetric(Metric):
         self.min_, self.max_ = profile.minmax(self.component, self.abstraction)
         self.steps_ = np.arange(self.window_[0], self.window_[1] + 1)
 
+    @property
+    def reads(self) -> tuple[str, ...] | None:
+        return None if self.component is None else (self.component,)
+
     def normalised(self, signals: Signals, rows: slice = slice(None)) -> np.ndarray:
         """N_m of the signal at each window step: (rows, |window|)."""
         assert self.component is not None and self.abstraction is not None

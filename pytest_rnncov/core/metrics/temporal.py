@@ -47,6 +47,10 @@ class TC(Metric):
                 f"a={self.a}, or a smaller alphabet"
             )
 
+    @property
+    def reads(self) -> tuple[str, ...]:
+        return (self.component,)
+
     def prepare(self, profile: "Profile") -> None:
         check_cell_component(self, profile, self.component)
         t1, t2 = profile.window_

@@ -1,0 +1,274 @@
+"""Traces from the model's own forward pass (``h`` read from the framework, gates from one
+batched matmul) equal the reference kernel (the layer recomputed step by step from its
+weights, ``recompute=True``) within 1e-5 for every component, cell, framework and option:
+masking, go_backwards, bidirectional halves, stacked layers, ``proj_size``, packed
+sequences. The reference itself is checked against the frameworks' outputs in
+test_keras_adapter.py and test_torch.py; here ``h`` is also checked against them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence
+
+from pytest_rnncov import Coverage, Profile, RNNModel
+from pytest_rnncov.core.activations import Activation
+from pytest_rnncov.core.cells import GRUCell, LSTMCell
+
+TOL = 1e-5
+
+
+def assert_same_trace(fast, reference):
+    assert fast.names == reference.names
+    assert fast.length == reference.length
+    if reference.mask is None:
+        assert fast.mask is None
+    else:
+        np.testing.assert_array_equal(fast.mask, reference.mask)
+    for name in reference.names:
+        np.testing.assert_allclose(
+            fast.components[name], reference.components[name], atol=TOL, rtol=0, err_msg=name
+        )
+
+
+def both_paths(model, *args, **kwargs):
+    fast = RNNModel(model, *args, **kwargs)
+    reference = RNNModel(model, *args, recompute=True, **kwargs)
+    assert fast.reads_states and not reference.reads_states
+    return fast, reference
+
+
+# -- Keras 3 --------------------------------------------------------------------------------
+KERAS_CELLS = [
+    ("LSTM", {}),
+    ("LSTM", {"recurrent_activation": "hard_sigmoid", "use_bias": False}),
+    ("GRU", {}),
+    ("GRU", {"reset_after": False}),
+    ("SimpleRNN", {"activation": "relu"}),
+]
+
+
+@pytest.mark.parametrize(("cell", "options"), KERAS_CELLS)
+@pytest.mark.parametrize("backwards", [False, True])
+@pytest.mark.parametrize("sequences", [False, True])
+def test_keras_layers(keras, seq_inputs, cell, options, backwards, sequences):
+    keras.utils.set_random_seed(3)
+    layer = getattr(keras.layers, cell)
+    model = keras.Sequential(
+        [
+            keras.Input((7, 3)),
+            layer(6, return_sequences=True),
+            layer(5, name="traced", go_backwards=backwards, return_sequences=sequences, **options),
+            keras.layers.Flatten(),
+            keras.layers.Dense(2),
+        ]
+    )
+    fast, reference = both_paths(model, "traced")
+    outputs, trace = fast.run(seq_inputs)
+    assert_same_trace(trace, reference.trace(seq_inputs))
+    np.testing.assert_allclose(outputs, model.predict_on_batch(seq_inputs), atol=1e-6)
+    if sequences:  # h is the layer's own output sequence (in processing order)
+        own = keras.Model(model.inputs, model.get_layer("traced").output)
+        np.testing.assert_allclose(trace.h, own.predict_on_batch(seq_inputs), atol=1e-6)
+
+
+@pytest.mark.parametrize("cell", ["LSTM", "GRU", "SimpleRNN"])
+@pytest.mark.parametrize("direction", ["forward", "backward"])
+def test_keras_masked_bidirectional_with_states(keras, token_inputs, cell, direction):
+    """An Embedding's mask through a Bidirectional layer that returns its states, read by a
+    second recurrent layer downstream: the mask must reach it, as in the model."""
+    keras.utils.set_random_seed(5)
+    layer = getattr(keras.layers, cell)
+    inputs = keras.Input((8,), dtype="int32")
+    embedded = keras.layers.Embedding(30, 4, mask_zero=True)(inputs)
+    sequence = keras.layers.Bidirectional(layer(5, return_sequences=True), name="bi")(embedded)
+    last = layer(3)(sequence)
+    model = keras.Model(inputs, keras.layers.Dense(2)(last))
+    fast, reference = both_paths(model, "bi", direction=direction)
+    outputs, trace = fast.run(token_inputs)
+    assert_same_trace(trace, reference.trace(token_inputs))
+    np.testing.assert_allclose(outputs, model.predict_on_batch(token_inputs), atol=1e-6)
+    assert not trace.mask.all()
+
+
+def test_keras_layer_returning_its_state(keras, seq_inputs):
+    keras.utils.set_random_seed(6)
+    inputs = keras.Input((7, 3))
+    out, h, c = keras.layers.LSTM(5, return_state=True, name="traced")(inputs)
+    model = keras.Model(inputs, keras.layers.Dense(2)(keras.layers.Concatenate()([out, h, c])))
+    fast, reference = both_paths(model, "traced")
+    outputs, trace = fast.run(seq_inputs)
+    assert_same_trace(trace, reference.trace(seq_inputs))
+    np.testing.assert_allclose(outputs, model.predict_on_batch(seq_inputs), atol=1e-6)
+
+
+def test_keras_only_what_the_metrics_read(keras, stacked_model, seq_inputs):
+    """Coverage traces only the components its metrics read, through the window's end; the
+    coverage is that of the reference path."""
+    fast, reference = both_paths(stacked_model)
+    profile = Profile(window=(0, 4)).fit(reference, seq_inputs)
+    for metrics, read in [(("SC", "TC"), ("h",)), (("BC", "SC", "TC"), ("f", "h"))]:
+        a, b = Coverage(fast, profile, metrics), Coverage(reference, profile, metrics)
+        assert a.components_ == read
+        chunks = list(a.stream(seq_inputs))
+        assert chunks[0].trace.names == read and chunks[0].trace.n_steps == 5 < 7
+        b.update(seq_inputs)
+        for name in metrics:
+            np.testing.assert_array_equal(a[name].covered_, b[name].covered_)
+            np.testing.assert_allclose(a[name].best_fitness_, b[name].best_fitness_, atol=1e-5)
+
+
+# -- PyTorch --------------------------------------------------------------------------------
+class Stack(nn.Module):
+    def __init__(self, rnn: nn.Module) -> None:
+        super().__init__()
+        self.rnn = rnn
+        self.head = nn.LazyLinear(2)
+
+    def forward(self, x):
+        out, _ = self.rnn(x if self.rnn.batch_first else x.transpose(0, 1))
+        out = out if self.rnn.batch_first else out.transpose(0, 1)
+        return self.head(out[:, -1])
+
+
+TORCH_CASES = [
+    (nn.LSTM, {}),
+    (nn.LSTM, {"proj_size": 2}),
+    (nn.LSTM, {"bias": False, "batch_first": False}),
+    (nn.GRU, {}),
+    (nn.GRU, {"batch_first": False}),
+    (nn.RNN, {"nonlinearity": "relu"}),
+]
+
+
+@pytest.mark.parametrize(("kind", "options"), TORCH_CASES)
+@pytest.mark.parametrize("bidirectional", [False, True])
+@pytest.mark.parametrize("depth", [0, 1, 2])
+def test_torch_modules(seq_inputs, kind, options, bidirectional, depth):
+    torch.manual_seed(depth)
+    options = {"batch_first": True, **options}
+    model = Stack(kind(3, 5, num_layers=3, bidirectional=bidirectional, **options)).eval()
+    with torch.no_grad():
+        expected = model(torch.from_numpy(seq_inputs)).numpy()
+    for direction in ("forward", "backward") if bidirectional else ("forward",):
+        fast, reference = both_paths(model, f"rnn.l{depth}", direction=direction)
+        outputs, trace = fast.run(seq_inputs)
+        assert_same_trace(trace, reference.trace(seq_inputs))
+        np.testing.assert_allclose(outputs, expected, atol=1e-6)
+
+
+class Packed(nn.Module):
+    def __init__(self, kind: type, bidirectional: bool) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(20, 4, padding_idx=0)
+        self.rnn = kind(4, 5, batch_first=True, bidirectional=bidirectional, num_layers=2)
+        self.head = nn.Linear(5 * (2 if bidirectional else 1), 1)
+
+    def forward(self, ids):
+        lengths = (ids != 0).sum(dim=1).clamp(min=1)
+        packed = pack_padded_sequence(
+            self.embed(ids), lengths.cpu(), batch_first=True, enforce_sorted=False
+        )
+        _, h = self.rnn(packed)
+        h = h[0] if isinstance(h, tuple) else h
+        return self.head(torch.cat([h[-2], h[-1]], dim=1) if self.rnn.bidirectional else h[-1])
+
+
+@pytest.mark.parametrize("kind", [nn.LSTM, nn.GRU, nn.RNN])
+@pytest.mark.parametrize("bidirectional", [False, True])
+@pytest.mark.parametrize("depth", [0, 1])
+def test_torch_packed_sequences(kind, bidirectional, depth):
+    torch.manual_seed(2)
+    model = Packed(kind, bidirectional).eval()
+    ids = np.random.default_rng(1).integers(1, 20, size=(7, 8))
+    lengths = np.array([8, 3, 5, 1, 8, 2, 6])
+    ids[np.arange(8)[None, :] >= lengths[:, None]] = 0
+    for direction in ("forward", "backward") if bidirectional else ("forward",):
+        fast, reference = both_paths(model, f"rnn.l{depth}", direction=direction)
+        trace = fast.trace(ids)
+        assert_same_trace(trace, reference.trace(ids))
+        assert not trace.mask.all()
+
+
+def test_torch_trace_alone_stops_after_the_layer(seq_inputs):
+    """A trace without outputs needs the model only up to the traced module."""
+    calls = []
+    model = Stack(nn.LSTM(3, 5, batch_first=True)).eval()
+    model.head.register_forward_hook(lambda *a: calls.append(1))
+    fast, reference = both_paths(model)
+    expected = reference.trace(seq_inputs)
+    fast.run(seq_inputs)  # a full pass first shows the module runs once
+    calls.clear()
+    assert_same_trace(fast.trace(seq_inputs), expected)
+    assert not calls
+
+
+def test_torch_device_arrays_give_the_same_trace(seq_inputs):
+    """The array-API form (torch tensors, as on a GPU) equals the numpy form."""
+    torch.manual_seed(1)
+    model = Stack(nn.LSTM(3, 5, batch_first=True, num_layers=2)).eval()
+    host = RNNModel(model, "rnn.l1")
+    device = RNNModel(model, "rnn.l1", trace_on="device")
+    assert_same_trace(device.trace(seq_inputs).to_host(), host.trace(seq_inputs))
+
+
+# -- the core -------------------------------------------------------------------------------
+def test_gates_from_states_by_hand():
+    """A one-unit LSTM and GRU over two steps, gates computed by hand from x and h."""
+    sigmoid = Activation.named("sigmoid")
+    tanh = Activation.named("tanh")
+    kernel = np.array([[0.5, -1.0, 2.0, 1.0]], np.float32)  # i, f, c~, o for one input
+    recurrent = np.array([[1.0, 0.5, -0.5, 2.0]], np.float32)
+    bias = np.array([0.0, 1.0, 0.0, -1.0], np.float32)
+    cell = LSTMCell(kernel, recurrent, bias, tanh, sigmoid)
+    x = np.array([[[1.0], [2.0]]], np.float32)
+    h = np.array([[[0.3], [-0.2]]], np.float32)  # any h: the gates follow from it
+    trace = cell.from_states(x, h)
+
+    def s(v):
+        return 1 / (1 + np.exp(-v))
+
+    i = [s(0.5), s(1.0 + 0.3)]
+    f = [s(-1.0 + 1.0), s(-2.0 + 0.15 + 1.0)]
+    g = [np.tanh(2.0), np.tanh(4.0 - 0.15)]
+    c0 = i[0] * g[0]
+    c = [c0, f[1] * c0 + i[1] * g[1]]
+    np.testing.assert_allclose(trace.i[0, :, 0], i, atol=1e-6)
+    np.testing.assert_allclose(trace.f[0, :, 0], f, atol=1e-6)
+    np.testing.assert_allclose(trace.c[0, :, 0], c, atol=1e-6)
+    np.testing.assert_array_equal(trace.h, h)
+
+    gru = GRUCell(
+        np.array([[1.0, -1.0, 0.5]], np.float32),  # z, r, n
+        np.array([[0.5, 2.0, -1.0]], np.float32),
+        None,
+        np.array([0.0, 0.0, 0.25], np.float32),
+        True,
+        tanh,
+        sigmoid,
+    )
+    trace = gru.from_states(x, h, components=("r", "n"))
+    assert trace.names == ("r", "n")
+    r = [s(-1.0), s(-2.0 + 0.6)]
+    n = [np.tanh(0.5 + r[0] * 0.25), np.tanh(1.0 + r[1] * (-0.3 + 0.25))]
+    np.testing.assert_allclose(trace.r[0, :, 0], r, atol=1e-6)
+    np.testing.assert_allclose(trace.n[0, :, 0], n, atol=1e-6)
+
+
+def test_masked_steps_repeat_the_step_before():
+    cell = LSTMCell(
+        np.ones((1, 4), np.float32),
+        np.ones((1, 4), np.float32),
+        None,
+        Activation.named("tanh"),
+        Activation.named("sigmoid"),
+    )
+    x = np.array([[[1.0], [5.0], [2.0], [7.0]]], np.float32)
+    mask = np.array([[False, True, False, True]])
+    h = np.array([[[9.0], [0.5], [9.0], [0.25]]], np.float32)  # masked steps: anything
+    trace = cell.from_states(x, h, mask)
+    assert trace.h[0, :, 0].tolist() == [0.0, 0.5, 0.5, 0.25]
+    assert trace.f[0, 0, 0] == 0 and trace.f[0, 2, 0] == trace.f[0, 1, 0]
+    assert trace.c[0, 0, 0] == 0 and trace.c[0, 2, 0] == trace.c[0, 1, 0]
