@@ -1,29 +1,30 @@
-"""Core engine speed against the model's own batch call, measured side by side.
+"""What tracking costs against the model's own batch call, measured side by side.
 
 The paper's MNIST shape (28 steps x 28 features, two recurrent layers of 128 units, the
-second traced, window [4, 24]). For each batch size it prints medians of:
+second traced, window [4, 24]). For each batch size and metric set it prints medians of:
 
   predict     the model's own batched call, after a pause (so no thread of ours competes):
               Keras ``model.predict`` and ``predict_on_batch``, or PyTorch ``model(x)``
-  trace       the traced layer's input from the framework plus the numpy recurrence over
-              the steps the window needs (what Coverage.update runs)
-  update      BC + SC + TC update of the session coverage (no fitness: the plugin's path)
-  update+fit  the same with best-fitness tracking (a campaign's path)
-  tracked     a tracked model's predict: outputs and layer input from one framework call,
-              the recurrence and the update (what a test pays for predict under the plugin)
-  ratio       (trace + update) / the fastest predict   (target <= 1.2 quiet, <= 1.5 busy)
+  tracked     what a test pays for ``predict`` under the plugin: outputs, trace and the
+              metric update from Coverage.stream (the tracked model's one pipeline)
+  update      Coverage.update(x): the trace and the update, no outputs
+  reference   the same tracked predict with ``recompute=True`` (the layer run again in
+              numpy from its weights: the kernel before traces came from the forward pass)
+and where the tracked time goes: framework call (outputs, h, and the layer's input when
+gates are read), gate extraction (Cell.from_states), metrics (the update), each as a
+share of the fastest predict; ``limit`` is one forward pass plus the metric update.
 
-and, with --metrics, the update cost of every metric per 1,000 inputs.
+Metric sets: ``h`` (BC h/net, SC h/delta_net, TC h/net: the testrnn preset, nothing but h),
+``paper`` (the paper preset: an LSTM's BC reads the forget gate), ``cell`` (BC on the
+LSTM's cell state c/avg, SC and TC on h: gates and the c recurrence).
 
     python bench/bench_core.py [--framework keras|torch] [--backend tensorflow|jax|torch]
-        [--cell lstm|gru|simple_rnn] [--trace-on auto|numpy|device] [--batches 1000,10000]
-        [--repeats 5] [--busy] [--blas-threads N] [--metrics]
+        [--cell lstm|gru|simple_rnn] [--sets h,paper,cell] [--batches 1000,10000]
+        [--repeats 7] [--busy] [--trace-on auto|numpy|device] [--no-reference]
 
 ``--busy`` runs a process that keeps one core busy during the measurement. ``--backend``
-sets KERAS_BACKEND (Keras 3 on JAX or torch needs no TensorFlow). ``--trace-on`` picks
-where the trace and the BC/SC/TC update run: "numpy" (the host), "device" (the framework's
-own arrays where the model runs), or "auto" (device on an accelerator, else numpy). It
-runs as it is on a CUDA machine with torch or JAX and no TensorFlow.
+sets KERAS_BACKEND (Keras 3 on JAX or torch needs no TensorFlow). It runs as it is on a
+CUDA machine with torch or JAX and no TensorFlow.
 """
 
 from __future__ import annotations
@@ -83,6 +84,20 @@ def timed(fn, pause: float = 0.0) -> float:
     return time.perf_counter() - start
 
 
+def metric_set(name: str, cell: str):
+    from pytest_rnncov.core.metrics import BC, SC, TC
+
+    if name == "h":
+        return "h only", (BC("h", "net"), SC("h", "delta_net"), TC("h", "net"))
+    if name == "paper":
+        return "paper preset", ("BC", "SC", "TC")
+    if name == "cell":
+        if cell != "lstm":
+            return None
+        return "cell state", (BC("c", "avg"), SC("h", "delta_net"), TC("h", "net"))
+    raise SystemExit(f"unknown metric set {name!r}: use h, paper or cell")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -90,48 +105,46 @@ def main() -> None:
     parser.add_argument("--framework", choices=["keras", "torch"], default="keras")
     parser.add_argument("--backend", choices=["tensorflow", "jax", "torch"], default=None)
     parser.add_argument("--cell", choices=sorted(CELLS), default="lstm")
+    parser.add_argument("--sets", default="h,paper,cell")
     parser.add_argument("--batches", default="1000,10000")
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--pause", type=float, default=0.3)
     parser.add_argument("--busy", action="store_true")
-    parser.add_argument("--blas-threads", default=None)
-    parser.add_argument("--metrics", action="store_true")
     parser.add_argument("--trace-on", choices=["auto", "numpy", "device"], default="auto")
+    parser.add_argument("--no-reference", action="store_true")
     parser.add_argument(
-        "--chunk",
-        type=int,
-        default=512,
-        help="inputs per framework call of the trace (the adapter's batch_size)",
+        "--chunk", type=int, default=512, help="inputs per framework call (batch_size)"
     )
     args = parser.parse_args()
     if args.backend:
         os.environ["KERAS_BACKEND"] = args.backend
-    if args.blas_threads is not None:
-        os.environ["RNNCOV_BLAS_THREADS"] = args.blas_threads
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
     import numpy as np
 
     from pytest_rnncov import Coverage, Profile, RNNModel
     from pytest_rnncov.core.arrays import to_host
-    from pytest_rnncov.core.metrics import METRICS
+    from pytest_rnncov.core.threads import numpy_work
 
     batches = [int(b) for b in args.batches.split(",")]
     largest = max(batches)
     rng = np.random.default_rng(0)
     x_all = rng.random((largest, 28, 28), dtype=np.float32)
+    options = {"batch_size": args.chunk, "trace_on": args.trace_on}
     if args.framework == "keras":
         import keras
 
         model = keras_model(args.cell)
-        rnn = RNNModel(model, "traced", batch_size=args.chunk, trace_on=args.trace_on)
+        layer = "traced"
         label = f"Keras {keras.__version__} on {keras.backend.backend()}"
     else:
         import torch
 
         model = torch_model(args.cell)
-        rnn = RNNModel(model, "rnn.l1", batch_size=args.chunk, trace_on=args.trace_on)
+        layer = "rnn.l1"
         label = f"PyTorch {torch.__version__} on {next(model.parameters()).device}"
+    rnn = RNNModel(model, layer, **options)
+    reference = RNNModel(model, layer, recompute=True, **options)
     profile = Profile(window=(4, 24)).fit(rnn, x_all[:2000])
     busy = None
     if args.busy:
@@ -139,9 +152,7 @@ def main() -> None:
     try:
         print(
             f"{label}, {args.cell}, traced layer {rnn.layer_name}, trace on {rnn.trace_on}, "
-            "chunks of "
-            f"{args.chunk}, BLAS threads "
-            f"{os.environ.get('RNNCOV_BLAS_THREADS', '1')}, busy={args.busy}"
+            f"chunks of {args.chunk}, busy={args.busy}"
         )
         for batch in batches:
             x = x_all[:batch]
@@ -159,61 +170,82 @@ def main() -> None:
                         model(torch.from_numpy(x).to(device)).cpu()
 
                 calls["model(x)"] = forward
-            for call in calls.values():  # warm up every path
-                call()
-            session = Coverage(rnn, profile, ("BC", "SC", "TC"), track_fitness=False)
-            until = session.until
+            for set_name in args.sets.split(","):
+                chosen = metric_set(set_name, args.cell)
+                if chosen is None:
+                    continue
+                title, metrics = chosen
+                coverage = Coverage(rnn, profile, metrics, track_fitness=False)
+                slow = Coverage(reference, profile, metrics, track_fitness=False)
+                names = coverage.components_
 
-            def trace_window():  # streamed in chunks, as Coverage.update runs it
-                traces = [t for _, t in rnn.iter_traces(x, outputs=False, until=until)]
-                to_host(traces[-1].h[:1, :1, :1])  # waits for asynchronous devices (CUDA)
-                return traces
+                def run(cov):
+                    for chunk in cov.stream(x, keep_inputs=False):
+                        to_host(chunk.outputs[:1])
 
-            def tracked():
-                for _, t in rnn.iter_traces(x, outputs=True, until=until):
-                    session.update_trace(t)
+                def parts():
+                    """The tracked path split: framework call, gates, metrics (seconds)."""
+                    spent = [0.0, 0.0, 0.0]
+                    states = rnn.reads_states
+                    for start in range(0, len(x), rnn.batch_size):
+                        batch_x = x[start : start + rnn.batch_size]
+                        t0 = time.perf_counter()
+                        _, seq, mask, h = rnn._forward(
+                            batch_x, True, names != ("h",) or not states, states
+                        )
+                        t1 = time.perf_counter()
+                        with numpy_work():
+                            if states:
+                                trace = rnn.cell.from_states(seq, h, mask, coverage.until, names)
+                            else:
+                                trace = rnn.cell.forward(seq, mask, coverage.until, names)
+                            to_host(trace.components[names[-1]][:1, :1, :1])
+                        t2 = time.perf_counter()
+                        coverage.update_signals(coverage.signals(trace))
+                        t3 = time.perf_counter()
+                        spent[0] += t1 - t0
+                        spent[1] += t2 - t1
+                        spent[2] += t3 - t2
+                    return spent
 
-            traces = trace_window()
-            tracked()
-            names = [*calls, "trace", "update", "update+fit", "tracked"]
-            times: dict[str, list[float]] = {k: [] for k in names}
-            for _ in range(args.repeats):
-                for name, call in calls.items():
-                    times[name].append(timed(call, args.pause))
-                times["trace"].append(timed(trace_window))
-                for name, fit in (("update", False), ("update+fit", True)):
-                    coverage = Coverage(rnn, profile, ("BC", "SC", "TC"), track_fitness=fit)
-                    times[name].append(timed(lambda: [coverage.update_trace(t) for t in traces]))
-                times["tracked"].append(timed(tracked, args.pause))
-            med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
-            fastest = min(med[k] for k in calls)
-            print(f"batch {batch}, medians of {args.repeats} (ms):")
-            for name in names:
-                print(f"  {name:<18}{med[name]:10.1f}")
-            print(
-                f"  ratio (trace + update) / fastest predict     = "
-                f"{(med['trace'] + med['update']) / fastest:.2f}"
-            )
-            print(
-                f"  ratio (trace + update+fit) / fastest predict = "
-                f"{(med['trace'] + med['update+fit']) / fastest:.2f}"
-            )
-            print(
-                f"  ratio tracked predict / fastest predict      = {med['tracked'] / fastest:.2f}"
-            )
-        if args.metrics:
-            x = x_all[:1000]
-            trace = [t for _, t in rnn.iter_traces(x, outputs=False, until=25)][0]
-            print("update cost per 1,000 inputs, ms (median): metric  no-fitness  fitness")
-            for name in METRICS:
-                row = []
-                for fit in (False, True):
-                    samples = []
-                    for _ in range(args.repeats):
-                        coverage = Coverage(rnn, profile, (name,), track_fitness=fit)
-                        samples.append(timed(lambda: coverage.update_trace(trace)))
-                    row.append(statistics.median(samples) * 1e3)
-                print(f"  {name:<6}{row[0]:10.1f}{row[1]:10.1f}")
+                for call in calls.values():  # warm up every path
+                    call()
+                run(coverage)
+                coverage.update(x)
+                parts()
+                if not args.no_reference:
+                    run(slow)
+                times: dict[str, list[float]] = {
+                    k: [] for k in [*calls, "tracked", "update", "reference"]
+                }
+                split: list[list[float]] = []
+                for _ in range(args.repeats):
+                    for name, call in calls.items():
+                        times[name].append(timed(call, args.pause))
+                    times["tracked"].append(timed(lambda: run(coverage), args.pause))
+                    times["update"].append(timed(lambda: coverage.update(x), args.pause))
+                    if not args.no_reference:
+                        times["reference"].append(timed(lambda: run(slow), args.pause))
+                    time.sleep(args.pause)
+                    split.append(parts())
+                med = {k: statistics.median(v) * 1e3 for k, v in times.items() if v}
+                fastest = min(med[k] for k in calls)
+                call_ms, gates_ms, metrics_ms = (
+                    statistics.median(s[i] for s in split) * 1e3 for i in range(3)
+                )
+                print(
+                    f"batch {batch}, {title} (trace holds {', '.join(names)}), medians of "
+                    f"{args.repeats} (ms):"
+                )
+                for name, value in med.items():
+                    print(f"  {name:<18}{value:10.1f}   {value / fastest:5.2f}x")
+                print(
+                    f"  split: framework call {call_ms / fastest:.2f}x, gates "
+                    f"{gates_ms / fastest:.2f}x, metrics {metrics_ms / fastest:.2f}x; limit "
+                    f"(one pass + metrics) {(fastest + metrics_ms) / fastest:.2f}x; "
+                    f"per 1,000 inputs tracked {med['tracked'] / batch * 1e3:.1f} ms"
+                )
+                print(f"  RATIO tracked/predict = {med['tracked'] / fastest:.2f}")
     finally:
         if busy is not None:
             busy.kill()

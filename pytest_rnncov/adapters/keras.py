@@ -363,7 +363,7 @@ class KerasModel(Adapter):
     def _twin_tensors(self) -> tuple[Any, Any, Any, Any]:
         """The twin graph: every layer of the model called again (shared, weights and all),
         the traced one through a sequence tap; its (layer input, mask, h, output)."""
-        from keras.src import tree
+        import keras
 
         graph = getattr(self.model, "_functional", None) or self.model
         tensors = {id(t): t for t in graph.inputs}
@@ -380,7 +380,7 @@ class KerasModel(Adapter):
                     found = [sequence, kwargs.get("mask"), h]
                 else:
                     result = node.operation(*args, **kwargs)
-                for own, new in zip(node.outputs, tree.flatten(result)):
+                for own, new in zip(node.outputs, keras.tree.flatten(result)):
                     tensors[id(own)] = new
         return (*found, tensors[id(graph.outputs[self.output_index])])  # type: ignore[return-value]
 
@@ -433,7 +433,9 @@ class KerasModel(Adapter):
                 h = next(found) if states else None
                 out = next(found) if outputs else None
                 if self.trace_on != "device":
-                    sequence, mask, h = (None if a is None else np.asarray(a) for a in (sequence, mask, h))
+                    sequence, mask, h = (
+                        None if a is None else np.asarray(a) for a in (sequence, mask, h)
+                    )
                 if out is not None:
                     import keras
 

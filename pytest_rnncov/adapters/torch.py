@@ -245,9 +245,9 @@ class TorchModel(Adapter):
         module = self.module
         width = module.proj_size if getattr(module, "proj_size", 0) else module.hidden_size
         options: dict[str, Any] = {
-            "input_size": module.input_size if first == 0 else width * (
-                2 if module.bidirectional else 1
-            ),
+            "input_size": module.input_size
+            if first == 0
+            else width * (2 if module.bidirectional else 1),
             "hidden_size": module.hidden_size,
             "num_layers": count,
             "bias": module.bias,
@@ -397,6 +397,7 @@ class TorchModel(Adapter):
         h = None
         if states:
             if produced is None:  # not the module's top layer: run the traced one alone
+                assert self._single is not None
                 with torch.no_grad():
                     produced = self._single(below)[0]
             both, _ = self._padded(produced, steps)

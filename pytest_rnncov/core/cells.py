@@ -341,10 +341,18 @@ class LSTMCell(Cell):
         wanted = set(names) | ({"i", "f", "g"} if "c" in names else set())
         blocks = [b for b in ("i", "f", "g", "o") if b in wanted]
         z = _projection(
-            xp, w, self.units, (0, 1, 2, 3), [("i", "f", "g", "o").index(b) for b in blocks],
-            x, previous, "kernel", "recurrent", "bias",
+            xp,
+            w,
+            self.units,
+            (0, 1, 2, 3),
+            [("i", "f", "g", "o").index(b) for b in blocks],
+            x,
+            previous,
+            "kernel",
+            "recurrent",
+            "bias",
         )
-        out = {}
+        out: dict[str, Any] = {}
         for k, block in enumerate(blocks):
             act = self.activation if block == "g" else self.recurrent_activation
             out[block] = _activate(act, xp, z[k])
@@ -484,7 +492,7 @@ class GRUCell(Cell):
     ) -> dict[str, Any]:
         u = self.units
         wanted = set(names) | ({"r"} if "n" in names else set())
-        out = {}
+        out: dict[str, Any] = {}
         if self.reset_after:
             blocks = [k for k, b in enumerate("zrn") if b in wanted]
             x_part = _projection(xp, w, u, (0, 1, 2), blocks, x, None, "kernel", None, "input_bias")

@@ -204,15 +204,13 @@ def concat_traces(parts: list[Trace]) -> Trace:
     if len(parts) == 1:
         return parts[0]
     first = parts[0]
-    xp = array_namespace(first._first)
+    xp = array_namespace(first.components[first.names[0]])
     arrays = {n: xp.concat([p.components[n] for p in parts]) for n in first.names}
     mask = None
     if any(p.mask is not None for p in parts):
         mask = xp.concat(
             [
-                xp.ones((p.batch_size, p.n_steps), dtype=xp.bool)
-                if p.mask is None
-                else p.mask
+                xp.ones((p.batch_size, p.n_steps), dtype=xp.bool) if p.mask is None else p.mask
                 for p in parts
             ]
         )
