@@ -122,7 +122,7 @@ class KerasModel(Adapter):
         *,
         direction: str = "forward",
         output: str | int | None = None,
-        batch_size: int = 512,
+        batch_size: int = 2048,
         trace_on: str = "auto",
         recompute: bool = False,
     ) -> None:

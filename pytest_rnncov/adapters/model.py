@@ -15,13 +15,16 @@ from .torch import TorchModel
 class RNNModel(ABC):
     """A model with one of its recurrent layers made traceable.
 
-    ``RNNModel(model, layer=None, *, direction="forward", output=None, batch_size=512)``
+    ``RNNModel(model, layer=None, *, direction="forward", output=None, batch_size=2048, recompute=False)``
     returns the adapter for the model's framework: a ``KerasModel`` (Keras 3 on any
     backend, tf_keras) or a ``TorchModel`` (PyTorch). ``layer`` picks the recurrent layer
     (by name, by index, or the first one); ``direction`` a bidirectional layer's forward or
     backward half; ``output`` which output of a multi-output model ``predict`` returns.
     Inputs are fed in batches of ``batch_size``, so any number of inputs runs in bounded
-    memory. Every adapter is an instance of ``RNNModel``.
+    memory (a framework call has a fixed cost: smaller batches cost more per input).
+    The trace comes from the model's own forward pass (the layer's ``h``; gates from one
+    batched matmul); ``recompute=True`` runs the layer again from its weights instead (the
+    reference kernel, for checks). Every adapter is an instance of ``RNNModel``.
     """
 
     def __new__(cls, model: Any = None, *args: Any, **kwargs: Any) -> Any:

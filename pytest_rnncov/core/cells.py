@@ -193,7 +193,7 @@ class Cell:
             mask = xp.flip(mask, axis=1) if self.go_backwards else mask
             mask = xp.astype(mask[:, :steps], xp.bool)
         held = _Holder(xp, mask)
-        out = {"h": held(xp.astype(h, xp.float32))}
+        out = {"h": held(h if h.dtype == xp.float32 else xp.astype(h, xp.float32))}
         if names != ("h",):
             if x is None:
                 raise ValueError("from_states needs the layer input x for gates")
@@ -360,6 +360,17 @@ class LSTMCell(Cell):
 
     def _cell_state(self, xp: Any, gates: dict[str, Any], mask: Any) -> Any:
         i, f, g = gates["i"], gates["f"], gates["g"]
+        if is_host(i):  # in place, time-major: c_t = f_t * c_{t-1} + (i * g)_t
+            c_all = np.ascontiguousarray(np.swapaxes(i * g, 0, 1))
+            f_t = np.ascontiguousarray(np.swapaxes(f, 0, 1))
+            keep = None if mask is None else np.ascontiguousarray(mask.T)[:, :, None]
+            scratch = np.empty_like(c_all[0])
+            for t in range(c_all.shape[0]):
+                if t:
+                    np.multiply(f_t[t], c_all[t - 1], out=scratch)
+                    c_all[t] += scratch
+                self._hold(t, keep, c_all)
+            return np.swapaxes(c_all, 0, 1)
         c = xp.zeros_like(i[:, 0])
         states = []
         for t in range(i.shape[1]):
@@ -654,6 +665,15 @@ class _Weights:
             self.selections[key] = xp.take(weight, like(np.asarray(columns), weight), axis=-1)
         return self.selections[key]
 
+    def stacked(self, names: tuple[str, str], columns: list[int]) -> np.ndarray:
+        """numpy: the columns of two weights stacked, ``[kernel; recurrent]``."""
+        key = (names, tuple(columns))
+        if key not in self.selections:
+            self.selections[key] = np.ascontiguousarray(
+                np.concatenate([self.columns(np, n, columns) for n in names], axis=0)
+            )
+        return self.selections[key]
+
 
 def _projection(
     xp: Any,
@@ -672,6 +692,22 @@ def _projection(
     block. ``x`` and ``previous`` are (B, T, width)."""
     columns = [c for k in blocks for c in range(layout[k] * units, (layout[k] + 1) * units)]
     batch, steps = x.shape[0], x.shape[1]
+    if is_host(x):  # per block, one matmul of [x_t, h_{t-1}] with the stacked weights
+        joined = x if recurrent is None else np.concatenate([x, previous], axis=2)
+        joined = joined.reshape(batch * steps, -1)
+        out = []
+        for k in range(len(blocks)):
+            block = columns[k * units : (k + 1) * units]
+            weight = (
+                w.columns(np, kernel, block)
+                if recurrent is None
+                else w.stacked((kernel, recurrent), block)
+            )
+            z = np.matmul(joined, weight)  # contiguous, so activations run at full speed
+            if bias is not None and w.has(bias):
+                z += w.columns(np, bias, block)
+            out.append(z.reshape(batch, steps, units))
+        return out
 
     def times(values: Any, name: str) -> Any:
         weight = w.columns(xp, name, columns)
@@ -688,9 +724,11 @@ def _projection(
 
 
 def _activate(act: Activation, xp: Any, values: Any) -> Any:
-    """``act`` out of place: the numpy twin on the host, the array-API twin elsewhere."""
+    """``act`` on a fresh array: in place with the numpy twin on the host, the array-API
+    twin elsewhere."""
     if is_host(values):
-        return act(values)
+        act.apply(values)
+        return values
     return act.xp(xp, values)
 
 
