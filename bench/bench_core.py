@@ -10,9 +10,10 @@ second traced, window [4, 24]). For each batch size and metric set it prints med
   update      Coverage.update(x): the trace and the update, no outputs
   reference   the same tracked predict with ``recompute=True`` (the layer run again in
               numpy from its weights: the kernel before traces came from the forward pass)
-and where the tracked time goes: framework call (outputs, h, and the layer's input when
-gates are read), gate extraction (Cell.from_states), metrics (the update), each as a
-share of the fastest predict; ``limit`` is one forward pass plus the metric update.
+and where the tracked time goes: framework call (outputs and the layer's states: h, and
+the gates and cell state a Keras LSTM/GRU emits, or the layer's input where gates are
+computed after the call), gate extraction (Cell.from_states), metrics (the update), each
+as a share of the fastest predict; ``limit`` is one forward pass plus the metric update.
 
 Metric sets: ``h`` (BC h/net, SC h/delta_net, TC h/net: the testrnn preset, nothing but h),
 ``paper`` (the paper preset: an LSTM's BC reads the forget gate), ``cell`` (BC on the
@@ -113,7 +114,7 @@ def main() -> None:
     parser.add_argument("--trace-on", choices=["auto", "numpy", "device"], default="auto")
     parser.add_argument("--no-reference", action="store_true")
     parser.add_argument(
-        "--chunk", type=int, default=512, help="inputs per framework call (batch_size)"
+        "--chunk", type=int, default=2048, help="inputs per framework call (batch_size)"
     )
     args = parser.parse_args()
     if args.backend:
@@ -186,17 +187,20 @@ def main() -> None:
                 def parts():
                     """The tracked path split: framework call, gates, metrics (seconds)."""
                     spent = [0.0, 0.0, 0.0]
-                    states = rnn.reads_states
+                    states = names if rnn.reads_states else None
+                    given = ("h", *rnn.gives(names)) if states else ()
                     for start in range(0, len(x), rnn.batch_size):
                         batch_x = x[start : start + rnn.batch_size]
                         t0 = time.perf_counter()
-                        _, seq, mask, h = rnn._forward(
-                            batch_x, True, names != ("h",) or not states, states
+                        _, seq, mask, found = rnn._forward(
+                            batch_x, True, not set(names) <= set(given), states
                         )
                         t1 = time.perf_counter()
                         with numpy_work():
                             if states:
-                                trace = rnn.cell.from_states(seq, h, mask, coverage.until, names)
+                                trace = rnn.cell.from_states(
+                                    seq, found, mask, coverage.until, names
+                                )
                             else:
                                 trace = rnn.cell.forward(seq, mask, coverage.until, names)
                             to_host(trace.components[names[-1]][:1, :1, :1])

@@ -52,8 +52,19 @@ for cell, options in [
         own = keras.ops.convert_to_numpy(
             keras.Model(model.inputs, model.get_layer("rec").output)(x)
         )
-        h = rnn.trace(x).h
+        trace = rnn.trace(x)
+        h = trace.h
         np.testing.assert_allclose(h, own, atol=1e-5, rtol=0, err_msg=f"{cell} {options}")
+        # every component from the forward pass (gate tap) equals the reference kernel
+        reference = RNNModel(model, recompute=True).trace(x)
+        for name in reference.names:
+            np.testing.assert_allclose(
+                trace.components[name],
+                reference.components[name],
+                atol=1e-5,
+                rtol=0,
+                err_msg=f"{cell} {options} {name}",
+            )
         outputs, _ = rnn.run(x)
         np.testing.assert_allclose(outputs, keras.ops.convert_to_numpy(model(x)), atol=1e-5)
         checked.append(f"{cell}{options}{'/backwards' if backwards else ''}")

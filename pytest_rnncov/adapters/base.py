@@ -110,13 +110,22 @@ class Adapter:
 
     # -- to implement -----------------------------------------------------------------
     def _forward(
-        self, x: np.ndarray, outputs: bool, layer_input: bool = True, states: bool = False
+        self,
+        x: np.ndarray,
+        outputs: bool,
+        layer_input: bool = True,
+        states: tuple[str, ...] | None = None,
     ) -> tuple[Any, Any, Any, Any]:
-        """One framework call: (model outputs, the layer's input, its mask, its ``h`` at
-        every step in processing order); outputs only with ``outputs``, the input only with
-        ``layer_input``, ``h`` only with ``states`` (asked only where ``reads_states``), the
-        mask whenever the layer has one."""
+        """One framework call: (model outputs, the layer's input, its mask, its states);
+        outputs only with ``outputs``, the input only with ``layer_input``, the mask
+        whenever the layer has one. With ``states`` (asked only where ``reads_states``),
+        the layer's ``h`` at every step in processing order, or a dict of ``h`` and those
+        of ``states`` the framework gives (``gives(states)``)."""
         raise NotImplementedError
+
+    def gives(self, components: tuple[str, ...]) -> tuple[str, ...]:
+        """Which of ``components`` the forward pass itself gives (beside ``h``)."""
+        return ()
 
     def _predict(self, x: np.ndarray) -> np.ndarray:
         """Model outputs of one validated batch."""
@@ -232,14 +241,15 @@ class Adapter:
         ``until`` stops each trace after that many steps (what a window needs),
         ``components`` keeps only those (None: all)."""
         names = select_components(self.cell.kind, components)
-        states = self.reads_states
-        layer_input = not states or names != ("h",)
+        states = names if self.reads_states else None
+        given = ("h", *self.gives(names)) if self.reads_states else ()
+        layer_input = not set(names) <= set(given)
         for start in range(0, len(x), self.batch_size):
             batch = x[start : start + self.batch_size]
-            out, sequence, mask, h = self._forward(batch, outputs, layer_input, states)
+            out, sequence, mask, found = self._forward(batch, outputs, layer_input, states)
             with numpy_work():  # numpy arrays run the numpy kernel, device arrays stay there
                 if states:
-                    trace = self.cell.from_states(sequence, h, mask, until, names)
+                    trace = self.cell.from_states(sequence, found, mask, until, names)
                 else:
                     trace = self.cell.forward(sequence, mask, until, names)
             yield (None if out is None else np.asarray(out)), trace

@@ -109,6 +109,88 @@ def _sequence_tap(layer: Any, traced: Any) -> Any:
     return SequenceTap(name=f"{layer.name}_sequence_tap")
 
 
+def _gate_tap(layer: Any, emit: tuple[str, ...]) -> Any:
+    """Like :func:`_sequence_tap`, but ``layer`` (an LSTM or GRU) runs as a Keras RNN of a
+    cell that computes the layer's own cell with its own weights and activation functions
+    and also emits the components ``emit`` at every step: its last output is
+    ``[h, *emit]`` (B, T, U * (1 + len(emit))), and the model's output is rebuilt from it."""
+    import keras
+    from keras import ops
+
+    cell, units = layer.cell, int(layer.cell.units)
+    lstm = CELLS[type(cell).__name__] == "lstm"
+
+    class EmittingCell(keras.layers.Layer):
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.state_size = [units, units] if lstm else [units]
+            self.output_size = units * (1 + len(emit))
+
+        def build(self, input_shape: Any) -> None:
+            self.built = True
+
+        def call(self, inputs: Any, states: Any, training: Any = None) -> Any:
+            gate, act = cell.recurrent_activation, cell.activation
+            h_prev = states[0]
+            if lstm:
+                z = ops.matmul(inputs, cell.kernel) + ops.matmul(h_prev, cell.recurrent_kernel)
+                z = z if cell.bias is None else z + cell.bias
+                zi, zf, zc, zo = ops.split(z, 4, axis=-1)
+                i, f, o = gate(zi), gate(zf), gate(zo)
+                c = f * states[1] + i * act(zc)
+                h = o * act(c)
+                parts = {"i": i, "f": f, "o": o, "c": c}
+                new_states = [h, c]
+            else:
+                bias = cell.bias
+                reset_after = bool(getattr(cell, "reset_after", False))
+                x_part = ops.matmul(inputs, cell.kernel)
+                if bias is not None:
+                    x_part = x_part + (bias[0] if reset_after else bias)
+                x_z, x_r, x_n = ops.split(x_part, 3, axis=-1)
+                if reset_after:
+                    rec = ops.matmul(h_prev, cell.recurrent_kernel)
+                    rec = rec if bias is None else rec + bias[1]
+                    r_z, r_r, r_n = ops.split(rec, 3, axis=-1)
+                    zg, r = gate(x_z + r_z), gate(x_r + r_r)
+                    n = act(x_n + r * r_n)
+                else:
+                    kernel_zr, kernel_n = ops.split(cell.recurrent_kernel, [2 * units], axis=-1)
+                    r_z, r_r = ops.split(ops.matmul(h_prev, kernel_zr), 2, axis=-1)
+                    zg, r = gate(x_z + r_z), gate(x_r + r_r)
+                    n = act(x_n + ops.matmul(r * h_prev, kernel_n))
+                h = zg * h_prev + (1 - zg) * n
+                parts = {"z": zg, "r": r, "n": n}
+                new_states = [h]
+            return ops.concatenate([h, *(parts[e] for e in emit)], axis=-1), new_states
+
+    class GateTap(keras.layers.Layer):
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.supports_masking = True
+            self.rnn = keras.layers.RNN(
+                EmittingCell(),
+                return_sequences=True,
+                return_state=True,
+                go_backwards=layer.go_backwards,
+            )
+
+        def build(self, sequences_shape: Any) -> None:
+            self.rnn.build(sequences_shape)
+
+        def compute_mask(self, sequences: Any, mask: Any = None) -> Any:
+            own = layer.compute_mask(sequences, mask)
+            return [*(own if isinstance(own, (list, tuple)) else [own]), mask]
+
+        def call(self, sequences: Any, mask: Any = None, training: Any = None) -> Any:
+            sequence, *states = self.rnn(sequences, mask=mask, training=training)
+            last = sequence[..., :units] if layer.return_sequences else states[0]
+            outputs = [last, *states] if layer.return_state else [last]
+            return [*outputs, sequence]
+
+    return GateTap(name=f"{layer.name}_gate_tap")
+
+
 class KerasModel(Adapter):
     """A Keras 3 or tf_keras model with one recurrent layer (LSTM, GRU, SimpleRNN, their
     ``keras.layers.RNN`` forms, or any of them inside ``Bidirectional``) made traceable.
@@ -322,9 +404,12 @@ class KerasModel(Adapter):
             inputs = model.inputs[0] if len(model.inputs) == 1 else model.inputs  # as called
             self._inputs = inputs
             self._head = keras.Model(inputs, [sequence] + ([mask] if mask is not None else []))
-            #: the tensors each sub-model may return: the layer's input and mask, h, output
-            self._tensors = {False: (sequence, mask, None, output)}
-            self._models: dict[tuple[bool, bool, bool], Any] = {}
+            #: the tensors sub-models may return, per emitted components (None: no states):
+            #: the layer's input and mask, its states, the model's output
+            self._tensors: dict[Any, tuple[Any, Any, Any, Any]] = {
+                None: (sequence, mask, None, output)
+            }
+            self._models: dict[tuple[bool, bool, Any], Any] = {}
             self._has_mask = mask is not None
             self._predictor = keras.Model(inputs, output) if len(model.outputs) > 1 else model
             return
@@ -360,9 +445,17 @@ class KerasModel(Adapter):
 
         self._tf_calls = (run_all, run_head)
 
-    def _twin_tensors(self) -> tuple[Any, Any, Any, Any]:
+    def gives(self, components: tuple[str, ...]) -> tuple[str, ...]:
+        """An LSTM or GRU called directly (not a Bidirectional half) emits its gates and
+        cell state from the forward pass."""
+        if self.wrapper is not self.layer or self.cell.kind == "simple_rnn":
+            return ()
+        return tuple(c for c in components if c != "h")
+
+    def _twin_tensors(self, emit: tuple[str, ...]) -> tuple[Any, Any, Any, Any]:
         """The twin graph: every layer of the model called again (shared, weights and all),
-        the traced one through a sequence tap; its (layer input, mask, h, output)."""
+        the traced one through a sequence tap (or, to ``emit`` components, a gate tap); its
+        (layer input, mask, states, output)."""
         import keras
 
         graph = getattr(self.model, "_functional", None) or self.model
@@ -374,7 +467,9 @@ class KerasModel(Adapter):
                     continue
                 args, kwargs = node.arguments.fill_in(tensors)
                 if node.operation is self.wrapper:
-                    *result, h = _sequence_tap(self.wrapper, self.layer)(*args, **kwargs)
+                    tap = _gate_tap(self.layer, emit) if emit else None
+                    tap = tap or _sequence_tap(self.wrapper, self.layer)
+                    *result, h = tap(*args, **kwargs)
                     result = result[0] if len(result) == 1 else result
                     sequence = args[0] if args else kwargs.get("sequences", kwargs.get("inputs"))
                     found = [sequence, kwargs.get("mask"), h]
@@ -384,28 +479,44 @@ class KerasModel(Adapter):
                     tensors[id(own)] = new
         return (*found, tensors[id(graph.outputs[self.output_index])])  # type: ignore[return-value]
 
-    def _sub_model(self, outputs: bool, layer_input: bool, states: bool) -> Any:
-        """The sub-model returning [layer input?, mask?, h?, output?] (built once)."""
-        key = (outputs, layer_input, states)
+    def _sub_model(self, outputs: bool, layer_input: bool, emit: tuple[str, ...] | None) -> Any:
+        """The sub-model returning [layer input?, mask?, states?, output?] (built once):
+        states when ``emit`` is not None, [h, *emit] side by side."""
+        key = (outputs, layer_input, emit)
         if key not in self._models:
             import keras
 
-            if states not in self._tensors:
-                self._tensors[states] = self._twin_tensors()
-            sequence, mask, h, output = self._tensors[states]
+            if emit not in self._tensors:
+                self._tensors[emit] = self._twin_tensors(emit or ())
+            sequence, mask, h, output = self._tensors[emit]
             wanted = [sequence] if layer_input else []
             wanted += [mask] if mask is not None else []
-            wanted += [h] if states else []
+            wanted += [h] if emit is not None else []
             wanted += [output] if outputs else []
             self._models[key] = keras.Model(self._inputs, wanted)
         return self._models[key]
 
     def _forward(
-        self, x: np.ndarray, outputs: bool, layer_input: bool = True, states: bool = False
+        self,
+        x: np.ndarray,
+        outputs: bool,
+        layer_input: bool = True,
+        states: tuple[str, ...] | None = None,
     ) -> tuple[np.ndarray | None, Any, Any, Any]:
         rows = len(x)
-        parts = self._call(_padded(x, self.batch_size), outputs, layer_input, states)
-        return tuple(None if p is None else p[:rows] for p in parts)  # type: ignore[return-value]
+        emit = None if states is None else self.gives(states)
+        out, sequence, mask, found = self._call(
+            _padded(x, self.batch_size), outputs, layer_input, emit
+        )
+        if found is not None:  # [h, *emit] side by side
+            u = self.units
+            found = {n: found[:rows, :, k * u : (k + 1) * u] for k, n in enumerate(("h", *emit))}
+        return (
+            None if out is None else out[:rows],
+            None if sequence is None else sequence[:rows],
+            None if mask is None else mask[:rows],
+            found,
+        )
 
     def _backend(self) -> str:
         if self.framework == "tf_keras":
@@ -415,13 +526,13 @@ class KerasModel(Adapter):
         return str(keras.backend.backend())
 
     def _call(
-        self, x: np.ndarray, outputs: bool, layer_input: bool, states: bool
+        self, x: np.ndarray, outputs: bool, layer_input: bool, emit: tuple[str, ...] | None
     ) -> tuple[Any, Any, Any, Any]:
-        """(outputs, layer input, mask, h), each None unless asked for (mask: when the
-        layer has one)."""
+        """(outputs, layer input, mask, states), each None unless asked for (mask: when the
+        layer has one; states: [h, *emit] side by side, when ``emit`` is not None)."""
         try:
             if self.framework == "keras":
-                model = self._sub_model(outputs, layer_input, states)
+                model = self._sub_model(outputs, layer_input, emit)
                 if self.trace_on == "device":  # backend tensors stay where the model runs
                     result = model(x, training=False)
                 else:
@@ -430,7 +541,7 @@ class KerasModel(Adapter):
                 found = iter(result)
                 sequence = next(found) if layer_input else None
                 mask = next(found) if self._has_mask else None
-                h = next(found) if states else None
+                h = next(found) if emit is not None else None
                 out = next(found) if outputs else None
                 if self.trace_on != "device":
                     sequence, mask, h = (

@@ -381,11 +381,15 @@ class TorchModel(Adapter):
         return np.ascontiguousarray(array, np.float32) if array.dtype != bool else array
 
     def _forward(
-        self, x: np.ndarray, outputs: bool, layer_input: bool = True, states: bool = False
+        self,
+        x: np.ndarray,
+        outputs: bool,
+        layer_input: bool = True,
+        states: tuple[str, ...] | None = None,
     ) -> tuple[Any, Any, Any, Any]:
         import torch
 
-        out, captured, produced = self._run_model(x, outputs, states)
+        out, captured, produced = self._run_model(x, outputs, states is not None)
         steps = int(x.shape[1])
         below = captured
         if self._lower is not None:  # deeper layers: the output of the layers below
@@ -395,7 +399,7 @@ class TorchModel(Adapter):
         if self._n_steps is None:
             self._n_steps = int(sequence.shape[1])
         h = None
-        if states:
+        if states is not None:
             if produced is None:  # not the module's top layer: run the traced one alone
                 assert self._single is not None
                 with torch.no_grad():

@@ -63,8 +63,8 @@ def signal(trace: Trace, component: str, abstraction: str, window: Window) -> An
     values = trace.component(component)
     xp = array_namespace(values)
     wide = wide_float(xp)
-    if abstraction == "avg":
-        return xp.mean(xp.astype(values[:, t1 : t2 + 1], wide), axis=-1)
+    if abstraction == "avg":  # summed in the wide type without a wide copy
+        return xp.sum(values[:, t1 : t2 + 1], axis=-1, dtype=wide) / values.shape[-1]
     needs_previous = abstraction in ("delta", "delta_net")
     start = t1 - 1 if needs_previous and t1 > 0 else t1
     part = values[:, start : t2 + 1]

@@ -171,38 +171,45 @@ class Cell:
     def from_states(
         self,
         x: Any,
-        h: Any,
+        states: Any,
         mask: Any = None,
         until: int | None = None,
         components: Any = None,
     ) -> Trace:
-        """The trace from the layer's own states: ``h`` (B, T, H) is the framework's output
-        sequence in processing order, ``x`` (B, T, D) the layer's input and ``mask`` (B, T)
-        its real steps, both in input order (``x`` may be None when only ``h`` is asked).
+        """The trace from the layer's own states: ``states`` is the framework's ``h``
+        (B, T, H) at every step in processing order, or a dict of ``h`` and any other
+        components the framework gave; ``x`` (B, T, D) is the layer's input and ``mask``
+        (B, T) its real steps, both in input order (``x`` may be None when nothing is
+        left to compute).
 
-        The gates asked for are computed for all steps at once from ``[x_t, h_{t-1}]``; an
-        LSTM's cell state by its elementwise recurrence. At masked steps every component
-        repeats the step before (zeros before the first real step), as in ``forward``.
-        Arrays stay in their own namespace (numpy, or a framework's on its device)."""
+        The gates asked for and not given are computed for all steps at once from
+        ``[x_t, h_{t-1}]``; an LSTM's cell state by its elementwise recurrence. At masked
+        steps every component repeats the step before (zeros before the first real step),
+        as in ``forward``. Arrays stay in their own namespace (numpy, or a framework's on
+        its device)."""
         names = select_components(self.kind, components)
-        xp = array_namespace(h)
-        length = int(h.shape[1])
+        given = dict(states) if isinstance(states, dict) else {"h": states}
+        xp = array_namespace(given["h"])
+        length = int(given["h"].shape[1])
         steps = length if until is None else min(int(until), length)
-        h = h[:, :steps]
         if mask is not None:
             mask = xp.flip(mask, axis=1) if self.go_backwards else mask
             mask = xp.astype(mask[:, :steps], xp.bool)
         held = _Holder(xp, mask)
-        out = {"h": held(h if h.dtype == xp.float32 else xp.astype(h, xp.float32))}
-        if names != ("h",):
+        out = {
+            n: held(v[:, :steps] if v.dtype == xp.float32 else xp.astype(v[:, :steps], xp.float32))
+            for n, v in given.items()
+            if n in names or n == "h"
+        }
+        missing = tuple(n for n in names if n not in out)
+        if missing:
             if x is None:
-                raise ValueError("from_states needs the layer input x for gates")
+                raise ValueError(f"from_states needs the layer input x for {missing}")
             x = xp.flip(x, axis=1) if self.go_backwards else x
-            x = xp.astype(x[:, :steps], xp.float32)
-            previous = xp.concat([xp.zeros_like(out["h"][:, :1]), out["h"][:, :-1]], axis=1)
-            gates = self._gates(xp, self._selected_weights(x), x, previous, names)
-            out.update({n: held(v) for n, v in gates.items()})
-            if "c" in names:
+            inputs = _Steps(xp, x[:, :steps], out["h"])
+            gates = self._gates(xp, self._selected_weights(inputs.x), inputs, missing)
+            out.update({n: held(v) for n, v in gates.items() if n not in out})
+            if "c" in missing:
                 out["c"] = self._cell_state(xp, gates, mask)
         return Trace({n: out[n] for n in names}, cell=self.kind, mask=mask, length=length)
 
@@ -211,7 +218,7 @@ class Cell:
         return _Weights(self._weights_xp(like_array), self.cache.setdefault(key, {}))
 
     def _gates(
-        self, xp: Any, w: "_Weights", x: Any, previous: Any, names: tuple[str, ...]
+        self, xp: Any, w: "_Weights", inputs: "_Steps", names: tuple[str, ...]
     ) -> dict[str, Any]:
         """The gates among (or needed for) ``names`` at every step, (B, T, U) each."""
         raise NotImplementedError
@@ -336,7 +343,7 @@ class LSTMCell(Cell):
         return {"f": f, "i": i, "o": o, "c": c, "h": h}
 
     def _gates(
-        self, xp: Any, w: "_Weights", x: Any, previous: Any, names: tuple[str, ...]
+        self, xp: Any, w: "_Weights", inputs: "_Steps", names: tuple[str, ...]
     ) -> dict[str, Any]:
         wanted = set(names) | ({"i", "f", "g"} if "c" in names else set())
         blocks = [b for b in ("i", "f", "g", "o") if b in wanted]
@@ -346,8 +353,7 @@ class LSTMCell(Cell):
             self.units,
             (0, 1, 2, 3),
             [("i", "f", "g", "o").index(b) for b in blocks],
-            x,
-            previous,
+            inputs,
             "kernel",
             "recurrent",
             "bias",
@@ -499,16 +505,17 @@ class GRUCell(Cell):
         return {"z": z, "r": r, "n": n, "h": h}
 
     def _gates(
-        self, xp: Any, w: "_Weights", x: Any, previous: Any, names: tuple[str, ...]
+        self, xp: Any, w: "_Weights", inputs: "_Steps", names: tuple[str, ...]
     ) -> dict[str, Any]:
         u = self.units
+        x, previous = inputs.x, inputs.previous
         wanted = set(names) | ({"r"} if "n" in names else set())
         out: dict[str, Any] = {}
         if self.reset_after:
             blocks = [k for k, b in enumerate("zrn") if b in wanted]
-            x_part = _projection(xp, w, u, (0, 1, 2), blocks, x, None, "kernel", None, "input_bias")
+            x_part = _projection(xp, w, u, (0, 1, 2), blocks, x, "kernel", None, "input_bias")
             h_part = _projection(
-                xp, w, u, (0, 1, 2), blocks, previous, None, "recurrent", None, "recurrent_bias"
+                xp, w, u, (0, 1, 2), blocks, previous, "recurrent", None, "recurrent_bias"
             )
             parts = dict(zip(("zrn"[k] for k in blocks), zip(x_part, h_part)))
             for gate in ("z", "r"):
@@ -520,12 +527,12 @@ class GRUCell(Cell):
                 out["n"] = _activate(self.activation, xp, x_n + out["r"] * h_n)
             return out
         blocks = [k for k, b in enumerate("zr") if b in wanted]
-        z = _projection(xp, w, u, (0, 1), blocks, x, previous, "kernel", "recurrent", "input_bias")
+        z = _projection(xp, w, u, (0, 1), blocks, inputs, "kernel", "recurrent", "input_bias")
         for k, values in zip(blocks, z):
             out["zr"[k]] = _activate(self.recurrent_activation, xp, values)
         if "n" in wanted:
-            (x_n,) = _projection(xp, w, u, (2,), [0], x, None, "kernel", None, "input_bias")
-            (h_n,) = _projection(xp, w, u, (2,), [0], out["r"] * previous, None, "recurrent")
+            (x_n,) = _projection(xp, w, u, (2,), [0], x, "kernel", None, "input_bias")
+            (h_n,) = _projection(xp, w, u, (2,), [0], out["r"] * previous, "recurrent")
             out["n"] = _activate(self.activation, xp, x_n + h_n)
         return out
 
@@ -648,6 +655,25 @@ class SimpleRNNCell(Cell):
         return {"h": h_all}
 
 
+class _Steps:
+    """A layer's input ``x`` and its state before each step ``previous`` (zeros, then
+    ``h_{t-1}``), (B, T, width) each; on the host side by side in one array ``joined``
+    (x and previous are views of it), so one matmul covers both."""
+
+    def __init__(self, xp: Any, x: Any, h: Any) -> None:
+        self.joined: Any = None
+        if is_host(x):
+            batch, steps, width = x.shape
+            self.joined = np.empty((batch, steps, width + h.shape[2]), np.float32)
+            self.joined[..., :width] = x
+            self.joined[:, 0, width:] = 0
+            self.joined[:, 1:, width:] = h[:, :-1]
+            self.x, self.previous = self.joined[..., :width], self.joined[..., width:]
+        else:
+            self.x = xp.astype(x, xp.float32)
+            self.previous = xp.concat([xp.zeros_like(h[:, :1]), h[:, :-1]], axis=1)
+
+
 class _Weights:
     """A cell's weights in one namespace and device, with their gate columns selected once
     per selection (weights are fixed)."""
@@ -681,19 +707,21 @@ def _projection(
     units: int,
     layout: tuple[int, ...],
     blocks: list[int],
-    x: Any,
-    previous: Any,
+    values: Any,
     kernel: str,
     recurrent: str | None = None,
     bias: str | None = None,
 ) -> list[Any]:
     """``x @ kernel (+ previous @ recurrent) (+ bias)`` for gate ``blocks`` (positions in
     ``layout``, the weight's block numbers) of every step in one matmul each: (B, T, U) per
-    block. ``x`` and ``previous`` are (B, T, width)."""
+    block. ``values`` is a (B, T, width) array ``x`` or, with ``recurrent``, the
+    :class:`_Steps` holding ``x`` and ``previous``."""
     columns = [c for k in blocks for c in range(layout[k] * units, (layout[k] + 1) * units)]
+    x = values if recurrent is None else values.x
+    previous = None if recurrent is None else values.previous
     batch, steps = x.shape[0], x.shape[1]
     if is_host(x):  # per block, one matmul of [x_t, h_{t-1}] with the stacked weights
-        joined = x if recurrent is None else np.concatenate([x, previous], axis=2)
+        joined = x if recurrent is None else values.joined
         joined = joined.reshape(batch * steps, -1)
         out = []
         for k in range(len(blocks)):
@@ -709,10 +737,9 @@ def _projection(
             out.append(z.reshape(batch, steps, units))
         return out
 
-    def times(values: Any, name: str) -> Any:
+    def times(part: Any, name: str) -> Any:
         weight = w.columns(xp, name, columns)
-        flat = xp.reshape(values, (batch * steps, values.shape[2]))
-        return xp.matmul(flat, weight)
+        return xp.matmul(xp.reshape(part, (batch * steps, part.shape[2])), weight)
 
     z = times(x, kernel)
     if recurrent is not None:
