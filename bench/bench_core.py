@@ -17,7 +17,7 @@ as a share of the fastest predict; ``limit`` is one forward pass plus the metric
 
 Metric sets: ``h`` (BC h/net, SC h/delta_net, TC h/net: the testrnn preset, nothing but h),
 ``paper`` (the paper preset: an LSTM's BC reads the forget gate), ``cell`` (BC on the
-LSTM's cell state c/avg, SC and TC on h: gates and the c recurrence).
+LSTM's cell state c/avg or the GRU's update gate z/avg, SC and TC on h).
 
     python bench/bench_core.py [--framework keras|torch] [--backend tensorflow|jax|torch]
         [--cell lstm|gru|simple_rnn] [--sets h,paper,cell] [--batches 1000,10000]
@@ -92,10 +92,11 @@ def metric_set(name: str, cell: str):
         return "h only", (BC("h", "net"), SC("h", "delta_net"), TC("h", "net"))
     if name == "paper":
         return "paper preset", ("BC", "SC", "TC")
-    if name == "cell":
-        if cell != "lstm":
+    if name == "cell":  # a gate or cell-state metric: the LSTM's c, the GRU's update gate
+        if cell == "simple_rnn":
             return None
-        return "cell state", (BC("c", "avg"), SC("h", "delta_net"), TC("h", "net"))
+        component = "c" if cell == "lstm" else "z"
+        return f"{component} read", (BC(component, "avg"), SC("h", "delta_net"), TC("h", "net"))
     raise SystemExit(f"unknown metric set {name!r}: use h, paper or cell")
 
 
@@ -196,7 +197,7 @@ def main() -> None:
                             batch_x, True, not set(names) <= set(given), states
                         )
                         t1 = time.perf_counter()
-                        with numpy_work():
+                        with numpy_work(batched=states is not None):
                             if states:
                                 trace = rnn.cell.from_states(
                                     seq, found, mask, coverage.until, names

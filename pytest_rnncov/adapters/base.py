@@ -247,7 +247,8 @@ class Adapter:
         for start in range(0, len(x), self.batch_size):
             batch = x[start : start + self.batch_size]
             out, sequence, mask, found = self._forward(batch, outputs, layer_input, states)
-            with numpy_work():  # numpy arrays run the numpy kernel, device arrays stay there
+            # numpy arrays run on the host, device arrays stay there
+            with numpy_work(batched=states is not None):
                 if states:
                     trace = self.cell.from_states(sequence, found, mask, until, names)
                 else:

@@ -509,6 +509,7 @@ class KerasModel(Adapter):
             _padded(x, self.batch_size), outputs, layer_input, emit
         )
         if found is not None:  # [h, *emit] side by side
+            assert emit is not None
             u = self.units
             found = {n: found[:rows, :, k * u : (k + 1) * u] for k, n in enumerate(("h", *emit))}
         return (

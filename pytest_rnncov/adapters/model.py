@@ -15,9 +15,10 @@ from .torch import TorchModel
 class RNNModel(ABC):
     """A model with one of its recurrent layers made traceable.
 
-    ``RNNModel(model, layer=None, *, direction="forward", output=None, batch_size=2048, recompute=False)``
-    returns the adapter for the model's framework: a ``KerasModel`` (Keras 3 on any
-    backend, tf_keras) or a ``TorchModel`` (PyTorch). ``layer`` picks the recurrent layer
+    ``RNNModel(model, layer=None, *, direction="forward", output=None, batch_size=2048,
+    recompute=False)`` returns the adapter for the model's framework: a ``KerasModel``
+    (Keras 3 on any backend, tf_keras) or a ``TorchModel`` (PyTorch). ``layer`` picks the
+    recurrent layer
     (by name, by index, or the first one); ``direction`` a bidirectional layer's forward or
     backward half; ``output`` which output of a multi-output model ``predict`` returns.
     Inputs are fed in batches of ``batch_size``, so any number of inputs runs in bounded

@@ -360,18 +360,33 @@ class TorchModel(Adapter):
     def _padded(self, sequence: Any, steps: int) -> tuple[Any, Any]:
         """A module input or output as a (B, T, width) float tensor and its (B, T) mask of
         real steps (None unless packed); a PackedSequence is padded back to ``steps``."""
-        import torch
         from torch.nn.utils.rnn import PackedSequence, pad_packed_sequence
 
         if isinstance(sequence, PackedSequence):
             padded, lengths = pad_packed_sequence(sequence, batch_first=True, total_length=steps)
-            mask = (
-                torch.arange(padded.shape[1], device=padded.device)[None, :]
-                < lengths.to(padded.device)[:, None]
-            )
-            return padded.detach().float(), mask
+            return padded.detach().float(), self._mask(lengths, padded.shape[1], padded.device)
         sequence = sequence.detach().float()
         return (sequence if self.module.batch_first else sequence.transpose(0, 1)), None
+
+    @staticmethod
+    def _mask(lengths: Any, steps: int, device: Any) -> Any:
+        import torch
+
+        return torch.arange(steps, device=device)[None, :] < lengths.to(device)[:, None]
+
+    def _mask_of(self, captured: Any, steps: int) -> Any:
+        """The (B, T) mask of real steps of the module's input (None unless packed)."""
+        from torch.nn.utils.rnn import PackedSequence
+
+        if not isinstance(captured, PackedSequence):
+            return None
+        import torch
+
+        sizes = captured.batch_sizes  # per step, how many (sorted) sequences go on
+        lengths = (sizes[None, :] > torch.arange(int(sizes[0]))[:, None]).sum(dim=1)
+        if captured.unsorted_indices is not None:
+            lengths = lengths[captured.unsorted_indices]
+        return self._mask(lengths, steps, captured.data.device)
 
     def _host(self, tensor: Any) -> Any:
         """A tensor as the trace path wants it: numpy (float32) or where it is."""
@@ -391,13 +406,14 @@ class TorchModel(Adapter):
 
         out, captured, produced = self._run_model(x, outputs, states is not None)
         steps = int(x.shape[1])
-        below = captured
-        if self._lower is not None:  # deeper layers: the output of the layers below
-            with torch.no_grad():
-                below = self._lower(captured)[0]
-        sequence, mask = self._padded(below, steps)
         if self._n_steps is None:
-            self._n_steps = int(sequence.shape[1])
+            self._n_steps = self._padded(captured, steps)[0].shape[1]
+        below = captured  # the traced layer's input, computed only when it is needed
+        if self._lower is not None and (layer_input or (states is not None and produced is None)):
+            with torch.no_grad():
+                below = self._lower(captured)[0]  # deeper layers: the output of those below
+        sequence = self._padded(below, steps)[0] if layer_input else None
+        mask = self._mask_of(captured, steps)
         h = None
         if states is not None:
             if produced is None:  # not the module's top layer: run the traced one alone
@@ -412,7 +428,7 @@ class TorchModel(Adapter):
                 h = both[..., :width]
         return (
             self._prediction(out) if outputs else None,
-            self._host(sequence) if layer_input else None,
+            self._host(sequence),
             self._host(mask),
             self._host(h),
         )

@@ -4,7 +4,9 @@ On a small machine the numpy work alternates with the framework's model calls. O
 threads keep spinning after a matmul returns and then compete with the framework for the
 cores, and under load the multi-threaded per-step matmuls of the recurrence collapse. So
 the numpy work runs with ``RNNCOV_BLAS_THREADS`` BLAS threads (default 1, measured in
-``bench/bench_core.py``; ``0`` leaves numpy's own setting), restored afterwards.
+``bench/bench_core.py``; ``0`` leaves numpy's own setting), restored afterwards. Traces
+read from the forward pass compute their gates in a few large batched matmuls, which do
+not collapse that way: they run with numpy's own setting (``numpy_work(batched=True)``).
 """
 
 from __future__ import annotations
@@ -34,11 +36,12 @@ def blas_threads() -> int:
 
 
 @contextmanager
-def numpy_work() -> Iterator[None]:
-    """Run the enclosed numpy work with the configured number of BLAS threads."""
+def numpy_work(batched: bool = False) -> Iterator[None]:
+    """Run the enclosed numpy work with the configured number of BLAS threads (with
+    ``batched``, large batched matmuls only: numpy's own setting)."""
     global _controller
     limit = blas_threads()
-    if limit == 0:
+    if limit == 0 or batched:
         yield
         return
     if _controller is None:
