@@ -389,6 +389,12 @@ def test_campaign_results_reach_the_adversarial_section_and_json(pytester):
     (campaign,) = data["adversarial"]
     assert campaign["test_cases"] == 120 and campaign["saved_to"] == "adv-out"
     assert data["models"]["tiny"]["inputs"] == 128  # seeds + generated cases fed the session
+    # a JSON report alone replaces the terminal tables: both of them, as pytest-cov does
+    quiet = pytester.runpytest("--rnn-report=json:q.json", "--rnn-seed=3")
+    assert quiet.ret == 0
+    assert "- RNN coverage -" not in quiet.stdout.str()
+    assert "- RNN adversarial samples -" not in quiet.stdout.str()
+    assert json.loads((pytester.path / "q.json").read_text())["adversarial"]
 
 
 FEW = """

@@ -218,10 +218,13 @@ class RNNCovPlugin:
         kinds = {kind for kind, _ in self.settings.reports}
         data = role.data()
         applied = role.verdict is None or role.verdict.applied
-        show = bool(kinds & {"term", "term-detail"}) and (
+        tables = bool(kinds & {"term", "term-detail"})  # both terminal tables, or neither
+        show = tables and (
             bool(data.models) or bool(data.track_errors) or (self.settings.explicit and applied)
         )
-        report = TermReport(terminalreporter, detail="term-detail" in kinds, coverage=show)
+        report = TermReport(
+            terminalreporter, detail="term-detail" in kinds, coverage=show, samples=tables
+        )
         report.sections(data)
         for line in role.written:
             terminalreporter.write_line(line)

@@ -154,22 +154,25 @@ def adversarial_lines(campaigns: Sequence[dict[str, Any]]) -> list[str]:
 class TermReport:
     """The terminal sections and the verdict lines."""
 
-    def __init__(self, writer: Writer, *, detail: bool = False, coverage: bool = True) -> None:
+    def __init__(
+        self, writer: Writer, *, detail: bool = False, coverage: bool = True, samples: bool = True
+    ) -> None:
         self.writer = writer
         self.detail = detail
         self.coverage = coverage
+        self.samples = samples
 
     def report(self, data: CoverageData, verdict: Verdict) -> None:
         self.sections(data)
         self.verdict(verdict)
 
     def sections(self, data: CoverageData) -> None:
-        """The "RNN coverage" section (when shown) and the adversarial samples section."""
+        """The "RNN coverage" and the adversarial samples sections (each when shown)."""
         if self.coverage:
             self.writer.write_sep("-", "RNN coverage")
             for line in coverage_lines(data, self.detail):
                 self.writer.write_line(line)
-        if data.campaigns:
+        if data.campaigns and self.samples:
             self.writer.write_sep("-", "RNN adversarial samples")
             for line in adversarial_lines(data.campaigns):
                 self.writer.write_line(line)
