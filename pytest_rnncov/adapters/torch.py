@@ -113,12 +113,17 @@ class TorchModel(Adapter):
                 f"module {self.module_name or self.name!r}: {note}", RNNCovWarning, stacklevel=3
             )
         self._lower = self._stacked_copy(0, self.depth) if self.depth else None
-        #: the traced layer alone, when it is not the module's top layer (read_states)
-        self._single = (
-            self._stacked_copy(self.depth, 1)
-            if self.depth < self.module.num_layers - 1 and not self.recompute
+        #: a stacked module's forward pass split at the traced layer (copies of the layers
+        #: below, the traced one and those above), so one pass gives its input and output
+        layers = self.module.num_layers
+        split = layers > 1 and not self.recompute
+        self._single = self._stacked_copy(self.depth, 1) if split else None
+        self._upper = (
+            self._stacked_copy(self.depth + 1, layers - self.depth - 1)
+            if split and self.depth < layers - 1
             else None
         )
+        self._split: tuple[Any, Any] | None = None
         self.units = int(
             self.cell.units
             if not (kind == "LSTM" and self.module.proj_size)
@@ -298,20 +303,45 @@ class TorchModel(Adapter):
         if self._stop == "after":
             raise _LayerReached  # the layer's input and output are all that is wanted
 
-    def _run_model(self, x: np.ndarray, outputs: bool = True, states: bool = False) -> Any:
+    def _split_forward(self, sequences: Any, hx: Any = None) -> Any:
+        """The module's forward pass as its copies run it, keeping the traced layer's input
+        and output (``_split``); returns what the module returns."""
+        import torch
+
+        finals, out = [], sequences
+        for part in (self._lower, self._single, self._upper):
+            if part is None:
+                continue
+            layer_input = out
+            out, final = part(out)
+            if part is self._single:
+                self._split = (layer_input, out)
+            finals.append(final)
+        if isinstance(finals[0], tuple):  # LSTM: (h_n, c_n), layers stacked on axis 0
+            return out, tuple(torch.cat(f, dim=0) for f in zip(*finals))
+        return out, torch.cat(finals, dim=0)
+
+    def _run_model(
+        self, x: np.ndarray, outputs: bool = True, states: bool = False, split: bool = False
+    ) -> Any:
         """(model output, the module's input, its output sequence when ``states`` and the
-        traced layer is the module's top one)."""
+        traced layer is the module's top one); with ``split`` the module runs as its split
+        copies and ``_split`` holds the traced layer's input and output."""
         import torch
 
         was_training = self.model.training
         top = states and self.depth == self.module.num_layers - 1
         handles = [self.module.register_forward_pre_hook(self._hook, with_kwargs=True)]
-        if top:
+        if top or split:
             handles.append(self.module.register_forward_hook(self._output_hook))
+        self._split = None
+        if split:
+            self.module.forward = self._split_forward
         self._captured.clear()
         self._produced.clear()
         # stop early only once a full pass has shown the module runs once per forward pass
-        self._stop = None if outputs or not self._runs_once else "after" if top else "before"
+        after = top or split
+        self._stop = None if outputs or not self._runs_once else "after" if after else "before"
         out = None
         try:
             self.model.eval()
@@ -329,6 +359,8 @@ class TorchModel(Adapter):
         finally:
             for handle in handles:
                 handle.remove()
+            if split:
+                del self.module.forward  # the class's own forward again
             self.model.train(was_training)
         if self._stop is not None and self._captured:
             return None, self._captured[0], self._produced[0] if top else None
@@ -404,22 +436,25 @@ class TorchModel(Adapter):
     ) -> tuple[Any, Any, Any, Any]:
         import torch
 
-        out, captured, produced = self._run_model(x, outputs, states is not None)
+        top = self.depth == self.module.num_layers - 1
+        # a stacked module runs split at the traced layer when the pass must give more than
+        # the module's own output: the traced layer's input (gates) or a lower layer's h
+        split = states is not None and self._single is not None and (layer_input or not top)
+        out, captured, produced = self._run_model(x, outputs, states is not None, split)
         steps = int(x.shape[1])
         if self._n_steps is None:
             self._n_steps = self._padded(captured, steps)[0].shape[1]
-        below = captured  # the traced layer's input, computed only when it is needed
-        if self._lower is not None and (layer_input or (states is not None and produced is None)):
+        below = captured  # the traced layer's input
+        if split:
+            assert self._split is not None
+            below, produced = self._split
+        elif self._lower is not None and layer_input:
             with torch.no_grad():
                 below = self._lower(captured)[0]  # deeper layers: the output of those below
         sequence = self._padded(below, steps)[0] if layer_input else None
         mask = self._mask_of(captured, steps)
         h = None
         if states is not None:
-            if produced is None:  # not the module's top layer: run the traced one alone
-                assert self._single is not None
-                with torch.no_grad():
-                    produced = self._single(below)[0]
             both, _ = self._padded(produced, steps)
             width = both.shape[-1] // (2 if self.module.bidirectional else 1)
             if self.direction == "backward":  # in input order: processing order is reversed
