@@ -7,10 +7,11 @@ step is the module's own output; the gates follow in one batched matmul from the
 weights, converted from PyTorch's gate layout (LSTM i, f, g, o; GRU r, z, n with the reset
 gate applied to ``W_hn h + b_hn``) to the canonical one (``recompute=True`` runs the whole
 layer again in numpy: the reference kernel). Stacked layers (``num_layers > 1``) are picked
-with a ``.lK`` suffix (``"encoder.rnn.l1"``); the input of a deeper layer is the output of
-a copy of the layers below it, and a layer under the top one runs alone from a copy. Models run on
-whatever device they are on, in eval mode and without gradients. torch is imported only
-when a torch model is wrapped.
+with a ``.lK`` suffix (``"encoder.rnn.l1"``); when the pass must give a stacked layer's
+input or a lower layer's ``h``, the module runs, inside the model's own call, as copies of
+the layers below, the traced one and those above. Models run on whatever device they are
+on, in eval mode and without gradients. torch is imported only when a torch model is
+wrapped.
 """
 
 from __future__ import annotations
