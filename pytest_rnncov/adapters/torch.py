@@ -390,22 +390,16 @@ class TorchModel(Adapter):
         half = out.is_floating_point() and out.element_size() < 4  # numpy lacks bfloat16
         return (out.float() if half else out).numpy()
 
-    def _padded(self, sequence: Any, steps: int) -> tuple[Any, Any]:
-        """A module input or output as a (B, T, width) float tensor and its (B, T) mask of
-        real steps (None unless packed); a PackedSequence is padded back to ``steps``."""
+    def _padded(self, sequence: Any, steps: int) -> Any:
+        """A module input or output as a (B, T, width) float tensor; a PackedSequence is
+        padded back to ``steps`` (its mask: ``_mask_of``)."""
         from torch.nn.utils.rnn import PackedSequence, pad_packed_sequence
 
         if isinstance(sequence, PackedSequence):
-            padded, lengths = pad_packed_sequence(sequence, batch_first=True, total_length=steps)
-            return padded.detach().float(), self._mask(lengths, padded.shape[1], padded.device)
+            padded, _ = pad_packed_sequence(sequence, batch_first=True, total_length=steps)
+            return padded.detach().float()
         sequence = sequence.detach().float()
-        return (sequence if self.module.batch_first else sequence.transpose(0, 1)), None
-
-    @staticmethod
-    def _mask(lengths: Any, steps: int, device: Any) -> Any:
-        import torch
-
-        return torch.arange(steps, device=device)[None, :] < lengths.to(device)[:, None]
+        return sequence if self.module.batch_first else sequence.transpose(0, 1)
 
     def _mask_of(self, captured: Any, steps: int) -> Any:
         """The (B, T) mask of real steps of the module's input (None unless packed)."""
@@ -419,7 +413,8 @@ class TorchModel(Adapter):
         lengths = (sizes[None, :] > torch.arange(int(sizes[0]))[:, None]).sum(dim=1)
         if captured.unsorted_indices is not None:
             lengths = lengths[captured.unsorted_indices]
-        return self._mask(lengths, steps, captured.data.device)
+        device = captured.data.device
+        return torch.arange(steps, device=device)[None, :] < lengths.to(device)[:, None]
 
     def _host(self, tensor: Any) -> Any:
         """A tensor as the trace path wants it: numpy (float32) or where it is."""
@@ -444,7 +439,7 @@ class TorchModel(Adapter):
         out, captured, produced = self._run_model(x, outputs, states is not None, split)
         steps = int(x.shape[1])
         if self._n_steps is None:
-            self._n_steps = self._padded(captured, steps)[0].shape[1]
+            self._n_steps = self._padded(captured, steps).shape[1]
         below = captured  # the traced layer's input
         if split:
             assert self._split is not None
@@ -452,11 +447,11 @@ class TorchModel(Adapter):
         elif self._lower is not None and layer_input:
             with torch.no_grad():
                 below = self._lower(captured)[0]  # deeper layers: the output of those below
-        sequence = self._padded(below, steps)[0] if layer_input else None
+        sequence = self._padded(below, steps) if layer_input else None
         mask = self._mask_of(captured, steps)
         h = None
         if states is not None:
-            both, _ = self._padded(produced, steps)
+            both = self._padded(produced, steps)
             width = both.shape[-1] // (2 if self.module.bidirectional else 1)
             if self.direction == "backward":  # in input order: processing order is reversed
                 h = torch.flip(both[..., width:], dims=(1,))
