@@ -188,14 +188,11 @@ def main() -> None:
                 def parts():
                     """The tracked path split: framework call, gates, metrics (seconds)."""
                     spent = [0.0, 0.0, 0.0]
-                    states = names if rnn.reads_states else None
-                    given = ("h", *rnn.gives(names)) if states else ()
+                    _, states, layer_input = rnn._plan(names)  # as iter_traces plans it
                     for start in range(0, len(x), rnn.batch_size):
                         batch_x = x[start : start + rnn.batch_size]
                         t0 = time.perf_counter()
-                        _, seq, mask, found = rnn._forward(
-                            batch_x, True, not set(names) <= set(given), states
-                        )
+                        _, seq, mask, found = rnn._forward(batch_x, True, layer_input, states)
                         t1 = time.perf_counter()
                         with numpy_work(batched=states is not None):
                             if states:

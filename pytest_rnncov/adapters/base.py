@@ -229,6 +229,14 @@ class Adapter:
             None if mask is None else np.asarray(to_host(mask), bool),
         )
 
+    def _plan(self, components: tuple[str, ...] | None) -> tuple[Any, Any, bool]:
+        """For traces of ``components``: (their names, the states to ask the forward pass
+        for or None, whether the layer's input is needed to compute the rest)."""
+        names = select_components(self.cell.kind, components)
+        if not self.reads_states:
+            return names, None, True
+        return names, names, not set(names) <= {"h", *self.gives(names)}
+
     def iter_traces(
         self,
         x: np.ndarray,
@@ -240,10 +248,7 @@ class Adapter:
         """(outputs or None, trace) per batch of ``batch_size`` of validated inputs ``x``;
         ``until`` stops each trace after that many steps (what a window needs),
         ``components`` keeps only those (None: all)."""
-        names = select_components(self.cell.kind, components)
-        states = names if self.reads_states else None
-        given = ("h", *self.gives(names)) if self.reads_states else ()
-        layer_input = not set(names) <= set(given)
+        names, states, layer_input = self._plan(components)
         for start in range(0, len(x), self.batch_size):
             batch = x[start : start + self.batch_size]
             out, sequence, mask, found = self._forward(batch, outputs, layer_input, states)
