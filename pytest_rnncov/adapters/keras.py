@@ -74,23 +74,31 @@ def _padded(x: np.ndarray, cap: int) -> np.ndarray:
     return np.concatenate([x, np.repeat(x[:1], target - rows, axis=0)])
 
 
+def _tap_base(layer: Any) -> Any:
+    """The base of the taps that stand in for ``layer``: masks pass as ``layer`` passes them
+    (its outputs' masks), and the appended sequence keeps the input's mask."""
+    import keras
+
+    class Tap(keras.layers.Layer):
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.supports_masking = True
+
+        def compute_mask(self, sequences: Any, mask: Any = None) -> Any:
+            own = layer.compute_mask(sequences, mask)
+            return [*(own if isinstance(own, (list, tuple)) else [own]), mask]
+
+    return Tap
+
+
 def _sequence_tap(layer: Any, traced: Any) -> Any:
     """A Keras layer calling ``layer`` as the model does, returning ``[its output..., h]``:
     ``h`` (B, T, U) is ``traced``'s output at every step, from the framework's own kernel.
     ``traced`` is ``layer`` itself (called once, with ``return_sequences`` and
     ``return_state`` on for the call, its output rebuilt from them) or one half of a
     ``Bidirectional`` ``layer`` (called beside it)."""
-    import keras
 
-    class SequenceTap(keras.layers.Layer):
-        def __init__(self, **kwargs: Any) -> None:
-            super().__init__(**kwargs)
-            self.supports_masking = True
-
-        def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
-            own = layer.compute_mask(inputs, mask)
-            return [*(own if isinstance(own, (list, tuple)) else [own]), mask]
-
+    class SequenceTap(_tap_base(layer)):  # type: ignore[misc]
         def call(self, *args: Any, **kwargs: Any) -> Any:
             own = (traced.return_sequences, traced.return_state)
             if traced is not layer:
@@ -164,10 +172,9 @@ def _gate_tap(layer: Any, emit: tuple[str, ...]) -> Any:
                 new_states = [h]
             return ops.concatenate([h, *(parts[e] for e in emit)], axis=-1), new_states
 
-    class GateTap(keras.layers.Layer):
+    class GateTap(_tap_base(layer)):  # type: ignore[misc]
         def __init__(self, **kwargs: Any) -> None:
             super().__init__(**kwargs)
-            self.supports_masking = True
             self.rnn = keras.layers.RNN(
                 EmittingCell(),
                 return_sequences=True,
@@ -177,10 +184,6 @@ def _gate_tap(layer: Any, emit: tuple[str, ...]) -> Any:
 
         def build(self, sequences_shape: Any) -> None:
             self.rnn.build(sequences_shape)
-
-        def compute_mask(self, sequences: Any, mask: Any = None) -> Any:
-            own = layer.compute_mask(sequences, mask)
-            return [*(own if isinstance(own, (list, tuple)) else [own]), mask]
 
         def call(self, sequences: Any, mask: Any = None, training: Any = None) -> Any:
             sequence, *states = self.rnn(sequences, mask=mask, training=training)
