@@ -13,7 +13,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
-from pytest_rnncov import Coverage, Profile, RNNModel
+from pytest_rnncov import Coverage, InvalidArgument, Profile, RNNModel
 from pytest_rnncov.core.activations import Activation
 from pytest_rnncov.core.cells import GRUCell, LSTMCell
 
@@ -239,6 +239,8 @@ def test_gates_from_states_by_hand():
     np.testing.assert_allclose(trace.f[0, :, 0], f, atol=1e-6)
     np.testing.assert_allclose(trace.c[0, :, 0], c, atol=1e-6)
     np.testing.assert_array_equal(trace.h, h)
+    with pytest.raises(InvalidArgument, match="x=None, but f must be computed"):
+        cell.from_states(None, h, components=("f", "h"))
 
     gru = GRUCell(
         np.array([[1.0, -1.0, 0.5]], np.float32),  # z, r, n

@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ..errors import InvalidArgument
 from .activations import Activation
 from .arrays import array_namespace, device, is_host, is_jax_array, like
 from .trace import CELL_COMPONENTS, Trace, select_components
@@ -204,7 +205,10 @@ class Cell:
         missing = tuple(n for n in names if n not in out)
         if missing:
             if x is None:
-                raise ValueError(f"from_states needs the layer input x for {missing}")
+                raise InvalidArgument(
+                    f"x=None, but {', '.join(missing)} must be computed from the layer's "
+                    "input: pass x, or ask only for components the states hold"
+                )
             x = xp.flip(x, axis=1) if self.go_backwards else x
             inputs = _Steps(xp, x[:, :steps], out["h"])
             gates = self._gates(xp, self._selected_weights(inputs.x), inputs, missing)
