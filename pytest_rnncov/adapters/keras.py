@@ -413,6 +413,7 @@ class KerasModel(Adapter):
                 None: (sequence, mask, None, output)
             }
             self._models: dict[tuple[bool, bool, Any], Any] = {}
+            self._device_calls: dict[int, Callable[[np.ndarray], Any]] = {}
             self._has_mask = mask is not None
             self._predictor = keras.Model(inputs, output) if len(model.outputs) > 1 else model
             return
@@ -450,8 +451,14 @@ class KerasModel(Adapter):
 
     def gives(self, components: tuple[str, ...]) -> tuple[str, ...]:
         """An LSTM or GRU called directly (not a Bidirectional half) emits its gates and
-        cell state from the forward pass."""
-        if self.wrapper is not self.layer or self.cell.kind == "simple_rnn":
+        cell state from the forward pass on the host. On the device path the layer runs as
+        it is (on a GPU Keras may run it through cuDNN, whose numbers the formula does not
+        reproduce) and the gates are computed from its own ``h`` after the call."""
+        if (
+            self.wrapper is not self.layer
+            or self.cell.kind == "simple_rnn"
+            or self.trace_on == "device"
+        ):
             return ()
         return tuple(c for c in components if c != "h")
 
@@ -538,7 +545,7 @@ class KerasModel(Adapter):
             if self.framework == "keras":
                 model = self._sub_model(outputs, layer_input, emit)
                 if self.trace_on == "device":  # backend tensors stay where the model runs
-                    result = model(x, training=False)
+                    result = self._device_call(model)(x)
                 else:
                     result = model.predict_on_batch(x)
                 result = list(result) if isinstance(result, (list, tuple)) else [result]
@@ -569,6 +576,38 @@ class KerasModel(Adapter):
             return out, seq.numpy(), (mask_np if mask_np.size else None), None
         except Exception as exc:  # a framework error becomes a project error naming the call
             raise model_error_from(exc, f"running model {self.name!r}") from exc
+
+    def _device_call(self, model: Any) -> Callable[[np.ndarray], Any]:
+        """A sub-model's call returning the backend's own arrays, compiled once per
+        sub-model where the backend compiles (JAX: ``jit`` of the stateless call, the
+        variables passed as arguments, not baked in as constants; torch: eager under
+        ``no_grad``, as Keras predicts)."""
+        if id(model) not in self._device_calls:
+            backend = self._backend()
+            if backend == "jax":
+                import jax
+
+                def stateless(trainable: Any, fixed: Any, x: Any) -> Any:
+                    return model.stateless_call(trainable, fixed, x, training=False)[0]
+
+                compiled = jax.jit(stateless)
+
+                def call(x: np.ndarray) -> Any:
+                    return compiled(
+                        [v.value for v in model.trainable_variables],
+                        [v.value for v in model.non_trainable_variables],
+                        x,
+                    )
+
+            else:
+                import torch
+
+                def call(x: np.ndarray) -> Any:
+                    with torch.no_grad():
+                        return model(x, training=False)
+
+            self._device_calls[id(model)] = call
+        return self._device_calls[id(model)]
 
     def _predict(self, x: np.ndarray) -> np.ndarray:
         try:

@@ -410,11 +410,11 @@ class TorchModel(Adapter):
         import torch
 
         sizes = captured.batch_sizes  # per step, how many (sorted) sequences go on
-        lengths = (sizes[None, :] > torch.arange(int(sizes[0]))[:, None]).sum(dim=1)
+        device = captured.data.device  # batch_sizes stay on the CPU, the indices do not
+        lengths = (sizes[None, :] > torch.arange(int(sizes[0]))[:, None]).sum(dim=1).to(device)
         if captured.unsorted_indices is not None:
             lengths = lengths[captured.unsorted_indices]
-        device = captured.data.device
-        return torch.arange(steps, device=device)[None, :] < lengths.to(device)[:, None]
+        return torch.arange(steps, device=device)[None, :] < lengths[:, None]
 
     def _host(self, tensor: Any) -> Any:
         """A tensor as the trace path wants it: numpy (float32) or where it is."""
