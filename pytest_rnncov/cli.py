@@ -3,7 +3,7 @@
     profile fit MODEL --x-train FILE.npy --out PROFILE.json [--layer L] [--window T1,T2]
     show FILE                      a profile, data file, baseline or JSON report, readably
     combine DATA... [--out FILE]   the exact union of several runs' --rnn-data files
-    report DATA...                 terminal / JSON / HTML reports from data files
+    report DATA...                 terminal / JSON / HTML / Markdown reports from data files
     compare DATA... --baseline B   fail when coverage fell below a baseline
 
 ``combine`` and ``report`` apply ``--rnn-coverage`` bars like the plugin. Exit codes as in
@@ -87,7 +87,14 @@ def _parser() -> _Parser:
             action="append",
             default=None,
             metavar="TYPE[:DEST]",
-            help="term (default), term-detail, json:PATH, html:DIR; repeatable",
+            help="term (default), term-detail, json:PATH, html:DIR, markdown:PATH; repeatable",
+        )
+        command.add_argument(
+            "--format",
+            choices=("text", "markdown"),
+            default="text",
+            help="what is printed: the terminal report (text) or the Markdown report "
+            "(for >> $GITHUB_STEP_SUMMARY; notes then go to stderr)",
         )
         if name == "combine":
             command.add_argument("--out", default=None, help="write the combined data here")
@@ -336,13 +343,25 @@ def _outputs(
     return [kind for kind, _ in reports], files, out
 
 
-def _render(kinds: list[str], files: list[Any], data: Any, verdict: Any) -> list[str]:
-    """Write the report files and print the terminal report; returns the problems."""
+def _render(
+    kinds: list[str], files: list[Any], data: Any, verdict: Any, markdown: bool = False
+) -> list[str]:
+    """Write the report files and print the terminal report (or, with ``markdown``, the
+    Markdown report on stdout and the notes on stderr); returns the problems."""
     from .reporting.outputs import write_reports
     from .reporting.terminal import LinesWriter, TermReport
 
     writer = LinesWriter()
     written, problems = write_reports(files, data, verdict)
+    if markdown:
+        from .reporting.markdown_report import MarkdownReport
+
+        _print(MarkdownReport().render(data, verdict).rstrip("\n"))
+        for line in written:
+            print(line, file=sys.stderr)
+        for problem in problems:
+            print(f"error: {problem}", file=sys.stderr)
+        return problems
     TermReport(
         writer, detail="term-detail" in kinds, coverage=bool(set(kinds) & {"term", "term-detail"})
     ).sections(data)
@@ -383,11 +402,15 @@ def _combine(args: argparse.Namespace) -> int:
             out.write(data.dumps() + "\n")
         except RNNCovError as exc:
             failed = str(exc)
-    problems = _render(kinds, files, data, verdict)
+    problems = _render(kinds, files, data, verdict, args.format == "markdown")
     if failed is not None:
         print(f"error: {failed}", file=sys.stderr)
     elif out is not None:
-        _print(f"combined data of {len(args.data)} runs written to {out.path}")
+        note = f"combined data of {len(args.data)} runs written to {out.path}"
+        if args.format == "markdown":
+            print(note, file=sys.stderr)
+        else:
+            _print(note)
     return 1 if verdict.passed is False or problems or failed else 0
 
 
@@ -395,7 +418,7 @@ def _report(args: argparse.Namespace) -> int:
     kinds, files, _ = _outputs(args, _data_inputs(args))  # before reading anything
     data = _combined(args.data)
     verdict = _verdict(args, data)
-    problems = _render(kinds, files, data, verdict)
+    problems = _render(kinds, files, data, verdict, args.format == "markdown")
     return 1 if verdict.passed is False or problems else 0
 
 

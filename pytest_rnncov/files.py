@@ -109,12 +109,15 @@ KINDS = {
     "pytest-rnncov-profile": "profile",
     "pytest-rnncov-campaign": "campaign summary",
     "html": "HTML report",
+    "markdown": "Markdown report",
 }
 _JSON_FORMAT = re.compile(rb'\A\s*\{\s*"format"\s*:\s*"([a-z-]{1,40})"')
 _HTML_MARKS = (
     b'<meta name="generator" content="pytest-rnncov">',
     b"<title>RNN coverage report</title>",
 )  # the second: releases before the first
+#: the first line of a Markdown report (reporting.markdown_report.MARKDOWN_MARK)
+_MARKDOWN_MARK = b"<!-- pytest-rnncov report -->"
 
 
 def file_kind(path: Path) -> str | None:
@@ -125,6 +128,8 @@ def file_kind(path: Path) -> str | None:
             head = handle.read(4096)
     except OSError:
         return None
+    if head.startswith(_MARKDOWN_MARK):
+        return "markdown"
     match = _JSON_FORMAT.match(head)
     if match is not None:
         kind = match.group(1).decode()
@@ -152,6 +157,8 @@ def check_replaceable(
             "not hard-linked"
         )
     found = file_kind(path) if stat.S_ISREG(info.st_mode) else None
+    if kind == "markdown" and found is None and stat.S_ISREG(info.st_mode) and not info.st_size:
+        return  # an empty file waiting for it: a CI job summary ($GITHUB_STEP_SUMMARY)
     if found != kind:
         seen = "a file pytest-rnncov did not write" if found is None else f"a {KINDS[found]}"
         raise error(

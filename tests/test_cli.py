@@ -273,3 +273,55 @@ def test_profile_fit_takes_a_window_counted_from_the_end(model_files):
         cwd=tmp_path,
     )
     assert bad.returncode == 4 and "give two step indices" in bad.stderr
+
+
+def _table_cells(line):
+    return [c.strip() for c in line.strip().strip("|").split(" | ")]
+
+
+def test_report_prints_markdown_with_the_terminal_reports_figures(runs):
+    text = cli("report", "whole.json", cwd=runs).stdout
+    term_row = next(line for line in text.splitlines() if line.startswith("tiny "))
+    figures = [f for f in term_row.split("  ") if "%" in f]  # "NN% (a/b)" per metric
+    done = cli("report", "whole.json", "--format", "markdown", "--rnn-coverage=TC:0.99", cwd=runs)
+    assert done.returncode == 1
+    lines = done.stdout.splitlines()
+    assert lines[0] == "<!-- pytest-rnncov report -->"
+    header = lines.index("| model | layer | window | inputs | BC | SC | TC |")
+    assert lines[header + 1] == "| --- | --- | --- | ---: | ---: | ---: | ---: |"
+    row = _table_cells(lines[header + 2])
+    assert row[0] == "tiny" and row[3] == "40"
+    assert [f.strip() for f in figures] == row[4:]
+    assert lines[-1].startswith("- **FAIL Required RNN coverage (TC:0.99) not reached: TC")
+
+
+def test_markdown_report_file_fills_an_empty_job_summary_and_never_a_users_file(runs):
+    summary = runs / "step_summary.md"
+    summary.write_text("")  # as the CI runner hands it to a step
+    done = cli("report", "whole.json", "--report", f"markdown:{summary}", cwd=runs)
+    assert done.returncode == 0, done.stderr
+    first = summary.read_text()
+    assert first.startswith("<!-- pytest-rnncov report -->\n### RNN coverage")
+    again = cli("report", "a.json", "--report", f"markdown:{summary}", cwd=runs)
+    assert again.returncode == 0, again.stderr  # its own earlier report is replaced
+    assert summary.read_text() != first
+    notes = runs / "notes.md"
+    notes.write_text("# release notes\n")
+    refused = cli("report", "whole.json", "--report", "markdown:notes.md", cwd=runs)
+    assert refused.returncode != 0
+    assert "would replace a file pytest-rnncov did not write" in refused.stderr
+    assert notes.read_text() == "# release notes\n"
+
+
+def test_markdown_cells_show_hostile_names_literally():
+    from pytest_rnncov.reporting.markdown_report import escape
+
+    assert escape("a|b<i>x</i>\nrow_1") == "a\\|b&lt;i&gt;x&lt;/i&gt; row\\_1"
+
+
+def test_plugin_writes_the_markdown_report_instead_of_the_terminal_tables(runs):
+    done = pytest_run("--rnn-report=markdown:plugin.md", cwd=runs)
+    assert done.returncode == 0, done.stdout[-2000:]
+    assert "RNN coverage Markdown written to plugin.md" in done.stdout
+    assert " RNN coverage --" not in done.stdout
+    assert (runs / "plugin.md").read_text().startswith("<!-- pytest-rnncov report -->")

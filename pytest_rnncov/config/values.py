@@ -6,9 +6,10 @@ from ..core.names import METRIC_NAMES
 from ..errors import InvalidArgument
 from ..validation import check_ascii_number
 
-REPORT_TYPES = ("term", "term-detail", "json", "html")
+REPORT_TYPES = ("term", "term-detail", "json", "html", "markdown")
 DEFAULT_JSON = "rnncov.json"
 DEFAULT_HTML = "rnncov-html"
+DEFAULT_MARKDOWN = "rnncov.md"
 MAX_SEED = 2**63 - 1
 
 
@@ -25,11 +26,12 @@ def parse_metrics(value: str) -> tuple[str, ...]:
 
 
 def parse_report(value: str) -> tuple[str, str | None]:
-    """``term``, ``term-detail``, ``json[:PATH]`` or ``html[:DIR]``."""
+    """``term``, ``term-detail``, ``json[:PATH]``, ``html[:DIR]`` or ``markdown[:PATH]``."""
     kind, _, dest = value.partition(":")
     if kind not in REPORT_TYPES:
         raise InvalidArgument(
-            f"unknown report type {kind!r}; use term, term-detail, json:PATH or html:DIR"
+            f"unknown report type {kind!r}; use term, term-detail, json:PATH, html:DIR or "
+            "markdown:PATH"
         )
     if kind.startswith("term") and dest:
         raise InvalidArgument(f"{kind} takes no destination; use {kind}")
@@ -37,6 +39,8 @@ def parse_report(value: str) -> tuple[str, str | None]:
         return kind, dest or DEFAULT_JSON
     if kind == "html":
         return kind, dest or DEFAULT_HTML
+    if kind == "markdown":
+        return kind, dest or DEFAULT_MARKDOWN
     return kind, None
 
 

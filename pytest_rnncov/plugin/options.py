@@ -72,7 +72,8 @@ def addoption(parser: pytest.Parser) -> None:
         type=report_spec,
         action="append",
         default=None,
-        help="term (default), term-detail, json:PATH or html:DIR; repeatable (ini: rnn_report)",
+        help="term (default), term-detail, json:PATH, html:DIR or markdown:PATH (a CI job "
+        "summary: $GITHUB_STEP_SUMMARY); repeatable (ini: rnn_report)",
     )
     group.addoption(
         "--rnn-seed",

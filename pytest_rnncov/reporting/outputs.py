@@ -2,8 +2,8 @@
 
 Each output is an :class:`~pytest_rnncov.files.Output`: checked before anything runs (it
 never replaces a file that is not an earlier output of the same kind), written atomically,
-and never silently lost to a concurrent writer. :func:`write_reports` writes the JSON and
-HTML reports for the plugin and the command line alike; one output that fails does not
+and never silently lost to a concurrent writer. :func:`write_reports` writes the JSON,
+Markdown and HTML reports for the plugin and the command line alike; one output that fails does not
 stop the others.
 """
 
@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # numpy-free at import: the plugin checks outputs before any 
 KIND = {
     "json": "pytest-rnncov-report",
     "html": "html",
+    "markdown": "markdown",
     "data": "pytest-rnncov-data",
     "baseline": "pytest-rnncov-baseline",
 }
@@ -37,8 +38,9 @@ def file_output(path: Path, kind: str, what: str) -> Output:
 
 
 def report_output(kind: str, dest: str, what: str) -> Output:
-    """The output of a ``json:PATH`` or ``html:DIR`` report (``DIR/index.html``)."""
-    if kind == "json":
+    """The output of a ``json:PATH``, ``markdown:PATH`` or ``html:DIR`` report
+    (``DIR/index.html``)."""
+    if kind in ("json", "markdown"):
         return file_output(as_output_path(dest, what), kind, what)
     check_output_dir(Path(dest), what)
     return Output(Path(dest) / "index.html", KIND[kind], what)
@@ -56,11 +58,16 @@ def write_reports(
                 from .json_report import JsonReport
 
                 text = JsonReport().render(data, verdict)
+            elif kind == "markdown":
+                from .markdown_report import MarkdownReport
+
+                text = MarkdownReport().render(data, verdict)
             else:
                 from .html import HtmlReport
 
                 text = HtmlReport().render(data, verdict)
-            written.append(f"RNN coverage {kind.upper()} written to {output.write(text)}")
+            label = {"json": "JSON", "markdown": "Markdown", "html": "HTML"}[kind]
+            written.append(f"RNN coverage {label} written to {output.write(text)}")
         except RNNCovError as exc:
             problems.append(str(exc))
     return written, problems

@@ -44,12 +44,15 @@ def table(rows: list[list[str]]) -> list[str]:
     return ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
 
 
-def coverage_lines(data: CoverageData, detail: bool = False) -> list[str]:
-    """The rows of the "RNN coverage" section."""
+def coverage_rows(data: CoverageData) -> list[list[str]]:
+    """The coverage table (a header row, then one row per model), or one row holding one
+    cell that says why there is none."""
     if not data.models:
         if data.track_errors:
-            return ["no model was tracked: rnncov.track() failed: " + "; ".join(data.track_errors)]
-        return ["no model was tracked: register one with rnncov.track(model, ...)"]
+            return [
+                ["no model was tracked: rnncov.track() failed: " + "; ".join(data.track_errors)]
+            ]
+        return [["no model was tracked: register one with rnncov.track(model, ...)"]]
     order = {name: i for i, name in enumerate(METRIC_NAMES)}
     names = sorted(
         {k for state in data.models.values() for k in state.metrics},
@@ -67,6 +70,14 @@ def coverage_lines(data: CoverageData, detail: bool = False) -> list[str]:
             m = state.metrics.get(key)
             row.append("-" if m is None else f"{percent(m.rate)} ({m.n_covered}/{m.total})")
         rows.append(row)
+    return rows
+
+
+def coverage_lines(data: CoverageData, detail: bool = False) -> list[str]:
+    """The rows of the "RNN coverage" section."""
+    rows = coverage_rows(data)
+    if len(rows) == 1:
+        return rows[0]
     lines = table(rows)
     if data.track_errors:
         lines.append("rnncov.track() failed: " + "; ".join(data.track_errors))
@@ -114,8 +125,8 @@ def _rate(rate: float) -> str:
     return percent(rate)
 
 
-def adversarial_lines(campaigns: Sequence[dict[str, Any]]) -> list[str]:
-    """The rows of the "RNN adversarial samples" section, one per campaign."""
+def adversarial_rows(campaigns: Sequence[dict[str, Any]]) -> list[list[str]]:
+    """The adversarial samples table: a header row, then one row per campaign."""
     rows = [
         [
             "model",
@@ -140,7 +151,17 @@ def adversarial_lines(campaigns: Sequence[dict[str, Any]]) -> list[str]:
                 str(c.get("saved_to") or "-"),
             ]
         )
-    lines = table(rows)
+    return rows
+
+
+def adversarial_lines(campaigns: Sequence[dict[str, Any]]) -> list[str]:
+    """The rows of the "RNN adversarial samples" section, one per campaign."""
+    return table(adversarial_rows(campaigns)) + campaign_notes(campaigns)
+
+
+def campaign_notes(campaigns: Sequence[dict[str, Any]]) -> list[str]:
+    """One line per campaign that names its oracle, mutator or discarded mutants."""
+    lines = []
     for c in campaigns:
         settings = "; ".join(f"{key} {c[key]}" for key in ("oracle", "mutator") if c.get(key))
         discarded = c.get("discarded") or 0

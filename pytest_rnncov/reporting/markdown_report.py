@@ -1,0 +1,73 @@
+"""The Markdown report, for CI job summaries (``$GITHUB_STEP_SUMMARY``) and pull requests:
+the coverage table, the adversarial samples table and the verdict, as GitHub-flavoured
+Markdown. It renders the same rows as the terminal report."""
+
+from __future__ import annotations
+
+from .data import CoverageData
+from .results import Verdict
+from .terminal import adversarial_rows, campaign_notes, coverage_rows
+
+#: the first line of every Markdown report: how ``files.file_kind`` knows one it wrote
+MARKDOWN_MARK = "<!-- pytest-rnncov report -->"
+_ESCAPES = str.maketrans(
+    {
+        "|": "\\|",
+        "\\": "\\\\",
+        "<": "&lt;",
+        ">": "&gt;",
+        "&": "&amp;",
+        "`": "\\`",
+        "*": "\\*",
+        "_": "\\_",
+        "[": "\\[",
+        "]": "\\]",
+        "\n": " ",
+        "\r": " ",
+    }
+)
+
+
+def escape(text: str) -> str:
+    """``text`` shown literally in a Markdown table cell or line (model names are the
+    user's: a ``|`` would split the cell, ``<`` could open HTML)."""
+    return text.translate(_ESCAPES)
+
+
+def _cells(row: list[str]) -> str:
+    return "| " + " | ".join(escape(c) for c in row) + " |"
+
+
+def _table(rows: list[list[str]], numeric_from: int) -> list[str]:
+    """A Markdown table; columns from ``numeric_from`` on are right-aligned."""
+    head, *body = rows
+    align = ["---" if i < numeric_from else "---:" for i in range(len(head))]
+    return [_cells(head), "| " + " | ".join(align) + " |", *(_cells(row) for row in body)]
+
+
+class MarkdownReport:
+    """The Markdown report: a heading, the coverage table, the adversarial samples table
+    (when campaigns ran) and the verdict's lines, failures in bold."""
+
+    def render(self, data: CoverageData, verdict: Verdict) -> str:
+        lines = [MARKDOWN_MARK, "### RNN coverage", ""]
+        rows = coverage_rows(data)
+        if len(rows) > 1:
+            lines += _table(rows, numeric_from=3)
+        else:
+            lines.append(escape(rows[0][0]))
+        if data.track_errors and data.models:
+            lines += ["", escape("rnncov.track() failed: " + "; ".join(data.track_errors))]
+        if data.campaigns:
+            lines += ["", "### RNN adversarial samples", ""]
+            lines += _table(adversarial_rows(data.campaigns), numeric_from=1)
+            notes = campaign_notes(data.campaigns)
+            if notes:
+                lines += ["", *(f"- {escape(note)}" for note in notes)]
+        verdict_lines = verdict.lines()
+        if verdict_lines:
+            lines.append("")
+            for text, style in verdict_lines:
+                shown = escape(text)
+                lines.append(f"- **{shown}**" if style == "red" else f"- {shown}")
+        return "\n".join(lines) + "\n"
