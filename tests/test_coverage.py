@@ -110,13 +110,37 @@ def test_merging_another_models_coverage_is_refused(rnn, profile, seq_inputs, st
     theirs = Coverage(other, Profile(window=(1, 6)).fit(other, seq_inputs))
     theirs.update(seq_inputs)
     mine = Coverage(rnn, profile)
-    with pytest.raises(
-        InvalidArgument, match="measure different layers, windows, weights or profiles"
-    ):
+    with pytest.raises(InvalidArgument, match="they differ in layer 'lstm_a' vs ") as caught:
         mine.merge(theirs)
+    assert "weights" in str(caught.value) and "profile" in str(caught.value)
     with pytest.raises(InvalidArgument, match="configurations differ"):
         mine.merge_state(Coverage(rnn, profile, [BC(alpha_max=0.5), "SC", "TC"]).state())
     assert mine.n_inputs_ == 0
+
+
+@pytest.mark.parametrize(
+    "field, change, differ, hint",
+    [
+        ("layer", "other", "layer 'other' vs 'lstm'", "trace the same layer in every run"),
+        ("window", (2, 6), "window [2, 6] vs [1, 5]", "give every run the same window"),
+        ("fingerprint", "f" * 16, f"weights {'f' * 16} vs {'0' * 16}", "one model file"),
+        ("profile", "p" * 16, f"profile {'p' * 16} vs {'1' * 16}", "give track() a profile"),
+    ],
+)
+def test_a_combine_mismatch_names_only_what_differs(field, change, differ, hint):
+    import dataclasses
+
+    from pytest_rnncov.core.state import ModelState
+
+    mine = ModelState("m", "lstm", "lstm", (1, 5), "0" * 16, 0, {}, "1" * 16)
+    other = dataclasses.replace(mine, **{field: change})
+    with pytest.raises(InvalidArgument) as caught:
+        mine.check_compatible(other)
+    message = str(caught.value)
+    head = "cannot combine coverage of model 'm' with 'm': they differ in "
+    assert message.startswith(head)
+    assert message[len(head) :].split(" (this data")[0] == differ
+    assert hint in message
 
 
 def test_update_streams_in_batches_with_the_same_state(rnn, profile, seq_inputs):

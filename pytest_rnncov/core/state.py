@@ -274,27 +274,32 @@ class ModelState:
             other.profile,
         )
 
+    def differences(self, other: "ModelState") -> list[str]:
+        """What differs between the subjects of two states: "layer 'a' vs 'b'", ..."""
+        pairs = {
+            "layer": (repr(other.layer), repr(self.layer)),
+            "cell": (other.cell, self.cell),
+            "window": (str(list(other.window)), str(list(self.window))),
+            "weights": (other.fingerprint, self.fingerprint),
+            "profile": (other.profile or "(none)", self.profile or "(none)"),
+        }
+        return [f"{key} {a} vs {b}" for key, (a, b) in pairs.items() if a != b]
+
     def check_compatible(self, other: "ModelState") -> None:
-        if not self.same_subject(other):
-            only_profile = (self.layer, self.cell, tuple(self.window), self.fingerprint) == (
-                other.layer,
-                other.cell,
-                tuple(other.window),
-                other.fingerprint,
-            )
-            hint = (
-                "; if each worker fitted its own profile, give track() a profile file path "
-                "(fitted once, then shared) or fit from inputs drawn with rnncov.rng()"
-                if only_profile
-                else ""
-            )
+        differ = self.differences(other)
+        if differ:
+            hint = {
+                "layer": "trace the same layer in every run",
+                "cell": "trace the same layer in every run",
+                "window": "give every run the same window",
+                "weights": "the runs tested different weights: combine runs of one model file",
+                "profile": "if each worker fitted its own profile, give track() a profile file "
+                "path (fitted once, then shared) or fit from inputs drawn with rnncov.rng()",
+            }[differ[0].split(" ", 1)[0]]
             raise InvalidArgument(
-                f"cannot combine coverage of model {other.name!r} (layer {other.layer!r}, "
-                f"{other.cell}, window {list(other.window)}, weights {other.fingerprint}, "
-                f"profile {other.profile}) with {self.name!r} (layer {self.layer!r}, "
-                f"{self.cell}, window {list(self.window)}, weights {self.fingerprint}, profile "
-                f"{self.profile}): they measure different layers, windows, weights or "
-                "profiles (TC symbols and neuron ranges come from the profile)" + hint
+                f"cannot combine coverage of model {other.name!r} with {self.name!r}: they "
+                f"differ in {', '.join(differ)} (this data vs the data already combined; TC "
+                f"symbols and neuron ranges come from the profile); {hint}"
             )
 
     def merge(self, other: "ModelState") -> None:
