@@ -90,6 +90,13 @@ def _parser() -> _Parser:
             help="term (default), term-detail, json:PATH, html:DIR, markdown:PATH; repeatable",
         )
         command.add_argument(
+            "--rnn-exclude",
+            action="append",
+            default=None,
+            metavar="MODEL:METRIC:LABEL = REASON",
+            help="count a condition apart (the label as the reports print it); repeatable",
+        )
+        command.add_argument(
             "--format",
             choices=("text", "markdown"),
             default="text",
@@ -384,6 +391,18 @@ def _verdict(args: argparse.Namespace, data: Any) -> Any:
     return evaluate(data, bars)
 
 
+def _excluded(args: argparse.Namespace, data: Any) -> Any:
+    """``data`` as the verdict and the reports see it: ``--rnn-exclude`` applied (a note on
+    stderr per exclusion of a model the data does not hold)."""
+    from .core.exclusions import parse_exclusion
+
+    exclusions = [parse_exclusion(text) for text in args.rnn_exclude or ()]
+    view, notes = data.with_exclusions(list(dict.fromkeys(exclusions)))
+    for note in notes:
+        print(f"warning: {note}", file=sys.stderr)
+    return view
+
+
 def _data_inputs(args: argparse.Namespace) -> list[tuple[str, Path]]:
     return [("data file", Path(p)) for p in args.data]
 
@@ -395,14 +414,15 @@ def _combine(args: argparse.Namespace) -> int:
         raise InvalidArgument("--out '': give a file path, e.g. --out combined.json")
     kinds, files, out = _outputs(args, _data_inputs(args))  # before reading anything
     data = _combined(args.data)
-    verdict = _verdict(args, data)
+    view = _excluded(args, data)
+    verdict = _verdict(args, view)
     failed = None
     if out is not None:
         try:
-            out.write(data.dumps() + "\n")
+            out.write(data.dumps() + "\n")  # what was measured: exclusions apart
         except RNNCovError as exc:
             failed = str(exc)
-    problems = _render(kinds, files, data, verdict, args.format == "markdown")
+    problems = _render(kinds, files, view, verdict, args.format == "markdown")
     if failed is not None:
         print(f"error: {failed}", file=sys.stderr)
     elif out is not None:
@@ -416,7 +436,7 @@ def _combine(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace) -> int:
     kinds, files, _ = _outputs(args, _data_inputs(args))  # before reading anything
-    data = _combined(args.data)
+    data = _excluded(args, _combined(args.data))
     verdict = _verdict(args, data)
     problems = _render(kinds, files, data, verdict, args.format == "markdown")
     return 1 if verdict.passed is False or problems else 0

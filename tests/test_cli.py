@@ -325,3 +325,68 @@ def test_plugin_writes_the_markdown_report_instead_of_the_terminal_tables(runs):
     assert "RNN coverage Markdown written to plugin.md" in done.stdout
     assert " RNN coverage --" not in done.stdout
     assert (runs / "plugin.md").read_text().startswith("<!-- pytest-rnncov report -->")
+
+
+def _uncovered_bc_label(path):
+    """The label of one uncovered BC condition in a data file (from its state)."""
+    from pytest_rnncov.core.metrics import condition_label
+    from pytest_rnncov.reporting.data import CoverageData
+
+    bc = CoverageData.load(path).models["tiny"].metrics["BC"]
+    missing = np.flatnonzero(~bc.covered_mask)
+    assert len(missing), "the fixture's run covers every BC condition: nothing to exclude"
+    return bc, condition_label("BC", bc.config, int(missing[0]))
+
+
+def test_an_exclusion_counts_a_condition_apart_in_every_report(runs):
+    bc, label = _uncovered_bc_label(runs / "whole.json")
+    spec = f"tiny:BC:{label} = the layer never gets there"
+    shown = (
+        f"{round(100 * bc.n_covered / (bc.total - 1))}% ({bc.n_covered}/{bc.total - 1}, 1 excluded)"
+    )
+    done = cli(
+        "combine", "whole.json", "--out", "excl.json", "--rnn-exclude", spec,
+        "--report", "term", "--report", "json:excl-report.json", "--report", "markdown:excl.md",
+        cwd=runs,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert shown in done.stdout
+    assert f"excluded: tiny BC '{label}' (1 condition): the layer never gets there" in done.stdout
+    metric = json.loads((runs / "excl-report.json").read_text())["models"]["tiny"]["metrics"]["BC"]
+    assert (metric["counted"], metric["covered"]) == (bc.total - 1, bc.n_covered)
+    assert metric["excluded"] == [
+        {"label": label, "reason": "the layer never gets there", "conditions": 1, "covered": 0}
+    ]
+    assert "- excluded: tiny BC" in (runs / "excl.md").read_text()
+    # the combined data holds what was measured
+    raw = json.loads((runs / "excl.json").read_text())["models"]["tiny"]["metrics"]["BC"]
+    assert (raw["covered"], raw["total"]) == (bc.n_covered, bc.total)
+
+
+def test_a_stale_exclusion_fails_the_command_and_the_session(runs):
+    done = cli("report", "whole.json", "--rnn-exclude", "tiny:TC:zzzzz = gone", cwd=runs)
+    assert done.returncode == 4
+    assert "exclusion tiny:TC:zzzzz matches no condition" in done.stderr
+    session = pytest_run("-k", "one", "--rnn-exclude=tiny:TC:zzzzz = gone", cwd=runs)
+    assert session.returncode == 1, session.stdout[-2000:]
+    assert "ERROR pytest-rnncov: exclusion tiny:TC:zzzzz matches no condition" in session.stdout
+
+
+def test_the_ini_exclusions_reach_the_gate(runs):
+    from pytest_rnncov.core.metrics import condition_label
+
+    bc, _ = _uncovered_bc_label(runs / "whole.json")
+    lines = "".join(
+        f"    tiny:BC:{condition_label('BC', bc.config, int(c))} = never reached\n"
+        for c in np.flatnonzero(~bc.covered_mask)
+    )  # every condition the run misses
+    ini = runs / "pytest.ini"
+    ini.write_text(f"[pytest]\nrnn_exclude =\n{lines}")
+    try:
+        done = pytest_run("--rnn-coverage=BC:1.0", cwd=runs)
+    finally:
+        ini.unlink()
+    assert done.returncode == 0, done.stdout[-2000:]
+    assert "Required RNN coverage (BC:1) reached." in done.stdout
+    failing = pytest_run("--rnn-coverage=BC:1.0", cwd=runs)
+    assert failing.returncode == 1

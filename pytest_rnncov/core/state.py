@@ -74,6 +74,11 @@ class MetricState:
     config: dict[str, Any] = field(default_factory=dict)
     best_fitness: np.ndarray | None = None
     weights: np.ndarray | None = None
+    #: conditions excluded by configuration (``core.exclusions``), counted apart from the
+    #: figures; set only on the copy a report renders, never written to data files
+    excluded: np.ndarray | None = None
+    #: (label, reason, conditions, of them covered anyway) per exclusion
+    exclusions: tuple[tuple[str, str, int, int], ...] = ()
 
     @classmethod
     def empty(
@@ -102,8 +107,20 @@ class MetricState:
         return self.times > 0
 
     @property
+    def n_excluded(self) -> int:
+        return 0 if self.excluded is None else int(np.count_nonzero(self.excluded))
+
+    @property
+    def n_counted(self) -> int:
+        """The conditions the figures count: all but the excluded ones."""
+        return self.total - self.n_excluded
+
+    @property
     def n_covered(self) -> int:
-        return int(np.count_nonzero(self.times))
+        """Covered conditions among those counted."""
+        if self.excluded is None:
+            return int(np.count_nonzero(self.times))
+        return int(np.count_nonzero(self.covered_mask & ~self.excluded))
 
     def covered_ids(self) -> np.ndarray:
         return np.flatnonzero(self.times)
@@ -112,17 +129,38 @@ class MetricState:
     def measurable(self) -> bool:
         """Whether there is anything to cover (conditions, and weight for WT): a rate of
         0/0 is not coverage, so an unmeasurable state never satisfies a bar."""
-        return self.total > 0 and (self.weights is None or float(self.weights.sum()) > 0)
+        weights = self._counted_weights()
+        return self.n_counted > 0 and (weights is None or float(weights.sum()) > 0)
 
     @property
     def rate(self) -> float:
-        """covered / total, or the covered share of the weights (WT); 0.0 with nothing to
-        cover (see ``measurable``)."""
+        """covered / counted, or the covered share of the counted weights (WT); 0.0 with
+        nothing to cover (see ``measurable``)."""
         if not self.measurable:
             return 0.0
-        if self.weights is not None:
-            return float(self.weights[self.covered_mask].sum() / float(self.weights.sum()))
-        return self.n_covered / self.total
+        weights = self._counted_weights()
+        if weights is not None:
+            return float(weights[self.covered_mask].sum() / float(weights.sum()))
+        return self.n_covered / self.n_counted
+
+    def _counted_weights(self) -> np.ndarray | None:
+        if self.weights is None or self.excluded is None:
+            return self.weights
+        return np.where(self.excluded, 0.0, self.weights)
+
+    def without_exclusions(self) -> "MetricState":
+        """The raw state (what data files and baselines hold)."""
+        if self.excluded is None:
+            return self
+        return MetricState(
+            self.metric,
+            self.describe,
+            self.total,
+            self.times,
+            self.config,
+            self.best_fitness,
+            self.weights,
+        )
 
     # -- growing -------------------------------------------------------------------------
     def add_counts(self, counts: np.ndarray, best: np.ndarray | None = None) -> np.ndarray:
@@ -173,6 +211,7 @@ class MetricState:
     # -- JSON ----------------------------------------------------------------------------
     def to_json(self, *, fitness: bool = False) -> dict[str, Any]:
         """JSON-ready: covered ids and their times (sparse), configuration, weights."""
+        raw = self.without_exclusions()  # files hold what was measured, exclusions apart
         ids = self.covered_ids()
         out: dict[str, Any] = {
             "version": STATE_VERSION,
@@ -180,8 +219,8 @@ class MetricState:
             "describe": self.describe,
             "config": self.config,
             "total": self.total,
-            "covered": self.n_covered,
-            "rate": self.rate,
+            "covered": raw.n_covered,
+            "rate": raw.rate,
             "covered_ids": ids.tolist(),
             "times": self.times[ids].tolist(),
         }

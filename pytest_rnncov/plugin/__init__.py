@@ -216,7 +216,7 @@ class RNNCovPlugin:
         from ..reporting.terminal import TermReport
 
         kinds = {kind for kind, _ in self.settings.reports}
-        data = role.data()
+        data = role.report_data()
         applied = role.verdict is None or role.verdict.applied
         tables = bool(kinds & {"term", "term-detail"})  # both terminal tables, or neither
         show = tables and (

@@ -18,6 +18,7 @@ import pytest
 
 from ..config.bars import Bars, parse_bars, parse_fraction
 from ..config.values import parse_metrics, parse_report, parse_seed
+from ..core.exclusions import Exclusion, parse_exclusion
 from ..core.names import DEFAULT_METRICS, METRIC_NAMES
 from ..errors import InvalidArgument, RNNCovError
 
@@ -43,6 +44,7 @@ fraction = _argparse_type(lambda value: parse_fraction(value, ""))
 metric_list = _argparse_type(parse_metrics)
 report_spec = _argparse_type(parse_report)
 seed = _argparse_type(parse_seed)
+exclusion_spec = _argparse_type(parse_exclusion)
 
 
 def addoption(parser: pytest.Parser) -> None:
@@ -110,6 +112,16 @@ def addoption(parser: pytest.Parser) -> None:
         help="allowed drop below the baseline, a fraction (default 0; ini: rnn_compare_tolerance)",
     )
     group.addoption(
+        "--rnn-exclude",
+        metavar="MODEL:METRIC:LABEL = REASON",
+        type=exclusion_spec,
+        action="append",
+        default=None,
+        help="count a condition apart, as unreachable, with the reason; the label as the "
+        "reports print it (t=7 for every condition at step 7); repeatable (ini: rnn_exclude, "
+        "one per line)",
+    )
+    group.addoption(
         "--no-rnn",
         action="store_true",
         default=False,
@@ -127,6 +139,12 @@ def addoption(parser: pytest.Parser) -> None:
     parser.addini(
         "rnn_report",
         "default of --rnn-report (one per line, or a TOML list)",
+        type="linelist",
+        default=[],
+    )
+    parser.addini(
+        "rnn_exclude",
+        "conditions counted apart, one MODEL:METRIC:LABEL = REASON per line",
         type="linelist",
         default=[],
     )
@@ -149,6 +167,7 @@ class Settings:
     compare: Path | None
     tolerance: float
     explicit: bool
+    exclusions: tuple[Exclusion, ...] = ()
 
     @property
     def ratchet(self) -> bool:
@@ -235,6 +254,15 @@ def read_settings(config: pytest.Config) -> Settings:
             raise _usage(f"ini option rnn_report = {lines!r}", exc) from None
     reports = tuple(dict.fromkeys(reports or [("term", None)]))
 
+    exclusions = config.getoption("rnn_exclude")
+    if exclusions is None:
+        lines = _ini(config, "rnn_exclude") or []
+        lines = [lines] if isinstance(lines, str) else lines
+        try:
+            exclusions = [parse_exclusion(str(line)) for line in lines if str(line).strip()]
+        except InvalidArgument as exc:
+            raise _usage("ini option rnn_exclude", exc) from None
+
     tolerance = config.getoption("rnn_compare_tolerance")
     if tolerance is None:
         raw = _ini(config, "rnn_compare_tolerance")
@@ -287,6 +315,7 @@ def read_settings(config: pytest.Config) -> Settings:
         compare_path,
         float(tolerance),
         explicit,
+        tuple(dict.fromkeys(exclusions)),
     )
 
 

@@ -13,9 +13,15 @@ from __future__ import annotations
 
 import pytest
 
-from ..errors import DataFileError, RNNCovError
+from ..errors import DataFileError, InvalidArgument, RNNCovError
 from ..files import Output
-from ..reporting.baseline import Baseline, baseline_text, load_baseline, why_not_saved
+from ..reporting.baseline import (
+    Baseline,
+    baseline_text,
+    excluded_baseline,
+    load_baseline,
+    why_not_saved,
+)
 from ..reporting.data import CoverageData
 from ..reporting.outputs import write_reports
 from ..reporting.results import Verdict, evaluate
@@ -64,14 +70,28 @@ class Central:
         data.merge(self.engine.data())
         return data
 
+    def report_data(self) -> CoverageData:
+        """The data the verdict and the reports render: the exclusions applied (notes on
+        exclusions of untracked models join the written lines; an exclusion that names no
+        condition is a problem of the session, and the data is shown without them)."""
+        data = self.data()
+        try:
+            view, notes = data.with_exclusions(self.settings.exclusions)
+        except InvalidArgument as exc:
+            if str(exc) not in self.problems:
+                self.problems.append(str(exc))
+            return data
+        self.written.extend(n for n in notes if n not in self.written)
+        return view
+
     def decide(self, applied: bool, reason: str | None) -> Verdict:
         """Compute the verdict once (the reports render this object)."""
         self.verdict = evaluate(
-            self.data(),
+            self.report_data(),
             self.settings.bars,
             applied=applied,
             skipped_reason=reason,
-            baseline=self.baseline,
+            baseline=excluded_baseline(self.baseline, self.settings.exclusions),
             tolerance=self.settings.tolerance,
         )
         return self.verdict
@@ -137,7 +157,7 @@ class Central:
             self.written.append(
                 f"RNN coverage data not written to {outputs.data.path}: {unwritten}"
             )
-        written, problems = write_reports(outputs.reports, data, verdict)
+        written, problems = write_reports(outputs.reports, self.report_data(), verdict)
         self.written.extend(written)
         self.problems.extend(problems)
 

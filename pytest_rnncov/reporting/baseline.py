@@ -15,10 +15,12 @@ import datetime
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Sequence
 
 from ..config.bars import percent
+from ..core.exclusions import Exclusion, apply_exclusions
 from ..core.state import ModelState
-from ..errors import DataFileError
+from ..errors import DataFileError, InvalidArgument
 from ..files import parse_json, read_bounded, read_envelope
 from .data import CoverageData, read_model_states
 
@@ -40,6 +42,21 @@ class Baseline:
     @property
     def complete(self) -> bool:
         return not self.missing_workers
+
+
+def excluded_baseline(
+    baseline: Baseline | None, exclusions: Sequence[Exclusion]
+) -> Baseline | None:
+    """The baseline with the same exclusions as the run it is compared with, so both sides
+    count the same conditions (a baseline whose metrics no longer match is left as it is:
+    the comparison then names what differs)."""
+    if baseline is None or not exclusions:
+        return baseline
+    try:
+        models, _ = apply_exclusions(baseline.models, exclusions)
+    except InvalidArgument:
+        return baseline
+    return Baseline(baseline.path, models, list(baseline.missing_workers))
 
 
 def baseline_text(data: CoverageData) -> str:
@@ -113,7 +130,8 @@ def regressions(baseline: Baseline, current: dict[str, ModelState], tolerance: f
                 found.append(
                     f"{name} {key} {percent(after.rate, below=before.rate)} < "
                     f"{percent(before.rate)} "
-                    f"({after.n_covered}/{after.total} vs {before.n_covered}/{before.total}; "
+                    f"({after.n_covered}/{after.n_counted} vs "
+                    f"{before.n_covered}/{before.n_counted}; "
                     f"{lost} conditions lost)"
                 )
     return found

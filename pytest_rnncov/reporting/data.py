@@ -10,16 +10,18 @@ name, never half-read.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, TypeGuard
+from typing import Any, Iterable, Mapping, Sequence, TypeGuard
 
 import numpy as np
 
+from ..core.exclusions import Exclusion, apply_exclusions
 from ..core.metrics import config_problem
 from ..core.state import MetricState, ModelState, merge_models
 from ..core.trace import CELL_COMPONENTS
@@ -75,6 +77,15 @@ class CoverageData:
     @property
     def complete(self) -> bool:
         return not self.missing_workers
+
+    def with_exclusions(self, exclusions: Sequence[Exclusion]) -> tuple["CoverageData", list[str]]:
+        """A copy for the verdict and the reports whose metric states carry ``exclusions``
+        (this object, which data files are written from, keeps what was measured), and the
+        notes on exclusions of models it does not hold."""
+        if not exclusions:
+            return self, []
+        models, notes = apply_exclusions(self.models, exclusions)
+        return dataclasses.replace(self, models=models), notes
 
     # -- JSON ----------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:

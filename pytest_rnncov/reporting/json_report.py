@@ -29,6 +29,13 @@ class JsonReport:
         for name, state in data.models.items():
             content = state.to_json()
             for key, metric in content["metrics"].items():
+                m = state.metrics[key]
+                if m.exclusions:  # the figures the verdict used; the ids stay as measured
+                    metric.update(rate=m.rate, covered=m.n_covered, counted=m.n_counted)
+                    metric["excluded"] = [
+                        {"label": label, "reason": reason, "conditions": n, "covered": k}
+                        for label, reason, n, k in m.exclusions
+                    ]
                 check = checks.get((name, key))
                 metric["threshold"] = None if check is None else check.bar
                 metric["pass"] = None if check is None else check.passed

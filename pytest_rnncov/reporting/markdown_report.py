@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from .data import CoverageData
 from .results import Verdict
-from .terminal import adversarial_rows, campaign_notes, coverage_rows
+from .terminal import adversarial_rows, campaign_notes, coverage_rows, exclusion_lines
 
 #: the first line of every Markdown report: how ``files.file_kind`` knows one it wrote
 MARKDOWN_MARK = "<!-- pytest-rnncov report -->"
@@ -54,6 +54,9 @@ class MarkdownReport:
         rows = coverage_rows(data)
         if len(rows) > 1:
             lines += _table(rows, numeric_from=3)
+            excluded = exclusion_lines(data)
+            if excluded:
+                lines += ["", *(f"- {escape(line)}" for line in excluded)]
         else:
             lines.append(escape(rows[0][0]))
         if data.track_errors and data.models:

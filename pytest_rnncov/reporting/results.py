@@ -77,7 +77,9 @@ def check_models(models: dict[str, ModelState], bars: Bars) -> list[Check]:
             checks.append(
                 Check(name, metric, bar, None)
                 if m is None
-                else Check(name, metric, bar, m.rate, m.n_covered, m.total, measurable=m.measurable)
+                else Check(
+                    name, metric, bar, m.rate, m.n_covered, m.n_counted, measurable=m.measurable
+                )
             )
     for name in bars.named_models:
         if name not in models:

@@ -68,9 +68,29 @@ def coverage_rows(data: CoverageData) -> list[list[str]]:
         ]
         for key in names:
             m = state.metrics.get(key)
-            row.append("-" if m is None else f"{percent(m.rate)} ({m.n_covered}/{m.total})")
+            row.append("-" if m is None else coverage_cell(m))
         rows.append(row)
     return rows
+
+
+def coverage_cell(m: MetricState) -> str:
+    """``80% (4/5)``, or ``80% (4/5, 2 excluded)`` when conditions are counted apart."""
+    excluded = f", {m.n_excluded} excluded" if m.n_excluded else ""
+    return f"{percent(m.rate)} ({m.n_covered}/{m.n_counted}{excluded})"
+
+
+def exclusion_lines(data: CoverageData) -> list[str]:
+    """One line per configured exclusion: what it counts apart, and why."""
+    lines = []
+    for state in data.models.values():
+        for key, m in state.metrics.items():
+            for label, reason, conditions, covered in m.exclusions:
+                anyway = f", {covered} of them covered anyway" if covered else ""
+                lines.append(
+                    f"excluded: {state.name} {key} {label!r} ({conditions} "
+                    f"condition{'s' if conditions != 1 else ''}{anyway}): {reason}"
+                )
+    return lines
 
 
 def coverage_lines(data: CoverageData, detail: bool = False) -> list[str]:
@@ -78,7 +98,7 @@ def coverage_lines(data: CoverageData, detail: bool = False) -> list[str]:
     rows = coverage_rows(data)
     if len(rows) == 1:
         return rows[0]
-    lines = table(rows)
+    lines = table(rows) + exclusion_lines(data)
     if data.track_errors:
         lines.append("rnncov.track() failed: " + "; ".join(data.track_errors))
     if detail:

@@ -24,6 +24,7 @@ from ...errors import MissingResource
 from ..data import CoverageData
 from ..images import png_bytes, side_by_side, to_gray8
 from ..results import Verdict
+from ..terminal import exclusion_lines
 
 #: TC grids are drawn up to this many words; above it the report lists the covered words.
 GRID_WORDS = 4096
@@ -268,7 +269,8 @@ def _model_section(
                 "key": key,
                 "describe": m.describe,
                 "covered": m.n_covered,
-                "total": m.total,
+                "total": m.n_counted,
+                "excluded": m.n_excluded,
                 "rate": percent(m.rate),
                 "bar": None if check is None else percent_bar(check.bar),
                 "below": check is not None and not check.passed,
@@ -294,6 +296,7 @@ def _model_section(
         "window": list(state.window),
         "inputs": state.n_inputs,
         "rows": rows,
+        "excluded": exclusion_lines(CoverageData(models={state.name: state})),
         "signals": signals_figure(signals) if signals else None,
         "figures": figures,
         "words": words,
