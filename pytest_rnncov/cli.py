@@ -220,6 +220,7 @@ def _profile_fit(args: argparse.Namespace) -> int:
     from .adapters.loading import load_model
     from .adapters.model import RNNModel
     from .config.paths import check_distinct
+    from .config.tf_notices import quiet_tensorflow_import
     from .core.profile import Profile
     from .errors import InvalidArgument, ProfileError
     from .files import Output, as_output_path
@@ -234,6 +235,7 @@ def _profile_fit(args: argparse.Namespace) -> int:
             f"--x-train-key {args.x_train_key!r} names an array inside a .npz "
             f"file; {args.x_train!r} is one array: drop --x-train-key"
         )
+    quiet_tensorflow_import(list_devices=True)
     model = load_model(args.model, safe_mode=not args.unsafe_load)
     rnn = RNNModel(model, _layer(args.layer), direction=args.direction, output=_layer(args.output))
     x = _load_array(args.x_train, args.x_train_key)

@@ -163,6 +163,8 @@ def test_profile_fit_from_a_model_file_and_a_npy(model_files):
     )
     assert done.returncode == 0, done.stderr
     assert "profile of lstm layer 'lstm_b' (window [1, 5], 12 training inputs)" in done.stdout
+    for notice in ("absl::InitializeLog", "port.cc", "cudart_stub.cc", "cuda_platform.cc"):
+        assert notice not in done.stderr  # TensorFlow's start-up notices (tests/test_tf_notices)
     shown = cli("show", "p.json", cwd=tmp_path)
     assert "lstm layer 'lstm_b', 5 units, 7 steps, window [1, 5]" in shown.stdout
     # a pickled object array is never unpickled

@@ -4,8 +4,6 @@ PyTorch, RDKit or NLTK: models are wrapped only when a test uses the ``rnncov`` 
 
 from __future__ import annotations
 
-import os
-import sys
 from typing import TYPE_CHECKING, Any, Generator
 
 import pytest
@@ -29,12 +27,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     addoption(parser)
 
 
+def pytest_load_initial_conftests(early_config: pytest.Config, args: list[str]) -> None:
+    """Before conftest files import TensorFlow: its native start-up notices stay out of
+    captured test output (``config.tf_notices``; not with ``--no-rnn``)."""
+    if "--no-rnn" not in args:
+        from ..config.tf_notices import quiet_tensorflow_import
+
+        quiet_tensorflow_import()
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER)
-    # TensorFlow's C++ start-up notices (oneDNN, CUDA) are noise in test output; keep a
-    # level the user chose
-    if "tensorflow" not in sys.modules:
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     if config.getoption("no_rnn"):
         return
     settings = read_settings(config)
