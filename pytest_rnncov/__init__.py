@@ -13,6 +13,7 @@ __version__ = "0.2.0"
 
 _EXPORTS = {
     "load_model": "adapters.loading",
+    "load_torch_model": "adapters.loading",
     "RNNModel": "adapters.model",
     "Trace": "core.trace",
     "Profile": "core.profile",

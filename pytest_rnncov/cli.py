@@ -1,6 +1,8 @@
 """``python -m pytest_rnncov``: what teams need outside a test session.
 
     profile fit MODEL --x-train FILE.npy --out PROFILE.json [--layer L] [--window T1,T2]
+                                   MODEL: a .keras/.h5 file, or a PyTorch factory
+                                   module:function with --weights STATE_DICT.pt
     show FILE                      a profile, data file, baseline or JSON report, readably
     combine DATA... [--out FILE]   the exact union of several runs' --rnn-data files
     report DATA...                 terminal / JSON / HTML / Markdown reports from data files
@@ -9,6 +11,10 @@
 ``combine`` and ``report`` apply ``--rnn-coverage`` bars like the plugin. Exit codes as in
 pytest: 0 passed, 1 a gate or baseline failed, 4 a usage error (bad arguments, unreadable
 or malformed files); every error says what was wrong and how to fix it.
+
+A PyTorch factory is imported from the current directory or sys.path, which runs that
+module's code (as pytest runs a conftest.py); the weights file is read with
+``torch.load(weights_only=True)`` and never runs code.
 """
 
 from __future__ import annotations
@@ -42,13 +48,29 @@ def _parser() -> _Parser:
     profile = commands.add_parser("profile", help="fit a profile from a model and inputs")
     profile_commands = profile.add_subparsers(dest="action", required=True, parser_class=_Parser)
     fit = profile_commands.add_parser("fit", help="fit and save a profile")
-    fit.add_argument("model", help="a .keras or .h5 model file (loaded in safe mode)")
+    fit.add_argument(
+        "model",
+        help="a .keras or .h5 model file (loaded in safe mode), or a PyTorch factory "
+        "module:function (imported from the current directory: runs that module's code) "
+        "returning the nn.Module, with --weights",
+    )
+    fit.add_argument(
+        "--weights",
+        default=None,
+        metavar="FILE",
+        help="the PyTorch model's state_dict file (torch.save(model.state_dict(), path)), "
+        "read with weights_only=True: never runs code",
+    )
     fit.add_argument(
         "--x-train", required=True, help="training inputs: a .npy file, or .npz with --x-train-key"
     )
     fit.add_argument("--x-train-key", default=None, help="the array's name inside a .npz file")
     fit.add_argument("--out", required=True, help="where to write the profile (.json)")
-    fit.add_argument("--layer", default=None, help="the recurrent layer's name or index")
+    fit.add_argument(
+        "--layer",
+        default=None,
+        help="the recurrent layer's name or index (PyTorch: its qualified name, rnn or rnn.l1)",
+    )
     fit.add_argument("--direction", default="forward", choices=["forward", "backward"])
     fit.add_argument("--output", default=None, help="the output a multi-output model predicts")
     fit.add_argument("--window", default=None, help="T1,T2: steps of interest, inclusive")
@@ -57,7 +79,7 @@ def _parser() -> _Parser:
     fit.add_argument(
         "--unsafe-load",
         action="store_true",
-        help="load models with Lambda or custom layers (runs code from the file)",
+        help="load Keras models with Lambda or custom layers (runs code from the file)",
     )
 
     show = commands.add_parser("show", help="print a profile, data, baseline or report file")
@@ -216,19 +238,59 @@ def _layer(text: str | None) -> str | int | None:
     return int(text) if text and digits and digits.isascii() and digits.isdigit() else text
 
 
+#: suffixes of the model files ``load_model`` reads
+_KERAS_SUFFIXES = (".keras", ".h5", ".hdf5")
+
+
+def _load(args: argparse.Namespace) -> Any:
+    """The model MODEL names: a Keras file, or a PyTorch factory with ``--weights``."""
+    from .adapters.loading import load_model, load_torch_model
+    from .errors import InvalidArgument
+
+    path = Path(args.model)
+    if path.suffix.lower() in _KERAS_SUFFIXES or path.exists():
+        if args.weights is not None:
+            raise InvalidArgument(
+                f"--weights {args.weights!r} is for a PyTorch factory (module:function); "
+                f"the Keras file {args.model!r} holds its own weights: drop --weights"
+            )
+        return load_model(path, safe_mode=not args.unsafe_load)
+    if args.weights is None:
+        if ":" in args.model:
+            raise InvalidArgument(
+                f"the PyTorch factory {args.model!r} needs its weights: add --weights FILE "
+                "(saved with torch.save(model.state_dict(), path))"
+            )
+        raise InvalidArgument(
+            f"no model file at {args.model!r}; give a .keras or .h5 file, or a PyTorch "
+            "factory as module:function with --weights FILE"
+        )
+    if args.unsafe_load:
+        raise InvalidArgument(
+            "--unsafe-load is for Keras files; PyTorch weights are always read with "
+            "weights_only=True: drop --unsafe-load"
+        )
+    here = os.getcwd()
+    if here not in sys.path:  # the factory's module is found as pytest finds a conftest.py
+        sys.path.insert(0, here)
+    return load_torch_model(args.model, args.weights)
+
+
 def _profile_fit(args: argparse.Namespace) -> int:
-    from .adapters.loading import load_model
     from .adapters.model import RNNModel
     from .config.paths import check_distinct
     from .config.tf_notices import quiet_tensorflow_import
     from .core.profile import Profile
     from .errors import InvalidArgument, ProfileError
-    from .files import Output, as_output_path
+    from .files import Output, as_output_path, as_path
 
     target = as_output_path(args.out, "--out")
-    check_distinct(
-        [("--out", target)], [("the model", Path(args.model)), ("--x-train", Path(args.x_train))]
+    model = (
+        ("the model", Path(args.model))
+        if args.weights is None
+        else ("--weights", as_path(args.weights, "--weights"))
     )
+    check_distinct([("--out", target)], [model, ("--x-train", Path(args.x_train))])
     out = Output(target, "pytest-rnncov-profile", "--out", ProfileError)
     if args.x_train_key is not None and not args.x_train.endswith(".npz"):
         raise InvalidArgument(
@@ -236,8 +298,9 @@ def _profile_fit(args: argparse.Namespace) -> int:
             f"file; {args.x_train!r} is one array: drop --x-train-key"
         )
     quiet_tensorflow_import(list_devices=True)
-    model = load_model(args.model, safe_mode=not args.unsafe_load)
-    rnn = RNNModel(model, _layer(args.layer), direction=args.direction, output=_layer(args.output))
+    rnn = RNNModel(
+        _load(args), _layer(args.layer), direction=args.direction, output=_layer(args.output)
+    )
     x = _load_array(args.x_train, args.x_train_key)
     profile = Profile(
         window=_window(args.window),

@@ -1,8 +1,10 @@
-"""``python -m pytest_rnncov``: profile fit, show, combine (the exact union of runs),
-report and compare, with pytest's exit codes."""
+"""``python -m pytest_rnncov``: profile fit (Keras files, PyTorch factories with a
+state_dict), show, combine (the exact union of runs), report and compare, with pytest's
+exit codes."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -392,3 +394,181 @@ def test_the_ini_exclusions_reach_the_gate(runs):
     assert "Required RNN coverage (BC:1) reached." in done.stdout
     failing = pytest_run("--rnn-coverage=BC:1.0", cwd=runs)
     assert failing.returncode == 1
+
+
+TORCH_MODELS = """
+\"\"\"PyTorch factories, imported by the command line.\"\"\"
+
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self, hidden=4, layers=1):
+        super().__init__()
+        self.rnn = nn.LSTM(3, hidden, num_layers=layers, batch_first=True)
+        self.head = nn.Linear(hidden, 2)
+
+    def forward(self, x):
+        out, _ = self.rnn(x)
+        return self.head(out[:, -1])
+
+
+def make():
+    return Net()
+
+
+def make_wide():
+    return Net(hidden=5)
+
+
+def make_deep():
+    return Net(layers=2)
+
+
+def broken():
+    raise RuntimeError("no GPU here")
+
+
+def state_only():
+    return Net().state_dict()
+"""
+
+
+class Trap:
+    """Unpickling it unsafely (``torch.load(weights_only=False)``) creates ``marker``."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+@pytest.fixture(scope="module")
+def torch_files(tmp_path_factory):
+    """A folder holding mymodels.py, the state_dict of mymodels.make() as w.pt, the whole
+    pickled module as whole.pt, a training checkpoint, a trap as trap.pt and inputs as
+    x.npy; and the module whose weights w.pt holds."""
+    torch = pytest.importorskip("torch")
+    path = tmp_path_factory.mktemp("torch_cli")
+    (path / "mymodels.py").write_text(TORCH_MODELS)
+    spec = importlib.util.spec_from_file_location("mymodels", path / "mymodels.py")
+    models = importlib.util.module_from_spec(spec)
+    sys.modules["mymodels"] = models  # so that torch.save can pickle a whole Net
+    try:
+        spec.loader.exec_module(models)
+        torch.manual_seed(0)
+        net = models.make()
+        torch.save(net.state_dict(), path / "w.pt")
+        torch.save(net, path / "whole.pt")
+        torch.save({"model": net.state_dict(), "epoch": 3}, path / "checkpoint.pt")
+    finally:
+        del sys.modules["mymodels"]
+    torch.save({"head.weight": Trap(path / "ran")}, path / "trap.pt")
+    np.save(path / "x.npy", np.random.default_rng(0).normal(size=(12, 7, 3)).astype(np.float32))
+    return path, net
+
+
+def test_profile_fit_from_a_pytorch_factory_and_its_state_dict(torch_files):
+    from pytest_rnncov import Profile, RNNModel
+
+    path, net = torch_files
+    done = cli(
+        "profile",
+        "fit",
+        "mymodels:make",
+        "--weights",
+        "w.pt",
+        "--x-train",
+        "x.npy",
+        "--layer",
+        "rnn",
+        "--window",
+        "1,5",
+        "--out",
+        "p.json",
+        cwd=path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "profile of lstm layer 'rnn' (window [1, 5], 12 training inputs)" in done.stdout
+    assert "Warning" not in done.stderr
+    expected = Profile(window=(1, 5)).fit(RNNModel(net, "rnn"), np.load(path / "x.npy"))
+    assert Profile.load(path / "p.json").text() == expected.text()
+
+
+@pytest.mark.parametrize(
+    ("model", "weights", "message"),
+    [
+        ("mymodels.make", "w.pt", "has no ':' between the module and the function; give it as"),
+        ("mymodels:", "w.pt", "names no function; give it as module:function"),
+        ("nomodels:make", "w.pt", "no module 'nomodels' on sys.path (with the current directory"),
+        ("mymodels:nothing", "w.pt", "has no 'nothing'; it defines Net, make, make_wide"),
+        ("mymodels:broken", "w.pt", "raised RuntimeError: no GPU here; it is called with no"),
+        ("mymodels:state_only", "w.pt", "returned a collections.OrderedDict, not a torch.nn"),
+        ("mymodels:make", "none.pt", "does not exist; save the weights with torch.save(model.st"),
+        ("mymodels:make", "checkpoint.pt", "holds a dict whose 'model' is a collections.Or"),
+        ("mymodels:make_wide", "w.pt", "other shapes rnn.weight_ih_l0 (16, 3) (the module's (20"),
+        ("mymodels:make_deep", "w.pt", "missing rnn.weight_ih_l1, rnn.weight_hh_l1, rnn.bias_ih"),
+        ("mymodels:make", None, "needs its weights: add --weights FILE"),
+        ("m.keras", "w.pt", "the Keras file 'm.keras' holds its own weights: drop --weights"),
+    ],
+)
+def test_pytorch_usage_errors_exit_4_and_name_the_value_and_the_fix(
+    torch_files, model, weights, message
+):
+    path, _ = torch_files
+    extra = [] if weights is None else ["--weights", weights]
+    done = cli("profile", "fit", model, *extra, "--x-train", "x.npy", "--out", "q.json", cwd=path)
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert message in done.stderr and "Traceback" not in done.stderr
+    assert repr(model) in done.stderr or repr(weights) in done.stderr
+    assert not (path / "q.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("weights", "named"), [("whole.pt", "mymodels.Net"), ("trap.pt", "io.open")]
+)
+def test_a_weights_file_holding_more_than_tensors_is_refused_unread(torch_files, weights, named):
+    import torch
+
+    path, _ = torch_files
+    done = cli(
+        "profile",
+        "fit",
+        "mymodels:make",
+        "--weights",
+        weights,
+        "--x-train",
+        "x.npy",
+        "--out",
+        "q.json",
+        cwd=path,
+    )
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert f"weights file {weights!r} holds more than tensors: it names {named}" in done.stderr
+    assert "Save only the weights: torch.save(model.state_dict(), path)" in done.stderr
+    assert not (path / "ran").exists()  # the trap never ran
+    if weights == "trap.pt":  # and it is armed: loading it unsafely springs it
+        torch.load(path / weights, weights_only=False)["head.weight"].close()
+        assert (path / "ran").exists()
+        (path / "ran").unlink()
+
+
+def test_pytorch_factories_need_torch(torch_files, monkeypatch):
+    from pytest_rnncov import MissingResource, load_torch_model
+
+    path, _ = torch_files
+    monkeypatch.setitem(sys.modules, "torch", None)  # as if torch were not installed
+    with pytest.raises(MissingResource, match=r"pip install 'pytest-rnncov\[torch\]'"):
+        load_torch_model("mymodels:make", path / "w.pt")
+
+
+def test_load_torch_model_takes_a_callable_and_returns_the_module_in_eval_mode(torch_files):
+    import torch
+
+    from pytest_rnncov import load_torch_model
+
+    path, net = torch_files
+    loaded = load_torch_model(type(net), path / "w.pt")  # the class is a factory too
+    assert isinstance(loaded, type(net)) and not loaded.training
+    assert all(torch.equal(loaded.state_dict()[k], v) for k, v in net.state_dict().items())

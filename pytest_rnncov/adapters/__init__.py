@@ -2,5 +2,6 @@
 
 ``RNNModel(model, ...)`` picks the adapter for the model's framework: Keras 3 on any
 backend and tf_keras (:mod:`.keras`), PyTorch (:mod:`.torch`). ``load_model`` opens Keras
-files without running code from them (:mod:`.loading`).
+files and ``load_torch_model`` PyTorch state_dict files without running code from them
+(:mod:`.loading`).
 """

@@ -1,24 +1,32 @@
-"""``load_model``: open a model file without running code from it.
+"""Loading models without running code from their files.
 
-Before any framework reads the file, its model configuration is read as plain JSON (from
-the ``.keras`` zip or the ``.h5`` attributes) and scanned: a ``Lambda`` layer (whose
-function is stored in the file as bytecode) or a layer class that is not built into Keras
-is refused unless you opt in with ``safe_mode=False`` (or pass your own classes in
-``custom_objects``). Which loader reads an ``.h5`` file is decided by its
-``keras_version`` attribute, which is checked too: tf_keras, the only loader for Keras-2
-files, has no safe mode of its own.
+``load_model`` opens a Keras file. Before any framework reads the file, its model
+configuration is read as plain JSON (from the ``.keras`` zip or the ``.h5`` attributes) and
+scanned: a ``Lambda`` layer (whose function is stored in the file as bytecode) or a layer
+class that is not built into Keras is refused unless you opt in with ``safe_mode=False`` (or
+pass your own classes in ``custom_objects``). Which loader reads an ``.h5`` file is decided
+by its ``keras_version`` attribute, which is checked too: tf_keras, the only loader for
+Keras-2 files, has no safe mode of its own.
+
+``load_torch_model`` builds a PyTorch module with the team's own factory (code they run
+anyway, as pytest runs a conftest.py) and loads a ``state_dict`` file into it with
+``torch.load(weights_only=True)``, which reads tensors and never runs code from the file.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
+import pickle
 import re
+import sys
+import warnings
 import zipfile
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
-from ..errors import InvalidArgument, ModelError, UnsafeModel
-from ..files import parse_json
+from ..errors import DataFileError, InvalidArgument, MissingResource, ModelError, UnsafeModel
+from ..files import as_path, parse_json
 from ..validation import check_bool
 
 #: config keys under which Keras nests layers
@@ -44,8 +52,7 @@ def load_model(
     that are neither built into Keras nor given in ``custom_objects``. ``safe_mode=False``
     loads them, **running code stored in the file**: use it only for files you trust.
 
-    PyTorch models are not loaded from files here: build the module and load its weights
-    with ``module.load_state_dict(torch.load(path, weights_only=True))``.
+    PyTorch models: ``load_torch_model(factory, weights)``.
     """
     check_bool("safe_mode", safe_mode)
     if custom_objects is not None and not isinstance(custom_objects, Mapping):
@@ -245,3 +252,214 @@ def _refuse_unsafe(config: Any, path: Path, custom: dict[str, Any], framework: s
             "Pass your own classes in custom_objects={...}, or, only for a file you trust, "
             "load_model(path, safe_mode=False)"
         )
+
+
+# -- PyTorch -----------------------------------------------------------------------------
+#: how many keys or names an error message lists
+_SHOWN = 5
+_SAVE_HINT = "save the weights with torch.save(model.state_dict(), path)"
+
+
+def load_torch_model(factory: str | Callable[[], Any], weights: str | os.PathLike[str]) -> Any:
+    """Build a PyTorch model with ``factory`` and load the ``state_dict`` file ``weights``.
+
+    ``factory`` is a callable that returns the ``torch.nn.Module`` when called with no
+    arguments, or its import path ``"package.module:function"`` (looked up on
+    ``sys.path``). **Importing the module runs its code**, as pytest runs a conftest.py:
+    name only your own modules. ``weights`` is a file written by
+    ``torch.save(model.state_dict(), path)``, read before the factory runs with
+    ``torch.load(path, weights_only=True, map_location="cpu")``, which never runs code from
+    the file: a file holding more than tensors (a whole pickled module) raises
+    ``UnsafeModel``. The file's keys and shapes must match the module's exactly. Returns
+    the module in eval mode.
+    """
+    if isinstance(factory, str):
+        _parse_factory(factory)  # a malformed path is refused before anything is read
+        name = factory
+    elif callable(factory):
+        name = getattr(factory, "__qualname__", None) or repr(factory)
+    else:
+        raise InvalidArgument(
+            f"factory={factory!r}; pass a function that returns the torch.nn.Module, "
+            "or its import path 'package.module:function'"
+        )
+    try:
+        import torch
+    except ImportError:
+        raise MissingResource(
+            "PyTorch models need torch: pip install 'pytest-rnncov[torch]'"
+        ) from None
+    source = as_path(weights, "weights")
+    state = _state_dict(torch, source)
+    make = _import_factory(torch, factory) if isinstance(factory, str) else factory
+    try:
+        model = make()
+    except Exception as exc:
+        raise ModelError(
+            f"the factory {name!r} raised {type(exc).__name__}: {exc}; it is called with "
+            "no arguments and must return the torch.nn.Module"
+        ) from exc
+    if not isinstance(model, torch.nn.Module):
+        raise ModelError(
+            f"the factory {name!r} returned {_kind(model)}, not a torch.nn.Module; "
+            "return the model itself"
+        )
+    _check_fit(model, state, source, name)
+    try:
+        model.load_state_dict(state, strict=True)
+    except (RuntimeError, ValueError) as exc:
+        raise ModelError(f"weights {str(source)!r} do not load into {name!r}: {exc}") from None
+    return model.eval()
+
+
+def _parse_factory(text: str) -> tuple[str, str]:
+    """``"package.module:function"`` as (module, attribute path)."""
+    module_name, colon, attr = text.partition(":")
+    problem = None
+    if not colon:
+        problem = "has no ':' between the module and the function"
+    elif ":" in attr:
+        problem = "has more than one ':'"
+    elif not module_name.strip() or not attr.strip():
+        problem = "names no module" if not module_name.strip() else "names no function"
+    else:
+        bad = [p for p in (*module_name.split("."), *attr.split(".")) if not p.isidentifier()]
+        if bad:
+            problem = f"holds {bad[0]!r}, which is not a Python name"
+    if problem is not None:
+        raise InvalidArgument(
+            f"PyTorch factory {text!r} {problem}; give it as module:function, e.g. "
+            "mymodels:make_model for make_model() in mymodels.py (pkg.models:make_model "
+            "in a package)"
+        )
+    return module_name, attr
+
+
+def _state_dict(torch: Any, source: Path) -> Any:
+    """The ``state_dict`` in ``source``, read with ``weights_only=True`` (never runs code)."""
+    if not source.is_file():
+        what = "is a directory" if source.is_dir() else "does not exist"
+        raise DataFileError(f"weights file {str(source)!r} {what}; {_SAVE_HINT}")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch's notes on pickle protocols
+            state = torch.load(source, weights_only=True, map_location="cpu")
+    except pickle.UnpicklingError as exc:
+        named = re.search(r"GLOBAL (\S+)", str(exc))
+        if named is None:
+            raise DataFileError(
+                f"weights file {str(source)!r} is not a file of tensors written by "
+                f"torch.save; {_SAVE_HINT}"
+            ) from None
+        raise UnsafeModel(
+            f"weights file {str(source)!r} holds more than tensors: it names "
+            f"{named.group(1)} (a whole pickled module or another object), and loading that "
+            "would run code, so torch.load(weights_only=True) refused it. Save only the "
+            "weights: torch.save(model.state_dict(), path)"
+        ) from None
+    except Exception as exc:  # torch.load raises many kinds on a file it cannot read
+        raise DataFileError(
+            f"weights file {str(source)!r} is not a file written by torch.save "
+            f"({type(exc).__name__}: {exc}); {_SAVE_HINT}"
+        ) from None
+    if isinstance(state, Mapping):
+        bad = [(k, v) for k, v in state.items() if not isinstance(v, torch.Tensor)]
+        if not bad and all(isinstance(k, str) for k in state):
+            return state
+        what = f"a dict whose {bad[0][0]!r} is {_kind(bad[0][1])}" if bad else "a dict"
+    else:
+        what = _kind(state)
+    raise DataFileError(
+        f"weights file {str(source)!r} holds {what}, not a state_dict (parameter names "
+        f"to tensors); {_SAVE_HINT}"
+    )
+
+
+def _import_factory(torch: Any, text: str) -> Callable[[], Any]:
+    """The callable ``text`` names, its module imported (running the module's code)."""
+    module_name, attr = _parse_factory(text)
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:
+        missing = exc.name if isinstance(exc, ModuleNotFoundError) else None
+        if missing and f"{module_name}.".startswith(f"{missing}."):
+            here = os.getcwd()
+            on_path = any(os.path.abspath(p or os.curdir) == here for p in sys.path)
+            searched = "with" if on_path else "without"
+            file = missing.replace(".", "/")
+            raise InvalidArgument(
+                f"PyTorch factory {text!r}: no module {missing!r} on sys.path ({searched} "
+                f"the current directory {here!r}); run from the folder that holds "
+                f"{file}.py (or the package {file}/), or add that folder to PYTHONPATH"
+            ) from None
+        raise ModelError(
+            f"importing {module_name!r} for the factory {text!r} raised "
+            f"{type(exc).__name__}: {exc}; fix the module (importing it runs its code)"
+        ) from exc
+    found: Any = module
+    for part in attr.split("."):
+        try:
+            found = getattr(found, part)
+        except AttributeError:
+            offered = _offered(found, module.__name__)
+            raise InvalidArgument(
+                f"PyTorch factory {text!r}: {module_name!r} "
+                f"({getattr(module, '__file__', None) or 'no file'}) has no {part!r}"
+                + (f"; it defines {offered}" if offered else "")
+            ) from None
+    if isinstance(found, torch.nn.Module) or not callable(found):
+        raise InvalidArgument(
+            f"PyTorch factory {text!r} is {_kind(found)}, not a factory; name a function "
+            "or class that returns the torch.nn.Module when called with no arguments"
+        )
+    return found  # type: ignore[no-any-return]
+
+
+def _offered(owner: Any, module_name: str) -> str:
+    """The public callables ``owner`` defines in ``module_name``, listed briefly."""
+    names = [
+        name
+        for name, value in getattr(owner, "__dict__", {}).items()
+        if not name.startswith("_")
+        and callable(value)
+        and getattr(value, "__module__", None) == module_name
+    ]
+    return _listed(names)
+
+
+def _check_fit(model: Any, state: Mapping[str, Any], source: Path, name: str) -> None:
+    """Refuse weights whose keys or shapes differ from the module's, naming them."""
+    expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    given = {k: tuple(v.shape) for k, v in state.items()}
+    problems = [
+        f"{label} {_listed(keys)}"
+        for label, keys in (
+            ("missing", [k for k in expected if k not in given]),
+            ("unexpected", [k for k in given if k not in expected]),
+            (
+                "other shapes",
+                [
+                    f"{k} {given[k]} (the module's {expected[k]})"
+                    for k in expected
+                    if k in given and given[k] != expected[k]
+                ],
+            ),
+        )
+        if keys
+    ]
+    if problems:
+        raise ModelError(
+            f"weights file {str(source)!r} does not fit the module {name!r} builds: "
+            f"{'; '.join(problems)}. Load the weights saved from that architecture "
+            "(torch.save(model.state_dict(), path))"
+        )
+
+
+def _listed(names: list[str]) -> str:
+    more = len(names) - _SHOWN
+    return ", ".join(names[:_SHOWN]) + (f" and {more} more" if more > 0 else "")
+
+
+def _kind(value: Any) -> str:
+    kind = type(value)
+    return f"a {kind.__module__}.{kind.__qualname__}".replace("a builtins.", "a ")

@@ -347,7 +347,9 @@ class TorchModel(Adapter):
         try:
             self.model.eval()
             with torch.no_grad():
-                tensor = torch.from_numpy(np.ascontiguousarray(x)).to(self._device)
+                array = np.ascontiguousarray(x)  # a read-only one (a memory-mapped file)
+                array = array if array.flags.writeable else array.copy()  # torch would warn
+                tensor = torch.from_numpy(array).to(self._device)
                 if tensor.is_floating_point():
                     tensor = tensor.to(self._float_dtype)
                 out = self.model(tensor)
