@@ -119,6 +119,12 @@ def _parser() -> _Parser:
             help="count a condition apart (the label as the reports print it); repeatable",
         )
         command.add_argument(
+            "--tests",
+            action="store_true",
+            help="the tests recorded with --rnn-context=test: per test what it covered, a "
+            "minimal set covering what they all cover, and the tests that add nothing",
+        )
+        command.add_argument(
             "--format",
             choices=("text", "markdown"),
             default="text",
@@ -416,7 +422,12 @@ def _outputs(
 
 
 def _render(
-    kinds: list[str], files: list[Any], data: Any, verdict: Any, markdown: bool = False
+    kinds: list[str],
+    files: list[Any],
+    data: Any,
+    verdict: Any,
+    markdown: bool = False,
+    tests: bool = False,
 ) -> list[str]:
     """Write the report files and print the terminal report (or, with ``markdown``, the
     Markdown report on stdout and the notes on stderr); returns the problems."""
@@ -437,6 +448,12 @@ def _render(
     TermReport(
         writer, detail="term-detail" in kinds, coverage=bool(set(kinds) & {"term", "term-detail"})
     ).sections(data)
+    if tests:
+        from .reporting.attribution import summary_lines
+
+        writer.write_sep("-", "RNN coverage by test")
+        for state in data.models.values():
+            writer.lines.extend(summary_lines(state))
     writer.lines.extend(written)
     TermReport(writer).verdict(verdict)
     _print("\n".join(writer.lines))
@@ -487,7 +504,7 @@ def _combine(args: argparse.Namespace) -> int:
             out.write(data.dumps() + "\n")  # what was measured: exclusions apart
         except RNNCovError as exc:
             failed = str(exc)
-    problems = _render(kinds, files, view, verdict, args.format == "markdown")
+    problems = _render(kinds, files, view, verdict, args.format == "markdown", args.tests)
     if failed is not None:
         print(f"error: {failed}", file=sys.stderr)
     elif out is not None:
@@ -503,7 +520,7 @@ def _report(args: argparse.Namespace) -> int:
     kinds, files, _ = _outputs(args, _data_inputs(args))  # before reading anything
     data = _excluded(args, _combined(args.data))
     verdict = _verdict(args, data)
-    problems = _render(kinds, files, data, verdict, args.format == "markdown")
+    problems = _render(kinds, files, data, verdict, args.format == "markdown", args.tests)
     return 1 if verdict.passed is False or problems else 0
 
 

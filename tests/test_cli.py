@@ -572,3 +572,36 @@ def test_load_torch_model_takes_a_callable_and_returns_the_module_in_eval_mode(t
     loaded = load_torch_model(type(net), path / "w.pt")  # the class is a factory too
     assert isinstance(loaded, type(net)) and not loaded.training
     assert all(torch.equal(loaded.state_dict()[k], v) for k, v in net.state_dict().items())
+
+
+def test_per_test_attribution_through_xdist_and_the_report(runs):
+    """Each test's recorded count equals what a run of that test alone covered."""
+    done = pytest_run("-n", "2", "--rnn-context=test", "--rnn-data=ctx.json", cwd=runs)
+    assert done.returncode == 0, done.stdout[-2000:]
+    alone = {
+        "test_halves.py::test_one": json.loads((runs / "a.json").read_text()),
+        "test_halves.py::test_two": json.loads((runs / "b.json").read_text()),
+    }
+    report = cli("report", "ctx.json", "--tests", "--report", "json:ctx-report.json", cwd=runs)
+    assert report.returncode == 0, report.stderr
+    model = json.loads((runs / "ctx-report.json").read_text())["models"]["tiny"]
+    assert sorted(model["tests"]) == sorted(alone)
+    for test, data in alone.items():
+        metrics = data["models"]["tiny"]["metrics"]
+        expected = {key: metrics[key]["covered"] for key in ("BC", "SC", "TC")}
+        assert model["test_summary"]["covered"][test] == expected
+        line = f"  {test}: " + ", ".join(f"{k} {v}" for k, v in expected.items())
+        assert line in report.stdout
+    # each covered condition names the tests that covered it, and only those
+    for key in ("BC", "SC", "TC"):
+        recorded = model["metrics"][key]["tests"]
+        assert recorded["conditions"] == model["metrics"][key]["covered_ids"]
+        for condition, first in zip(recorded["conditions"], recorded["first"]):
+            names = {model["tests"][i] for i in first}
+            covering = {
+                t for t, d in alone.items()
+                if condition in d["models"]["tiny"]["metrics"][key]["covered_ids"]
+            }  # fmt: skip
+            assert names == covering
+    summary = model["test_summary"]
+    assert sorted(summary["minimal"] + summary["adds_nothing"]) == sorted(alone)

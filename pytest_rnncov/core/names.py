@@ -13,3 +13,6 @@ PRESET_NAMES = ("paper", "testrnn")
 
 #: The most coverage conditions one metric may have (its state must fit in memory).
 MAX_CONDITIONS = 1 << 20
+
+#: the tests recorded per condition with ``--rnn-context=test``: the first that covered it
+TESTS_PER_CONDITION = 5

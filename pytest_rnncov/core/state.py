@@ -23,7 +23,7 @@ import numpy as np
 from ..errors import InvalidArgument
 from ..files import Fields
 from ..validation import shown
-from .names import MAX_CONDITIONS, METRIC_NAMES
+from .names import MAX_CONDITIONS, METRIC_NAMES, TESTS_PER_CONDITION
 from .trace import CELL_COMPONENTS
 
 STATE_VERSION = 1
@@ -79,6 +79,11 @@ class MetricState:
     excluded: np.ndarray | None = None
     #: (label, reason, conditions, of them covered anyway) per exclusion
     exclusions: tuple[tuple[str, str, int, int], ...] = ()
+    #: per condition, the first tests that covered it (indices into ``ModelState.tests``,
+    #: -1 for none; shape (total, TESTS_PER_CONDITION)); None unless tests are recorded
+    contexts: np.ndarray | None = None
+    #: per test of ``ModelState.tests``, how many of these conditions it covered
+    test_counts: np.ndarray | None = None
 
     @classmethod
     def empty(
@@ -160,6 +165,8 @@ class MetricState:
             self.config,
             self.best_fitness,
             self.weights,
+            contexts=self.contexts,
+            test_counts=self.test_counts,
         )
 
     # -- growing -------------------------------------------------------------------------
@@ -189,12 +196,32 @@ class MetricState:
                 f"{ours} ({self.total} conditions): the configurations differ"
             )
 
-    def merge(self, other: "MetricState") -> None:
-        """Union: covered conditions, summed times, lowest fitness."""
+    def merge(self, other: "MetricState", tests: np.ndarray | None = None) -> None:
+        """Union: covered conditions, summed times, lowest fitness; with ``tests`` (where
+        each of ``other``'s test indices goes among this state's model's tests), the tests
+        recorded per condition and per test."""
         self.check_compatible(other)
         _add_saturating(self.times, other.times)
         if self.best_fitness is not None and other.best_fitness is not None:
             np.minimum(self.best_fitness, other.best_fitness, out=self.best_fitness)
+        if tests is not None and other.contexts is not None and other.test_counts is not None:
+            self._merge_tests(other.contexts, other.test_counts, tests)
+
+    def _merge_tests(self, contexts: np.ndarray, counts: np.ndarray, tests: np.ndarray) -> None:
+        theirs = np.where(contexts >= 0, tests[np.maximum(contexts, 0)], -1)
+        if self.contexts is None:
+            self.contexts = np.full((self.total, TESTS_PER_CONDITION), -1, np.int32)
+        for c in np.flatnonzero((theirs >= 0).any(axis=1)):  # merging only: not a hot path
+            row = [int(t) for t in self.contexts[c] if t >= 0]
+            row += [int(t) for t in theirs[c] if t >= 0 and t not in row]
+            row = row[:TESTS_PER_CONDITION]
+            self.contexts[c, : len(row)] = row
+        size = int(tests.max()) + 1 if len(tests) else 0
+        mine = np.zeros(0, np.int64) if self.test_counts is None else self.test_counts
+        grown = np.zeros(max(size, len(mine)), np.int64)
+        grown[: len(mine)] = mine
+        np.maximum.at(grown, tests, counts)
+        self.test_counts = grown
 
     def copy(self, *, track_fitness: bool | None = None) -> "MetricState":
         keep = self.best_fitness is not None if track_fitness is None else track_fitness
@@ -206,11 +233,14 @@ class MetricState:
             dict(self.config),
             None if not keep or self.best_fitness is None else self.best_fitness.copy(),
             None if self.weights is None else self.weights.copy(),
+            contexts=None if self.contexts is None else self.contexts.copy(),
+            test_counts=None if self.test_counts is None else self.test_counts.copy(),
         )
 
     # -- JSON ----------------------------------------------------------------------------
-    def to_json(self, *, fitness: bool = False) -> dict[str, Any]:
-        """JSON-ready: covered ids and their times (sparse), configuration, weights."""
+    def to_json(self, *, fitness: bool = False, tests: bool = True) -> dict[str, Any]:
+        """JSON-ready: covered ids and their times (sparse), configuration, weights, and the
+        tests recorded per condition (``tests=False`` leaves them out: baselines)."""
         raw = self.without_exclusions()  # files hold what was measured, exclusions apart
         ids = self.covered_ids()
         out: dict[str, Any] = {
@@ -230,6 +260,13 @@ class MetricState:
             out["best_fitness"] = [
                 None if not math.isfinite(v) else v for v in self.best_fitness.tolist()
             ]
+        if tests and self.contexts is not None and self.test_counts is not None:
+            rows = np.flatnonzero((self.contexts >= 0).any(axis=1))
+            out["tests"] = {
+                "conditions": rows.tolist(),
+                "first": [[int(t) for t in self.contexts[c] if t >= 0] for c in rows],
+                "counts": self.test_counts.tolist(),
+            }
         return out
 
     @classmethod
@@ -248,7 +285,7 @@ class MetricState:
                 "covered_ids",
                 "times",
             ),
-            optional=("weights", "best_fitness"),
+            optional=("weights", "best_fitness", "tests"),
         )
         metric = f.get("metric", str)
         describe = f.get("describe", str)
@@ -282,12 +319,44 @@ class MetricState:
                 raise f.fail(f"'best_fitness' must be {total} finite floats or null")
             fitness = np.array([np.inf if v is None else v for v in raw], np.float64)
         state = cls(metric, describe, total, full, dict(config), fitness, weights)
+        if "tests" in data:
+            state.contexts, state.test_counts = _read_tests(f, total, full)
         # redundant figures must agree with the ids exactly (both are computed the same way)
         for key, actual in (("covered", state.n_covered), ("rate", state.rate)):
             claimed = f.get(key, type(actual))
             if claimed != actual or math.copysign(1, claimed) != math.copysign(1, actual):
                 raise f.fail(f"{key!r} is {claimed!r} but the covered ids give {actual!r}")
         return state
+
+
+def _read_tests(fields: Fields, total: int, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A metric state's "tests": per condition the first tests that covered it (each a
+    covered condition, at most TESTS_PER_CONDITION distinct tests) and per test a count."""
+    f = Fields(fields.get("tests", dict), f"{fields.where}, 'tests'")
+    f.exact_keys(("conditions", "first", "counts"))
+    conditions = _int_list(f, "conditions", high=total)
+    counts = _int_list(f, "counts")
+    first = f.get("first", list)
+    if len(first) != len(conditions):
+        raise f.fail(f"'first' has {len(first)} entries for {len(conditions)} conditions")
+    if len(conditions) > 1 and not (np.diff(conditions) > 0).all():
+        raise f.fail("'conditions' must be sorted without repeats")
+    if len(conditions) and not (times[conditions] > 0).all():
+        raise f.fail("'conditions' names a condition that is not covered")
+    contexts = np.full((total, TESTS_PER_CONDITION), -1, np.int32)
+    for c, row in zip(conditions.tolist(), first):
+        if (
+            not isinstance(row, list)
+            or not 0 < len(row) <= TESTS_PER_CONDITION
+            or len(set(row)) != len(row)
+            or not all(type(t) is int and 0 <= t < len(counts) for t in row)
+        ):
+            raise f.fail(
+                f"the tests of condition {c} must be 1 to {TESTS_PER_CONDITION} distinct "
+                f"test indices below {len(counts)}"
+            )
+        contexts[c, : len(row)] = row
+    return contexts, counts
 
 
 @dataclass
@@ -303,6 +372,8 @@ class ModelState:
     metrics: dict[str, MetricState]
     #: digest of the profile the conditions were built from (``Profile.digest``)
     profile: str = ""
+    #: the tests (node ids) the metric states' recorded tests index (``--rnn-context=test``)
+    tests: list[str] = field(default_factory=list)
 
     def same_subject(self, other: "ModelState") -> bool:
         return (self.layer, self.cell, tuple(self.window), self.fingerprint, self.profile) == (
@@ -344,12 +415,17 @@ class ModelState:
     def merge(self, other: "ModelState") -> None:
         """Union another state of the same model (metrics tracked only there are added)."""
         self.check_compatible(other)
-        for key, state in other.metrics.items():
-            if key in self.metrics:
-                self.metrics[key].merge(state)
+        index = {test: i for i, test in enumerate(self.tests)}
+        for test in other.tests:
+            if test not in index:
+                index[test] = len(self.tests)
+                self.tests.append(test)
+        where = np.array([index[t] for t in other.tests], np.int32)  # their index -> ours
         for key, state in other.metrics.items():
             if key not in self.metrics:
                 self.metrics[key] = state.copy()
+                self.metrics[key].contexts = self.metrics[key].test_counts = None
+            self.metrics[key].merge(state, where)
         self.n_inputs = min(self.n_inputs + other.n_inputs, MAX_COUNT)
 
     def copy(self) -> "ModelState":
@@ -362,13 +438,14 @@ class ModelState:
             self.n_inputs,
             {k: m.copy() for k, m in self.metrics.items()},
             self.profile,
+            list(self.tests),
         )
 
     def rates(self) -> dict[str, float]:
         return {k: m.rate for k, m in self.metrics.items()}
 
-    def to_json(self, *, fitness: bool = False) -> dict[str, Any]:
-        return {
+    def to_json(self, *, fitness: bool = False, tests: bool = True) -> dict[str, Any]:
+        out: dict[str, Any] = {
             "version": STATE_VERSION,
             "name": self.name,
             "layer": self.layer,
@@ -377,8 +454,13 @@ class ModelState:
             "fingerprint": self.fingerprint,
             "profile": self.profile,
             "inputs": self.n_inputs,
-            "metrics": {k: m.to_json(fitness=fitness) for k, m in self.metrics.items()},
+            "metrics": {
+                k: m.to_json(fitness=fitness, tests=tests) for k, m in self.metrics.items()
+            },
         }
+        if tests and self.tests:
+            out["tests"] = list(self.tests)
+        return out
 
     @classmethod
     def from_json(cls, data: Any, where: str = "model state") -> "ModelState":
@@ -394,7 +476,8 @@ class ModelState:
                 "profile",
                 "inputs",
                 "metrics",
-            )
+            ),
+            optional=("tests",),
         )
         name = f.get("name", str)
         window = _int_list(f, "window", length=2)
@@ -413,6 +496,15 @@ class ModelState:
         cell = f.get("cell", str)
         if cell not in CELL_COMPONENTS:
             raise f.fail(f"cell {cell!r} is not one of {', '.join(CELL_COMPONENTS)}")
+        tests = f.strings("tests") if "tests" in data else []
+        if len(set(tests)) != len(tests):
+            raise f.fail("'tests' names a test twice")
+        for key, state in metrics.items():
+            if state.test_counts is not None and len(state.test_counts) != len(tests):
+                raise f.fail(
+                    f"metric {key!r} counts {len(state.test_counts)} tests, the model "
+                    f"names {len(tests)}"
+                )
         return cls(
             name,
             f.get("layer", str),
@@ -422,6 +514,7 @@ class ModelState:
             n_inputs,
             metrics,
             f.get("profile", str),
+            tests,
         )
 
 

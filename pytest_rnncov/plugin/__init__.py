@@ -92,6 +92,7 @@ class RNNCovPlugin:
                 seed=self.settings.seed,
                 metrics=self.settings.tracked_metrics,
                 signal_figures=wanted,
+                record_tests=self.settings.record_tests,
             )
             self._engine.current_test = self._current_test
         return self._engine

@@ -19,7 +19,7 @@ import pytest
 from ..config.bars import Bars, parse_bars, parse_fraction
 from ..config.values import parse_metrics, parse_report, parse_seed
 from ..core.exclusions import Exclusion, parse_exclusion
-from ..core.names import DEFAULT_METRICS, METRIC_NAMES
+from ..core.names import DEFAULT_METRICS, METRIC_NAMES, TESTS_PER_CONDITION
 from ..errors import InvalidArgument, RNNCovError
 
 if TYPE_CHECKING:
@@ -112,6 +112,14 @@ def addoption(parser: pytest.Parser) -> None:
         help="allowed drop below the baseline, a fraction (default 0; ini: rnn_compare_tolerance)",
     )
     group.addoption(
+        "--rnn-context",
+        choices=["test"],
+        default=None,
+        help="record which tests covered each condition (the first "
+        f"{TESTS_PER_CONDITION} per condition) and how many each test covered, for the "
+        "reports and `python -m pytest_rnncov report --tests` (ini: rnn_context)",
+    )
+    group.addoption(
         "--rnn-exclude",
         metavar="MODEL:METRIC:LABEL = REASON",
         type=exclusion_spec,
@@ -142,6 +150,7 @@ def addoption(parser: pytest.Parser) -> None:
         type="linelist",
         default=[],
     )
+    parser.addini("rnn_context", "default of --rnn-context", default=None)
     parser.addini(
         "rnn_exclude",
         "conditions counted apart, one MODEL:METRIC:LABEL = REASON per line",
@@ -168,6 +177,8 @@ class Settings:
     tolerance: float
     explicit: bool
     exclusions: tuple[Exclusion, ...] = ()
+    #: whether tests are recorded per condition (--rnn-context=test)
+    record_tests: bool = False
 
     @property
     def ratchet(self) -> bool:
@@ -254,6 +265,12 @@ def read_settings(config: pytest.Config) -> Settings:
             raise _usage(f"ini option rnn_report = {lines!r}", exc) from None
     reports = tuple(dict.fromkeys(reports or [("term", None)]))
 
+    context = config.getoption("rnn_context") or _ini(config, "rnn_context")
+    if context not in (None, "test"):
+        raise pytest.UsageError(
+            f"ini option rnn_context = {context!r}: the one context is test (rnn_context = test)"
+        )
+
     exclusions = config.getoption("rnn_exclude")
     if exclusions is None:
         lines = _ini(config, "rnn_exclude") or []
@@ -316,6 +333,7 @@ def read_settings(config: pytest.Config) -> Settings:
         float(tolerance),
         explicit,
         tuple(dict.fromkeys(exclusions)),
+        context == "test",
     )
 
 

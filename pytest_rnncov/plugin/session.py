@@ -23,7 +23,7 @@ from ..core.abstractions import resolve_window
 from ..core.coverage import Coverage, Observation
 from ..core.metrics import DEFAULT_METRICS, Signals
 from ..core.profile import Profile
-from ..core.state import MetricState, ModelState
+from ..core.state import TESTS_PER_CONDITION, MetricState, ModelState
 from ..core.trace import Trace, concat_traces
 from ..errors import InvalidArgument, ProfileError, RNNCovWarning, StaleProfile
 from ..files import as_path, folder_lock
@@ -65,6 +65,61 @@ class _TestCoverage:
         return out
 
 
+class _TestRecorder:
+    """Which tests covered which conditions of one model (``--rnn-context=test``): per
+    condition the first TESTS_PER_CONDITION tests, per test how many conditions it
+    covered. Memory: conditions x TESTS_PER_CONDITION, however many tests run."""
+
+    def __init__(self, totals: dict[str, int]) -> None:
+        self.tests: list[str] = []
+        self.index: dict[str, int] = {}
+        self.current = -1
+        self.first = {k: np.full((t, TESTS_PER_CONDITION), -1, np.int32) for k, t in totals.items()}
+        self.filled = {k: np.zeros(t, np.int8) for k, t in totals.items()}
+        self.counts: dict[str, dict[int, int]] = {k: {} for k in totals}
+        #: the conditions the running test covered so far, per metric
+        self.seen = {k: np.zeros(t, bool) for k, t in totals.items()}
+
+    def add(self, test: str, observation: Observation) -> None:
+        if test not in self.index:
+            self.index[test] = len(self.tests)
+            self.tests.append(test)
+        t = self.index[test]
+        if t != self.current:
+            self._close()
+            self.current = t
+        for key, (_, result) in observation.items():
+            hit = np.flatnonzero(result.counts)
+            self.seen[key][hit] = True
+            filled = self.filled[key][hit].astype(np.int64)
+            listed = (self.first[key][hit] == t).any(axis=1)
+            fresh = hit[(filled < TESTS_PER_CONDITION) & ~listed]
+            self.first[key][fresh, self.filled[key][fresh]] = t
+            self.filled[key][fresh] += 1
+
+    def _close(self) -> None:
+        """Count the conditions the test that fed last covered."""
+        if self.current < 0:
+            return
+        for key, seen in self.seen.items():
+            counts = self.counts[key]
+            counts[self.current] = max(counts.get(self.current, 0), int(seen.sum()))
+            seen[:] = False
+
+    def attach(self, state: ModelState) -> ModelState:
+        """``state`` with the recorded tests (the running test's count included)."""
+        self._close()
+        self.current = -1
+        state.tests = list(self.tests)
+        for key, metric in state.metrics.items():
+            if key in self.first:
+                metric.contexts = self.first[key].copy()
+                metric.test_counts = np.array(
+                    [self.counts[key].get(i, 0) for i in range(len(self.tests))], np.int64
+                )
+        return state
+
+
 class _CampaignRecorder:
     """Registers a finished campaign's figures and gallery with the session."""
 
@@ -102,6 +157,12 @@ class TrackedModel:
         self.preset = preset
         #: the trace of the inputs the HTML report plots (the first fed, or plot_signals's)
         self._plotted: Trace | None = None
+        #: which tests covered what, when the session records tests
+        self.tests = (
+            _TestRecorder({k: m.state_.total for k, m in coverage.metrics.items()})
+            if session.record_tests
+            else None
+        )
 
     @property
     def profile(self) -> Profile:
@@ -127,6 +188,8 @@ class TrackedModel:
         test = self.session.test_coverage
         if test is not None:
             test.add(self, observation, len(signals))
+        if self.tests is not None and self.session.current_test is not None:
+            self.tests.add(self.session.current_test, observation)
 
     def _stream(self, x: Any, keep_trace: bool) -> tuple[np.ndarray, list[Trace], dict[str, int]]:
         outputs, traces = [], []
@@ -219,7 +282,8 @@ class TrackedModel:
         )
 
     def state(self) -> ModelState:
-        return self.coverage.state(self.name)
+        state = self.coverage.state(self.name)
+        return state if self.tests is None else self.tests.attach(state)
 
     def __repr__(self) -> str:
         return f"TrackedModel({self.name!r}, {self.coverage!r})"
@@ -229,9 +293,15 @@ class RNNCovSession:
     """What the ``rnncov`` fixture hands out: register models with :meth:`track`."""
 
     def __init__(
-        self, seed: int = 0, metrics: Sequence[str] = DEFAULT_METRICS, signal_figures: bool = True
+        self,
+        seed: int = 0,
+        metrics: Sequence[str] = DEFAULT_METRICS,
+        signal_figures: bool = True,
+        record_tests: bool = False,
     ) -> None:
         self.seed = check_int("seed", seed, minimum=0)
+        #: whether each model records which tests covered its conditions
+        self.record_tests = record_tests
         self.default_metrics = tuple(metrics)
         #: whether data() computes the HTML report's signal figures (an HTML report or a
         #: data file was asked for)

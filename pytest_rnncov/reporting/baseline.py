@@ -67,7 +67,7 @@ def baseline_text(data: CoverageData) -> str:
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "complete": data.complete,
         "missing_workers": list(data.missing_workers),
-        "models": {name: state.to_json() for name, state in data.models.items()},
+        "models": {name: state.to_json(tests=False) for name, state in data.models.items()},
     }
     return json.dumps(content, indent=1, allow_nan=False) + "\n"
 

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from ..files import Fields, read_envelope
+from .attribution import coverage_by_test
 from .data import CoverageData
 from .results import Verdict
 
@@ -39,6 +40,13 @@ class JsonReport:
                 check = checks.get((name, key))
                 metric["threshold"] = None if check is None else check.bar
                 metric["pass"] = None if check is None else check.passed
+            summary = coverage_by_test(state)
+            if summary is not None:
+                content["test_summary"] = {
+                    "minimal": summary.minimal,
+                    "adds_nothing": summary.adds_nothing,
+                    "covered": summary.covered,
+                }
             models[name] = content
         return {
             "format": JSON_FORMAT,

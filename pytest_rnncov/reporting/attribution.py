@@ -1,0 +1,75 @@
+"""Who covers what (``--rnn-context=test``): per test the conditions it covered, and a
+minimal set of tests that covers every condition the recorded tests cover, by the greedy
+set cover the campaigns use for their minimal suites (``generation.statistics``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..core.state import ModelState
+from ..generation.statistics import MinimalSuite
+
+
+@dataclass(frozen=True)
+class CoverageByTest:
+    """One model's recorded tests."""
+
+    #: per test (node id), per metric, the conditions it covered
+    covered: dict[str, dict[str, int]]
+    #: a smallest-found set of tests that covers every condition the recorded tests cover
+    minimal: list[str]
+    #: the other tests: each covers nothing the minimal set does not
+    adds_nothing: list[str]
+
+
+def coverage_by_test(state: ModelState) -> CoverageByTest | None:
+    """The summary of ``state``'s recorded tests (None when none were recorded)."""
+    recorded = {k: m for k, m in state.metrics.items() if m.contexts is not None}
+    if not state.tests or not recorded:
+        return None
+    rows, conditions, offset = [], [], 0
+    for metric in recorded.values():
+        assert metric.contexts is not None
+        cond, slot = np.nonzero(metric.contexts >= 0)
+        rows.append(metric.contexts[cond, slot].astype(np.int64))
+        conditions.append(cond.astype(np.int64) + offset)
+        offset += metric.total
+    suite = MinimalSuite(offset)
+    suite.add(np.arange(len(state.tests)), np.concatenate(rows), np.concatenate(conditions))
+    members = set(suite.members().tolist())
+    covered = {
+        test: {
+            key: int(m.test_counts[i])
+            if m.test_counts is not None and i < len(m.test_counts)
+            else 0
+            for key, m in recorded.items()
+        }
+        for i, test in enumerate(state.tests)
+    }
+    return CoverageByTest(
+        covered,
+        [t for i, t in enumerate(state.tests) if i in members],
+        [t for i, t in enumerate(state.tests) if i not in members],
+    )
+
+
+def summary_lines(state: ModelState) -> list[str]:
+    """The command line's and the terminal's lines on ``state``'s recorded tests."""
+    summary = coverage_by_test(state)
+    if summary is None:
+        return [f"{state.name}: no tests recorded (run pytest with --rnn-context=test)"]
+    n = len(summary.covered)
+    lines = [
+        f"{state.name}: {n} test{'s' if n != 1 else ''} recorded; {len(summary.minimal)} "
+        "cover every condition they cover:"
+    ]
+    lines += [f"  {test}" for test in summary.minimal]
+    if summary.adds_nothing:
+        lines.append("adding no coverage the others do not give:")
+        lines += [f"  {test}" for test in summary.adds_nothing]
+    lines.append("conditions covered per test:")
+    for test, counts in summary.covered.items():
+        lines.append(f"  {test}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    return lines
