@@ -99,3 +99,27 @@ def test_margin_is_how_far_from_failing():
         Oracle(task="regression", tolerance=1.0).margin(np.array([[2.0]]), np.array([[2.25]])),
         [0.75],
     )
+
+
+HYPOTHESIS_TEST = """
+import numpy as np
+from hypothesis import given, settings, strategies as st
+from pytest_rnncov import Oracle
+
+
+@settings(database=None, derandomize=True, max_examples=200)
+@given(st.floats(0, 1))
+def test_oracle(x):
+    oracle = Oracle(radius=1.0)
+    oracle.check(np.array([[0.6, 0.4]]), np.array([[1 - x, x]]), 0.1)  # the user's line
+"""
+
+
+def test_a_hypothesis_failure_points_at_the_users_test_not_the_oracle(pytester):
+    pytester.makepyfile(test_h=HYPOTHESIS_TEST)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    output = result.stdout.str()
+    assert "Failing test case: test_oracle(" in output
+    assert "oracle.py" not in output  # no "Explanation" or traceback lines into the oracle
+    result.stdout.fnmatch_lines(["*oracle.check(np.array(*# the user's line"])

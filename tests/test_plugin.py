@@ -575,3 +575,49 @@ def test_signal_figures_are_computed_only_for_an_html_report_or_a_data_file(
         assert (figure is not None) == wanted
         if wanted:  # the first 4 inputs fed, over the window
             assert len(figure["h_net_z"]) == 4 and len(figure["steps"]) == 7
+
+
+NAMED_STRATEGY = """
+import numpy as np
+from hypothesis import given, settings
+from conftest import inputs
+from pytest_rnncov import GaussianMutator, GAConfig, targeted_mutants
+
+SEEDS = inputs(3, n=4)
+MUTATOR = GaussianMutator(variance=0.1, clip=None)
+
+
+@settings(max_examples=8, deadline=None, database=None, derandomize=True)
+@given(targeted_mutants("tiny", SEEDS, MUTATOR, ga=GAConfig(k=2, n=3, gamma=2)))
+def test_named(tiny, mutant):
+    assert mutant.case.shape == (6, 2)
+    seen.append(mutant)
+
+
+@settings(max_examples=2, deadline=None, database=None)
+@given(targeted_mutants("nobody", SEEDS, MUTATOR))
+def test_unknown(tiny, mutant):
+    pass
+
+
+seen = []
+
+
+def test_zz_bred_inputs_counted(tiny):
+    assert any(m.generations for m in seen)
+    assert tiny.coverage.n_inputs_ > 0
+"""
+
+
+def test_given_strategy_names_its_model_and_resolves_it_from_the_session(pytester):
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_named=NAMED_STRATEGY)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--hypothesis-show-statistics")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*no model named 'nobody' is tracked in this session (tracked: 'tiny'); the test "
+            "must request the fixture*",
+            "*test_named.py::test_named:*",  # the statistics section is not empty
+        ]
+    )

@@ -109,7 +109,9 @@ def test_random_mutants_without_model_calls(seq_inputs):
 
 
 def test_strategy_errors(stacked_model, seq_inputs):
-    with pytest.raises(InvalidArgument, match="needs a tracked model"):
+    with pytest.raises(
+        InvalidArgument, match=r"pass a tracked model \(rnncov.track\(model, ...\)\) or its name"
+    ):
         targeted_mutants(stacked_model, seq_inputs, GaussianMutator())
     with pytest.raises(InvalidArgument, match="max_rounds=-1"):
         random_mutants(unit_seeds(seq_inputs), GaussianMutator(), max_rounds=-1)

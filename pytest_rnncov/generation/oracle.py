@@ -59,6 +59,24 @@ def _distances(values: Any, n: int, what: str) -> np.ndarray:
     return d
 
 
+# Raises ``error`` when ``failed``. Compiled under a "<...>" file name, which Hypothesis's
+# explain phase does not trace (as for generated code): the raise is then not reported as
+# "always and only run by failing test cases", and the user's own lines are.
+_GENERATED: dict[str, Any] = {}
+exec(  # a fixed string, compiled once at import
+    compile(
+        "def raise_if(failed, error):\n"
+        "    __tracebackhide__ = True\n"  # pytest shows the user's call, not this
+        "    if failed:\n"
+        "        raise error\n",
+        "<pytest_rnncov oracle>",
+        "exec",
+    ),
+    _GENERATED,
+)
+_raise_if: Callable[[bool, BaseException], None] = _GENERATED["raise_if"]
+
+
 def _one_case(outputs: Any, what: str) -> np.ndarray:
     """The outputs for one input as a (1, n) row: a scalar, a 1-D output vector or a batch
     of one row."""
@@ -256,11 +274,13 @@ class Oracle:
     ) -> None:
         """Raise AdversarialFailure (an AssertionError) when the case fails the oracle, with
         a message that explains it: both decisions, the distance and the radius."""
+        __tracebackhide__ = True  # pytest's traceback ends at the test's call
         seed_rows = _one_case(seed_output, "seed output")
         case_rows = _one_case(case_output, "case output")
         distance = check_float("distance", distance, minimum=0.0)
-        if not self.fails(seed_rows, case_rows, np.array([distance]))[0]:
-            return
+        failed = bool(self.fails(seed_rows, case_rows, np.array([distance]))[0])
+        # the message is built whether or not the case fails: Hypothesis's "Explanation"
+        # names the lines only failing examples run, which must be the user's, not ours
         if self.task == "regression":
             what = (
                 f"the prediction moved from {seed_rows[0, 0]:.4g} to {case_rows[0, 0]:.4g} "
@@ -287,7 +307,7 @@ class Oracle:
         lines = [f"adversarial case: {what}, {where}"]
         if seed is not None and case is not None and isinstance(seed, str):
             lines += [f"  seed: {seed!r}", f"  case: {case!r}"]
-        raise AdversarialFailure("\n".join(lines))
+        _raise_if(failed, AdversarialFailure("\n".join(lines)))
 
     def margin(self, seed_outputs: Any, case_outputs: Any) -> np.ndarray:
         """How far each case is from failing (<= 0: its decision changed): for

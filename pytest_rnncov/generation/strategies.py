@@ -8,7 +8,7 @@ database and shrinks toward its seed (zero generations is the seed itself).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 from hypothesis import HealthCheck, note, settings, target
@@ -70,8 +70,38 @@ def random_mutants(
     return build()
 
 
+#: where a strategy given a model's name finds the running session's tracked models (the
+#: plugin sets it when the session's ``rnncov`` engine starts, and clears it at the end)
+_session_models: Callable[[], Mapping[str, TrackedLike]] | None = None
+
+
+def use_session_models(models: Callable[[], Mapping[str, TrackedLike]] | None) -> None:
+    """Let strategies resolve model names from ``models()`` (None: no session)."""
+    global _session_models
+    _session_models = models
+
+
+def _tracked(name: str) -> TrackedLike:
+    """The session's tracked model ``name``, when an example is drawn."""
+    models = {} if _session_models is None else dict(_session_models())
+    if name in models:
+        return models[name]
+    if _session_models is None:
+        raise InvalidArgument(
+            f"targeted_mutants({name!r}, ...) draws from the model tracked under that name "
+            "in the running pytest session, and none is running here; use it in a test run "
+            "by pytest, or pass the tracked model itself"
+        )
+    known = ", ".join(map(repr, models)) or "none yet"
+    raise InvalidArgument(
+        f"no model named {name!r} is tracked in this session (tracked: {known}); the test "
+        f"must request the fixture that calls rnncov.track(..., name={name!r}), e.g. "
+        "def test_robust(classifier, case): ..."
+    )
+
+
 def targeted_mutants(
-    model: TrackedLike,
+    model: TrackedLike | str,
     seeds: Any,
     mutator: Mutator,
     *,
@@ -82,24 +112,40 @@ def targeted_mutants(
     """Mutants bred by the GA targeted mutation (paper Alg. 2) toward one condition, or
     toward failing ``oracle`` with ``metric="failure"``.
 
-    Hypothesis draws the seed, the condition of ``metric`` to aim at, how many generations
-    (0..gamma) to run and an rng seed. Each generation is one batched call of the tracked
-    ``model`` (so the session coverage sees every bred input). The example's best fitness is
-    reported with ``hypothesis.target`` so Hypothesis steers toward uncovered behaviour (or,
-    for failures, toward the oracle's boundary: fitness <= 0 fails it).
+    ``model`` is a tracked model or its name in the running session (``rnncov.track(...,
+    name="mnist")``), resolved when examples are drawn, so the strategy can be written in
+    ``@given(...)`` on the test. Hypothesis draws the seed, the condition of ``metric`` to
+    aim at, how many generations (0..gamma) to run and an rng seed. Each generation is one
+    batched call of the tracked model (so the session coverage sees every bred input). The
+    example's best fitness is reported with ``hypothesis.target`` so Hypothesis steers
+    toward uncovered behaviour (or, for failures, toward the oracle's boundary: fitness
+    <= 0 fails it).
     """
-    if not isinstance(model, TrackedLike):
-        raise InvalidArgument("targeted_mutants needs a tracked model: rnncov.track(model, ...)")
+    if not isinstance(model, (TrackedLike, str)):
+        raise InvalidArgument(
+            f"model={model!r}; pass a tracked model (rnncov.track(model, ...)) or its name"
+        )
     if not isinstance(mutator, Mutator):
         raise InvalidArgument(f"mutator={mutator!r} is not a pytest_rnncov Mutator")
     if not isinstance(ga, GAConfig):
         raise InvalidArgument(f"ga={ga!r}; pass GAConfig(k=..., n=..., gamma=...)")
     seeds = mutator.check_seeds(seeds)
-    if isinstance(metric, str) and metric.lower() == "failure":
-        if not isinstance(oracle, Oracle):
-            raise InvalidArgument(
-                "metric='failure' needs the oracle to fail: pass oracle=Oracle(...)"
+    failure = isinstance(metric, str) and metric.lower() == "failure"
+    if failure and not isinstance(oracle, Oracle):
+        raise InvalidArgument("metric='failure' needs the oracle to fail: pass oracle=Oracle(...)")
+    if isinstance(model, str):
+        name = model
+
+        @st.composite
+        def named(draw: Any) -> Mutant:
+            tracked = _tracked(name)
+            return draw(
+                targeted_mutants(tracked, seeds, mutator, metric=metric, ga=ga, oracle=oracle)
             )
+
+        return named()
+    if failure:
+        assert oracle is not None
         return _failure_mutants(model, seeds, mutator, ga, oracle)
     scorer = model.coverage[metric]
 

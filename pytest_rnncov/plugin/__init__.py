@@ -95,6 +95,10 @@ class RNNCovPlugin:
                 record_tests=self.settings.record_tests,
             )
             self._engine.current_test = self._current_test
+            from ..generation.strategies import use_session_models
+
+            engine = self._engine
+            use_session_models(lambda: engine.models)  # @given(targeted_mutants("name", ...))
         return self._engine
 
     @property
@@ -208,6 +212,12 @@ class RNNCovPlugin:
         self.problems.extend(getattr(role, "problems", ()))
         if self.problems and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if self._engine is not None:  # model names resolve from this session only
+            from ..generation.strategies import use_session_models
+
+            use_session_models(None)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self._role is None:
