@@ -13,8 +13,13 @@ import pytest
 from test_plugin import CONFTEST
 
 from pytest_rnncov import CoverageData, MetricState, ModelState
-from pytest_rnncov.reporting.html import HtmlReport
+from pytest_rnncov.reporting.html import HtmlReport, gallery_item, series_plot, signals_plot
+from pytest_rnncov.reporting.images import png_bytes, side_by_side, to_gray8
 from pytest_rnncov.reporting.results import evaluate
+
+#: the page of test_every_plot_is_embedded_and_decodes weighed 378 kB while figures were
+#: RGBA PNGs, 128 kB as palette PNGs (bench/bench_html.py weighs a two-model page)
+PAGE_BYTES = 200_000
 
 HTML_TESTS = """
 from conftest import inputs
@@ -68,6 +73,8 @@ def test_every_plot_is_embedded_and_decodes(pytester):
         pixels = plt.imread(io.BytesIO(data), format="png")
         assert pixels.ndim >= 2 and pixels.shape[0] > 4 and pixels.shape[1] > 4
     assert "http://" not in page and "https://" not in page  # opens with no network
+    print(f"page weight: {len(page.encode())} bytes")
+    assert len(page.encode()) < PAGE_BYTES
 
 
 def render(tmp_path, gallery=(), models=None):
@@ -115,6 +122,104 @@ def test_time_series_samples_are_drawn_as_curves(tmp_path):
     }
     page = render(tmp_path, [item])
     assert "(seed dashed, case solid)" in page
+
+
+def legend_and_axes(fig):
+    """The figure's one legend's box and every axes' box, in display pixels."""
+    renderer = fig.canvas.get_renderer()
+    legends = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
+    legends += list(fig.legends)
+    assert len(legends) == 1
+    box = legends[0].get_window_extent(renderer)
+    return legends[0], box, [ax.get_window_extent(renderer) for ax in fig.axes]
+
+
+def test_time_series_figure_has_a_legend_for_seed_and_case():
+    import matplotlib.pyplot as plt
+
+    steps = np.linspace(0, 6, 30)
+    seed = np.stack([np.sin(steps), np.cos(steps), steps / 6], axis=1)
+    fig = series_plot(seed, seed + 0.2)
+    try:
+        legend, box, axes = legend_and_axes(fig)
+        labels = [text.get_text() for text in legend.get_texts()]
+        assert labels == ["seed", "case", "channel 0", "channel 1", "channel 2"]
+        styles = [handle.get_linestyle() for handle in legend.legend_handles[:2]]
+        assert styles == ["--", "-"]  # as the curves: seed dashed, case solid
+        assert not any(box.overlaps(ax) for ax in axes)  # beside the curves
+    finally:
+        plt.close(fig)
+    fig = series_plot(seed[:, :1], seed[:, :1] + 0.2)  # one channel: no channel key
+    try:
+        legend, _, _ = legend_and_axes(fig)
+        assert [text.get_text() for text in legend.get_texts()] == ["seed", "case"]
+    finally:
+        plt.close(fig)
+
+
+def test_signal_legend_is_outside_every_panel():
+    import matplotlib.pyplot as plt
+
+    rng = np.random.default_rng(0)
+    signals = {
+        "steps": [1, 2, 3, 4, 5],
+        "h_net_z": rng.normal(size=(4, 5)).tolist(),
+        "f_avg_minmax": rng.uniform(size=(4, 5)).tolist(),
+        "h_delta_minmax": rng.uniform(size=(4, 5)).tolist(),
+    }
+    fig = signals_plot(signals)
+    try:
+        legend, box, axes = legend_and_axes(fig)
+        assert len(axes) == 3
+        assert [t.get_text() for t in legend.get_texts()] == [f"input {i}" for i in range(4)]
+        assert not any(box.overlaps(ax) for ax in axes)
+        assert box.x0 >= max(ax.x1 for ax in axes)  # right of the last panel
+    finally:
+        plt.close(fig)
+
+
+def png_pixels(data):
+    from PIL import Image
+
+    with Image.open(io.BytesIO(data)) as image:
+        return np.asarray(image)
+
+
+@pytest.mark.parametrize(
+    "shape, panel",
+    [((8, 8), (96, 96)), ((28, 28), (112, 112)), ((4, 16), (96, 384)), ((300, 200), (300, 200))],
+)
+def test_small_images_are_scaled_up_without_blur(shape, panel):
+    rng = np.random.default_rng(1)
+    seed = rng.uniform(size=shape)
+    case = np.clip(seed + rng.normal(0, 0.2, size=shape), 0, 1)
+    pixels = png_pixels(png_bytes(side_by_side(seed, case, (0.0, 1.0))))
+    height, width = panel
+    assert pixels.shape == (height, 3 * width + 2 * 4)  # seed | case | difference, 4 px gaps
+    factor = height // shape[0]
+    assert factor * shape[1] == width  # one integer factor: the aspect ratio is kept
+    # nearest neighbour: each source pixel is a factor x factor block of its own grey
+    first = pixels[:, :width][::factor, ::factor]
+    np.testing.assert_array_equal(first, to_gray8(seed))
+    np.testing.assert_array_equal(np.kron(first, np.ones((factor, factor))), pixels[:, :width])
+
+
+def test_gallery_image_strip_of_a_small_image_is_readable():
+    rng = np.random.default_rng(2)
+    seed = rng.uniform(size=(8, 16))  # more columns than SERIES_CHANNELS: an image
+    item = {
+        "seed_index": 0,
+        "seed": seed.tolist(),
+        "case": np.clip(seed + 0.1, 0, 1).tolist(),
+        "seed_decision": "1",
+        "case_decision": "2",
+        "distance": 0.4,
+        "clip": [0.0, 1.0],
+    }
+    entry = gallery_item(item)
+    assert entry["caption"].endswith("(seed | case | difference)")
+    pixels = png_pixels(base64.b64decode(entry["uri"].split(",", 1)[1]))
+    assert pixels.shape == (96, 3 * 192 + 2 * 4)
 
 
 def test_large_tc_lists_covered_words_instead_of_a_grid(tmp_path):

@@ -50,7 +50,8 @@ def gallery_entries(
 class SampleWriter:
     """Writes a campaign's adversarial samples into ``directory`` as they are found.
 
-    Images (2-D cases): a PNG per sample (seed | case | difference), named
+    Images (2-D cases): a PNG per sample (seed | case | difference, a small image scaled up
+    by an integer factor, ``images.upscale_factor``), named
     ``adv_NNNNN_seed<i>_<from>to<to>.png``; text and SMILES: a line in ``adversarial.txt``.
     Each is written when the sample is found and replaced by its shrunk version once
     shrinking finished. At the end: ``adversarial.npz`` (cases, seeds, seed indices,

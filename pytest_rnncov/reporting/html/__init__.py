@@ -4,7 +4,9 @@ Like coverage.py's, it builds the page's data first (tables, figures as PNG byte
 memory, gallery entries) and then renders a Jinja2 template shipped with the package
 (``report.html.jinja``, ``report.css``). Plots are drawn with matplotlib
 (``pip install 'pytest-rnncov[html]'``) and embedded as base64, so the page opens with no
-network. Nothing here needs memory proportional to the number of possible TC words.
+network. Each figure is stored as a palette PNG (PALETTE colours, Pillow's optimised
+encoder): about a quarter of the RGBA PNG matplotlib writes, with no visible change.
+Nothing here needs memory proportional to the number of possible TC words.
 """
 
 from __future__ import annotations
@@ -32,16 +34,20 @@ GRID_WORDS = 4096
 TIMES_BARS = 200
 #: channels up to which a 2-D case is drawn as curves (time series) rather than an image
 SERIES_CHANNELS = 12
+#: the resolution figures are drawn at
+DPI = 90
+#: colours of a figure's palette (antialiased line plots; colour-coded figures ask for 256)
+PALETTE = 128
 
 
 def require_html() -> None:
     """Raise MissingResource with the install command when matplotlib or jinja2 is absent."""
     missing = []
-    for module in ("matplotlib", "jinja2"):
+    for module, package in (("matplotlib", "matplotlib"), ("jinja2", "jinja2"), ("PIL", "pillow")):
         try:
             __import__(module)
         except ImportError:
-            missing.append(module)
+            missing.append(package)
     if missing:
         raise MissingResource(
             f"the HTML report needs {' and '.join(missing)}, which "
@@ -54,13 +60,34 @@ def _uri(data: bytes) -> str:
     return "data:image/png;base64," + base64.b64encode(data).decode("ascii")
 
 
-def _figure(fig: Any) -> str:
+def palette_png(data: bytes, colors: int = PALETTE) -> bytes:
+    """A PNG (matplotlib's RGBA) again as an optimised palette PNG of at most ``colors``
+    colours (median cut, no dithering): flat colours stay exact, only antialiased edges
+    may move by a few levels."""
+    from PIL import Image
+
+    with Image.open(io.BytesIO(data)) as image:
+        rgb = image.convert("RGB")
+    palette = rgb.quantize(colors=colors, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+    out = io.BytesIO()
+    palette.save(out, format="PNG", optimize=True)
+    return out.getvalue()
+
+
+def figure_png(fig: Any, colors: int = PALETTE) -> bytes:
+    """``fig`` as palette PNG bytes (DPI, tight box); the figure is closed."""
     import matplotlib.pyplot as plt
 
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=90, bbox_inches="tight")
-    plt.close(fig)
-    return _uri(buffer.getvalue())
+    try:
+        fig.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight", metadata={"Software": None})
+    finally:
+        plt.close(fig)
+    return palette_png(buffer.getvalue(), colors)
+
+
+def _figure(fig: Any, colors: int = PALETTE) -> str:
+    return _uri(figure_png(fig, colors))
 
 
 def _marked_diff(seed: Sequence[str], case: Sequence[str], joiner: str) -> list[dict[str, str]]:
@@ -78,7 +105,10 @@ def _marked_diff(seed: Sequence[str], case: Sequence[str], joiner: str) -> list[
 
 
 # -- figures ---------------------------------------------------------------------------------
-def signals_figure(signals: dict[str, Any]) -> str | None:
+def signals_plot(signals: dict[str, Any]) -> Any:
+    """The figure of internal signals (a matplotlib Figure, or None with no signal): one
+    panel per signal, one line per input, the inputs' legend beside the panels (outside
+    every axes, so it hides no data)."""
     import matplotlib.pyplot as plt
 
     panels = [
@@ -99,8 +129,13 @@ def signals_figure(signals: dict[str, Any]) -> str | None:
             ax.plot(steps, values, marker=".", label=f"input {row}")
         ax.set_title(title, fontsize=10)
         ax.set_xlabel("step")
-    axes[0][0].legend(fontsize=7)
-    return _figure(fig)
+    axes[0][-1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)
+    return fig
+
+
+def signals_figure(signals: dict[str, Any]) -> str | None:
+    fig = signals_plot(signals)
+    return None if fig is None else _figure(fig)
 
 
 def times_figure(key: str, state: MetricState) -> str:
@@ -160,7 +195,7 @@ def words_figure(state: MetricState) -> str:
         f"{state.describe}: covered SAX words (colour: log coverage times; pink: uncovered)",
         fontsize=9,
     )
-    return _figure(fig)
+    return _figure(fig, colors=256)
 
 
 def top_words(state: MetricState, limit: int = 30) -> list[dict[str, Any]]:
@@ -190,22 +225,52 @@ def growth_figure(campaign: dict[str, Any]) -> str | None:
     ax.set_ylim(0, 1.02)
     ax.set_xlabel("generated test cases")
     ax.set_ylabel("coverage rate")
-    ax.legend(fontsize=8)
+    # beside the axes: rates often run along 1.0, where a legend inside would sit
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     ax.set_title(f"coverage growth: {campaign.get('model', '')}", fontsize=10)
     return _figure(fig)
 
 
-def series_figure(seed: np.ndarray, case: np.ndarray) -> str:
-    """Seed (dashed) and case (solid) per channel, for time series."""
+def series_plot(seed: np.ndarray, case: np.ndarray) -> Any:
+    """Seed (dashed) and case (solid) per channel (one colour a channel), for time series,
+    as a matplotlib Figure with a legend beside the axes: seed, case, and the channels'
+    colours when there are several."""
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
 
     seed2, case2 = seed.reshape(len(seed), -1), case.reshape(len(case), -1)
-    fig, ax = plt.subplots(figsize=(4.8, 2.4))
-    for channel in range(seed2.shape[1]):
+    channels = seed2.shape[1]
+    fig, ax = plt.subplots(figsize=(4.0, 2.4))
+    colors = []
+    for channel in range(channels):
         (line,) = ax.plot(case2[:, channel], linewidth=1.2)
         ax.plot(seed2[:, channel], linestyle="--", linewidth=0.9, color=line.get_color())
-    ax.set_xlabel("step (dashed: seed, solid: case)")
-    return _figure(fig)
+        colors.append(line.get_color())
+    key = "0.25" if channels > 1 else colors[0]
+    handles = [
+        Line2D([], [], color=key, linestyle="--", linewidth=0.9, label="seed"),
+        Line2D([], [], color=key, linewidth=1.2, label="case"),
+    ]
+    if channels > 1:
+        handles += [
+            Line2D([], [], color=c, linewidth=3, label=f"channel {i}") for i, c in enumerate(colors)
+        ]
+    ax.set_xlabel("step")
+    ax.legend(
+        handles=handles,
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+        fontsize=7,
+        frameon=False,
+        handlelength=2.2,
+        ncols=1 if len(handles) <= 8 else 2,
+    )
+    return fig
+
+
+def series_figure(seed: np.ndarray, case: np.ndarray) -> str:
+    """``series_plot`` as a data URI."""
+    return _figure(series_plot(seed, case))
 
 
 def gallery_item(item: dict[str, Any]) -> dict[str, Any]:
@@ -233,6 +298,7 @@ def gallery_item(item: dict[str, Any]) -> dict[str, Any]:
         return {
             "kind": "image",
             "caption": caption + " (seed dashed, case solid)",
+            "pixels": False,
             "uri": series_figure(
                 seed_a if seed_a.ndim > 1 else seed_a[:, None],
                 case_a if case_a.ndim > 1 else case_a[:, None],
@@ -246,13 +312,15 @@ def gallery_item(item: dict[str, Any]) -> dict[str, Any]:
         return {
             "kind": "image",
             "caption": caption + " (seed | case | difference)",
+            "pixels": True,
             "uri": _uri(png_bytes(side_by_side(seed_a, case_a, (clip[0], clip[1])))),
         }
     diff = np.abs(case_a - seed_a).reshape(1, -1)
     return {
         "kind": "image",
         "caption": caption + " (|case - seed|)",
-        "uri": _uri(png_bytes(to_gray8(diff, (0.0, float(diff.max()) or 1.0)))),
+        "pixels": True,
+        "uri": _uri(png_bytes(to_gray8(diff, (0.0, float(diff.max()) or 1.0)), scale=4)),
     }
 
 
