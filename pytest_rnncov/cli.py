@@ -1,7 +1,7 @@
 """``python -m pytest_rnncov``: what teams need outside a test session.
 
     profile fit MODEL --x-train FILE.npy --out PROFILE.json [--layer L] [--window T1,T2]
-                                   MODEL: a .keras/.h5 file, or a PyTorch factory
+                                   MODEL: a .keras/.h5/.onnx file, or a PyTorch factory
                                    module:function with --weights STATE_DICT.pt
     show FILE                      a profile, data file, baseline or JSON report, readably
     combine DATA... [--out FILE]   the exact union of several runs' --rnn-data files
@@ -50,7 +50,7 @@ def _parser() -> _Parser:
     fit = profile_commands.add_parser("fit", help="fit and save a profile")
     fit.add_argument(
         "model",
-        help="a .keras or .h5 model file (loaded in safe mode), or a PyTorch factory "
+        help="a .keras or .h5 model file (loaded in safe mode), a .onnx file, or a PyTorch factory "
         "module:function (imported from the current directory: runs that module's code) "
         "returning the nn.Module, with --weights",
     )
@@ -245,16 +245,16 @@ def _layer(text: str | None) -> str | int | None:
 
 
 #: suffixes of the model files ``load_model`` reads
-_KERAS_SUFFIXES = (".keras", ".h5", ".hdf5")
+_MODEL_SUFFIXES = (".keras", ".h5", ".hdf5", ".onnx")
 
 
 def _load(args: argparse.Namespace) -> Any:
-    """The model MODEL names: a Keras file, or a PyTorch factory with ``--weights``."""
+    """The model MODEL names: a Keras or ONNX file, or a PyTorch factory with ``--weights``."""
     from .adapters.loading import load_model, load_torch_model
     from .errors import InvalidArgument
 
     path = Path(args.model)
-    if path.suffix.lower() in _KERAS_SUFFIXES or path.exists():
+    if path.suffix.lower() in _MODEL_SUFFIXES or path.exists():
         if args.weights is not None:
             raise InvalidArgument(
                 f"--weights {args.weights!r} is for a PyTorch factory (module:function); "
@@ -268,7 +268,7 @@ def _load(args: argparse.Namespace) -> Any:
                 "(saved with torch.save(model.state_dict(), path))"
             )
         raise InvalidArgument(
-            f"no model file at {args.model!r}; give a .keras or .h5 file, or a PyTorch "
+            f"no model file at {args.model!r}; give a .keras, .h5 or .onnx file, or a PyTorch "
             "factory as module:function with --weights FILE"
         )
     if args.unsafe_load:

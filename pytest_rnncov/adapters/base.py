@@ -49,9 +49,9 @@ def framework_of(model: Any) -> str:
     except AttributeError:
         pass
     raise InvalidArgument(
-        f"RNNModel needs a Keras or PyTorch model, got {type(model).__module__}."
-        f"{type(model).__name__}; load it with keras, tf_keras, torch or "
-        "pytest_rnncov.load_model"
+        f"RNNModel needs a Keras or PyTorch model or an ONNX one (a .onnx path or an "
+        f"onnx.ModelProto), got {type(model).__module__}.{type(model).__name__}; load it "
+        "with keras, tf_keras, torch or pytest_rnncov.load_model"
     )
 
 

@@ -1,11 +1,12 @@
 """Loading models without running code from their files.
 
-``load_model`` opens a Keras file. Before any framework reads the file, its model
-configuration is read as plain JSON (from the ``.keras`` zip or the ``.h5`` attributes) and
-scanned: a ``Lambda`` layer (whose function is stored in the file as bytecode) or a layer
-class that is not built into Keras is refused unless you opt in with ``safe_mode=False`` (or
-pass your own classes in ``custom_objects``). Which loader reads an ``.h5`` file is decided
-by its ``keras_version`` attribute, which is checked too: tf_keras, the only loader for
+``load_model`` opens a Keras file (or an ONNX file: read and checked, see :mod:`.onnx`).
+Before any framework reads a Keras file, its model configuration is read as plain JSON
+(from the ``.keras`` zip or the ``.h5`` attributes) and scanned: a ``Lambda`` layer (whose
+function is stored in the file as bytecode) or a layer class that is not built into Keras
+is refused unless you opt in with ``safe_mode=False`` (or pass your own classes in
+``custom_objects``). Which loader reads an ``.h5`` file is decided by its
+``keras_version`` attribute, which is checked too: tf_keras, the only loader for
 Keras-2 files, has no safe mode of its own.
 
 ``load_torch_model`` builds a PyTorch module with the team's own factory (code they run
@@ -52,13 +53,18 @@ def load_model(
     that are neither built into Keras nor given in ``custom_objects``. ``safe_mode=False``
     loads them, **running code stored in the file**: use it only for files you trust.
 
+    ``.onnx`` files are read with ``onnx.load`` and checked (``onnx.checker``, standard
+    operators only, external data only from files in the model's folder) and returned as an
+    ``onnx.ModelProto``; nothing in an ONNX file runs code, so ``safe_mode`` changes nothing
+    there. ``RNNModel`` also takes the ``.onnx`` path itself.
+
     PyTorch models: ``load_torch_model(factory, weights)``.
     """
     check_bool("safe_mode", safe_mode)
     if custom_objects is not None and not isinstance(custom_objects, Mapping):
         raise InvalidArgument(f"custom_objects={custom_objects!r}; pass a dict of name -> class")
     if not isinstance(path, (str, os.PathLike)):
-        raise InvalidArgument(f"path={path!r}; pass the path of a .keras or .h5 file")
+        raise InvalidArgument(f"path={path!r}; pass the path of a .keras, .h5 or .onnx file")
     source = Path(path)
     if not source.is_file():
         what = "a directory" if source.is_dir() else "no file"
@@ -104,8 +110,17 @@ def load_model(
             return tf_keras.models.load_model(source, compile=False, custom_objects=custom or None)
         except Exception as exc:
             raise ModelError(f"tf_keras could not load {str(source)!r}: {exc}") from None
+    if suffix == ".onnx":
+        if custom_objects:
+            raise InvalidArgument(
+                "custom_objects is for Keras files; an ONNX file holds no Python classes: "
+                "drop custom_objects"
+            )
+        from .onnx import read_onnx
+
+        return read_onnx(source)
     raise InvalidArgument(
-        f"cannot load {str(source)!r}: expected a .keras or .h5 file; for a SavedModel "
+        f"cannot load {str(source)!r}: expected a .keras, .h5 or .onnx file; for a SavedModel "
         "directory, load the model yourself and pass it to RNNModel"
     )
 

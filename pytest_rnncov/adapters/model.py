@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from abc import ABC
 from typing import Any
 
@@ -9,6 +10,7 @@ import numpy as np
 
 from .base import framework_of
 from .keras import KerasModel
+from .onnx import OnnxModel
 from .torch import TorchModel
 
 
@@ -17,10 +19,11 @@ class RNNModel(ABC):
 
     ``RNNModel(model, layer=None, *, direction="forward", output=None, batch_size=2048,
     recompute=False)`` returns the adapter for the model's framework: a ``KerasModel``
-    (Keras 3 on any backend, tf_keras) or a ``TorchModel`` (PyTorch). ``layer`` picks the
-    recurrent layer
-    (by name, by index, or the first one); ``direction`` a bidirectional layer's forward or
-    backward half; ``output`` which output of a multi-output model ``predict`` returns.
+    (Keras 3 on any backend, tf_keras), a ``TorchModel`` (PyTorch) or an ``OnnxModel`` (a
+    ``.onnx`` path or an ``onnx.ModelProto``, run by ONNX Runtime). ``layer`` picks the
+    recurrent layer or node (by name, by index, or the first one); ``direction`` a
+    bidirectional layer's forward or backward half; ``output`` which output of a
+    multi-output model ``predict`` returns.
     Inputs are fed in batches of ``batch_size``, so any number of inputs runs in bounded
     memory (a framework call has a fixed cost: smaller batches cost more per input).
     The trace comes from the model's own forward pass (the layer's ``h``; gates from one
@@ -29,10 +32,24 @@ class RNNModel(ABC):
     """
 
     def __new__(cls, model: Any = None, *args: Any, **kwargs: Any) -> Any:
-        adapter: Any = TorchModel if framework_of(model) == "torch" else KerasModel
+        adapter: Any = (
+            OnnxModel
+            if _is_onnx(model)
+            else TorchModel
+            if framework_of(model) == "torch"
+            else KerasModel
+        )
         args = tuple(_plain(a) for a in args)
         kwargs = {key: _plain(value) for key, value in kwargs.items()}
         return adapter(model, *args, **kwargs)
+
+
+def _is_onnx(model: Any) -> bool:
+    """A path (only .onnx files are read) or an ``onnx.ModelProto``."""
+    kind = type(model)
+    return isinstance(model, (str, os.PathLike)) or (
+        kind.__module__.startswith("onnx") and kind.__name__ == "ModelProto"
+    )
 
 
 def _plain(value: Any) -> Any:
@@ -42,3 +59,4 @@ def _plain(value: Any) -> Any:
 
 RNNModel.register(KerasModel)
 RNNModel.register(TorchModel)
+RNNModel.register(OnnxModel)

@@ -1,0 +1,674 @@
+"""The ONNX adapter: ``LSTM``, ``GRU`` and ``RNN`` nodes of an ONNX graph, run by ONNX Runtime.
+
+A ``.onnx`` file is read with ``onnx.load`` and checked (``onnx.checker``, standard operator
+domains only, external data only from files inside the model's own folder): nothing in it
+runs code. In memory, the traced node's input ``X`` and output ``Y`` (and, where the graph
+computes them, its ``sequence_lens`` and initial states) become extra graph outputs, and one
+``onnxruntime.InferenceSession`` (CPU) runs the modified graph: one ``session.run`` per
+batch gives the model's outputs, the node's input and ``h`` at every step, all from the same
+run. The gates follow from the node's weights (initializers), converted from ONNX's gate
+layout (LSTM ``W``/``R``/``B`` blocks i, o, f, c; GRU z, r, h; ``B`` holds ``Wb`` then
+``Rb``) to the canonical one. ``sequence_lens`` becomes the mask (steps at or beyond a
+sequence's length are masked; ONNX zero-fills ``Y`` there, and the trace repeats the last
+real step as for every other framework). onnx and onnxruntime are imported only when an
+ONNX model is wrapped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any, NoReturn
+
+import numpy as np
+
+from ..core.activations import Activation
+from ..core.cells import Cell, GRUCell, LSTMCell, SimpleRNNCell
+from ..errors import InvalidArgument, MissingResource, ModelError, UnsafeModel
+from .base import Adapter, model_error_from
+
+KINDS = {"LSTM": "lstm", "GRU": "gru", "RNN": "simple_rnn"}
+#: gate blocks per node type
+BLOCKS = {"LSTM": 4, "GRU": 3, "RNN": 1}
+#: operator domains ONNX Runtime implements itself (no custom-op library)
+STANDARD_DOMAINS = ("", "ai.onnx", "ai.onnx.ml", "com.microsoft")
+#: ONNX activation names with a numpy twin (HardSigmoid at its defaults alpha 0.2, beta 0.5)
+ACTIVATIONS = {
+    "sigmoid": "sigmoid",
+    "tanh": "tanh",
+    "relu": "relu",
+    "hardsigmoid": "hard_sigmoid_keras2",
+}
+#: the default activations of one direction
+DEFAULT_ACTIVATIONS = {
+    "LSTM": ("Sigmoid", "Tanh", "Tanh"),
+    "GRU": ("Sigmoid", "Tanh"),
+    "RNN": ("Tanh",),
+}
+#: numpy dtypes of the ONNX input element types the adapter feeds
+INPUT_TYPES = {1: "float32", 6: "int32", 7: "int64"}
+_INSTALL = "ONNX models need onnx and onnxruntime: pip install 'pytest-rnncov[onnx]'"
+
+
+def _modules() -> tuple[Any, Any]:
+    try:
+        import onnx
+        import onnxruntime
+    except ImportError:
+        raise MissingResource(_INSTALL) from None
+    return onnx, onnxruntime
+
+
+# -- reading and checking ---------------------------------------------------------------
+def _tensors(graph: Any) -> Any:
+    """Every tensor stored in ``graph`` (initializers, constants, subgraphs included)."""
+    yield from graph.initializer
+    for sparse in graph.sparse_initializer:
+        yield sparse.values
+        yield sparse.indices
+    for node in graph.node:
+        for attribute in node.attribute:
+            if attribute.HasField("t"):
+                yield attribute.t
+            yield from attribute.tensors
+            if attribute.HasField("g"):
+                yield from _tensors(attribute.g)
+            for sub in attribute.graphs:
+                yield from _tensors(sub)
+
+
+def _external(proto: Any) -> list[tuple[str, str]]:
+    """(tensor name, location) of every tensor whose data lies in another file."""
+    found = []
+    for tensor in _tensors(proto.graph):
+        if tensor.data_location == 1:  # TensorProto.EXTERNAL
+            where = {entry.key: entry.value for entry in tensor.external_data}
+            found.append((tensor.name, where.get("location", "")))
+    return found
+
+
+def _nodes(graph: Any) -> Any:
+    for node in graph.node:
+        yield node
+        for attribute in node.attribute:
+            if attribute.HasField("g"):
+                yield from _nodes(attribute.g)
+            for sub in attribute.graphs:
+                yield from _nodes(sub)
+
+
+def check_onnx(proto: Any, where: str) -> None:
+    """Refuse a model the checker rejects or that needs custom operators."""
+    onnx, _ = _modules()
+    if not isinstance(proto, onnx.ModelProto) or not proto.HasField("graph"):
+        raise ModelError(f"{where} is not an ONNX model (no graph); export it with torch.onnx")
+    try:
+        onnx.checker.check_model(proto)
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ModelError(f"{where} is not a valid ONNX model: {first[:300]}") from None
+    local = {function.domain for function in proto.functions}
+    custom = sorted(
+        {
+            f"{node.op_type} (domain {node.domain!r})"
+            for node in _nodes(proto.graph)
+            if node.domain not in STANDARD_DOMAINS and node.domain not in local
+        }
+    )
+    if custom:
+        raise UnsafeModel(
+            f"{where} uses custom operators {', '.join(custom[:5])}, which ONNX Runtime runs "
+            "only from a compiled library; pytest-rnncov loads standard operators only"
+        )
+
+
+def read_onnx(path: Path) -> Any:
+    """The checked ``onnx.ModelProto`` in ``path``, its external data (only files inside the
+    model's folder) loaded."""
+    onnx, _ = _modules()
+    shown = repr(str(path))
+    try:
+        proto = onnx.load(str(path), load_external_data=False)
+    except Exception as exc:
+        raise ModelError(
+            f"{shown} is not an ONNX file ({type(exc).__name__}: {str(exc)[:200]}); "
+            "export the model with torch.onnx.export or tf2onnx"
+        ) from None
+    if not proto.HasField("graph") or proto.ir_version <= 0:
+        raise ModelError(
+            f"{shown} is not an ONNX file (no graph or IR version); export the model with "
+            "torch.onnx.export or tf2onnx"
+        )
+    external = _external(proto)
+    if external:
+        folder = path.resolve().parent
+        for name, location in external:
+            target = (folder / location).resolve()
+            if (
+                not location
+                or os.path.isabs(location)
+                or not target.is_relative_to(folder)
+                or target == folder
+            ):
+                raise UnsafeModel(
+                    f"{shown}: tensor {name!r} keeps its data at {location!r}, outside the "
+                    f"model's folder {str(folder)!r}; pytest-rnncov reads external data only "
+                    "from files beside the model: save it with its data in that folder"
+                )
+            if not target.is_file():
+                raise ModelError(
+                    f"{shown}: tensor {name!r} keeps its data in {location!r}, which does "
+                    f"not exist in {str(folder)!r}; copy the data file beside the model"
+                )
+        try:
+            onnx.load_external_data_for_model(proto, str(folder))
+        except Exception as exc:
+            raise ModelError(f"{shown}: its external data cannot be read ({exc})") from None
+    check_onnx(proto, shown)
+    return proto
+
+
+def _constant(graph: Any, name: str) -> np.ndarray | None:
+    """The value of ``name`` when the graph fixes it (an initializer or a Constant node)."""
+    onnx, _ = _modules()
+    for tensor in graph.initializer:
+        if tensor.name == name:
+            return np.asarray(onnx.numpy_helper.to_array(tensor))
+    for node in graph.node:
+        if node.op_type == "Constant" and list(node.output) == [name]:
+            for attribute in node.attribute:
+                if attribute.name == "value":
+                    return np.asarray(onnx.numpy_helper.to_array(attribute.t))
+    return None
+
+
+def _attributes(node: Any) -> dict[str, Any]:
+    onnx, _ = _modules()
+    values = {}
+    for attribute in node.attribute:
+        value = onnx.helper.get_attribute_value(attribute)
+        if isinstance(value, bytes):
+            value = value.decode("utf-8", "replace")
+        elif isinstance(value, list):
+            value = [v.decode("utf-8", "replace") if isinstance(v, bytes) else v for v in value]
+        values[attribute.name] = value
+    return values
+
+
+def _optional(node: Any, index: int) -> str:
+    """The name of the node's ``index``-th input, "" when absent."""
+    return node.input[index] if len(node.input) > index else ""
+
+
+class OnnxModel(Adapter):
+    """An ONNX model (a ``.onnx`` path or an ``onnx.ModelProto``) with one of its ``LSTM``,
+    ``GRU`` or ``RNN`` nodes made traceable, run by ONNX Runtime on the CPU.
+
+    ``layer``: the node's name, an index into the recurrent nodes (graph order), or None
+    (the first). ``direction``: a bidirectional node's forward or backward half.
+    ``output``: which graph output (index or name) ``predict`` returns, when there are
+    several. The model takes one input, batch first; its shape and dtype come from the
+    graph. ``recompute=True`` recomputes the node from its weights (the reference kernel)
+    instead of reading its ``Y`` from the run.
+    """
+
+    framework = "onnx"
+
+    def __init__(
+        self,
+        model: Any,
+        layer: str | int | None = None,
+        *,
+        direction: str = "forward",
+        output: str | int | None = None,
+        batch_size: int = 2048,
+        trace_on: str = "auto",
+        recompute: bool = False,
+    ) -> None:
+        onnx, ort = _modules()
+        self._init_common(model, direction, batch_size, recompute)
+        self.reads_states = not self.recompute
+        self.proto, self.name = self._proto(model)
+        graph = self.proto.graph
+        fixed = {t.name for t in graph.initializer}
+        inputs = [i for i in graph.input if i.name not in fixed]
+        if len(inputs) != 1:
+            raise ModelError(
+                f"ONNX model {self.name!r} takes {len(inputs)} inputs "
+                f"({', '.join(repr(i.name) for i in inputs)}); pytest-rnncov feeds one input "
+                "array: export the model with its one input (lengths computed inside the graph)"
+            )
+        self.input_name = inputs[0].name
+        self._input_info(inputs[0])
+        self.node_index, self.node = self._find(layer)
+        self.op = self.node.op_type
+        self.attributes = _attributes(self.node)
+        self.node_direction = str(self.attributes.get("direction", "forward"))
+        if self.node_direction not in ("forward", "reverse", "bidirectional"):
+            raise ModelError(
+                f"node {self.node_name!r} has direction={self.node_direction!r}; ONNX "
+                "allows forward, reverse or bidirectional"
+            )
+        self.direction = (
+            direction
+            if self.node_direction == "bidirectional"
+            else self._forward_only(direction, self.node_name)
+        )
+        self._refuse_unsupported()
+        self.cell = self._cell()
+        self.units = self.cell.units
+        self._n_steps = None
+        self.output_name = self._pick_output(output)
+        self.trace_on = self._pick_trace_on(
+            trace_on, False, False, "ONNX Runtime gives numpy arrays: traces run in numpy"
+        )
+        self._session = self._make_session(onnx, ort)
+
+    # -- reading --------------------------------------------------------------------
+    @staticmethod
+    def _proto(model: Any) -> tuple[Any, str]:
+        onnx, _ = _modules()
+        if isinstance(model, (str, os.PathLike)):
+            path = Path(model)
+            if path.suffix.lower() != ".onnx":
+                raise InvalidArgument(
+                    f"RNNModel({str(model)!r}): a path must name a .onnx file; load Keras "
+                    "files with pytest_rnncov.load_model(path) and pass the model"
+                )
+            if not path.is_file():
+                what = "a directory" if path.is_dir() else "no file"
+                raise InvalidArgument(f"{str(path)!r} is {what}; pass the path of a .onnx file")
+            return read_onnx(path), path.stem
+        if not isinstance(model, onnx.ModelProto):
+            raise InvalidArgument(
+                f"RNNModel needs a .onnx path or an onnx.ModelProto, got {type(model).__name__}"
+            )
+        external = _external(model)
+        if external:
+            raise ModelError(
+                f"the onnx.ModelProto keeps tensor {external[0][0]!r} in an external file "
+                f"({external[0][1]!r}); pass the .onnx file's path instead, so its folder "
+                "is known"
+            )
+        check_onnx(model, "the onnx.ModelProto")
+        return model, model.graph.name or "onnx"
+
+    def _input_info(self, info: Any) -> None:
+        tensor = info.type.tensor_type
+        element = INPUT_TYPES.get(tensor.elem_type)
+        if element is None:
+            raise ModelError(
+                f"ONNX model {self.name!r} takes input {info.name!r} of element type "
+                f"{tensor.elem_type}; pytest-rnncov feeds float32 features or int32/int64 "
+                "token ids"
+            )
+        if not tensor.HasField("shape") or len(tensor.shape.dim) < 2:
+            raise ModelError(
+                f"ONNX model {self.name!r} does not declare the rank of its input "
+                f"{info.name!r}; export it with the input's shape (batch, steps, ...)"
+            )
+        self.input_shape = tuple(
+            int(d.dim_value) if d.HasField("dim_value") and d.dim_value > 0 else None
+            for d in list(tensor.shape.dim)[1:]
+        )
+        self.input_dtype = np.dtype(element)
+        if element != "float32":
+            for node in self.proto.graph.node:  # an embedding: Gather(table, ids)
+                if node.op_type == "Gather" and list(node.input)[1:2] == [info.name]:
+                    table = _constant(self.proto.graph, node.input[0])
+                    if table is not None and table.ndim >= 1:
+                        self.id_range = (0, int(table.shape[0]))
+                        break
+
+    def _find(self, layer: str | int | None) -> tuple[int, Any]:
+        graph = self.proto.graph
+        candidates = [
+            (i, node)
+            for i, node in enumerate(graph.node)
+            if node.op_type in KINDS and node.domain in ("", "ai.onnx")
+        ]
+        if not candidates:
+            types = sorted({node.op_type for node in graph.node})
+            raise ModelError(
+                f"ONNX model {self.name!r} has no LSTM, GRU or RNN node (its op types: "
+                f"{', '.join(types) or 'none'}); pytest-rnncov traces recurrent nodes "
+                "(a loop exported as Loop or Scan is not one: export with the recurrent "
+                "module's own op)"
+            )
+        names = [self._display(i, node) for i, node in candidates]
+        listing = ", ".join(
+            f"{name!r} ({node.op_type}, index {k})"
+            for k, (name, (_, node)) in enumerate(zip(names, candidates))
+        )
+        if layer is None:
+            return candidates[0]
+        if isinstance(layer, bool) or not isinstance(layer, (str, int)):
+            raise InvalidArgument(f"layer={layer!r}; pass a node name, an index or None")
+        if isinstance(layer, int):
+            if not 0 <= layer < len(candidates):
+                raise ModelError(f"layer={layer}; the recurrent nodes are {listing}")
+            return candidates[layer]
+        if layer in names:
+            return candidates[names.index(layer)]
+        raise ModelError(
+            f"layer={layer!r} is not a recurrent node of {self.name!r}; they are {listing}"
+        )
+
+    @staticmethod
+    def _display(index: int, node: Any) -> str:
+        return str(node.name) if node.name else f"{node.op_type}_{index}"
+
+    @property
+    def node_name(self) -> str:
+        return self._display(self.node_index, self.node)
+
+    @property
+    def layer_name(self) -> str:  # type: ignore[override]
+        return self.node_name + ("/backward" if self.direction == "backward" else "")
+
+    def _refuse(self, what: str, fix: str) -> NoReturn:
+        raise ModelError(f"{self.op} node {self.node_name!r} has {what}: {fix}")
+
+    def _refuse_unsupported(self) -> None:
+        attributes = self.attributes
+        if "clip" in attributes:
+            self._refuse(
+                f"clip={attributes['clip']}",
+                "pytest-rnncov computes the gates unclipped; export without clip",
+            )
+        if int(attributes.get("input_forget", 0)):
+            self._refuse(
+                "input_forget=1 (coupled input and forget gates)",
+                "not supported; export with input_forget=0",
+            )
+        if int(attributes.get("layout", 0)) != 0:
+            self._refuse(
+                f"layout={attributes['layout']} (batch-first X and Y)",
+                "ONNX Runtime runs recurrent nodes with layout=0 only (time-major, as "
+                "torch.onnx.export writes them, with a Transpose before); export with layout=0",
+            )
+        for name in ("activation_alpha", "activation_beta"):
+            if name in attributes:
+                self._refuse(
+                    f"{name}={attributes[name]}",
+                    "activations with parameters are not supported; use Sigmoid, Tanh, "
+                    "Relu or HardSigmoid at its defaults",
+                )
+        if self.op == "LSTM" and _optional(self.node, 7):
+            peepholes = _constant(self.proto.graph, self.node.input[7])
+            if peepholes is None or np.any(peepholes != 0):
+                self._refuse(
+                    "peephole weights (input P)",
+                    "LSTMs with peepholes are not supported; export without peepholes",
+                )
+        for index, state in ((5, "initial_h"), (6, "initial_c")):
+            if index == 6 and self.op != "LSTM":
+                continue
+            name = _optional(self.node, index)
+            value = None if not name else _constant(self.proto.graph, name)
+            if value is not None and np.any(value != 0):
+                self._refuse(
+                    f"a non-zero {state}",
+                    "pytest-rnncov traces recurrent layers that start from zeros",
+                )
+
+    # -- the cell ---------------------------------------------------------------------
+    def _activations(self) -> list[Activation]:
+        per_direction = len(DEFAULT_ACTIVATIONS[self.op])
+        given = self.attributes.get("activations")
+        half = 1 if self.direction == "backward" else 0
+        if given is None:
+            names = list(DEFAULT_ACTIVATIONS[self.op])
+        else:
+            names = list(given)[half * per_direction : (half + 1) * per_direction]
+            if len(names) != per_direction:
+                self._refuse(
+                    f"activations={given}", f"an {self.op} needs {per_direction} per direction"
+                )
+        picked = []
+        for name in names:
+            twin = ACTIVATIONS.get(str(name).lower())
+            if twin is None:
+                self._refuse(
+                    f"activation {name!r}",
+                    f"pytest-rnncov computes {', '.join(sorted(ACTIVATIONS))} "
+                    "(Sigmoid, Tanh, Relu, HardSigmoid); export with one of those",
+                )
+            picked.append(Activation.named(twin))
+        return picked
+
+    def _weights(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """W (G*H, D), R (G*H, H), Wb and Rb (G*H) of the traced direction."""
+        graph, node = self.proto.graph, self.node
+        values = []
+        for index, label in ((1, "W"), (2, "R")):
+            value = _constant(graph, node.input[index])
+            if value is None:
+                self._refuse(
+                    f"its {label} computed in the graph",
+                    "pytest-rnncov reads weights from initializers; export with constant "
+                    "folding on (the default)",
+                )
+            values.append(value)
+        w, r = values
+        bias_name = _optional(node, 3)
+        bias = None if not bias_name else _constant(graph, bias_name)
+        if bias_name and bias is None:
+            self._refuse(
+                "its B computed in the graph",
+                "pytest-rnncov reads weights from initializers; export with constant "
+                "folding on (the default)",
+            )
+        if w.dtype != np.float32:
+            self._refuse(
+                f"{w.dtype} weights", "pytest-rnncov traces float32 models; export in float32"
+            )
+        directions = 2 if self.node_direction == "bidirectional" else 1
+        size = BLOCKS[self.op] * int(r.shape[-1])
+        if w.ndim != 3 or r.ndim != 3 or w.shape[0] != directions or w.shape[1] != size:
+            self._refuse(
+                f"W of shape {w.shape} and R of shape {r.shape}",
+                "expected (num_directions, gates*hidden_size, input) and "
+                "(num_directions, gates*hidden_size, hidden_size)",
+            )
+        hidden = self.attributes.get("hidden_size")
+        if hidden is not None and int(hidden) != int(r.shape[-1]):
+            self._refuse(f"hidden_size={hidden} but R of shape {r.shape}", "fix the export")
+        d = 1 if self.direction == "backward" else 0
+        if bias is None:
+            bias = np.zeros((directions, 2 * size), np.float32)
+        bias = np.asarray(bias, np.float32)
+        return w[d], r[d], bias[d, :size], bias[d, size:]
+
+    def _cell(self) -> Cell:
+        w, r, wb, rb = self._weights()
+        units = r.shape[-1]
+        backwards = self.node_direction == "reverse" or self.direction == "backward"
+        activations = self._activations()
+        if self.op == "LSTM":
+            gate, candidate, output = activations
+            if candidate.name != output.name:
+                self._refuse(
+                    f"activations g={candidate.name} and h={output.name}",
+                    "pytest-rnncov's LSTM applies one activation to both: export with g = h",
+                )
+            # ONNX blocks i, o, f, c -> the canonical i, f, c, o
+            order = np.concatenate([np.arange(k * units, (k + 1) * units) for k in (0, 2, 3, 1)])
+            return LSTMCell(
+                w[order].T, r[order].T, (wb + rb)[order], candidate, gate, backwards, None
+            )
+        if self.op == "GRU":  # ONNX blocks z, r, h are the canonical z, r, n
+            gate, candidate = activations
+            if int(self.attributes.get("linear_before_reset", 0)):
+                return GRUCell(w.T, r.T, wb, rb, True, candidate, gate, backwards)
+            # n = g(x W_h + (r * h) R_h + Wb_h + Rb_h): both biases outside the reset gate
+            return GRUCell(w.T, r.T, wb + rb, None, False, candidate, gate, backwards)
+        (activation,) = activations
+        return SimpleRNNCell(w.T, r.T, wb + rb, activation, backwards)
+
+    # -- the session --------------------------------------------------------------------
+    def _pick_output(self, output: str | int | None) -> str | None:
+        names = [o.name for o in self.proto.graph.output]
+        if output is None:
+            return names[0] if len(names) == 1 else None
+        if isinstance(output, bool) or not isinstance(output, (int, str)):
+            raise InvalidArgument(f"output={output!r}; pass an output index or name")
+        if isinstance(output, int):
+            if not 0 <= output < len(names):
+                raise InvalidArgument(
+                    f"output={output}; model {self.name!r} has outputs 0..{len(names) - 1}"
+                )
+            return names[output]
+        if output not in names:
+            raise InvalidArgument(f"output={output!r}; the outputs are {', '.join(names)}")
+        return output
+
+    def _make_session(self, onnx: Any, ort: Any) -> Any:
+        """One session of the graph with the node's input, output, lengths and non-constant
+        initial states added as outputs (``self._fetch``: what to fetch for each)."""
+        graph, node = self.proto.graph, self.node
+        modified = onnx.ModelProto()
+        modified.CopyFrom(self.proto)
+        target = modified.graph.node[self.node_index]
+        if not target.output or not target.output[0]:
+            name = f"{self.node_name}/rnncov_Y"
+            if target.output:
+                target.output[0] = name
+            else:
+                target.output.append(name)
+        outputs = {o.name for o in modified.graph.output}
+        graph_inputs = {i.name for i in graph.input}
+        self._fetch: dict[str, str | None] = {}
+
+        def add(key: str, name: str, element: int) -> None:
+            if not name or name in graph_inputs:
+                self._fetch[key] = None if not name else name
+                return
+            if name not in outputs:
+                modified.graph.output.append(
+                    onnx.helper.make_tensor_value_info(name, element, None)
+                )
+                outputs.add(name)
+            self._fetch[key] = name
+
+        add("x", target.input[0], onnx.TensorProto.FLOAT)
+        add("y", target.output[0], onnx.TensorProto.FLOAT)
+        lengths = _optional(node, 4)
+        self._lengths = None if not lengths else _constant(graph, lengths)
+        if lengths and self._lengths is None:
+            add("lengths", lengths, onnx.TensorProto.INT32)
+        for index, key in ((5, "initial_h"), (6, "initial_c")):
+            name = _optional(node, index) if (index == 5 or self.op == "LSTM") else ""
+            if name and _constant(graph, name) is None:
+                add(key, name, onnx.TensorProto.FLOAT)
+        options = ort.SessionOptions()
+        options.log_severity_level = 3
+        try:
+            return ort.InferenceSession(
+                modified.SerializeToString(), options, providers=["CPUExecutionProvider"]
+            )
+        except Exception as exc:
+            raise model_error_from(exc, f"creating an ONNX Runtime session for {self.name!r}")
+
+    def _run(self, x: np.ndarray, wanted: list[str]) -> dict[str, np.ndarray]:
+        """One session run: ``wanted`` (keys of ``_fetch``, or "out") as numpy arrays."""
+        names: list[str] = []
+        for key in wanted:
+            name = self.output_name if key == "out" else self._fetch.get(key)
+            if key == "out" and name is None:
+                raise ModelError(
+                    f"ONNX model {self.name!r} has "
+                    f"{len(self.proto.graph.output)} outputs "
+                    f"({', '.join(o.name for o in self.proto.graph.output)}); pass "
+                    "output=INDEX (or a name) to say which one predict() and the oracle use"
+                )
+            if name is not None and name != self.input_name and name not in names:
+                names.append(name)
+        try:
+            values = self._session.run(names, {self.input_name: x}) if names else []
+        except Exception as exc:
+            raise model_error_from(exc, f"running ONNX model {self.name!r}") from exc
+        got = dict(zip(names, values))
+        got[self.input_name] = x
+        out = {}
+        for key in wanted:
+            name = self.output_name if key == "out" else self._fetch.get(key)
+            if name is not None:
+                out[key] = np.asarray(got[name])
+        return out
+
+    def _forward(
+        self,
+        x: np.ndarray,
+        outputs: bool,
+        layer_input: bool = True,
+        states: tuple[str, ...] | None = None,
+    ) -> tuple[Any, Any, Any, Any]:
+        wanted = ["out"] if outputs else []
+        # the node's input always comes along: its batch axis is checked against x's
+        wanted += ["x", "lengths", "initial_h", "initial_c"]
+        if states is not None:
+            wanted.append("y")
+        got = self._run(x, wanted)
+        for key in ("initial_h", "initial_c"):
+            if key in got and np.any(got[key] != 0):
+                self._refuse(
+                    f"a non-zero {key} in this run",
+                    "pytest-rnncov traces recurrent layers that start from zeros",
+                )
+        sequence = np.swapaxes(got["x"], 0, 1)  # (T, B, D) -> (B, T, D)
+        if sequence.ndim != 3 or sequence.shape[0] != len(x):
+            raise ModelError(
+                f"node {self.node_name!r} gets an input of shape {got['x'].shape} for "
+                f"{len(x)} inputs: its batch axis is not the model input's first axis. "
+                "pytest-rnncov feeds inputs batch first (export the model so)"
+            )
+        sequence = np.ascontiguousarray(sequence, np.float32)
+        steps = sequence.shape[1]
+        if self._n_steps is None and all(d is not None for d in self.input_shape[:1]):
+            self._n_steps = steps
+        lengths = got.get("lengths", self._lengths)
+        mask = None
+        if lengths is not None:
+            lengths = np.asarray(lengths).reshape(-1)
+            if lengths.size not in (1, len(x)):
+                raise ModelError(
+                    f"node {self.node_name!r} gets {lengths.size} sequence_lens for {len(x)} "
+                    "inputs; compute them from the model's input inside the graph"
+                )
+            lengths = np.broadcast_to(lengths, (len(x),))
+            mask = np.arange(steps)[None, :] < lengths[:, None]
+        h = None
+        if states is not None:
+            half = 1 if self.direction == "backward" else 0
+            h = np.swapaxes(got["y"][:, half], 0, 1)  # (T, dirs, B, H) -> (B, T, H)
+            if self.cell.go_backwards:  # processing order
+                h = h[:, ::-1]
+            h = np.ascontiguousarray(h, np.float32)
+        return (
+            got.get("out") if outputs else None,
+            sequence if layer_input or states is None else None,
+            mask,
+            h,
+        )
+
+    def _predict(self, x: np.ndarray) -> np.ndarray:
+        return self._run(x, ["out"])["out"]
+
+    # -- fingerprint --------------------------------------------------------------------
+    def _weight_arrays(self) -> list[np.ndarray]:
+        onnx, _ = _modules()
+        arrays = []
+        for tensor in self.proto.graph.initializer:
+            value = np.asarray(onnx.numpy_helper.to_array(tensor))
+            if value.dtype.kind == "f":
+                arrays.append(value)
+        return arrays
+
+    def _structure(self) -> str:
+        digest = hashlib.sha256()
+        for node in self.proto.graph.node:
+            digest.update(node.SerializeToString())
+        digest.update(f"{self.node_index}|{self.direction}".encode())
+        return digest.hexdigest()

@@ -1,0 +1,665 @@
+"""The ONNX adapter: LSTM, GRU and RNN nodes exported by torch.onnx or built by hand (GRU
+with linear_before_reset 0 and 1, forward, reverse and bidirectional, sequence_lens),
+traced through ONNX Runtime. Every trace component equals the numpy reference
+kernel, ``h`` equals the node's own ``Y`` and the outputs equal ONNX Runtime's and torch's;
+hostile files are refused before anything runs."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+torch = pytest.importorskip("torch")
+
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from torch import nn  # noqa: E402
+
+from pytest_rnncov import (  # noqa: E402
+    Coverage,
+    InvalidArgument,
+    ModelError,
+    Profile,
+    RNNModel,
+    UnsafeModel,
+    load_model,
+)
+
+TOL = 1e-5
+KINDS = {"lstm": "LSTM", "gru": "GRU", "simple_rnn": "RNN"}
+
+
+class Head(nn.Module):
+    """Batch-first inputs, a recurrent module, a linear head on the last step."""
+
+    def __init__(self, rnn: nn.Module) -> None:
+        super().__init__()
+        self.rnn = rnn
+        self.head = nn.Linear(rnn.hidden_size * (2 if rnn.bidirectional else 1), 3)
+
+    def forward(self, x):
+        out, _ = self.rnn(x)
+        return self.head(out[:, -1])
+
+
+def export(module: nn.Module, path, features: int = 3) -> str:
+    """``module`` exported by the classic exporter, batch and steps dynamic."""
+    module.eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            module,
+            (torch.randn(2, 6, features),),
+            str(path),
+            dynamo=False,
+            input_names=["x"],
+            output_names=["y"],
+            dynamic_axes={"x": {0: "batch", 1: "steps"}, "y": {0: "batch"}},
+        )
+    return str(path)
+
+
+def ort_run(model, x: np.ndarray, fetch: list[str] | None = None) -> list[np.ndarray]:
+    """ONNX Runtime's own run of ``model``; ``fetch`` may name inner values too."""
+    if fetch:
+        model = onnx.load(model) if isinstance(model, str) else model.__deepcopy__()
+        for name in fetch:
+            if name not in {o.name for o in model.graph.output}:
+                value = helper.make_tensor_value_info(name, TensorProto.FLOAT, None)
+                model.graph.output.append(value)
+    source = model if isinstance(model, str) else model.SerializeToString()
+    session = ort.InferenceSession(source, providers=["CPUExecutionProvider"])
+    return session.run(fetch, {session.get_inputs()[0].name: x})
+
+
+def largest(a, b) -> float:
+    return float(np.max(np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64))))
+
+
+def check_exact(model, x: np.ndarray, layer=None, direction="forward") -> dict[str, float]:
+    """Every component of the trace (h read from ONNX Runtime's run) equals the numpy
+    reference kernel, and the outputs equal ONNX Runtime's own; the differences."""
+    traced = RNNModel(model, layer, direction=direction)
+    reference = RNNModel(model, layer, direction=direction, recompute=True)
+    outputs, trace = traced.run(x)
+    expected = reference.trace(x)
+    assert trace.names == expected.names
+    differences = {n: largest(trace.components[n], expected.components[n]) for n in trace.names}
+    differences["outputs"] = largest(outputs, ort_run(model, x)[0])
+    for name, value in differences.items():
+        assert value <= TOL, (traced.layer_name, name, value)
+    if trace.mask is not None or expected.mask is not None:
+        np.testing.assert_array_equal(trace.mask, expected.mask)
+    return differences
+
+
+@pytest.fixture(scope="module")
+def x():
+    return np.random.default_rng(0).normal(size=(9, 6, 3)).astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    """Exported files and the torch modules they came from."""
+    folder = tmp_path_factory.mktemp("onnx")
+    torch.manual_seed(0)
+    modules = {
+        "lstm": Head(nn.LSTM(3, 5, batch_first=True)),
+        "gru": Head(nn.GRU(3, 5, batch_first=True)),
+        "rnn_tanh": Head(nn.RNN(3, 5, batch_first=True)),
+        "rnn_relu": Head(nn.RNN(3, 5, batch_first=True, nonlinearity="relu")),
+        "bi_lstm": Head(nn.LSTM(3, 4, batch_first=True, bidirectional=True)),
+        "bi_gru": Head(nn.GRU(3, 4, batch_first=True, bidirectional=True)),
+        "stacked_gru": Head(nn.GRU(3, 4, batch_first=True, num_layers=2)),
+        "stacked_bi_lstm": Head(nn.LSTM(3, 4, batch_first=True, num_layers=2, bidirectional=True)),
+    }
+    return {k: (export(m, folder / f"{k}.onnx"), m) for k, m in modules.items()}
+
+
+def node_of(path: str, index: int = 0):
+    graph = onnx.load(path).graph
+    return [n for n in graph.node if n.op_type in ("LSTM", "GRU", "RNN")][index]
+
+
+def node_y(path: str, node, x: np.ndarray) -> np.ndarray:
+    """The node's own Y (T, dirs, B, H), fetched by ONNX Runtime as an added output."""
+    return ort_run(path, x, [node.output[0]])[0]
+
+
+# -- exported by torch.onnx -------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("name", "op", "cell"),
+    [
+        ("lstm", "LSTM", "lstm"),
+        ("gru", "GRU", "gru"),
+        ("rnn_tanh", "RNN", "simple_rnn"),
+        ("rnn_relu", "RNN", "simple_rnn"),
+    ],
+)
+def test_exported_layers_are_exact(exported, x, name, op, cell):
+    path, module = exported[name]
+    node = node_of(path)
+    assert node.op_type == op  # the classic exporter emits the recurrent op itself
+    if op == "GRU":
+        attributes = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        assert attributes["linear_before_reset"] == 1  # PyTorch's GRU
+    rnn = RNNModel(path)
+    assert rnn.cell_kind == cell and rnn.framework == "onnx" and rnn.layer_name == node.name
+    check_exact(path, x)
+    trace = rnn.trace(x)
+    y = node_y(path, node, x)  # (T, 1, B, H)
+    np.testing.assert_array_equal(trace.h, np.swapaxes(y[:, 0], 0, 1))  # h is the node's Y
+    with torch.no_grad():
+        out, _ = module.rnn(torch.from_numpy(x))
+        np.testing.assert_allclose(trace.h, out.numpy(), atol=TOL, rtol=0)
+        np.testing.assert_allclose(
+            rnn.predict(x), module(torch.from_numpy(x)).numpy(), atol=TOL, rtol=0
+        )
+
+
+@pytest.mark.parametrize("name", ["bi_lstm", "bi_gru"])
+def test_exported_bidirectional_halves(exported, x, name):
+    path, module = exported[name]
+    node = node_of(path)
+    y = node_y(path, node, x)  # (T, 2, B, H)
+    forward, backward = RNNModel(path), RNNModel(path, direction="backward")
+    assert backward.layer_name == f"{node.name}/backward" and backward.cell.go_backwards
+    check_exact(path, x)
+    check_exact(path, x, direction="backward")
+    np.testing.assert_array_equal(forward.trace(x).h, np.swapaxes(y[:, 0], 0, 1))
+    # the backward half's trace runs in processing order: last step first
+    np.testing.assert_array_equal(backward.trace(x).h[:, ::-1], np.swapaxes(y[:, 1], 0, 1))
+    with torch.no_grad():
+        out, _ = module.rnn(torch.from_numpy(x))
+    np.testing.assert_allclose(backward.trace(x).h[:, ::-1], out[..., 4:].numpy(), atol=TOL)
+
+
+@pytest.mark.parametrize("name", ["stacked_gru", "stacked_bi_lstm"])
+def test_the_second_of_stacked_layers(exported, x, name):
+    path, module = exported[name]
+    second = node_of(path, 1)
+    rnn = RNNModel(path, 1)
+    assert rnn.layer_name == second.name and RNNModel(path, second.name).layer_name == second.name
+    check_exact(path, x, layer=1)
+    with torch.no_grad():
+        out, _ = module.rnn(torch.from_numpy(x))
+    np.testing.assert_allclose(rnn.trace(x).h, out[..., :4].numpy(), atol=TOL, rtol=0)
+    if module.rnn.bidirectional:
+        check_exact(path, x, layer=1, direction="backward")
+        backward = RNNModel(path, 1, direction="backward").trace(x)
+        np.testing.assert_allclose(backward.h[:, ::-1], out[..., 4:].numpy(), atol=TOL)
+
+
+def test_model_proto_and_load_model(exported, x):
+    path, _ = exported["lstm"]
+    proto = load_model(path)
+    assert isinstance(proto, onnx.ModelProto)
+    np.testing.assert_array_equal(RNNModel(proto).trace(x).h, RNNModel(path).trace(x).h)
+    assert RNNModel(proto).fingerprint() == RNNModel(path).fingerprint()
+    assert isinstance(RNNModel(path), RNNModel)
+
+
+# -- built by hand: sequence_lens, GRU linear_before_reset=0, reverse directions ---------
+def hand_model(
+    op: str,
+    units: int = 4,
+    features: int = 3,
+    *,
+    direction: str = "forward",
+    lengths: bool = True,
+    seed: int = 0,
+    attributes: dict | None = None,
+    peepholes: np.ndarray | None = None,
+    initial_h: np.ndarray | None = None,
+    weights: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+):
+    """x (B, T, D), right-padded with all-zero steps -> [sequence_lens from the non-zero
+    steps] -> op -> its final state, flattened (B, dirs * H)."""
+    rng = np.random.default_rng(seed)
+    dirs = 2 if direction == "bidirectional" else 1
+    gates = {"LSTM": 4, "GRU": 3, "RNN": 1}[op]
+    if weights is None:
+        w = rng.normal(scale=0.6, size=(dirs, gates * units, features)).astype(np.float32)
+        r = rng.normal(scale=0.6, size=(dirs, gates * units, units)).astype(np.float32)
+        b = rng.normal(scale=0.3, size=(dirs, 2 * gates * units)).astype(np.float32)
+    else:
+        w, r, b = weights
+    initializers = [
+        numpy_helper.from_array(w, "W"),
+        numpy_helper.from_array(r, "R"),
+        numpy_helper.from_array(b, "B"),
+        numpy_helper.from_array(np.array([0.0], np.float32), "zero"),
+        numpy_helper.from_array(np.array([1], np.int64), "axis1"),
+    ]
+    nodes = []
+    if lengths:
+        nodes += [
+            helper.make_node("Abs", ["x"], ["magnitude"]),
+            helper.make_node("ReduceMax", ["magnitude"], ["peak"], axes=[2], keepdims=0),
+            helper.make_node("Greater", ["peak", "zero"], ["real"]),
+            helper.make_node("Cast", ["real"], ["real_int"], to=TensorProto.INT32),
+            helper.make_node("ReduceSum", ["real_int", "axis1"], ["lengths"], keepdims=0),
+        ]
+    nodes.append(helper.make_node("Transpose", ["x"], ["X"], perm=[1, 0, 2]))
+    inputs = ["X", "W", "R", "B", "lengths" if lengths else ""]
+    if initial_h is not None:
+        initializers.append(numpy_helper.from_array(initial_h, "initial_h"))
+        inputs.append("initial_h")
+    if peepholes is not None:
+        initializers.append(numpy_helper.from_array(peepholes, "P"))
+        inputs += [""] * (7 - len(inputs)) + ["P"]
+    options = {"hidden_size": units, "direction": direction}
+    options.update(attributes or {})
+    nodes.append(helper.make_node(op, inputs, ["Y", "Y_h"], name="recurrent", **options))
+    # Y_h (dirs, B, H) -> (B, dirs, H)
+    nodes.append(helper.make_node("Transpose", ["Y_h"], ["final"], perm=[1, 0, 2]))
+    nodes.append(helper.make_node("Flatten", ["final"], ["out"], axis=1))
+    graph = helper.make_graph(
+        nodes,
+        "hand",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 6, features])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, ["batch", dirs * units])],
+        initializers,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model
+
+
+LENGTHS = np.array([6, 3, 5, 1, 6, 2, 4, 6, 2])
+
+
+@pytest.fixture(scope="module")
+def padded(x):
+    """x right-padded to LENGTHS with all-zero steps."""
+    out = x.copy()
+    out[np.arange(6)[None, :] >= LENGTHS[:, None]] = 0
+    return out
+
+
+@pytest.mark.parametrize(
+    ("op", "attributes"),
+    [
+        ("LSTM", {}),
+        ("GRU", {"linear_before_reset": 0}),
+        ("GRU", {"linear_before_reset": 1}),
+        ("RNN", {}),
+        ("RNN", {"activations": ["Relu"]}),
+    ],
+)
+@pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
+def test_hand_built_nodes_with_sequence_lens(padded, op, attributes, direction):
+    if direction == "bidirectional" and "activations" in attributes:
+        attributes = {"activations": ["Relu", "Tanh"]}  # one per direction
+    model = hand_model(op, direction=direction, attributes=attributes)
+    halves = ["forward", "backward"] if direction == "bidirectional" else ["forward"]
+    y = ort_run(model, padded, ["Y"])[0]  # (T, dirs, B, H), zeros at padded steps
+    for k, half in enumerate(halves):
+        check_exact(model, padded, direction=half)
+        rnn = RNNModel(model, "recurrent", direction=half)
+        trace = rnn.trace(padded)
+        backwards = direction == "reverse" or half == "backward"
+        assert rnn.cell.go_backwards == backwards
+        real = np.arange(6)[None, :] < LENGTHS[:, None]
+        np.testing.assert_array_equal(trace.mask, real[:, ::-1] if backwards else real)
+        h = np.swapaxes(y[:, k], 0, 1)  # (B, T, H) in input order
+        in_order = trace.h[:, ::-1] if backwards else trace.h
+        # at real steps h is the node's Y; at padded ones the trace repeats the last real
+        # step (zeros before the first), where ONNX writes zeros
+        np.testing.assert_allclose(in_order[real], h[real], atol=TOL, rtol=0)
+        last = in_order[np.arange(len(LENGTHS)), LENGTHS - 1]
+        if not backwards:
+            np.testing.assert_allclose(trace.h[:, -1], last, atol=0)
+        out = ort_run(model, padded)[0].reshape(len(padded), len(halves), -1)
+        final = trace.h[:, -1]  # forward: h at the last real step; backward: at step 0
+        np.testing.assert_allclose(final, out[:, k], atol=TOL, rtol=0)
+
+
+def test_no_lengths_and_x_fed_straight_in(x):
+    """Without sequence_lens no mask; a node whose X is the graph input itself (here a
+    time-major model: its first axis is not the batch, which is refused)."""
+    model = hand_model("LSTM", direction="bidirectional", lengths=False)
+    y = ort_run(model, x, ["Y"])[0]  # (T, 2, B, H)
+    check_exact(model, x)
+    check_exact(model, x, direction="backward")
+    assert RNNModel(model).trace(x).mask is None
+    np.testing.assert_array_equal(RNNModel(model).trace(x).h, np.swapaxes(y[:, 0], 0, 1))
+    np.testing.assert_array_equal(
+        RNNModel(model, direction="backward").trace(x).h[:, ::-1], np.swapaxes(y[:, 1], 0, 1)
+    )
+    time_major = hand_model("GRU", lengths=False)
+    nodes = time_major.graph.node
+    nodes.remove(next(n for n in nodes if n.op_type == "Transpose" and n.output[0] == "X"))
+    next(n for n in nodes if n.op_type == "GRU").input[0] = "x"
+    with pytest.raises(ModelError, match="its batch axis is not the model input's first axis"):
+        RNNModel(time_major).trace(x)
+
+
+def sigmoid(v: float) -> float:
+    return 1 / (1 + math.exp(-v))
+
+
+def test_lstm_gate_order_by_hand():
+    """One unit, one feature, two steps: ONNX's W/R/B blocks are i, o, f, c."""
+    wi, wo, wf, wc = 0.5, -0.4, 0.3, 0.8
+    ri, ro, rf, rc = 0.2, 0.6, -0.7, 0.1
+    bi, bo, bf, bc = 0.1, -0.2, 0.3, -0.1  # Wb; Rb adds 0.05 to every gate
+    w = np.array([[[wi], [wo], [wf], [wc]]], np.float32)
+    r = np.array([[[ri], [ro], [rf], [rc]]], np.float32)
+    b = np.array([[bi, bo, bf, bc, 0.05, 0.05, 0.05, 0.05]], np.float32)
+    model = hand_model("LSTM", 1, 1, lengths=False, weights=(w, r, b))
+    xs = [1.5, -2.0]
+    h = c = 0.0
+    expected = []
+    for value in xs:  # the LSTM by hand, in float64
+        i = sigmoid(wi * value + ri * h + bi + 0.05)
+        o = sigmoid(wo * value + ro * h + bo + 0.05)
+        f = sigmoid(wf * value + rf * h + bf + 0.05)
+        g = math.tanh(wc * value + rc * h + bc + 0.05)
+        c = f * c + i * g
+        h = o * math.tanh(c)
+        expected.append({"i": i, "f": f, "o": o, "c": c, "h": h})
+    # step 1 written out: i = sigmoid(0.75 + 0.15) = sigmoid(0.9) = 0.71095...
+    assert abs(expected[0]["i"] - 0.7109495) < 1e-6
+    inputs = np.zeros((1, 6, 1), np.float32)
+    inputs[0, :2, 0] = xs
+    trace = RNNModel(model).trace(inputs)
+    for step, values in enumerate(expected):
+        for name, value in values.items():
+            assert abs(float(trace.components[name][0, step, 0]) - value) < 1e-6, (step, name)
+
+
+def test_gru_linear_before_reset_by_hand():
+    """One unit, one feature, two steps: ONNX's GRU blocks are z, r, h, and the candidate's
+    recurrent term is reset before (0) or after (1) the recurrent matmul."""
+    wz, wr, wh = 0.5, -0.4, 0.9
+    rz, rr, rh = 0.3, 0.7, -0.6
+    wbz, wbr, wbh, rbz, rbr, rbh = 0.1, 0.2, -0.3, 0.05, -0.1, 0.4
+    w = np.array([[[wz], [wr], [wh]]], np.float32)
+    r = np.array([[[rz], [rr], [rh]]], np.float32)
+    b = np.array([[wbz, wbr, wbh, rbz, rbr, rbh]], np.float32)
+    xs = [1.2, -0.7]
+    inputs = np.zeros((1, 6, 1), np.float32)
+    inputs[0, :2, 0] = xs
+    for linear in (0, 1):
+        model = hand_model(
+            "GRU",
+            1,
+            1,
+            lengths=False,
+            weights=(w, r, b),
+            attributes={"linear_before_reset": linear},
+        )
+        trace = RNNModel(model).trace(inputs)
+        h = 0.0
+        for step, value in enumerate(xs):
+            z = sigmoid(wz * value + rz * h + wbz + rbz)
+            rg = sigmoid(wr * value + rr * h + wbr + rbr)
+            if linear:
+                n = math.tanh(wh * value + rg * (rh * h + rbh) + wbh)
+            else:
+                n = math.tanh(wh * value + rh * (rg * h) + rbh + wbh)
+            h = (1 - z) * n + z * h
+            for name, want in (("z", z), ("r", rg), ("n", n), ("h", h)):
+                got = float(trace.components[name][0, step, 0])
+                assert abs(got - want) < 1e-6, (linear, step, name)
+
+
+# -- coverage, profiles and the plugin ------------------------------------------------
+def test_coverage_and_profile_on_an_onnx_model(exported, x, tmp_path):
+    path, _ = exported["lstm"]
+    rnn = RNNModel(path)
+    train = np.random.default_rng(3).normal(size=(60, 6, 3)).astype(np.float32)
+    profile = Profile(window=(1, 5)).fit(rnn, train)
+    profile.save(tmp_path / "p.json")
+    loaded = Profile.load(tmp_path / "p.json")
+    loaded.check(RNNModel(path))
+    coverage = Coverage(rnn, loaded)
+    coverage.update(x)
+    assert coverage.n_inputs_ == 9 and 0 < coverage.rates()["TC"] <= 1
+    changed = onnx.load(path)
+    weight = next(t for t in changed.graph.initializer if t.name == node_of(path).input[2])
+    value = numpy_helper.to_array(weight) + np.float32(0.01)
+    weight.CopyFrom(numpy_helper.from_array(value, weight.name))
+    with pytest.raises(Exception, match="weights fingerprint"):
+        loaded.check(RNNModel(changed))
+
+
+def test_tracked_by_the_plugin(pytester, exported):
+    path, _ = exported["gru"]
+    pytester.makeconftest(
+        f"""
+import numpy as np
+import pytest
+from pytest_rnncov import RNNModel
+
+
+@pytest.fixture(scope="session")
+def gru(rnncov):
+    x_train = np.random.default_rng(0).normal(size=(64, 6, 3)).astype("float32")
+    return rnncov.track(RNNModel({path!r}), x_train=x_train, window=(1, 5), name="gru")
+"""
+    )
+    pytester.makepyfile(
+        test_feed="""
+import numpy as np
+
+
+def test_feed(gru):
+    x = np.random.default_rng(1).normal(size=(16, 6, 3)).astype("float32")
+    assert gru.predict(x).shape == (16, 3)
+"""
+    )
+    result = pytester.runpytest("--rnn-coverage=0.01", "-p", "no:randomly")
+    result.assert_outcomes(passed=1)
+    assert "gru" in result.stdout.str()
+
+
+# -- refused ---------------------------------------------------------------------------
+def dense_model():
+    graph = helper.make_graph(
+        [
+            helper.make_node("Gemm", ["x", "W"], ["hidden"], transB=1),
+            helper.make_node("Relu", ["hidden"], ["out"]),
+        ],
+        "dense",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, ["batch", 2])],
+        [numpy_helper.from_array(np.ones((2, 3), np.float32), "W")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+def test_a_graph_without_recurrent_nodes_is_refused_by_name(tmp_path):
+    path = tmp_path / "dense.onnx"
+    onnx.save(dense_model(), str(path))
+    with pytest.raises(ModelError, match=r"no LSTM, GRU or RNN node \(its op types: Gemm, Relu\)"):
+        RNNModel(str(path))
+
+
+def test_files_that_are_not_onnx_models(tmp_path, exported):
+    text = tmp_path / "notes.onnx"
+    text.write_text("this is a text file, not a model\n" * 20)
+    with pytest.raises(ModelError, match="not an ONNX file|not a valid ONNX model"):
+        RNNModel(text)
+    data = open(exported["lstm"][0], "rb").read()
+    truncated = tmp_path / "truncated.onnx"
+    truncated.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ModelError, match="not an ONNX file|not a valid ONNX model"):
+        RNNModel(truncated)
+    with pytest.raises(ModelError, match="not an ONNX file|not a valid ONNX model"):
+        load_model(truncated)
+    empty = tmp_path / "empty.onnx"
+    empty.write_bytes(b"")
+    with pytest.raises(ModelError, match="not an ONNX file"):
+        RNNModel(empty)
+    with pytest.raises(InvalidArgument, match="must name a .onnx file"):
+        RNNModel(str(tmp_path / "model.keras"))
+    with pytest.raises(InvalidArgument, match="is no file"):
+        RNNModel(tmp_path / "missing.onnx")
+
+
+@pytest.mark.parametrize("location", ["../secret.bin", "/etc/hostname", "sub/../../secret.bin"])
+def test_external_data_outside_the_folder_is_refused(tmp_path, location):
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (tmp_path / "secret.bin").write_bytes(np.zeros(64, np.float32).tobytes())
+    model = hand_model("GRU", lengths=False)
+    weight = next(t for t in model.graph.initializer if t.name == "W")
+    weight.ClearField("raw_data")
+    weight.data_location = TensorProto.EXTERNAL
+    for key, value in (("location", location), ("offset", "0"), ("length", "144")):
+        entry = weight.external_data.add()
+        entry.key, entry.value = key, value
+    path = folder / "gru.onnx"
+    path.write_bytes(model.SerializeToString())
+    with pytest.raises(UnsafeModel, match="outside the model's folder"):
+        RNNModel(path)
+    with pytest.raises(UnsafeModel, match="outside the model's folder"):
+        load_model(path)
+
+
+def test_external_data_inside_the_folder_loads(tmp_path, x):
+    model = hand_model("GRU", lengths=False)
+    path = tmp_path / "gru.onnx"
+    saved = model.__deepcopy__()  # onnx.save moves the tensors of what it saves out
+    onnx.save(saved, str(path), save_as_external_data=True, location="gru.data", size_threshold=0)
+    assert (tmp_path / "gru.data").is_file()
+    np.testing.assert_array_equal(RNNModel(path).trace(x).h, RNNModel(model).trace(x).h)
+    with pytest.raises(ModelError, match="pass the .onnx file's path"):
+        RNNModel(onnx.load(str(path), load_external_data=False))
+
+
+@pytest.mark.parametrize(
+    ("build", "match"),
+    [
+        (
+            lambda: hand_model("LSTM", peepholes=np.full((1, 12), 0.1, np.float32)),
+            "peephole weights \\(input P\\)",
+        ),
+        (lambda: hand_model("LSTM", attributes={"clip": 3.0}), "clip=3.0"),
+        (lambda: hand_model("GRU", attributes={"layout": 1}), "layout=1"),
+        (lambda: hand_model("LSTM", attributes={"input_forget": 1}), "input_forget=1"),
+        (
+            lambda: hand_model("RNN", attributes={"activations": ["Softsign"]}),
+            "activation 'Softsign'",
+        ),
+        (
+            lambda: hand_model(
+                "RNN", attributes={"activations": ["LeakyRelu"], "activation_alpha": [0.1]}
+            ),
+            "activation_alpha",
+        ),
+        (
+            lambda: hand_model("LSTM", attributes={"activations": ["Sigmoid", "Tanh", "Relu"]}),
+            "g=tanh and h=relu",
+        ),
+        (
+            lambda: hand_model("GRU", initial_h=np.ones((1, 1, 4), np.float32)),
+            "non-zero initial_h",
+        ),
+    ],
+)
+def test_unsupported_nodes_are_refused(build, match):
+    with pytest.raises(ModelError, match=match):
+        RNNModel(build())
+
+
+def test_zero_peepholes_are_plain_lstms(padded):
+    model = hand_model("LSTM", peepholes=np.zeros((1, 12), np.float32))
+    check_exact(model, padded)
+
+
+def test_custom_operators_and_several_inputs_are_refused():
+    model = dense_model()
+    model.graph.node[1].domain = "my.ops"
+    model.opset_import.append(helper.make_opsetid("my.ops", 1))
+    with pytest.raises(UnsafeModel, match=r"custom operators Relu \(domain 'my.ops'\)"):
+        RNNModel(model)
+    model = hand_model("GRU", lengths=False)
+    model.graph.input.append(helper.make_tensor_value_info("extra", TensorProto.FLOAT, [1]))
+    with pytest.raises(ModelError, match="takes 2 inputs \\('x', 'extra'\\)"):
+        RNNModel(model)
+
+
+def test_layers_and_outputs_are_chosen_clearly(exported, x):
+    path, _ = exported["stacked_gru"]
+    first, second = node_of(path, 0), node_of(path, 1)
+    with pytest.raises(ModelError, match=f"'{first.name}' \\(GRU, index 0\\), '{second.name}'"):
+        RNNModel(path, "decoder")
+    with pytest.raises(ModelError, match="layer=2; the recurrent nodes are"):
+        RNNModel(path, 2)
+    with pytest.raises(InvalidArgument, match="not bidirectional"):
+        RNNModel(path, direction="backward")
+    with pytest.raises(ModelError, match="trace_on='device' is not available"):
+        RNNModel(path, trace_on="device")
+    model = onnx.load(path)
+    model.graph.output.append(  # the checker wants a shape: its rank, sizes unknown
+        helper.make_tensor_value_info(second.output[0], TensorProto.FLOAT, [None] * 4)
+    )
+    rnn = RNNModel(model)
+    rnn.trace(x)  # traces need no prediction
+    with pytest.raises(ModelError, match="has 2 outputs .*pass output=INDEX"):
+        rnn.predict(x)
+    np.testing.assert_array_equal(RNNModel(model, output="y").predict(x), ort_run(path, x)[0])
+    np.testing.assert_array_equal(RNNModel(model, output=0).predict(x), ort_run(path, x)[0])
+
+
+def test_profile_fit_on_the_command_line(exported, tmp_path):
+    import subprocess
+    import sys
+
+    path, _ = exported["gru"]
+    train = np.random.default_rng(4).normal(size=(40, 6, 3)).astype(np.float32)
+    np.save(tmp_path / "x.npy", train)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest_rnncov", "profile", "fit", path, "--x-train", "x.npy"]
+        + ["--window", "1,5", "--out", "p.json"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    Profile.load(tmp_path / "p.json").check(RNNModel(path))
+
+
+def test_keras_converted_by_tf2onnx(x):
+    """tf2onnx writes a Keras LSTM (and a Bidirectional one) as an LSTM node; Keras' GRU and
+    SimpleRNN become a Loop, which is refused by name."""
+    tf2onnx = pytest.importorskip("tf2onnx")
+    keras = pytest.importorskip("keras")
+    import tensorflow as tf
+
+    keras.utils.set_random_seed(0)
+    spec = (tf.TensorSpec((None, 6, 3), tf.float32, name="x"),)
+    layers = {
+        "lstm": keras.layers.LSTM(4, return_sequences=True),
+        "bidirectional": keras.layers.Bidirectional(keras.layers.LSTM(4, return_sequences=True)),
+        "gru": keras.layers.GRU(4, return_sequences=True),
+    }
+    for name, layer in layers.items():
+        model = keras.Sequential(
+            [keras.Input((6, 3)), layer, keras.layers.Flatten(), keras.layers.Dense(2)]
+        )
+        proto, _ = tf2onnx.convert.from_function(
+            tf.function(lambda v, m=model: m(v)), input_signature=spec, opset=17
+        )
+        if name == "gru":
+            with pytest.raises(ModelError, match=r"no LSTM, GRU or RNN node \(.*Loop"):
+                RNNModel(proto)
+            continue
+        check_exact(proto, x)
+        sequence = np.asarray(keras.Model(model.inputs[0], model.layers[0].output)(x))
+        np.testing.assert_allclose(RNNModel(proto).trace(x).h, sequence[..., :4], atol=TOL)
+        np.testing.assert_allclose(RNNModel(proto).predict(x), np.asarray(model(x)), atol=TOL)
+        if name == "bidirectional":
+            check_exact(proto, x, direction="backward")
+            backward = RNNModel(proto, direction="backward").trace(x)
+            np.testing.assert_allclose(backward.h[:, ::-1], sequence[..., 4:], atol=TOL)
