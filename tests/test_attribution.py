@@ -63,3 +63,15 @@ def test_recorded_tests_survive_the_file_and_bad_ones_are_refused():
     uncovered = state("ab", [[0], [1], [], []], [1, 1], times=[1, 0, 0, 0]).to_json()
     with pytest.raises(DataFileError, match="not covered"):
         ModelState.from_json(uncovered)
+
+
+def test_the_html_report_shows_the_recorded_tests():
+    from pytest_rnncov.reporting.data import CoverageData
+    from pytest_rnncov.reporting.html import HtmlReport
+    from pytest_rnncov.reporting.results import evaluate
+
+    data = CoverageData(models={"m": state("abc", [[0, 1], [1], [2], [0, 2]], [2, 2, 2])})
+    page = HtmlReport().render(data, evaluate(data, None))
+    assert "<h3>Tests (3 recorded; 2 cover every condition they cover)</h3>" in page
+    assert "Adding no coverage the others do not give: a</p>" in page
+    assert "<tr><td>b</td><td>2</td><td>yes</td></tr>" in page

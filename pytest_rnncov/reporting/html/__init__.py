@@ -23,6 +23,7 @@ from ...config.bars import percent, percent_bar
 from ...core import sax
 from ...core.state import MetricState, ModelState
 from ...errors import MissingResource
+from ..attribution import coverage_by_test
 from ..data import CoverageData
 from ..images import png_bytes, side_by_side, to_gray8
 from ..results import Verdict
@@ -365,9 +366,36 @@ def _model_section(
         "inputs": state.n_inputs,
         "rows": rows,
         "excluded": exclusion_lines(CoverageData(models={state.name: state})),
+        "tests": _tests_section(state),
         "signals": signals_figure(signals) if signals else None,
         "figures": figures,
         "words": words,
+    }
+
+
+#: the tests a page lists per model, at most (the JSON report lists every one)
+TESTS_SHOWN = 50
+
+
+def _tests_section(state: ModelState) -> dict[str, Any] | None:
+    """The recorded tests (--rnn-context=test): the minimal set, the tests that add
+    nothing, and per test the conditions it covered (the first TESTS_SHOWN)."""
+    summary = coverage_by_test(state)
+    if summary is None:
+        return None
+    minimal = set(summary.minimal)
+    rows = [
+        {"test": test, "counts": counts, "minimal": test in minimal}
+        for test, counts in list(summary.covered.items())[:TESTS_SHOWN]
+    ]
+    return {
+        "n": len(summary.covered),
+        "minimal": len(summary.minimal),
+        "adds_nothing": summary.adds_nothing[:TESTS_SHOWN],
+        "more_adding_nothing": max(0, len(summary.adds_nothing) - TESTS_SHOWN),
+        "metrics": list(next(iter(summary.covered.values()))) if summary.covered else [],
+        "rows": rows,
+        "hidden": max(0, len(summary.covered) - TESTS_SHOWN),
     }
 
 
