@@ -621,3 +621,41 @@ def test_given_strategy_names_its_model_and_resolves_it_from_the_session(pyteste
             "*test_named.py::test_named:*",  # the statistics section is not empty
         ]
     )
+
+
+SAMPLE_TESTS = """
+from pytest_rnncov import GaussianMutator, Oracle
+
+
+def run(tiny, rnncov, **options):
+    seeds = rnncov.rng().random((8, 6, 2)).astype("float32")
+    mutator = GaussianMutator(variance=(4.0, 9.0), clip=None)
+    return tiny.campaign(seeds, mutator, Oracle(radius=None), budget=200, **options).run()
+
+
+def test_kept(tiny, rnncov):
+    assert run(tiny, rnncov).adversarial > 0
+    assert run(tiny, rnncov).adversarial > 0  # a second campaign of the same test
+
+
+def test_own_folder(tiny, rnncov):
+    run(tiny, rnncov, output_dir="mine")  # output_dir wins
+"""
+
+
+def test_samples_folder_keeps_every_campaigns_samples_for_ci(pytester):
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_samples=SAMPLE_TESTS)
+    pytester.makeini("[pytest]\nrnn_samples = artifacts/samples\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--rnn-seed=3")
+    assert result.ret == 0, result.stdout.str()[-2000:]
+    root = pytester.path / "artifacts" / "samples" / "tiny"
+    folders = sorted(p.name for p in root.iterdir())
+    assert folders == ["test_samples.py__test_kept", "test_samples.py__test_kept-2"]
+    for name in folders:
+        assert (root / name / "summary.json").is_file()
+        assert (root / name / "adversarial.npz").is_file()
+    assert (pytester.path / "mine" / "summary.json").is_file()
+    bad = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--rnn-samples=conftest.py")
+    assert bad.ret == 4
+    bad.stderr.fnmatch_lines(["*--rnn-samples*conftest.py*is not a directory*"])

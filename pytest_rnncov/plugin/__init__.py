@@ -93,6 +93,7 @@ class RNNCovPlugin:
                 metrics=self.settings.tracked_metrics,
                 signal_figures=wanted,
                 record_tests=self.settings.record_tests,
+                samples=self.settings.samples,
             )
             self._engine.current_test = self._current_test
             from ..generation.strategies import use_session_models

@@ -112,6 +112,13 @@ def addoption(parser: pytest.Parser) -> None:
         help="allowed drop below the baseline, a fraction (default 0; ini: rnn_compare_tolerance)",
     )
     group.addoption(
+        "--rnn-samples",
+        metavar="DIR",
+        default=None,
+        help="campaigns without output_dir save their adversarial samples in "
+        "DIR/<model>/<test> (for CI artifacts; ini: rnn_samples)",
+    )
+    group.addoption(
         "--rnn-context",
         choices=["test"],
         default=None,
@@ -151,6 +158,7 @@ def addoption(parser: pytest.Parser) -> None:
         default=[],
     )
     parser.addini("rnn_context", "default of --rnn-context", default=None)
+    parser.addini("rnn_samples", "default of --rnn-samples", default=None)
     parser.addini(
         "rnn_exclude",
         "conditions counted apart, one MODEL:METRIC:LABEL = REASON per line",
@@ -179,6 +187,8 @@ class Settings:
     exclusions: tuple[Exclusion, ...] = ()
     #: whether tests are recorded per condition (--rnn-context=test)
     record_tests: bool = False
+    #: where campaigns save their samples when given no output_dir (--rnn-samples)
+    samples: Path | None = None
 
     @property
     def ratchet(self) -> bool:
@@ -271,6 +281,19 @@ def read_settings(config: pytest.Config) -> Settings:
             f"ini option rnn_context = {context!r}: the one context is test (rnn_context = test)"
         )
 
+    samples = config.getoption("rnn_samples") or _ini(config, "rnn_samples")
+    if samples is not None:
+        if not isinstance(samples, str) or not samples.strip():
+            raise pytest.UsageError(
+                f"--rnn-samples={samples!r}: give a folder, e.g. --rnn-samples=rnncov-samples"
+            )
+        from ..config.paths import check_output_dir
+
+        try:
+            samples = check_output_dir(Path(samples).absolute(), "--rnn-samples")
+        except RNNCovError as exc:
+            raise pytest.UsageError(str(exc)) from None
+
     exclusions = config.getoption("rnn_exclude")
     if exclusions is None:
         lines = _ini(config, "rnn_exclude") or []
@@ -334,6 +357,7 @@ def read_settings(config: pytest.Config) -> Settings:
         explicit,
         tuple(dict.fromkeys(exclusions)),
         context == "test",
+        samples,
     )
 
 

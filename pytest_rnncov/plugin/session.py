@@ -12,6 +12,7 @@ import hashlib
 import inspect
 import os
 import warnings
+from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
@@ -30,7 +31,7 @@ from ..files import as_path, folder_lock
 from ..generation.campaign import Campaign
 from ..generation.results import CampaignResult
 from ..reporting.data import CoverageData, new_run_id
-from ..reporting.samples import SampleWriter, gallery_entries
+from ..reporting.samples import SampleWriter, gallery_entries, samples_folder
 from ..reporting.signals import SIGNAL_SAMPLES, sample_signals
 from ..validation import check_int, check_str, check_window
 
@@ -263,6 +264,10 @@ class TrackedModel:
                     + f" (options: output_dir, {', '.join(accepted)})"
                 )
         listeners = list(options.pop("listeners", ()))
+        if output_dir is None and self.session.samples is not None:
+            output_dir = samples_folder(
+                self.session.samples, self.name, self.session.current_test, self.session.folders
+            )
         if output_dir is not None:
             listeners.append(SampleWriter(output_dir))
         return Campaign(self, seeds, mutator, oracle, listeners=listeners, **options)
@@ -298,8 +303,12 @@ class RNNCovSession:
         metrics: Sequence[str] = DEFAULT_METRICS,
         signal_figures: bool = True,
         record_tests: bool = False,
+        samples: Path | None = None,
     ) -> None:
         self.seed = check_int("seed", seed, minimum=0)
+        #: where campaigns without output_dir save their samples (--rnn-samples)
+        self.samples = samples
+        self.folders: set[Path] = set()
         #: whether each model records which tests covered its conditions
         self.record_tests = record_tests
         self.default_metrics = tuple(metrics)

@@ -149,3 +149,17 @@ class SampleWriter:
 def _safe(name: str) -> str:
     """A file name without path separators (decisions are model output text)."""
     return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
+
+
+def samples_folder(root: Path, model: str, test: str | None, taken: set[Path]) -> Path:
+    """Where a campaign saves its samples under ``--rnn-samples`` ``root``:
+    ``root/<model>/<test>`` (node id made a file name, at most 120 characters), with
+    ``-2``, ``-3``... for further campaigns of the same test; ``taken`` holds the folders
+    this session gave out already."""
+    base = root / (_safe(model)[:120] or "model") / (_safe(test or "session")[:120].strip("."))
+    folder, n = base, 1
+    while folder in taken:
+        n += 1
+        folder = base.with_name(f"{base.name}-{n}")
+    taken.add(folder)
+    return folder
