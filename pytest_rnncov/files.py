@@ -145,6 +145,11 @@ def check_replaceable(
     try:
         info = path.stat()
     except FileNotFoundError:
+        if path.is_symlink():  # writing would create the link's target, wherever it points
+            raise error(
+                f"{what} {str(path)!r} is a symbolic link to a missing file; give a path "
+                "that is not a link"
+            ) from None
         return
     except OSError as exc:
         raise error(f"{what} {str(path)!r} cannot be used: {exc.strerror or exc}") from None
@@ -167,14 +172,15 @@ def check_replaceable(
         )
 
 
-def as_output_path(path: Any, what: str) -> Path:
+def as_output_path(path: Any, what: str, example: str = "rnncov.json") -> Path:
     """``as_path`` for a file to write: a path ending in a separator names a folder, not a
-    file, and is refused (``dir/`` would otherwise write a file named ``dir``)."""
+    file, and is refused (``dir/`` would otherwise write a file named ``dir``); the message
+    suggests ``example`` in that folder."""
     target = as_path(path, what)
     if os.fspath(path).endswith(("/", os.sep)):
         raise InvalidArgument(
             f"{what} {os.fspath(path)!r} ends in a separator (a folder); give "
-            f"a file path, e.g. {os.fspath(path)}rnncov.json"
+            f"a file path, e.g. {os.fspath(path)}{example}"
         )
     return target
 

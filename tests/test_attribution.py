@@ -75,3 +75,23 @@ def test_the_html_report_shows_the_recorded_tests():
     assert "<h3>Tests (3 recorded; 2 cover every condition they cover)</h3>" in page
     assert "Adding no coverage the others do not give: a</p>" in page
     assert "<tr><td>b</td><td>2</td><td>yes</td></tr>" in page
+
+
+def test_combining_a_run_without_recorded_tests_says_the_attribution_is_partial():
+    recorded = state("ab", [[0], [1], [], []], [1, 1])
+    unrecorded = state("", [[], [], [], []], [], times=[0, 0, 1, 1])
+    unrecorded.metrics["TC"].contexts = unrecorded.metrics["TC"].test_counts = None
+    recorded.merge(unrecorded)
+    summary = coverage_by_test(recorded)
+    assert summary.unattributed == {"TC": 2}  # conditions 2 and 3: covered by nobody known
+    assert any(
+        line.startswith("WARNING the attribution is partial") for line in summary_lines(recorded)
+    )
+    assert coverage_by_test(state("ab", [[0], [1], [], []], [1, 1])).unattributed == {}
+
+
+def test_a_test_id_with_control_characters_is_refused_from_a_file():
+    data = state("ab", [[0], [1], [], []], [1, 1]).to_json()
+    data["tests"][1] = "a\nb\x1b[31mRED"
+    with pytest.raises(DataFileError, match="control characters"):
+        ModelState.from_json(data)

@@ -431,6 +431,12 @@ def broken():
 
 def state_only():
     return Net().state_dict()
+
+
+def exits():
+    import sys
+
+    sys.exit(0)  # a CI step must not pass on this
 """
 
 
@@ -505,6 +511,7 @@ def test_profile_fit_from_a_pytorch_factory_and_its_state_dict(torch_files):
         ("mymodels:nothing", "w.pt", "has no 'nothing'; it defines Net, make, make_wide"),
         ("mymodels:broken", "w.pt", "raised RuntimeError: no GPU here; it is called with no"),
         ("mymodels:state_only", "w.pt", "returned a collections.OrderedDict, not a torch.nn"),
+        ("mymodels:exits", "w.pt", "called sys.exit(0); it is called with no arguments"),
         ("mymodels:make", "none.pt", "does not exist; save the weights with torch.save(model.st"),
         ("mymodels:make", "checkpoint.pt", "holds a dict whose 'model' is a collections.Or"),
         ("mymodels:make_wide", "w.pt", "other shapes rnn.weight_ih_l0 (16, 3) (the module's (20"),

@@ -121,3 +121,13 @@ def test_the_html_and_markdown_reports_list_the_exclusions():
     text = MarkdownReport().render(data, verdict)
     assert "| m | lstm | \\[1, 5\\] | 10 | 100% (4/4, 1 excluded) | 22% (2/9) |" in text
     assert "- excluded: m BC 't=3' (1 condition): the layer &lt;never&gt; gets there" in text
+
+
+def test_a_line_break_or_a_second_reason_for_one_condition_is_refused():
+    with pytest.raises(InvalidArgument, match="holds a line break or control character"):
+        parse_exclusion("m:BC:t=3 = a\nm:BC:t=2 = b")
+    twice = [parse_exclusion("m:BC:t=3 = a"), parse_exclusion("m:BC:t=3 = b")]
+    with pytest.raises(
+        InvalidArgument, match="m:BC:t=3 is excluded twice \\(reasons 'a' and 'b'\\)"
+    ):
+        apply_exclusions({"m": model_state()}, twice)

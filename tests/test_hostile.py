@@ -485,7 +485,7 @@ def test_coverage_from_different_profiles_does_not_combine():
     """Same layer, window and weights, other training data: TC's symbols mean other things."""
     one, other = _state(_varied_profile()), _state(_varied_profile(scale=5.0))
     assert one.profile != other.profile
-    with pytest.raises(InvalidArgument, match="profiles"):
+    with pytest.raises(InvalidArgument, match="they differ in profile "):
         one.copy().merge(other)
     one.copy().merge(_state(_varied_profile()))  # the same profile fitted again: equal digest
 

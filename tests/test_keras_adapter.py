@@ -234,5 +234,5 @@ def test_load_model_errors(tmp_path):
         load_model(tmp_path / "missing.keras")
     other = tmp_path / "model.pb"
     other.write_text("x")
-    with pytest.raises(InvalidArgument, match=r"expected a \.keras or \.h5 file"):
+    with pytest.raises(InvalidArgument, match=r"expected a \.keras, \.h5 or \.onnx file"):
         load_model(other)

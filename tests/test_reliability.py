@@ -761,6 +761,11 @@ def test_outputs_follow_a_symbolic_link_and_refuse_a_hard_link(tmp_path):
     os.link(real, other)
     with pytest.raises(DataFileError, match=r"is hard-linked \(2 names\)"):
         Output(other, "pytest-rnncov-data", "--rnn-data")
+    dangling = tmp_path / "dangling.md"  # would create its target, wherever it points
+    dangling.symlink_to(tmp_path / "elsewhere" / "new.md")
+    with pytest.raises(DataFileError, match="is a symbolic link to a missing file"):
+        Output(dangling, "markdown", "--rnn-report=markdown:")
+    assert not (tmp_path / "elsewhere").exists()
 
 
 def test_a_huge_claimed_window_draws_a_bounded_times_figure(measured):

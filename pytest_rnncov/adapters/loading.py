@@ -309,6 +309,11 @@ def load_torch_model(factory: str | Callable[[], Any], weights: str | os.PathLik
     make = _import_factory(torch, factory) if isinstance(factory, str) else factory
     try:
         model = make()
+    except SystemExit as exc:  # a factory must not end the process (a CI step would pass)
+        raise ModelError(
+            f"the factory {name!r} called sys.exit({exc.code!r}); it is called with no "
+            "arguments and must return the torch.nn.Module"
+        ) from None
     except Exception as exc:
         raise ModelError(
             f"the factory {name!r} raised {type(exc).__name__}: {exc}; it is called with "
@@ -395,6 +400,11 @@ def _import_factory(torch: Any, text: str) -> Callable[[], Any]:
     module_name, attr = _parse_factory(text)
     try:
         module = importlib.import_module(module_name)
+    except SystemExit as exc:  # a module must not end the process at import
+        raise ModelError(
+            f"importing {module_name!r} for the factory {text!r} called sys.exit({exc.code!r})"
+            "; guard the module's script part with if __name__ == '__main__':"
+        ) from None
     except Exception as exc:
         missing = exc.name if isinstance(exc, ModuleNotFoundError) else None
         if missing and f"{module_name}.".startswith(f"{missing}."):

@@ -40,6 +40,11 @@ def parse_exclusion(text: str) -> Exclusion:
     """``MODEL:METRIC:LABEL = REASON`` (the reason is required)."""
     if not isinstance(text, str):
         raise InvalidArgument(f"exclusion {text!r}: give MODEL:METRIC:LABEL = REASON")
+    if any(ord(c) < 32 or ord(c) == 127 for c in text):
+        raise InvalidArgument(
+            f"exclusion {text!r} holds a line break or control character; give one "
+            "exclusion per --rnn-exclude, or per line of the ini's rnn_exclude"
+        )
     target, separator, reason = text.partition(" = ")
     parts = target.strip().rsplit(":", 2)
     example = "e.g. 'mnist:TC:abcab = the data never forms this word'"
@@ -72,7 +77,15 @@ def apply_exclusions(
 
     chosen: dict[tuple[str, str], list[tuple[Exclusion, np.ndarray]]] = {}
     notes = []
+    seen: dict[str, Exclusion] = {}
     for exclusion in exclusions:
+        first = seen.setdefault(str(exclusion), exclusion)
+        if first.reason != exclusion.reason:
+            raise InvalidArgument(
+                f"{exclusion} is excluded twice (reasons {first.reason!r} and "
+                f"{exclusion.reason!r}); keep one"
+            )
+    for exclusion in seen.values():  # each once
         state = models.get(exclusion.model)
         if state is None:
             known = ", ".join(map(repr, models)) or "none"

@@ -499,6 +499,8 @@ class ModelState:
         tests = f.strings("tests") if "tests" in data else []
         if len(set(tests)) != len(tests):
             raise f.fail("'tests' names a test twice")
+        if any(not t or not t.isprintable() for t in tests):  # node ids reach terminals
+            raise f.fail("'tests' holds an empty test id or one with control characters")
         for key, state in metrics.items():
             if state.test_counts is not None and len(state.test_counts) != len(tests):
                 raise f.fail(

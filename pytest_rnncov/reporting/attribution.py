@@ -22,6 +22,9 @@ class CoverageByTest:
     minimal: list[str]
     #: the other tests: each covers nothing the minimal set does not
     adds_nothing: list[str]
+    #: per metric, covered conditions with no recorded test (data of a run without
+    #: --rnn-context=test was combined in): the attribution is partial where not zero
+    unattributed: dict[str, int]
 
 
 def coverage_by_test(state: ModelState) -> CoverageByTest | None:
@@ -48,10 +51,17 @@ def coverage_by_test(state: ModelState) -> CoverageByTest | None:
         }
         for i, test in enumerate(state.tests)
     }
+    unattributed = {
+        key: int((m.covered_mask & ~(m.contexts >= 0).any(axis=1)).sum())
+        for key, m in recorded.items()
+        if m.contexts is not None
+    }
+    unattributed.update({k: m.n_covered for k, m in state.metrics.items() if k not in recorded})
     return CoverageByTest(
         covered,
         [t for i, t in enumerate(state.tests) if i in members],
         [t for i, t in enumerate(state.tests) if i not in members],
+        {k: v for k, v in unattributed.items() if v},
     )
 
 
@@ -66,6 +76,12 @@ def summary_lines(state: ModelState) -> list[str]:
         "cover every condition they cover:"
     ]
     lines += [f"  {test}" for test in summary.minimal]
+    if summary.unattributed:
+        lines.append(
+            "WARNING the attribution is partial: covered with no recorded test: "
+            + ", ".join(f"{k} {v}" for k, v in summary.unattributed.items())
+            + " (data of a run without --rnn-context=test was combined in)"
+        )
     if summary.adds_nothing:
         lines.append("adding no coverage the others do not give:")
         lines += [f"  {test}" for test in summary.adds_nothing]

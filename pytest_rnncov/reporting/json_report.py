@@ -46,6 +46,7 @@ class JsonReport:
                     "minimal": summary.minimal,
                     "adds_nothing": summary.adds_nothing,
                     "covered": summary.covered,
+                    "unattributed": summary.unattributed,
                 }
             models[name] = content
         return {

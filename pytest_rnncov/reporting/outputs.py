@@ -41,7 +41,8 @@ def report_output(kind: str, dest: str, what: str) -> Output:
     """The output of a ``json:PATH``, ``markdown:PATH`` or ``html:DIR`` report
     (``DIR/index.html``)."""
     if kind in ("json", "markdown"):
-        return file_output(as_output_path(dest, what), kind, what)
+        example = "rnncov.md" if kind == "markdown" else "rnncov.json"
+        return file_output(as_output_path(dest, what, example), kind, what)
     check_output_dir(Path(dest), what)
     return Output(Path(dest) / "index.html", KIND[kind], what)
 

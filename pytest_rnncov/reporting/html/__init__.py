@@ -396,6 +396,7 @@ def _tests_section(state: ModelState) -> dict[str, Any] | None:
         "metrics": list(next(iter(summary.covered.values()))) if summary.covered else [],
         "rows": rows,
         "hidden": max(0, len(summary.covered) - TESTS_SHOWN),
+        "unattributed": ", ".join(f"{k} {v}" for k, v in summary.unattributed.items()),
     }
 
 
