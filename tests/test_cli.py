@@ -612,3 +612,5 @@ def test_per_test_attribution_through_xdist_and_the_report(runs):
             assert names == covering
     summary = model["test_summary"]
     assert sorted(summary["minimal"] + summary["adds_nothing"]) == sorted(alone)
+    markdown = cli("report", "ctx.json", "--tests", "--format", "markdown", cwd=runs)
+    assert "### RNN coverage by test\n\n```text\ntiny: 2 tests recorded" in markdown.stdout

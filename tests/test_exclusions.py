@@ -131,3 +131,14 @@ def test_a_line_break_or_a_second_reason_for_one_condition_is_refused():
         InvalidArgument, match="m:BC:t=3 is excluded twice \\(reasons 'a' and 'b'\\)"
     ):
         apply_exclusions({"m": model_state()}, twice)
+
+
+def test_a_metric_with_every_condition_excluded_shows_no_rate():
+    from pytest_rnncov.reporting.terminal import coverage_cell
+
+    models, _ = apply_exclusions(
+        {"m": model_state()}, [parse_exclusion(f"m:BC:t={t} = why") for t in range(1, 6)]
+    )
+    bc = models["m"].metrics["BC"]
+    assert coverage_cell(bc) == "n/a (0/0, 5 excluded)" and not bc.measurable
+    assert coverage_cell(model_state().metrics["BC"]) == "80% (4/5)"

@@ -76,7 +76,8 @@ def coverage_rows(data: CoverageData) -> list[list[str]]:
 def coverage_cell(m: MetricState) -> str:
     """``80% (4/5)``, or ``80% (4/5, 2 excluded)`` when conditions are counted apart."""
     excluded = f", {m.n_excluded} excluded" if m.n_excluded else ""
-    return f"{percent(m.rate)} ({m.n_covered}/{m.n_counted}{excluded})"
+    rate = percent(m.rate) if m.n_counted or not m.n_excluded else "n/a"  # all excluded
+    return f"{rate} ({m.n_covered}/{m.n_counted}{excluded})"
 
 
 def exclusion_lines(data: CoverageData) -> list[str]:
