@@ -3,13 +3,19 @@
 For each example, with the same budget, seeds and random seed: Seeds (200 seeds), Random
 (random mutation only), Targeted (the paper: random mutation, then the coverage GA once
 coverage stalls), and the GA given a turn after every random batch from the start, aimed at
-coverage (Mixed), at failures (Failure) or at both in turn (Both). Columns: test cases,
+coverage (Mixed), at failures (Failure) or at both in turn (Both), and Adaptive (the
+cases shared among random mutation and the two GAs by their recent yield). Columns:
+test cases,
 adversarial samples, average perturbation as found and after shrinking toward the seed,
 unique failing seeds, BC, SC, TC, and the campaign's test cases per second beside the
-model's own predictions per second. Also a figure of coverage growth per method.
+model's own predictions per second. Also a figure of coverage growth per method. With
+``--seeds 0,1,2,3,4`` the methods also run under those seeds: medians per method, the
+Adaptive schedule against each method (Mann-Whitney U p-value, Vargha-Delaney A12) and against the
+best method per measure (coverage within 0.02, failures at least 0.8x).
 
     NLTK_DATA=../shared/data/nltk_data python bench/generation_table.py [--out docs/generation.md]
-        [--examples mnist,sentiment,molecules] [--seed 0]
+        [--examples mnist,sentiment,molecules,vowels] [--seed 0]
+        [--seeds 0,1,2,3,4]
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from pytest_rnncov import (  # noqa: E402
     Profile,
     RNNModel,
     SmilesMutator,
+    TimeSeriesMutator,
     load_model,
 )
 
@@ -47,7 +54,11 @@ METHODS = {
     "Mixed": {"schedule": "mixed", "objective": "coverage"},
     "Failure": {"schedule": "mixed", "objective": "failure"},
     "Both": {"schedule": "mixed", "objective": "both"},
+    "Adaptive": {"schedule": "adaptive"},
 }
+#: the measures compared over seeds, and the method the others are compared with
+MEASURES = ("adversarial", "unique", "BC", "SC", "TC")
+CANDIDATE = "Adaptive"
 
 
 def example(name: str):
@@ -60,6 +71,19 @@ def example(name: str):
         rnn = RNNModel(load_model(train.ARTIFACTS / "model.keras"), train.LAYER)
         seeds = x_train[rng.choice(len(x_train), 200, replace=False)]
         return rnn, seeds, GaussianMutator(), Oracle(radius=3.0), 10_000, "L2 radius 3.0"
+    if name == "vowels":
+        (x_train, _), _ = data.split()
+        rnn = RNNModel(train.load(), train.LAYER)
+        seeds = x_train[rng.choice(len(x_train), 200, replace=False)]
+        oracle = Oracle.calibrate(x_train, rnn.predict(x_train))
+        return (
+            rnn,
+            seeds,
+            TimeSeriesMutator.from_seeds(seeds),
+            oracle,
+            10_000,
+            f"L2 radius {oracle.radius:.3f} (calibrated on the training utterances)",
+        )
     encoder = train.encoder_from(train.ARTIFACTS / "encoder.json")
     rnn = RNNModel(load_model(train.ARTIFACTS / "model.keras"), "lstm")
     (s_train, _), _ = data.split()
@@ -84,13 +108,27 @@ def example(name: str):
 
 
 def predictions_per_second(rnn, x) -> float:
+    """The model's own prediction rate: Keras ``predict``, a PyTorch module's forward."""
     batch = np.concatenate([x] * max(1, 1000 // len(x)))
-    rnn.model.predict(batch, verbose=0)
+    if hasattr(rnn.model, "predict"):
+
+        def predict() -> None:
+            rnn.model.predict(batch, verbose=0)
+    else:
+        import torch
+
+        tensor = torch.as_tensor(np.asarray(batch, np.float32))
+
+        def predict() -> None:
+            with torch.no_grad():
+                rnn.model(tensor)
+
+    predict()
     times = []
     for _ in range(3):
         time.sleep(0.3)
         start = time.perf_counter()
-        rnn.model.predict(batch, verbose=0)
+        predict()
         times.append(time.perf_counter() - start)
     return len(batch) / float(np.median(times))
 
@@ -106,7 +144,7 @@ def table(name: str, seed: int):
         + " | ".join(f"{seed_coverage[k].rate:.2f}" for k in ("BC", "SC", "TC"))
         + " | - |"
     ]
-    growth, unchanged = {}, []
+    growth, unchanged, numbers = {}, [], {}
     predictions = predictions_per_second(rnn, mutator.encode(seeds))
     for method, options in METHODS.items():
         campaign = Campaign(
@@ -139,6 +177,11 @@ def table(name: str, seed: int):
             + f" | {result.test_cases / seconds / predictions:.2f} |"
         )
         growth[method] = result.growth
+        numbers[method] = {
+            "adversarial": result.adversarial,
+            "unique": result.unique,
+            **{k: result.rates[k] for k in ("BC", "SC", "TC")},
+        }
         unchanged.append(
             f"{method} {result.discarded / (result.discarded + result.test_cases):.1%}"
         )
@@ -149,7 +192,72 @@ def table(name: str, seed: int):
         "batch of 1,000, after a pause). Mutants equal to their parent, dropped before the "
         f"model call: {', '.join(unchanged)}."
     )
-    return rows, note, growth
+    return rows, note, growth, numbers
+
+
+def a12(x: list[float], y: list[float]) -> float:
+    """Vargha-Delaney A12: the chance that a run of x beats a run of y (ties count half)."""
+    wins = sum((a > b) + 0.5 * (a == b) for a in x for b in y)
+    return wins / (len(x) * len(y))
+
+
+def comparison(name: str, runs: dict[str, list[dict[str, float]]]) -> list[str]:
+    """Medians over seeds per method and measure, and the candidate against each method:
+    two-sided Mann-Whitney U p-value and Vargha-Delaney A12 (> 0.5: the candidate wins)."""
+    from scipy.stats import mannwhitneyu
+
+    n = len(next(iter(runs.values())))
+    lines = [
+        f"### {name}: medians over {n} seeds, and {CANDIDATE} against each method",
+        "",
+        "| method | " + " | ".join(MEASURES) + " |",
+        "|---|" + "---|" * len(MEASURES),
+    ]
+    for method, values in runs.items():
+        medians = [float(np.median([v[m] for v in values])) for m in MEASURES]
+        lines.append(
+            f"| {method} | "
+            + " | ".join(
+                f"{x:.0f}" if m in ("adversarial", "unique") else f"{x:.2f}"
+                for m, x in zip(MEASURES, medians)
+            )
+            + " |"
+        )
+    lines += [
+        "",
+        f"| {CANDIDATE} vs | " + " | ".join(MEASURES) + " |",
+        "|---|" + "---|" * len(MEASURES),
+    ]
+    ours = runs[CANDIDATE]
+    for method, values in runs.items():
+        if method == CANDIDATE:
+            continue
+        cells = []
+        for m in MEASURES:
+            x, y = [v[m] for v in ours], [v[m] for v in values]
+            p = 1.0 if x == y else float(mannwhitneyu(x, y, alternative="two-sided").pvalue)
+            cells.append(f"p={p:.2f}, A12={a12(x, y):.2f}")
+        lines.append(f"| {method} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        f"| {CANDIDATE} vs the best method | median | best (method) | met |",
+        "|---|---|---|---|",
+    ]
+    for m in MEASURES:
+        medians = {
+            method: float(np.median([v[m] for v in values])) for method, values in runs.items()
+        }
+        ours = medians.pop(CANDIDATE)
+        best = max(medians, key=medians.__getitem__)
+        counts = m in ("adversarial", "unique")
+        met = ours >= 0.8 * medians[best] if counts else ours >= medians[best] - 0.02 - 1e-9
+        bar = "0.8x" if counts else "-0.02"
+        form = ".0f" if counts else ".3f"
+        lines.append(
+            f"| {m} | {ours:{form}} | {medians[best]:{form}} ({best}) | "
+            f"{'yes' if met else 'no'} (bar: best {bar}) |"
+        )
+    return lines + [""]
 
 
 def figure(growths: dict[str, dict[str, list[dict]]], path: Path) -> None:
@@ -181,18 +289,28 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--out", default=str(ROOT / "docs" / "generation.md"))
-    parser.add_argument("--examples", default="mnist,sentiment,molecules")
+    parser.add_argument("--examples", default="mnist,sentiment,molecules,vowels")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--seeds", default=None, help="e.g. 0,1,2,3,4: also compare the methods over these"
+    )
     args = parser.parse_args()
+    seeds = [args.seed] if args.seeds is None else [int(x) for x in args.seeds.split(",")]
     out = Path(args.out)
+    command = f" --seeds {args.seeds}" if args.seeds else ""
     lines = [
-        "# Test case generation: Seeds, Random, Targeted and the new objectives",
+        "# Test case generation: the schedules and objectives compared",
         "",
-        f"Produced by `python bench/generation_table.py` (seed {args.seed}; GA k=4, n=8, "
+        f"Produced by `python bench/generation_table.py{command}` "
+        f"(tables: seed {seeds[0]}; GA k=4, n=8, "
         "gamma=20; 200 seeds from the training split; batches of 200). Random: random "
         "mutation only. Targeted: the paper's Alg. 1 (the coverage GA once coverage "
         "stalls). Mixed, Failure, Both: the GA gets a turn after every random batch from "
-        "the start, aimed at coverage, failures, or both in turn. Found / shrunk: the "
+        "the start, aimed at coverage, failures, or both in turn. Adaptive: the cases "
+        "shared among random mutation, the coverage GA and the failure GA by their recent "
+        'yield (`schedule="adaptive"`). Every GA turn is '
+        "bounded (a quarter of the budget, the adaptive one's a twentieth; it ends after 3 "
+        "generations that get no closer). Found / shrunk: the "
         "average perturbation of the adversarial samples as found and after shrinking "
         "toward their seeds (every shrunk sample still fails the oracle).",
         "",
@@ -201,8 +319,12 @@ def main() -> None:
     ]
     growths = {}
     for name in args.examples.split(","):
-        rows, note, growth = table(name, args.seed)
+        rows, note, growth, numbers = table(name, seeds[0])
         growths[name] = growth
+        runs = {method: [values] for method, values in numbers.items()}
+        for seed in seeds[1:]:
+            for method, values in table(name, seed)[3].items():
+                runs[method].append(values)
         block = [
             f"## {name}",
             "",
@@ -213,6 +335,7 @@ def main() -> None:
             "",
             note,
             "",
+            *(comparison(name, runs) if len(seeds) > 1 else []),
         ]
         print("\n".join(block), flush=True)
         lines += block

@@ -64,6 +64,8 @@ SMALL_NOISE = GaussianMutator(variance=(0.002, 0.004))
 
 
 def run(ramp, **options):
+    """A campaign of the paper's schedule (unless ``schedule`` says otherwise)."""
+    options.setdefault("schedule", "stall")
     rnn, profile = ramp
     campaign = Campaign(
         rnn,
@@ -170,6 +172,7 @@ def test_interrupted_campaign_keeps_its_samples(stacked_model, seq_inputs, tmp_p
         budget=10_000,
         batch_size=40,
         listeners=[SampleWriter(tmp_path / "out")],
+        schedule="stall",  # three random batches of 40, then the interrupt
     )
     with pytest.raises(KeyboardInterrupt):
         campaign.run()
@@ -268,7 +271,10 @@ def threshold(keras):
     return rnn, Profile().fit(rnn, train)
 
 
-def failure_run(threshold, **options):
+BC_ONLY = [BC("h", "net", alpha_max=0.9)]
+
+
+def failure_run(threshold, budget=600, patience=1, **options):
     rnn, profile = threshold
     campaign = Campaign(
         rnn,
@@ -277,8 +283,8 @@ def failure_run(threshold, **options):
         Oracle(radius=10.0),
         profile=profile,
         metrics=[BC("h", "net", alpha_max=0.9)],
-        budget=600,
-        patience=1,
+        budget=budget,
+        patience=patience,
         seed=1,
         **options,
     )
@@ -286,7 +292,7 @@ def failure_run(threshold, **options):
 
 
 def test_the_failure_objective_finds_what_coverage_guidance_misses(threshold):
-    _, coverage_only = failure_run(threshold)
+    _, coverage_only = failure_run(threshold, schedule="stall")  # the paper's
     _, failures = failure_run(threshold, objective="failure", schedule="mixed")
     assert coverage_only.adversarial == 0
     assert failures.adversarial > 0 and failures.unique >= 1
@@ -296,7 +302,9 @@ def test_the_failure_objective_finds_what_coverage_guidance_misses(threshold):
 
 def test_shrunk_samples_still_fail_and_are_closer(threshold):
     rnn, _ = threshold
-    campaign, result = failure_run(threshold, objective="both", schedule="mixed")
+    # GA turns are bounded (a quarter of the budget): "both" gives the failure GA every
+    # other turn, so it needs a larger budget than "failure" to reach the decision boundary
+    campaign, result = failure_run(threshold, budget=1200, objective="both", schedule="mixed")
     assert result.adversarial > 0 and result.shrink_calls > 0
     oracle = campaign.oracle
     for sample in result.samples:
@@ -306,7 +314,9 @@ def test_shrunk_samples_still_fail_and_are_closer(threshold):
         assert oracle.fails(outputs[:1], outputs[1:], np.array([distance]))[0]
         assert sample.distance <= sample.found_distance
     assert result.average_perturbation < result.average_found_perturbation
-    _, unshrunk = failure_run(threshold, objective="both", schedule="mixed", shrink=False)
+    _, unshrunk = failure_run(
+        threshold, budget=1200, objective="both", schedule="mixed", shrink=False
+    )
     assert unshrunk.average_perturbation == unshrunk.average_found_perturbation
 
 
@@ -319,9 +329,145 @@ def test_stop_after_failing_seeds(threshold):
 
 def test_schedule_and_objective_are_validated(threshold):
     rnn, profile = threshold
-    with pytest.raises(InvalidArgument, match="schedule='greedy'; use one of 'stall', 'mixed'"):
+    with pytest.raises(
+        InvalidArgument, match="schedule='greedy'; use one of 'adaptive', 'stall', 'mixed'"
+    ):
         Campaign(rnn, SEEDS, SMALL_NOISE, Oracle(), profile=profile, schedule="greedy")
     with pytest.raises(
         InvalidArgument, match="objective='fun'; use one of 'coverage', 'failure', 'both'"
     ):
         Campaign(rnn, SEEDS, SMALL_NOISE, Oracle(), profile=profile, objective="fun")
+
+
+def test_the_adaptive_schedule_finds_the_failures_and_the_coverage(threshold):
+    """Here only a search that follows the oracle's margin finds failures and only the GA
+    covers BC: random mutation alone covers nothing and finds nothing in 600 cases, the
+    paper's schedule covers BC fully in 460 cases and finds nothing. The adaptive schedule
+    (the default) makes every seed fail within 600 cases while covering 80% of BC, and
+    covers it fully by 1,200."""
+    _, random_only = failure_run(threshold, schedule="stall", patience=10**9)
+    _, paper = failure_run(threshold, schedule="stall")
+    campaign, adaptive = failure_run(threshold)
+    assert (random_only.adversarial, random_only.rates["BC"]) == (0, 0.0)
+    assert (paper.adversarial, paper.rates["BC"]) == (0, 1.0)
+    assert adaptive.schedule == "adaptive" and adaptive.objective == "both"
+    assert adaptive.unique == len(SEEDS) and adaptive.rates["BC"] == pytest.approx(0.8)
+    assert adaptive.test_cases == 600  # full coverage does not end it: failures are sought
+    assert {g["phase"] for g in campaign.growth} >= {"random", "targeted"}
+    _, longer = failure_run(threshold, budget=1200)
+    assert longer.rates["BC"] == 1.0 and longer.unique == len(SEEDS)
+    _, again = failure_run(threshold)  # one seed, one run
+    assert (again.adversarial, again.test_cases, again.rates) == (
+        adaptive.adversarial,
+        adaptive.test_cases,
+        adaptive.rates,
+    )
+
+
+def test_the_adaptive_schedule_takes_no_objective(threshold):
+    rnn, profile = threshold
+    with pytest.raises(
+        InvalidArgument, match="objective='failure' does not apply to schedule='adaptive'"
+    ):
+        Campaign(
+            rnn, SEEDS, SMALL_NOISE, Oracle(), profile=profile, metrics=BC_ONLY, objective="failure"
+        )
+    campaign = Campaign(
+        rnn, SEEDS, SMALL_NOISE, Oracle(), profile=profile, metrics=BC_ONLY, objective="both"
+    )
+    assert (campaign.schedule, campaign.objective) == ("adaptive", "both")
+    paper = Campaign(
+        rnn, SEEDS, SMALL_NOISE, Oracle(), profile=profile, metrics=BC_ONLY, schedule="stall"
+    )
+    assert paper.objective == "coverage"
+
+
+def _turn_sizes(campaign):
+    """Run ``campaign``; the (cases, generations) of each GA turn it took."""
+    turns = []
+    targeted = campaign._targeted
+
+    def counted(target, bounded=False):
+        cases = generations = 0
+        for step in targeted(target, bounded):
+            cases, generations = cases + step.cases, generations + 1
+            yield step
+        turns.append((cases, generations))
+
+    campaign._targeted = counted
+    campaign.run()
+    return turns
+
+
+@pytest.mark.parametrize("schedule", ["stall", "mixed", "adaptive"])
+def test_every_ga_turn_is_bounded_by_a_share_of_the_budget(ramp, schedule):
+    """gamma=100 generations of 32 would be 3,200 cases; a turn may take a quarter of the
+    budget (the adaptive schedule a twentieth, at least one generation)."""
+    from pytest_rnncov.generation import campaign as module
+
+    rnn, profile = ramp
+    campaign = Campaign(
+        rnn,
+        SEEDS,
+        SMALL_NOISE,
+        Oracle(radius=10.0),
+        profile=profile,
+        metrics=[BC(alpha_max=0.9)],
+        budget=2000,
+        patience=1,
+        ga=GAConfig(k=4, n=8, gamma=100),
+        schedule=schedule,
+        seed=1,
+    )
+    turns = _turn_sizes(campaign)
+    share = module.ADAPTIVE_TURN_SHARE if schedule == "adaptive" else module.TURN_SHARE
+    assert turns and max(cases for cases, _ in turns) <= max(32, share * 2000)
+    assert campaign.generated <= 2000
+
+
+def test_a_ga_turn_ends_when_it_gets_no_closer(ramp, monkeypatch):
+    """With a GA fitness that never improves on the parent's, a turn ends after GA_STALL
+    generations (8 offspring of the one best case, then 32 of the 4 best), not gamma's 50,
+    unless its condition got covered on the way (the coverage update is not patched)."""
+    from pytest_rnncov.generation import campaign as module
+
+    monkeypatch.setattr(
+        BC, "condition_fitness", lambda self, signals, condition: np.full(len(signals), 9.0)
+    )
+    rnn, profile = ramp
+    campaign = Campaign(
+        rnn,
+        SEEDS,
+        SMALL_NOISE,
+        Oracle(radius=10.0),
+        profile=profile,
+        metrics=[BC(alpha_max=0.9)],
+        budget=1000,
+        patience=1,
+        ga=GAConfig(k=4, n=8, gamma=50),
+        schedule="stall",
+        seed=1,
+    )
+    turns = _turn_sizes(campaign)
+    assert module.GA_STALL == 3
+    assert turns and max(generations for _, generations in turns) == 3
+    assert (8 + 32 + 32, 3) in turns
+
+
+def test_the_failure_sweep_breeds_from_every_open_seed_in_one_batch(threshold):
+    """A sweep takes ga.n = 8 mutants of the best case of each seed without a failure (the
+    4 seeds here; a batch of 100 has room for 12), so its batches shrink by 8 as seeds
+    fail, and its cases stay within the oracle's radius of their seed."""
+    rnn, profile = threshold
+    campaign = Campaign(
+        rnn, SEEDS, SMALL_NOISE, Oracle(radius=10.0), profile=profile, metrics=BC_ONLY, budget=600
+    )
+    sweeps, failing, ids = [], 0, []
+    for step in campaign.iterate():
+        if step.target == "failure:sweep":
+            sweeps.append((step.cases, 8 * (len(SEEDS) - failing)))
+            ids.extend(range(campaign.n_cases - step.cases, campaign.n_cases))
+        failing = len(campaign._failing_seeds)
+    assert sweeps and all(cases == expected for cases, expected in sweeps)
+    swept = campaign.cases()[ids] - SEEDS[campaign.seed_indices()[ids]]
+    assert np.linalg.norm(swept.reshape(len(ids), -1), axis=1).max() <= 10.0 + 1e-4

@@ -1,12 +1,16 @@
 """Coverage-guided test generation (paper Alg. 1 and Alg. 2, SPEC section 6).
 
 A :class:`Campaign` mutates seeds at random and runs the genetic targeted mutation, one
-batched model call per batch or generation. ``schedule="stall"`` is the paper's: random
-mutation until coverage stops growing, then the GA; ``schedule="mixed"`` gives the GA a turn
-after every random batch from the start. The GA aims at uncovered conditions
-(``objective="coverage"``, the paper's Alg. 2), at failures (``"failure"``: the seed closest
-to failing the oracle, by the oracle's margin and the distance budget) or at both in turn.
-Every adversarial sample is shrunk toward its seed before it is reported. Each batch's
+batched model call per batch or generation. The GA aims at an uncovered condition (the
+paper's Alg. 2) or at a failure (the seed closest to failing the oracle, by the oracle's
+margin and the distance budget). ``schedule="adaptive"`` (the default) shares the cases
+among random mutation, a failure search over many seeds at once and a coverage GA per
+target metric by what each has recently yielded; ``schedule="stall"`` is the paper's
+Alg. 1: random mutation until coverage stops growing, then the GA; ``schedule="mixed"``
+gives the GA a turn after every random batch from the start. For those two, ``objective``
+aims the GA at coverage (the paper's), failures, or both in turn. In every schedule a GA
+turn is bounded: a share of the budget, and it ends after GA_STALL generations that got
+no closer. Every adversarial sample is shrunk toward its seed before it is reported. Each batch's
 signals are computed once and feed the campaign's coverage, the session's (for a tracked
 model) and the GA's fitness. Results stream to listeners (``on_adversarial`` with each
 sample as it is found, ``on_shrunk`` with every sample once shrinking finished,
@@ -51,7 +55,20 @@ KEEP_SAMPLES = 64
 #: Consecutive batches in which the mutator changed nothing before a campaign gives up.
 STUCK_BATCHES = 20
 
-SCHEDULES = ("stall", "mixed")
+SCHEDULES = ("adaptive", "stall", "mixed")
+
+#: every schedule: a GA turn ends after this many generations that got no closer
+GA_STALL = 3
+#: "stall" and "mixed": a GA turn's share of the budget at most
+TURN_SHARE = 0.25
+#: "adaptive": a GA turn's share of the budget at most
+ADAPTIVE_TURN_SHARE = 0.15
+#: "adaptive": the pulls of each arm its recent yield is measured over
+ADAPTIVE_WINDOW = 8
+#: "adaptive": the share of the cases every open arm gets whatever it yields (exploration)
+ADAPTIVE_FLOOR = 0.05
+#: "adaptive": what a new adversarial case is worth beside a new failing seed
+ADVERSARIAL_WEIGHT = 0.2
 
 #: Added to the failure fitness of cases beyond the oracle's radius, so that they rank after
 #: every case within it.
@@ -123,10 +140,12 @@ class Campaign:
     tracked model's (else BC, SC, TC under "paper"). Mutants equal to their parent are not
     evaluated; they are counted as ``discarded``.
 
-    ``schedule`` ("stall": the paper's; "mixed": the GA from the start) and ``objective``
-    ("coverage": the paper's Alg. 2; "failure"; "both") choose how the GA works (see the
-    module docstring). ``shrink`` shrinks every adversarial sample toward its seed before it
-    is reported (batched model calls; ``average_perturbation`` is then the shrunk distance).
+    ``schedule`` ("adaptive", the default: the cases go where they recently paid, in
+    coverage and failures; "stall": the paper's; "mixed": the GA from the start) and, for
+    "stall" and "mixed", ``objective`` ("coverage", their default and the paper's Alg. 2;
+    "failure"; "both") choose how the GA works (see the module docstring). ``shrink``
+    shrinks every adversarial sample toward its seed before it is reported (batched model
+    calls; ``average_perturbation`` is then the shrunk distance).
     ``stop_after_failing_seeds=N`` stops once N distinct seeds have a failure.
     """
 
@@ -149,8 +168,8 @@ class Campaign:
         preset: str | None = None,
         name: str | None = None,
         listeners: Sequence[Any] = (),
-        schedule: str = "stall",
-        objective: str = "coverage",
+        schedule: str = "adaptive",
+        objective: str | None = None,
         shrink: bool = True,
         stop_after_failing_seeds: int | None = None,
     ) -> None:
@@ -192,7 +211,16 @@ class Campaign:
         if not isinstance(oracle, Oracle):
             raise InvalidArgument(f"oracle={oracle!r}; pass an Oracle, e.g. Oracle(radius=3.0)")
         self.schedule = check_choice("schedule", schedule, SCHEDULES)
+        if objective is None:
+            objective = "both" if self.schedule == "adaptive" else "coverage"
         self.objective = check_choice("objective", objective, OBJECTIVES)
+        if self.schedule == "adaptive" and self.objective != "both":
+            raise InvalidArgument(
+                f"objective={objective!r} does not apply to schedule='adaptive', which aims "
+                "the GA at coverage and at failures by what each yields; use "
+                f"schedule='mixed' (or the paper's 'stall') with objective={objective!r}, "
+                "or leave objective out"
+            )
         self.shrink = check_bool("shrink", shrink)
         self.stop_after = (
             None
@@ -378,11 +406,15 @@ class Campaign:
         rates = [self.coverage[t].rate for t in self.targets]
         if self.goal is not None and min(rates) >= self.goal:
             return True
+        # full coverage ends a coverage-only search; the others also seek failures
         return self.objective == "coverage" and all(r >= 1.0 for r in rates)
 
     def iterate(self) -> Iterator[Step]:
         """Run the campaign, yielding after every model call."""
         yield self._evaluate(self.seeds, np.arange(len(self.seeds)), "seeds").step
+        if self.schedule == "adaptive":
+            yield from self._adaptive()
+            return
         stale = 0
         stuck = 0
         tried: set[tuple[str, int]] = set()
@@ -392,18 +424,13 @@ class Campaign:
                 target = self._next_target(tried, turn)
                 if target is not None:
                     turn += 1
-                    yield from self._targeted(target)
+                    yield from self._turn(target, tried)
                     continue
             step = self._random_batch()
             if step is None:
                 stuck += 1
                 if stuck >= STUCK_BATCHES:
-                    warnings.warn(
-                        f"{type(self.mutator).__name__} returned every case unchanged in "
-                        f"{STUCK_BATCHES} batches in a row; the campaign stops early",
-                        RNNCovWarning,
-                        stacklevel=2,
-                    )
+                    self._warn_stuck(2)
                     return
                 continue
             stuck = 0
@@ -415,7 +442,122 @@ class Campaign:
                 target = self._next_target(tried, turn)
                 if target is not None:
                     turn += 1
-                    yield from self._targeted(target)
+                    yield from self._turn(target, tried)
+
+    def _warn_stuck(self, depth: int) -> None:
+        """Warn that the mutator is stuck, at the caller ``depth`` frames above."""
+        warnings.warn(
+            f"{type(self.mutator).__name__} returned every case unchanged in "
+            f"{STUCK_BATCHES} batches in a row; the campaign stops early",
+            RNNCovWarning,
+            stacklevel=depth + 1,
+        )
+
+    def _turn(
+        self, target: tuple[str, int], tried: set[tuple[str, int]], bounded: bool = False
+    ) -> Iterator[Step]:
+        """One GA turn at ``target``; a turn that got closer leaves it open for the next
+        turn (the GA goes on from the best case so far), one that did not marks it tried."""
+        prior = self._target_fitness(target)
+        yield from self._targeted(target, bounded)
+        if self._target_fitness(target) < prior:
+            tried.discard(target)
+        else:
+            tried.add(target)
+
+    def _progress(self) -> np.ndarray:
+        """What the adaptive schedule rewards: coverage of the target metrics (the sum of
+        their rates), seeds with a failure, adversarial cases."""
+        covered = sum(self.coverage[t].rate for t in self.targets)
+        return np.array([covered, len(self._failing_seeds), len(self._adversarial)], float)
+
+    def _adaptive(self) -> Iterator[Step]:
+        """The adaptive schedule: stride scheduling over the arms random mutation, the
+        failure sweep (one generation of the failure search over the seeds closest to
+        failing, per pull) and one coverage GA per target metric. Each open arm's share of the
+        cases is ADAPTIVE_FLOOR plus the rest in proportion to its recent yield (growth per
+        case over its last ADAPTIVE_WINDOW pulls of: the target rates' sum, plus new failing
+        seeds and ADVERSARIAL_WEIGHT x new adversarial cases per seed); the next pull goes
+        to the arm furthest below its share. A GA turn is bounded (ADAPTIVE_TURN_SHARE of
+        the budget, GA_STALL generations without getting closer) and a target stays the
+        arm's choice while its turns bring it closer; an arm whose targets were all tried
+        starts a new round, and rests while it has none until random mutation covers
+        something new."""
+        arms = ("random", "failure", *self.targets)
+        recent: dict[str, list[tuple[np.ndarray, int]]] = {arm: [] for arm in arms}
+        spent = dict.fromkeys(arms, 0)
+        tried: set[tuple[str, int]] = set()
+        idle: set[str] = set()
+        stuck = 0
+        while not self._done():
+            arm = self._choose([arm for arm in arms if arm not in idle], recent, spent)
+            before, generated = self._progress(), self.generated
+            if arm == "random":
+                step = self._random_batch()
+                if step is None:
+                    stuck += 1
+                    if stuck >= STUCK_BATCHES:
+                        self._warn_stuck(3)
+                        return
+                    continue
+                stuck = 0
+                if sum(step.new_conditions[t] for t in self.targets):
+                    tried.clear()  # new best inputs: every condition is worth a new try
+                    idle.clear()
+                yield step
+            elif arm == "failure":
+                step = self._failure_sweep()
+                if step is None:
+                    idle.add(arm)
+                    continue
+                yield step
+            else:
+                target = self._closest(arm, tried)
+                if target is None:  # every target tried: a new round, from the best so far
+                    tried -= {t for t in tried if t[0] == arm}
+                    target = self._closest(arm, tried)
+                if target is None:
+                    idle.add(arm)
+                    continue
+                yield from self._turn(target, tried, bounded=True)
+            cases = max(1, self.generated - generated)
+            spent[arm] += cases
+            gain = self._progress() - before
+            recent[arm] = [*recent[arm][-(ADAPTIVE_WINDOW - 1) :], (gain, cases)]
+
+    def _target_fitness(self, target: tuple[str, int]) -> float:
+        """The best fitness reached so far for a GA target (<= 0: reached)."""
+        kind, index = target
+        if kind == "failure":
+            return float(self._fail_best[index])
+        return float(self.coverage[kind].best_fitness_[index])
+
+    def _choose(
+        self,
+        arms: list[str],
+        recent: dict[str, list[tuple[np.ndarray, int]]],
+        spent: dict[str, int],
+    ) -> str:
+        """The open arm furthest below its share of the cases (see ``_adaptive``)."""
+        if len(arms) == 1:
+            return arms[0]
+        worth = np.array([1.0, 1.0, ADVERSARIAL_WEIGHT]) / [1.0, len(self.seeds), len(self.seeds)]
+        rates = {
+            arm: max(
+                0.0, float(sum(g for g, _ in recent[arm]) @ worth) / sum(c for _, c in recent[arm])
+            )
+            if recent[arm]
+            else 0.0
+            for arm in arms
+        }
+        total = sum(rates.values())
+        rest = 1.0 - ADAPTIVE_FLOOR * len(arms)
+        shares = {
+            arm: ADAPTIVE_FLOOR + rest * (rates[arm] / total if total > 0 else 1.0 / len(arms))
+            for arm in arms
+        }
+        used = sum(spent[arm] for arm in arms) + 1
+        return max(arms, key=lambda arm: (shares[arm] * used - spent[arm], -arms.index(arm)))
 
     def _next_target(self, tried: set[tuple[str, int]], turn: int) -> tuple[str, int] | None:
         """("failure", seed) or (metric, condition) to aim the GA at, per the objective."""
@@ -441,6 +583,27 @@ class Campaign:
             return "failure", int(seed_index)
         return None
 
+    def _failure_sweep(self) -> Step | None:
+        """One generation of the failure search over many seeds at once: ``ga.n`` mutants
+        of the best case of each seed without a failure, closest to failing first (one
+        batch), kept within the oracle's radius."""
+        size = int(min(self.batch_size, self._remaining()))
+        open_seeds = np.setdiff1d(
+            np.arange(len(self._fail_best)), np.fromiter(self._failing_seeds, np.int64)
+        )
+        if size < 1 or not len(open_seeds):
+            return None
+        closest = open_seeds[np.argsort(self._fail_best[open_seeds], kind="stable")]
+        parents = np.repeat(self._fail_case[closest[: max(1, size // self.ga.n)]], self.ga.n)
+        offspring, from_ids = self._mutate(parents[:size])
+        if len(from_ids) == 0:
+            return None
+        seed_index = self._seed_of[from_ids]
+        if self.oracle.radius is not None:
+            seeds = self.mutator.take(self.seeds, seed_index)
+            offspring = self.mutator.within(seeds, offspring, self.oracle.radius)
+        return self._evaluate(offspring, seed_index, "targeted", "failure:sweep").step
+
     def _mutate(self, parents: np.ndarray) -> tuple[Any, np.ndarray]:
         """Mutants of the cases ``parents``, without the ones the mutator left unchanged."""
         before = self._cases.take(parents)
@@ -461,21 +624,26 @@ class Campaign:
     def _pick_target(self, tried: set[tuple[str, int]], turn: int) -> tuple[str, int] | None:
         """Round-robin over target metrics: the untried uncovered condition closest to cover."""
         for offset in range(len(self.targets)):
-            key = self.targets[(turn + offset) % len(self.targets)]
-            metric = self.coverage[key]
-            fitness = np.where(
-                metric.covered_ | (metric.best_input_ < 0), np.inf, metric.best_fitness_
-            )
-            for condition in np.argsort(fitness, kind="stable"):
-                if not np.isfinite(fitness[condition]):
-                    break
-                if (key, int(condition)) not in tried:
-                    return key, int(condition)
+            target = self._closest(self.targets[(turn + offset) % len(self.targets)], tried)
+            if target is not None:
+                return target
+        return None
+
+    def _closest(self, key: str, tried: set[tuple[str, int]]) -> tuple[str, int] | None:
+        """The untried uncovered condition of metric ``key`` closest to being covered."""
+        metric = self.coverage[key]
+        fitness = np.where(metric.covered_ | (metric.best_input_ < 0), np.inf, metric.best_fitness_)
+        for condition in np.argsort(fitness, kind="stable"):
+            if not np.isfinite(fitness[condition]):
+                break
+            if (key, int(condition)) not in tried:
+                return key, int(condition)
         return None
 
     # -- targeted mutation (Alg. 2) ------------------------------------------------------------
-    def _targeted(self, target: tuple[str, int]) -> Iterator[Step]:
-        """The GA toward one condition, or (``("failure", seed)``) toward a failure."""
+    def _targeted(self, target: tuple[str, int], bounded: bool = False) -> Iterator[Step]:
+        """The GA toward one condition, or (``("failure", seed)``) toward a failure;
+        ``bounded``: at most GA_TURN_SHARE of the budget (at least one batch)."""
         kind, index = target
         if kind == "failure":
             label = f"failure:seed {index}"
@@ -514,18 +682,32 @@ class Campaign:
 
         if covered() or self._remaining() <= 0:
             return
-        for _ in evolve(
+        start = self.generated
+        share = ADAPTIVE_TURN_SHARE if bounded else TURN_SHARE
+        limit = math.inf if self.budget is None else max(self.ga.k * self.ga.n, share * self.budget)
+
+        def room() -> float:
+            return min(self._remaining(), limit - (self.generated - start))
+
+        best, stale = float(np.min(fitness)), 0
+        for _, scores in evolve(
             population,
             fitness,
             self.ga,
             breed,
             lambda p, i: p[i],
             np.concatenate,
-            room=self._remaining,
+            room=room,
         ):
             yield steps[-1]
-            if covered() or self._remaining() <= 0:
+            if covered() or room() <= 0:
                 return
+            if float(np.min(scores)) < best:
+                best, stale = float(np.min(scores)), 0
+            else:
+                stale += 1
+                if stale >= GA_STALL:
+                    return  # no closer for GA_STALL generations: the turn ends
 
     # -- results ---------------------------------------------------------------------------------
     def run(self) -> CampaignResult:

@@ -65,6 +65,8 @@ def evolve(
         order = np.argsort(fitness, kind="stable")[: ga.k]
         parents = take(population, order)
         size = len(order) * ga.n if room is None else int(min(len(order) * ga.n, room()))
+        if size < 1:
+            return
         bred = breed(take(parents, np.arange(size) // ga.n))
         if bred is None:
             return
