@@ -4,8 +4,8 @@ For each example, with the same budget, seeds and random seed: Seeds (200 seeds)
 (random mutation only), Targeted (the paper: random mutation, then the coverage GA once
 coverage stalls), and the GA given a turn after every random batch from the start, aimed at
 coverage (Mixed), at failures (Failure) or at both in turn (Both), and Adaptive (the
-cases shared among random mutation and the two GAs by their recent yield). Columns:
-test cases,
+default: the cases shared among random mutation, the failure sweep and a coverage GA per
+metric by their recent yield). Columns: test cases,
 adversarial samples, average perturbation as found and after shrinking toward the seed,
 unique failing seeds, BC, SC, TC, and the campaign's test cases per second beside the
 model's own predictions per second. Also a figure of coverage growth per method. With
@@ -306,10 +306,10 @@ def main() -> None:
         "gamma=20; 200 seeds from the training split; batches of 200). Random: random "
         "mutation only. Targeted: the paper's Alg. 1 (the coverage GA once coverage "
         "stalls). Mixed, Failure, Both: the GA gets a turn after every random batch from "
-        "the start, aimed at coverage, failures, or both in turn. Adaptive: the cases "
-        "shared among random mutation, the coverage GA and the failure GA by their recent "
-        'yield (`schedule="adaptive"`). Every GA turn is '
-        "bounded (a quarter of the budget, the adaptive one's a twentieth; it ends after 3 "
+        "the start, aimed at coverage, failures, or both in turn. Adaptive (the default, "
+        '`schedule="adaptive"`): the cases shared among random mutation, the failure '
+        "sweep and a coverage GA per metric by their recent yield. Every GA turn is "
+        "bounded (a quarter of the budget, the adaptive schedule's 15%; it ends after 3 "
         "generations that get no closer). Found / shrunk: the "
         "average perturbation of the adversarial samples as found and after shrinking "
         "toward their seeds (every shrunk sample still fails the oracle).",

@@ -25,7 +25,8 @@ def test_held_out_digits_are_classified_and_cover_the_lstm(mnist, digits):
 
 @pytest.mark.rnn_coverage(min=0.5, metrics=["BC", "SC", "TC"])
 def test_campaign_raises_coverage(mnist, digits, rnncov, tmp_path_factory):
-    """2. A campaign (random, then GA-targeted mutation) raises coverage from 100 seeds."""
+    """2. A campaign (the default adaptive schedule: random mutation, a failure sweep and
+    GA turns, each given the cases where it recently paid) raises coverage from 100 seeds."""
     (x_train, y_train), _ = digits
     seeds = x_train[rnncov.rng().choice(len(x_train), 100, replace=False)]
     campaign = mnist.campaign(

@@ -21,7 +21,8 @@ def test_held_out_sentences(sentiment, encoder, texts):
 
 @pytest.mark.rnn_coverage(min=0.4, metrics=["BC", "SC", "TC"])
 def test_campaign_with_eda(sentiment, encoder, texts, rnncov, tmp_path_factory):
-    """2. A campaign of EDA edits (random, then GA-targeted) from 100 seed sentences."""
+    """2. A campaign of EDA edits (random, a failure sweep and GA turns, by their yield) from
+    100 seed sentences."""
     _, (t_text, _) = texts
     pick = rnncov.rng(1).choice(len(t_text), 100, replace=False)
     campaign = sentiment.campaign(
