@@ -65,8 +65,8 @@ class CampaignResult:
     failures_per_seed: dict[int, int] = field(default_factory=dict)
     failures_per_class_pair: dict[str, int] = field(default_factory=dict)
     shrink_calls: int = 0
-    schedule: str = "stall"
-    objective: str = "coverage"
+    schedule: str = "adaptive"
+    objective: str = "both"
     #: True when every sample was shrunk; False when shrinking was cut short (the samples
     #: are as found); None when there was nothing to shrink or shrinking was off
     shrunk: bool | None = None
