@@ -402,7 +402,7 @@ def _turn_sizes(campaign):
 @pytest.mark.parametrize("schedule", ["stall", "mixed", "adaptive"])
 def test_every_ga_turn_is_bounded_by_a_share_of_the_budget(ramp, schedule):
     """gamma=100 generations of 32 would be 3,200 cases; a turn may take a quarter of the
-    budget (the adaptive schedule a twentieth, at least one generation)."""
+    budget (the adaptive schedule 15%, at least one generation)."""
     from pytest_rnncov.generation import campaign as module
 
     rnn, profile = ramp
@@ -471,3 +471,33 @@ def test_the_failure_sweep_breeds_from_every_open_seed_in_one_batch(threshold):
     assert sweeps and all(cases == expected for cases, expected in sweeps)
     swept = campaign.cases()[ids] - SEEDS[campaign.seed_indices()[ids]]
     assert np.linalg.norm(swept.reshape(len(ids), -1), axis=1).max() <= 10.0 + 1e-4
+
+
+class Sometimes(Mutator):
+    """Small noise on each case with probability 0.2; the other cases come back unchanged."""
+
+    def mutate(self, cases, rng):
+        cases = np.asarray(cases)
+        out = SMALL_NOISE.mutate(cases, rng)
+        keep = rng.random(len(cases)) >= 0.2
+        out[keep] = cases[keep]
+        return out
+
+
+def test_a_sweep_the_mutator_left_unchanged_does_not_end_the_failure_search(threshold):
+    """Found by a hostile-input pass: a sweep whose 8 mutants all came back unchanged (a
+    one-in-six chance here) put the failure arm to rest for the rest of the campaign, and
+    the run ended with 3 of the 4 seeds failing. The arm rests only once every seed fails."""
+    rnn, profile = threshold
+    campaign = Campaign(
+        rnn,
+        SEEDS,
+        Sometimes(),
+        Oracle(radius=10.0),
+        profile=profile,
+        metrics=BC_ONLY,
+        budget=3000,
+        seed=1,
+    )
+    result = campaign.run()
+    assert result.unique == len(SEEDS)

@@ -21,7 +21,9 @@ notifying still sets ``result`` and reaches every listener (samples unshrunk, an
 result says so), then is raised.
 
 Memory is bounded by the budget: the corpus of cases the search picks parents from, and
-per-case seed index and distance; coverage statistics are kept incrementally.
+per-case seed index and distance; coverage statistics are kept incrementally. A campaign
+with ``budget=None`` runs until its ``goal`` is reached, however long that takes: give both
+to bound it.
 """
 
 from __future__ import annotations
@@ -506,11 +508,14 @@ class Campaign:
                     idle.clear()
                 yield step
             elif arm == "failure":
-                step = self._failure_sweep()
-                if step is None:
-                    idle.add(arm)
+                if len(self._failing_seeds) >= len(self.seeds):
+                    idle.add(arm)  # every seed fails: nothing left to sweep
                     continue
-                yield step
+                step = self._failure_sweep()
+                if (
+                    step is not None
+                ):  # None: the mutator changed nothing, a pull that yields nothing
+                    yield step
             else:
                 target = self._closest(arm, tried)
                 if target is None:  # every target tried: a new round, from the best so far
@@ -586,13 +591,11 @@ class Campaign:
     def _failure_sweep(self) -> Step | None:
         """One generation of the failure search over many seeds at once: ``ga.n`` mutants
         of the best case of each seed without a failure, closest to failing first (one
-        batch), kept within the oracle's radius."""
+        batch), kept within the oracle's radius; None when the mutator changed none."""
         size = int(min(self.batch_size, self._remaining()))
         open_seeds = np.setdiff1d(
             np.arange(len(self._fail_best)), np.fromiter(self._failing_seeds, np.int64)
         )
-        if size < 1 or not len(open_seeds):
-            return None
         closest = open_seeds[np.argsort(self._fail_best[open_seeds], kind="stable")]
         parents = np.repeat(self._fail_case[closest[: max(1, size // self.ga.n)]], self.ga.n)
         offspring, from_ids = self._mutate(parents[:size])
@@ -642,8 +645,9 @@ class Campaign:
 
     # -- targeted mutation (Alg. 2) ------------------------------------------------------------
     def _targeted(self, target: tuple[str, int], bounded: bool = False) -> Iterator[Step]:
-        """The GA toward one condition, or (``("failure", seed)``) toward a failure;
-        ``bounded``: at most GA_TURN_SHARE of the budget (at least one batch)."""
+        """The GA toward one condition, or (``("failure", seed)``) toward a failure: at most
+        TURN_SHARE of the budget (``bounded``: ADAPTIVE_TURN_SHARE; at least one generation),
+        ending after GA_STALL generations that got no closer."""
         kind, index = target
         if kind == "failure":
             label = f"failure:seed {index}"
