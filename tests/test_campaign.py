@@ -63,11 +63,12 @@ SEEDS = np.full((4, STEPS, FEATURES), 0.5, np.float32)
 SMALL_NOISE = GaussianMutator(variance=(0.002, 0.004))
 
 
-def run(ramp, **options):
-    """A campaign of the paper's schedule (unless ``schedule`` says otherwise)."""
+def ramp_campaign(ramp, **options):
+    """A campaign on the ramp model, of the paper's schedule unless ``schedule`` says
+    otherwise."""
     options.setdefault("schedule", "stall")
     rnn, profile = ramp
-    campaign = Campaign(
+    return Campaign(
         rnn,
         SEEDS,
         SMALL_NOISE,
@@ -76,6 +77,10 @@ def run(ramp, **options):
         metrics=[BC(alpha_max=0.9)],
         **options,
     )
+
+
+def run(ramp, **options):
+    campaign = ramp_campaign(ramp, **options)
     return campaign, campaign.run()
 
 
@@ -274,20 +279,25 @@ def threshold(keras):
 BC_ONLY = [BC("h", "net", alpha_max=0.9)]
 
 
-def failure_run(threshold, budget=600, patience=1, **options):
+def failure_campaign(threshold, budget=600, patience=1, mutator=SMALL_NOISE, seed=1, **options):
+    """A campaign on the threshold model (BC only, oracle radius 10)."""
     rnn, profile = threshold
-    campaign = Campaign(
+    return Campaign(
         rnn,
         SEEDS,
-        SMALL_NOISE,
+        mutator,
         Oracle(radius=10.0),
         profile=profile,
-        metrics=[BC("h", "net", alpha_max=0.9)],
+        metrics=BC_ONLY,
         budget=budget,
         patience=patience,
-        seed=1,
+        seed=seed,
         **options,
     )
+
+
+def failure_run(threshold, **options):
+    campaign = failure_campaign(threshold, **options)
     return campaign, campaign.run()
 
 
@@ -405,19 +415,8 @@ def test_every_ga_turn_is_bounded_by_a_share_of_the_budget(ramp, schedule):
     budget (the adaptive schedule 15%, at least one generation)."""
     from pytest_rnncov.generation import campaign as module
 
-    rnn, profile = ramp
-    campaign = Campaign(
-        rnn,
-        SEEDS,
-        SMALL_NOISE,
-        Oracle(radius=10.0),
-        profile=profile,
-        metrics=[BC(alpha_max=0.9)],
-        budget=2000,
-        patience=1,
-        ga=GAConfig(k=4, n=8, gamma=100),
-        schedule=schedule,
-        seed=1,
+    campaign = ramp_campaign(
+        ramp, budget=2000, patience=1, ga=GAConfig(k=4, n=8, gamma=100), schedule=schedule, seed=1
     )
     turns = _turn_sizes(campaign)
     share = module.ADAPTIVE_TURN_SHARE if schedule == "adaptive" else module.TURN_SHARE
@@ -434,19 +433,8 @@ def test_a_ga_turn_ends_when_it_gets_no_closer(ramp, monkeypatch):
     monkeypatch.setattr(
         BC, "condition_fitness", lambda self, signals, condition: np.full(len(signals), 9.0)
     )
-    rnn, profile = ramp
-    campaign = Campaign(
-        rnn,
-        SEEDS,
-        SMALL_NOISE,
-        Oracle(radius=10.0),
-        profile=profile,
-        metrics=[BC(alpha_max=0.9)],
-        budget=1000,
-        patience=1,
-        ga=GAConfig(k=4, n=8, gamma=50),
-        schedule="stall",
-        seed=1,
+    campaign = ramp_campaign(
+        ramp, budget=1000, patience=1, ga=GAConfig(k=4, n=8, gamma=50), schedule="stall", seed=1
     )
     turns = _turn_sizes(campaign)
     assert module.GA_STALL == 3
@@ -458,10 +446,7 @@ def test_the_failure_sweep_breeds_from_every_open_seed_in_one_batch(threshold):
     """A sweep takes ga.n = 8 mutants of the best case of each seed without a failure (the
     4 seeds here; a batch of 100 has room for 12), so its batches shrink by 8 as seeds
     fail, and its cases stay within the oracle's radius of their seed."""
-    rnn, profile = threshold
-    campaign = Campaign(
-        rnn, SEEDS, SMALL_NOISE, Oracle(radius=10.0), profile=profile, metrics=BC_ONLY, budget=600
-    )
+    campaign = failure_campaign(threshold, patience=2, seed=0)
     sweeps, failing, ids = [], 0, []
     for step in campaign.iterate():
         if step.target == "failure:sweep":
@@ -488,16 +473,5 @@ def test_a_sweep_the_mutator_left_unchanged_does_not_end_the_failure_search(thre
     """Found by a hostile-input pass: a sweep whose 8 mutants all came back unchanged (a
     one-in-six chance here) put the failure arm to rest for the rest of the campaign, and
     the run ended with 3 of the 4 seeds failing. The arm rests only once every seed fails."""
-    rnn, profile = threshold
-    campaign = Campaign(
-        rnn,
-        SEEDS,
-        Sometimes(),
-        Oracle(radius=10.0),
-        profile=profile,
-        metrics=BC_ONLY,
-        budget=3000,
-        seed=1,
-    )
-    result = campaign.run()
+    _, result = failure_run(threshold, budget=3000, patience=2, mutator=Sometimes())
     assert result.unique == len(SEEDS)

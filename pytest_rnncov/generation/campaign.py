@@ -288,6 +288,7 @@ class Campaign:
         self.growth: list[dict[str, Any]] = []
         self.generated = 0
         self.discarded = 0
+        self._unchanged_batches = 0  # random batches in a row the mutator left unchanged
         self.interrupted = False
         self.result: CampaignResult | None = None
 
@@ -418,7 +419,6 @@ class Campaign:
             yield from self._adaptive()
             return
         stale = 0
-        stuck = 0
         tried: set[tuple[str, int]] = set()
         turn = 0
         while not self._done():
@@ -430,13 +430,10 @@ class Campaign:
                     continue
             step = self._random_batch()
             if step is None:
-                stuck += 1
-                if stuck >= STUCK_BATCHES:
-                    self._warn_stuck(2)
+                if self._gave_up(2):
                     return
                 continue
-            stuck = 0
-            stale = 0 if sum(step.new_conditions[t] for t in self.targets) else stale + 1
+            stale = 0 if self._gained(step) else stale + 1
             if stale == 0:
                 tried.clear()  # new best inputs: uncovered conditions are worth a new try
             yield step
@@ -446,14 +443,22 @@ class Campaign:
                     turn += 1
                     yield from self._turn(target, tried)
 
-    def _warn_stuck(self, depth: int) -> None:
-        """Warn that the mutator is stuck, at the caller ``depth`` frames above."""
+    def _gave_up(self, depth: int) -> bool:
+        """True (with a warning at the caller ``depth`` frames above) once the mutator left
+        STUCK_BATCHES random batches in a row unchanged."""
+        if self._unchanged_batches < STUCK_BATCHES:
+            return False
         warnings.warn(
             f"{type(self.mutator).__name__} returned every case unchanged in "
             f"{STUCK_BATCHES} batches in a row; the campaign stops early",
             RNNCovWarning,
             stacklevel=depth + 1,
         )
+        return True
+
+    def _gained(self, step: Step) -> bool:
+        """Whether ``step`` covered a condition of a target metric."""
+        return any(step.new_conditions[t] for t in self.targets)
 
     def _turn(
         self, target: tuple[str, int], tried: set[tuple[str, int]], bounded: bool = False
@@ -490,20 +495,16 @@ class Campaign:
         spent = dict.fromkeys(arms, 0)
         tried: set[tuple[str, int]] = set()
         idle: set[str] = set()
-        stuck = 0
         while not self._done():
             arm = self._choose([arm for arm in arms if arm not in idle], recent, spent)
             before, generated = self._progress(), self.generated
             if arm == "random":
                 step = self._random_batch()
                 if step is None:
-                    stuck += 1
-                    if stuck >= STUCK_BATCHES:
-                        self._warn_stuck(3)
+                    if self._gave_up(3):
                         return
                     continue
-                stuck = 0
-                if sum(step.new_conditions[t] for t in self.targets):
+                if self._gained(step):
                     tried.clear()  # new best inputs: every condition is worth a new try
                     idle.clear()
                 yield step
@@ -580,31 +581,39 @@ class Campaign:
                 return target
         return None
 
+    def _open_seeds(self) -> np.ndarray:
+        """The seeds without a failure, their best case closest to failing first."""
+        open_seeds = np.setdiff1d(
+            np.arange(len(self._fail_best)), np.fromiter(self._failing_seeds, np.int64)
+        )
+        return open_seeds[np.argsort(self._fail_best[open_seeds], kind="stable")]
+
     def _failing_seed(self, tried: set[tuple[str, int]]) -> tuple[str, int] | None:
-        """The seed without a failure whose best case is closest to failing."""
-        for seed_index in np.argsort(self._fail_best, kind="stable").tolist():
-            if seed_index in self._failing_seeds or ("failure", seed_index) in tried:
-                continue
-            return "failure", int(seed_index)
+        """The untried seed without a failure whose best case is closest to failing."""
+        for seed_index in self._open_seeds().tolist():
+            if ("failure", seed_index) not in tried:
+                return "failure", int(seed_index)
         return None
+
+    def _within_radius(self, offspring: Any, seed_index: np.ndarray) -> Any:
+        """Failure-search offspring moved back within the oracle's radius of their seeds."""
+        if self.oracle.radius is None:
+            return offspring
+        seeds = self.mutator.take(self.seeds, seed_index)
+        return self.mutator.within(seeds, offspring, self.oracle.radius)
 
     def _failure_sweep(self) -> Step | None:
         """One generation of the failure search over many seeds at once: ``ga.n`` mutants
         of the best case of each seed without a failure, closest to failing first (one
         batch), kept within the oracle's radius; None when the mutator changed none."""
         size = int(min(self.batch_size, self._remaining()))
-        open_seeds = np.setdiff1d(
-            np.arange(len(self._fail_best)), np.fromiter(self._failing_seeds, np.int64)
-        )
-        closest = open_seeds[np.argsort(self._fail_best[open_seeds], kind="stable")]
-        parents = np.repeat(self._fail_case[closest[: max(1, size // self.ga.n)]], self.ga.n)
+        closest = self._open_seeds()[: max(1, size // self.ga.n)]
+        parents = np.repeat(self._fail_case[closest], self.ga.n)
         offspring, from_ids = self._mutate(parents[:size])
         if len(from_ids) == 0:
             return None
         seed_index = self._seed_of[from_ids]
-        if self.oracle.radius is not None:
-            seeds = self.mutator.take(self.seeds, seed_index)
-            offspring = self.mutator.within(seeds, offspring, self.oracle.radius)
+        offspring = self._within_radius(offspring, seed_index)
         return self._evaluate(offspring, seed_index, "targeted", "failure:sweep").step
 
     def _mutate(self, parents: np.ndarray) -> tuple[Any, np.ndarray]:
@@ -617,11 +626,15 @@ class Campaign:
         return self.mutator.take(after, keep), parents[keep]
 
     def _random_batch(self) -> Step | None:
+        """One batch of random mutants; None (counted in ``_unchanged_batches``) when the
+        mutator changed none."""
         size = int(min(self.batch_size, self._remaining()))
         parents = self.rng.integers(0, self.n_cases, size=size)
         cases, parents = self._mutate(parents)
         if len(parents) == 0:
+            self._unchanged_batches += 1
             return None
+        self._unchanged_batches = 0
         return self._evaluate(cases, self._seed_of[parents], "random").step
 
     def _pick_target(self, tried: set[tuple[str, int]], turn: int) -> tuple[str, int] | None:
@@ -677,9 +690,8 @@ class Campaign:
             offspring, from_ids = self._mutate(parents)
             if len(from_ids) == 0:
                 return None
-            if kind == "failure" and self.oracle.radius is not None:
-                seeds = self.mutator.take(self.seeds, self._seed_of[from_ids])
-                offspring = self.mutator.within(seeds, offspring, self.oracle.radius)
+            if kind == "failure":
+                offspring = self._within_radius(offspring, self._seed_of[from_ids])
             batch = self._evaluate(offspring, self._seed_of[from_ids], "targeted", label)
             steps.append(batch.step)
             return batch.ids, score(batch)
