@@ -77,6 +77,16 @@ def torch_model(cell: str):
     return Net().to(device).eval()
 
 
+def settle(*results) -> None:
+    """Wait for the device to finish computing ``results`` (arrays, dicts of them, None)."""
+    from pytest_rnncov.core.arrays import to_host
+
+    for result in results:
+        for value in result.values() if isinstance(result, dict) else [result]:
+            if value is not None:
+                to_host(value[:1, :1])
+
+
 def timed(fn, pause: float = 0.0) -> float:
     if pause:
         time.sleep(pause)
@@ -115,7 +125,10 @@ def main() -> None:
     parser.add_argument("--trace-on", choices=["auto", "numpy", "device"], default="auto")
     parser.add_argument("--no-reference", action="store_true")
     parser.add_argument(
-        "--chunk", type=int, default=2048, help="inputs per framework call (batch_size)"
+        "--chunk",
+        type=int,
+        default=None,
+        help="inputs per framework call (batch_size; default: the adapter's own choice)",
     )
     args = parser.parse_args()
     if args.backend:
@@ -154,7 +167,7 @@ def main() -> None:
     try:
         print(
             f"{label}, {args.cell}, traced layer {rnn.layer_name}, trace on {rnn.trace_on}, "
-            f"chunks of {args.chunk}, busy={args.busy}"
+            f"chunks of {args.chunk or 'the adapter default'}, busy={args.busy}"
         )
         for batch in batches:
             x = x_all[:batch]
@@ -189,10 +202,12 @@ def main() -> None:
                     """The tracked path split: framework call, gates, metrics (seconds)."""
                     spent = [0.0, 0.0, 0.0]
                     _, states, layer_input = rnn._plan(names)  # as iter_traces plans it
-                    for start in range(0, len(x), rnn.batch_size):
-                        batch_x = x[start : start + rnn.batch_size]
+                    size = rnn.chunk_size(x, len(names))
+                    for start in range(0, len(x), size):
+                        batch_x = x[start : start + size]
                         t0 = time.perf_counter()
                         _, seq, mask, found = rnn._forward(batch_x, True, layer_input, states)
+                        settle(seq, found)  # an accelerator's call is asynchronous: wait
                         t1 = time.perf_counter()
                         with numpy_work(batched=states is not None):
                             if states:
@@ -236,8 +251,8 @@ def main() -> None:
                     statistics.median(s[i] for s in split) * 1e3 for i in range(3)
                 )
                 print(
-                    f"batch {batch}, {title} (trace holds {', '.join(names)}), medians of "
-                    f"{args.repeats} (ms):"
+                    f"batch {batch}, {title} (trace holds {', '.join(names)}; chunks of "
+                    f"{rnn.chunk_size(x, len(names))}), medians of {args.repeats} (ms):"
                 )
                 for name, value in med.items():
                     print(f"  {name:<18}{value:10.1f}   {value / fastest:5.2f}x")

@@ -101,7 +101,10 @@ coverage = Coverage(RNNModel(model, "bi"), profile)
 coverage.update(tokens)
 assert coverage.n_inputs_ == 10 and 0 < coverage.rates()["TC"] <= 1
 # the device path: traces and coverage computed on the backend's own arrays (on the CPU
-# here) equal the numpy path's
+# here) equal the numpy path's to 1e-6; on an accelerator the framework's own float32
+# kernels order their sums differently, and the project's bound is 1e-5
+on_cpu = str(keras.ops.convert_to_tensor(x).device).startswith("cpu")
+trace_atol = 1e-6 if on_cpu else 1e-5
 for cell in ("LSTM", "GRU", "SimpleRNN"):
     model = seeded(
         keras.Sequential(
@@ -120,7 +123,7 @@ for cell in ("LSTM", "GRU", "SimpleRNN"):
         close(
             trace.to_host().components[name],
             host.trace(x).components[name],
-            1e-6,
+            trace_atol,
             f"{cell} {name} device path",
         )
     wide = rng.normal(size=(80, 7, 3)).astype(np.float32)

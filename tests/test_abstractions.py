@@ -7,7 +7,9 @@ import pytest
 from helpers import make_trace
 
 from pytest_rnncov import InvalidArgument
-from pytest_rnncov.core.abstractions import resolve_window, signal
+from pytest_rnncov.core.abstractions import ABSTRACTIONS, resolve_window, signal
+from pytest_rnncov.core.metrics import base as metrics_base
+from pytest_rnncov.core.metrics.base import Signals
 
 # one input, 3 steps, 2 units:
 #   step 0: [0.5, -0.25]  pos 0.5   neg -0.25  net |0.25| = 0.25  avg 0.125
@@ -40,6 +42,24 @@ def test_delta_inside_a_window_uses_the_step_before_it():
     # window (1, 2): delta at step 1 still compares with step 0
     np.testing.assert_allclose(signal(trace, "h", "delta", (1, 2)), [[0.5, 1.25]])
     np.testing.assert_allclose(signal(trace, "h", "pos", (2, 2)), [[0.0]])
+
+
+@pytest.mark.parametrize("window", [(0, 2), (1, 2), (2, 2)])
+def test_signals_share_the_sums_of_a_component(monkeypatch, window):
+    """A batch's signals of one component read its per-step sums over units, computed once
+    (BC's h/net and SC's h/delta_net read the same sums); each equals ``signal``'s."""
+    trace = make_trace(h=H)
+    calls = []
+    original = metrics_base.step_total
+    monkeypatch.setattr(
+        metrics_base, "step_total", lambda *args: calls.append(1) or original(*args)
+    )
+    signals = Signals(trace, window)
+    for abstraction in ABSTRACTIONS:
+        np.testing.assert_array_equal(
+            signals.get("h", abstraction), signal(trace, "h", abstraction, window)
+        )
+    assert len(calls) == 1
 
 
 @pytest.mark.parametrize(

@@ -14,8 +14,11 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
 from pytest_rnncov import Coverage, InvalidArgument, Profile, RNNModel
+from pytest_rnncov.adapters.base import DEVICE_TRACE_BYTES, HOST_BATCH
+from pytest_rnncov.core.abstractions import ABSTRACTIONS
 from pytest_rnncov.core.activations import Activation
 from pytest_rnncov.core.cells import GRUCell, LSTMCell
+from pytest_rnncov.core.metrics.base import Signals
 
 TOL = 1e-5
 
@@ -215,6 +218,58 @@ def test_torch_device_arrays_give_the_same_trace(seq_inputs):
 
 
 # -- the core -------------------------------------------------------------------------------
+def test_device_batches_are_sized_by_the_trace_they_hold():
+    """On the device path an accelerator's fixed costs per call are paid once per batch,
+    so without ``batch_size`` a batch holds as many inputs as keep its trace within
+    DEVICE_TRACE_BYTES; the host path and a given ``batch_size`` keep their sizes."""
+    torch.manual_seed(1)
+    model = Stack(nn.LSTM(3, 5, batch_first=True, num_layers=2)).eval()
+    x = np.zeros((10, 7, 3), np.float32)
+    device = RNNModel(model, "rnn.l1", trace_on="device")
+    # 7 steps x 5 units x 4 bytes x (2 components + the input + 4 gate blocks) = 980 bytes
+    assert device.chunk_size(x, 2) == DEVICE_TRACE_BYTES // 980
+    assert device.chunk_size(np.zeros((10, 7000, 3), np.float32), 2) == HOST_BATCH  # the floor
+    assert RNNModel(model, "rnn.l1").chunk_size(x, 2) == HOST_BATCH
+    assert RNNModel(model, "rnn.l1", trace_on="device", batch_size=4).chunk_size(x, 2) == 4
+    many = np.random.default_rng(0).normal(size=(3000, 7, 3)).astype(np.float32)
+    assert len(list(device.iter_traces(many))) == 1  # 2,048 a batch on the host path
+    assert len(list(RNNModel(model, "rnn.l1").iter_traces(many))) == 2
+    with pytest.raises(InvalidArgument, match="batch_size"):
+        RNNModel(model, "rnn.l1", batch_size=0)
+
+
+def test_jax_arrays_give_the_same_trace_and_signals():
+    """JAX arrays (the device path of Keras on JAX): the cell state's recurrence runs as one
+    compiled function, each signal is compiled and comes to the host once, and all of it
+    equals the numpy path's."""
+    import jax.numpy as jnp
+
+    rng = np.random.default_rng(4)
+    cell = LSTMCell(
+        rng.normal(size=(3, 16)).astype(np.float32),
+        rng.normal(size=(4, 16)).astype(np.float32),
+        rng.normal(size=16).astype(np.float32),
+        Activation.named("tanh"),
+        Activation.named("sigmoid"),
+    )
+    x = rng.normal(size=(6, 8, 3)).astype(np.float32)
+    h = np.tanh(rng.normal(size=(6, 8, 4))).astype(np.float32)
+    mask = rng.random((6, 8)) > 0.3
+    names = ("f", "c", "h")
+    host = cell.from_states(x, h, mask, components=names)
+    fast = cell.from_states(jnp.asarray(x), jnp.asarray(h), jnp.asarray(mask), components=names)
+    assert "jit_cell_state" in cell.cache and not fast.on_host
+    assert_same_trace(fast.to_host(), host)
+    for window in [(0, 5), (2, 7)]:
+        on_host, on_device = Signals(host, window), Signals(fast, window)
+        for abstraction in ABSTRACTIONS:
+            value = on_device.get("c", abstraction)
+            assert isinstance(value, np.ndarray), abstraction
+            np.testing.assert_allclose(
+                value, on_host.get("c", abstraction), atol=1e-5, err_msg=abstraction
+            )
+
+
 def test_gates_from_states_by_hand():
     """A one-unit LSTM and GRU over two steps, gates computed by hand from x and h."""
     sigmoid = Activation.named("sigmoid")

@@ -7,6 +7,7 @@ import pytest
 from reference import layer_states
 
 from pytest_rnncov import InvalidArgument, InvalidInput, ModelError, RNNModel, load_model
+from pytest_rnncov.core.arrays import PARALLEL_SCAN
 
 H_TOL, C_TOL = 1e-5, 1e-4
 
@@ -218,6 +219,20 @@ def test_bad_inputs(stacked_model, bad, message):
     rnn = RNNModel(stacked_model, "lstm_b")
     with pytest.raises(InvalidInput, match=message):
         rnn.trace(bad)
+
+
+@pytest.mark.parametrize("row", [0, 23_000, 49_999])
+@pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf])
+def test_large_batches_are_checked_in_parallel_parts(stacked_model, row, value):
+    """Inputs of PARALLEL_SCAN values or more are scanned for NaN/inf in parts on several
+    threads: a bad value in the first, a middle or the last part is found and named."""
+    rnn = RNNModel(stacked_model, "lstm_b")
+    x = np.zeros((50_000, 7, 3), np.float32)
+    assert x.size >= PARALLEL_SCAN
+    assert rnn.check_input(x) is x  # float32 and finite: no copy
+    x[row, 6, 2] = value
+    with pytest.raises(InvalidInput, match=rf"NaN or inf in rows \[{row}\]"):
+        rnn.check_input(x)
 
 
 def test_token_model_refuses_fractional_ids(keras):

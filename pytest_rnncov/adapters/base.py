@@ -16,7 +16,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from ..core.arrays import to_host
+from ..core.arrays import all_finite, to_host
 from ..core.cells import Cell
 from ..core.threads import numpy_work
 from ..core.trace import Trace, concat_traces, select_components
@@ -25,6 +25,16 @@ from ..validation import check_choice, check_int
 
 DIRECTIONS = ("forward", "backward")
 TRACE_ON = ("auto", "numpy", "device")
+
+#: Inputs per framework call when ``batch_size`` is not given and traces run on the host:
+#: a framework call's fixed cost is paid once per 2,048 inputs, and a batch's trace stays
+#: small (docs/models.md, "Batches").
+HOST_BATCH = 2048
+#: On the device path (``trace_on="device"``) a batch holds as many inputs as keep its
+#: trace and the gates computed from it within about this many bytes: an accelerator's
+#: fixed costs per call (kernel launches, one transfer of reduced results) are paid once
+#: per batch, so larger batches are cheaper per input there.
+DEVICE_TRACE_BYTES = 1 << 30
 
 #: largest |h - framework h| per compute dtype, documented in docs/definitions.md
 MIXED_PRECISION_NOTE = (
@@ -88,13 +98,23 @@ class Adapter:
             return "device"
         return "numpy"
 
-    def _init_common(self, model: Any, direction: str, batch_size: int, recompute: bool) -> None:
+    def _init_common(
+        self, model: Any, direction: str, batch_size: int | None, recompute: bool
+    ) -> None:
         self.model = model
         if not isinstance(recompute, (bool, np.bool_)):
             raise InvalidArgument(f"recompute={recompute!r}; pass True or False")
         self.recompute = bool(recompute)
         check_choice("direction", direction, DIRECTIONS)
-        self.batch_size = check_int("batch_size", batch_size, minimum=1, example="512")
+        #: whether batches are sized by the path (``batch_size=None``), see ``chunk_size``
+        self.auto_batch = batch_size is None
+        #: inputs per framework call on the host path (the given ``batch_size``, else
+        #: HOST_BATCH)
+        self.batch_size = (
+            HOST_BATCH
+            if batch_size is None
+            else check_int("batch_size", batch_size, minimum=1, example="512")
+        )
         #: (low, high) of integer token ids the model accepts (an embedding's range)
         self.id_range: tuple[int, int] | None = None
 
@@ -208,8 +228,8 @@ class Adapter:
             return array.astype(self.input_dtype, copy=False)
         with np.errstate(over="ignore", invalid="ignore"):
             cast = array.astype(np.float32, copy=False)
-        finite = np.isfinite(cast)
-        if not finite.all():
+        if not all_finite(cast):
+            finite = np.isfinite(cast)
             rows = np.flatnonzero(~finite.reshape(len(cast), -1).all(axis=1))
             beyond = array.dtype.kind == "f" and np.isfinite(array[rows]).all()
             reason = "values beyond float32's range (inf once cast)" if beyond else "NaN or inf"
@@ -237,6 +257,17 @@ class Adapter:
             return names, None, True
         return names, names, not set(names) <= {"h", *self.gives(names)}
 
+    def chunk_size(self, x: np.ndarray, components: int = 1) -> int:
+        """Inputs per framework call for inputs ``x`` whose traces hold ``components``
+        components: ``batch_size`` when given or on the host path; on the device path as
+        many as keep the batch's trace within DEVICE_TRACE_BYTES (at least HOST_BATCH)."""
+        if not self.auto_batch or self.trace_on != "device":
+            return self.batch_size
+        steps = int(x.shape[1]) if x.ndim > 1 else 1
+        # the components kept, the layer's input and four gate blocks computed from it
+        per_input = steps * self.units * 4 * (components + 5)
+        return max(HOST_BATCH, DEVICE_TRACE_BYTES // max(per_input, 1))
+
     def iter_traces(
         self,
         x: np.ndarray,
@@ -245,12 +276,13 @@ class Adapter:
         until: int | None = None,
         components: tuple[str, ...] | None = None,
     ) -> Iterator[tuple[np.ndarray | None, Trace]]:
-        """(outputs or None, trace) per batch of ``batch_size`` of validated inputs ``x``;
+        """(outputs or None, trace) per batch (``chunk_size``) of validated inputs ``x``;
         ``until`` stops each trace after that many steps (what a window needs),
         ``components`` keeps only those (None: all)."""
         names, states, layer_input = self._plan(components)
-        for start in range(0, len(x), self.batch_size):
-            batch = x[start : start + self.batch_size]
+        size = self.chunk_size(x, len(names))
+        for start in range(0, len(x), size):
+            batch = x[start : start + size]
             out, sequence, mask, found = self._forward(batch, outputs, layer_input, states)
             # numpy arrays run on the host, device arrays stay there
             with numpy_work(batched=states is not None):
@@ -278,11 +310,9 @@ class Adapter:
     def predict(self, x: Any) -> np.ndarray:
         """The model's outputs for ``x`` (validated, batched)."""
         x = self.check_input(x)
+        size = self.chunk_size(x)
         return np.concatenate(
-            [
-                np.asarray(self._predict(x[s : s + self.batch_size]))
-                for s in range(0, len(x), self.batch_size)
-            ]
+            [np.asarray(self._predict(x[s : s + size])) for s in range(0, len(x), size)]
         )
 
     def __repr__(self) -> str:

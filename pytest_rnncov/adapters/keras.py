@@ -207,7 +207,7 @@ class KerasModel(Adapter):
         *,
         direction: str = "forward",
         output: str | int | None = None,
-        batch_size: int = 2048,
+        batch_size: int | None = None,
         trace_on: str = "auto",
         recompute: bool = False,
     ) -> None:

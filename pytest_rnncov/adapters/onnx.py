@@ -222,7 +222,7 @@ class OnnxModel(Adapter):
         *,
         direction: str = "forward",
         output: str | int | None = None,
-        batch_size: int = 2048,
+        batch_size: int | None = None,
         trace_on: str = "auto",
         recompute: bool = False,
     ) -> None:

@@ -80,7 +80,7 @@ class TorchModel(Adapter):
         *,
         direction: str = "forward",
         output: int | None = None,
-        batch_size: int = 2048,
+        batch_size: int | None = None,
         input_shape: tuple[int, ...] | None = None,
         input_dtype: str | None = None,
         trace_on: str = "auto",

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from typing import Any, Callable
 
 from ..errors import InvalidArgument
 from ..validation import check_window
-from .arrays import array_namespace, wide_float
+from .arrays import array_namespace, is_jax_array, wide_float
 from .trace import COMPONENT_MEANING, Trace
 
 ABSTRACTIONS = ("pos", "neg", "net", "avg", "delta", "delta_net")
@@ -57,31 +58,75 @@ def check_signal(component: Any, abstraction: Any) -> None:
 def signal(trace: Trace, component: str, abstraction: str, window: Window) -> Any:
     """The abstraction of ``component`` at each step of ``window``: (B, |window|), in the
     trace's own array namespace, accumulated in float64 (float32 under JAX without 64-bit
-    mode). ``delta`` and ``delta_net`` use zeros before step 0 (the initial state)."""
+    mode). ``delta`` and ``delta_net`` use zeros before step 0 (the initial state).
+    JAX arrays go through one compiled function per signal (JAX runs each operation
+    outside ``jit`` as a dispatch of its own)."""
     check_signal(component, abstraction)
-    t1, t2 = window
     values = trace.component(component)
+    if is_jax_array(values):
+        return _compiled(abstraction, (int(window[0]), int(window[1])))(values)
+    return _signal_of(values, abstraction, window)
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled(abstraction: str, window: Window) -> Callable[[Any], Any]:
+    """``_signal_of`` compiled by JAX for one abstraction and window."""
+    import jax
+
+    return jax.jit(functools.partial(_signal_of, abstraction=abstraction, window=window))
+
+
+def _signal_of(values: Any, abstraction: str, window: Window) -> Any:
+    """``signal`` of one component's values (B, T, U)."""
+    positive = step_positive(values, window) if abstraction in NEEDS_POSITIVE else None
+    total = step_total(values, window)
+    return from_sums(total, positive, abstraction, window, int(values.shape[-1]))
+
+
+#: the abstractions that read the sum of the positive parts (the others: the plain sum)
+NEEDS_POSITIVE = ("pos", "neg", "delta")
+
+
+def _steps(window: Window) -> slice:
+    """The steps whose sums a window's signals read: from the one before the window (when
+    there is one, for the deltas) to its end."""
+    t1, t2 = window
+    return slice(max(t1 - 1, 0), t2 + 1)
+
+
+def step_total(values: Any, window: Window) -> Any:
+    """Sum over units of ``values`` (B, T, U) at each step of ``_steps(window)``, in the wide
+    type: what every signal but pos, neg and delta derives from (``from_sums``)."""
     xp = array_namespace(values)
-    wide = wide_float(xp)
-    if abstraction == "avg":  # summed in the wide type without a wide copy
-        return xp.sum(values[:, t1 : t2 + 1], axis=-1, dtype=wide) / values.shape[-1]
-    needs_previous = abstraction in ("delta", "delta_net")
-    start = t1 - 1 if needs_previous and t1 > 0 else t1
-    part = values[:, start : t2 + 1]
-    total = xp.sum(part, axis=-1, dtype=wide)
+    return xp.sum(values[:, _steps(window)], axis=-1, dtype=wide_float(xp))
+
+
+def step_positive(values: Any, window: Window) -> Any:
+    """Sum over units of the positive parts of ``values`` at each step of ``_steps(window)``."""
+    xp = array_namespace(values)
+    return xp.sum(xp.clip(values[:, _steps(window)], min=0), axis=-1, dtype=wide_float(xp))
+
+
+def from_sums(total: Any, positive: Any, abstraction: str, window: Window, units: int) -> Any:
+    """A signal from the per-step sums of ``step_total`` / ``step_positive`` (``positive``
+    may be None unless the abstraction is in NEEDS_POSITIVE) of a layer of ``units``."""
+    xp = array_namespace(total)
+    first = 1 if window[0] > 0 else 0  # sums begin one step early when there is a step before
+    if abstraction == "avg":
+        return total[:, first:] / units
     if abstraction == "net":
-        return xp.abs(total)
+        return xp.abs(total[:, first:])
     if abstraction == "delta_net":
-        return xp.abs(_diff(xp, total, from_zero=start == t1))
-    pos = xp.sum(xp.clip(part, min=0), axis=-1, dtype=wide)
-    neg = total - pos
+        return xp.abs(_diff(xp, total, from_zero=first == 0))
+    pos = positive[:, first:]
+    neg = total[:, first:] - pos
     if abstraction == "pos":
         return pos
     if abstraction == "neg":
         return neg
     # window starting at step 0: the step before is the zero state
-    return xp.abs(_diff(xp, pos, from_zero=start == t1)) + xp.abs(
-        _diff(xp, neg, from_zero=start == t1)
+    return xp.abs(_diff(xp, positive, from_zero=first == 0)) + xp.abs(
+        _diff(xp, total - positive, from_zero=first == 0)
     )
 
 

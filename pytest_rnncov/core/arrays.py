@@ -5,12 +5,48 @@ ids) are brought to the host."""
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 from array_api_compat import array_namespace, device, is_jax_array, is_numpy_array
 
-__all__ = ["array_namespace", "device", "is_host", "is_jax_array", "to_host", "wide_float", "like"]
+__all__ = [
+    "all_finite",
+    "array_namespace",
+    "device",
+    "is_host",
+    "is_jax_array",
+    "to_host",
+    "wide_float",
+    "like",
+]
+
+#: Arrays of at least this many values are scanned for NaN/inf by several threads (numpy
+#: releases the GIL in its loops); below it one thread is faster than handing work out.
+PARALLEL_SCAN = 1 << 20
+_scanners: ThreadPoolExecutor | None = None
+
+
+def _finite_part(values: np.ndarray) -> bool:
+    return bool(np.isfinite(values).all())
+
+
+def all_finite(array: np.ndarray) -> bool:
+    """Whether every value of a numpy float array is finite. Large arrays are scanned in
+    parts on up to 8 threads: the check of a batch of inputs is on the path of every
+    tracked call (``python bench/bench_core.py`` shows what it costs)."""
+    global _scanners
+    flat = array.reshape(-1)
+    workers = min(8, os.cpu_count() or 1)
+    if flat.size < PARALLEL_SCAN or workers == 1:
+        return _finite_part(flat)
+    if _scanners is None:
+        _scanners = ThreadPoolExecutor(workers, thread_name_prefix="rnncov-scan")
+    size = -(-flat.size // workers)
+    parts = [flat[start : start + size] for start in range(0, flat.size, size)]
+    return all(_scanners.map(_finite_part, parts))
 
 
 def is_host(array: Any) -> bool:

@@ -214,7 +214,7 @@ class Cell:
             gates = self._gates(xp, self._selected_weights(inputs.x), inputs, missing)
             out.update({n: held(v) for n, v in gates.items() if n not in out})
             if "c" in missing:
-                out["c"] = self._cell_state(xp, gates, mask)
+                out["c"] = self._recurrence(xp, gates, mask)
         return Trace({n: out[n] for n in names}, cell=self.kind, mask=mask, length=length)
 
     def _selected_weights(self, like_array: Any) -> "_Weights":
@@ -229,6 +229,19 @@ class Cell:
 
     def _cell_state(self, xp: Any, gates: dict[str, Any], mask: Any) -> Any:
         raise NotImplementedError
+
+    def _recurrence(self, xp: Any, gates: dict[str, Any], mask: Any) -> Any:
+        """``_cell_state``; for JAX arrays compiled once (each of its per-step operations
+        would otherwise be a dispatch of its own: 3x the model's call on a GPU)."""
+        if not is_jax_array(gates["i"]):
+            return self._cell_state(xp, gates, mask)
+        if "jit_cell_state" not in self.cache:
+            import jax
+
+            self.cache["jit_cell_state"] = jax.jit(
+                lambda gates, mask: self._cell_state(array_namespace(gates["i"]), gates, mask)
+            )
+        return self.cache["jit_cell_state"](gates, mask)
 
     def _forward_xp(self, x: Any, mask: Any, until: int | None) -> Trace:
         xp = array_namespace(x)
