@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-# TensorFlow and PyTorch share this process: PyTorch's OpenMP threads sleep instead of
-# spinning when idle (bench/bench_threads.py, docs/performance.md)
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# TensorFlow and PyTorch share this process: the plugin has set OMP_WAIT_POLICY=PASSIVE
+# before this file loads (pytest_rnncov/config/openmp.py), so PyTorch's idle OpenMP
+# threads sleep instead of spinning
 
 import numpy as np
 import pytest

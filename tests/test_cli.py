@@ -502,6 +502,26 @@ def test_profile_fit_from_a_pytorch_factory_and_its_state_dict(torch_files):
     assert Profile.load(path / "p.json").text() == expected.text()
 
 
+@pytest.mark.parametrize(("given", "seen"), [(None, "PASSIVE"), ("ACTIVE", "ACTIVE")])
+def test_profile_fit_sets_openmp_waits_before_torch_loads(torch_files, monkeypatch, given, seen):
+    """PyTorch's OpenMP runtime reads OMP_WAIT_POLICY when torch is imported: `profile fit`
+    sets PASSIVE before it loads the model's module, unless the user set a value."""
+    path, _ = torch_files
+    (path / "policy.py").write_text(
+        "import os\n\nSEEN = os.environ.get('OMP_WAIT_POLICY')\n\nfrom mymodels import make\n"
+        "\n\ndef noted():\n    open('seen.txt', 'w').write(str(SEEN))\n    return make()\n"
+    )
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    if given is not None:
+        monkeypatch.setenv("OMP_WAIT_POLICY", given)
+    done = cli(
+        "profile", "fit", "policy:noted", "--weights", "w.pt", "--x-train", "x.npy",
+        "--layer", "rnn", "--out", "policy.json", cwd=path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert (path / "seen.txt").read_text() == seen
+
+
 @pytest.mark.parametrize(
     ("model", "weights", "message"),
     [

@@ -94,6 +94,31 @@ def test_gate_with_no_tracked_model_fails_and_the_json_agrees(pytester):
     assert data["verdict"]["passed"] is False and data["verdict"]["gate"]["no_model"] is True
 
 
+@pytest.mark.parametrize(
+    ("given", "options", "seen", "header"),
+    [
+        (None, ["--rnn-coverage=0"], "PASSIVE", True),  # set before conftest files load
+        ("ACTIVE", ["--rnn-coverage=0"], "ACTIVE", False),  # the user's value wins
+        (None, ["--no-rnn"], None, False),  # switched off: left alone
+    ],
+)
+def test_openmp_threads_sleep_unless_the_user_chose(
+    pytester, monkeypatch, given, options, seen, header
+):
+    """PyTorch's OpenMP runtime reads OMP_WAIT_POLICY when it loads: the plugin sets it to
+    PASSIVE before conftest files load (and says so in the header), unless it is set."""
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    if given is not None:
+        monkeypatch.setenv("OMP_WAIT_POLICY", given)
+    pytester.makeconftest("import os\nSEEN = os.environ.get('OMP_WAIT_POLICY')\n")
+    pytester.makepyfile(
+        f"from conftest import SEEN\n\ndef test_policy():\n    assert SEEN == {seen!r}\n"
+    )
+    result = pytester.runpytest_subprocess("-p", "no:xdist", *options)
+    result.assert_outcomes(passed=1)
+    assert ("OMP_WAIT_POLICY=PASSIVE (set by pytest-rnncov" in result.stdout.str()) == header
+
+
 def test_no_section_when_plugin_unused(pytester):
     pytester.makepyfile("def test_nothing():\n    pass\n")
     result = pytester.runpytest()

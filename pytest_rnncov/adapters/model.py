@@ -21,9 +21,9 @@ class RNNModel(ABC):
     trace_on="auto", recompute=False)`` returns the adapter for the model's framework: a
     ``KerasModel`` (Keras 3 on any backend, tf_keras), a ``TorchModel`` (PyTorch) or an
     ``OnnxModel`` (a ``.onnx`` path or an ``onnx.ModelProto``, run by ONNX Runtime).
-    ``layer`` picks the recurrent layer or node (by name, by index, or the first one); ``direction`` a
-    bidirectional layer's forward or backward half; ``output`` which output of a
-    multi-output model ``predict`` returns.
+    ``layer`` picks the recurrent layer or node (by name, by index, or the first one);
+    ``direction`` a bidirectional layer's forward or backward half; ``output`` which output
+    of a multi-output model ``predict`` returns.
     Inputs are fed in batches of ``batch_size``, so any number of inputs runs in bounded
     memory (a framework call has a fixed cost: smaller batches cost more per input); without
     it, 2,048 on the host and, on the device path (``trace_on``: where the model runs on an

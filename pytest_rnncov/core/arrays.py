@@ -26,6 +26,8 @@ __all__ = [
 #: Arrays of at least this many values are scanned for NaN/inf by several threads (numpy
 #: releases the GIL in its loops); below it one thread is faster than handing work out.
 PARALLEL_SCAN = 1 << 20
+#: threads that scan a large array (numpy's loops need no more to reach memory speed)
+SCAN_THREADS = min(8, os.cpu_count() or 1)
 _scanners: ThreadPoolExecutor | None = None
 
 
@@ -39,12 +41,11 @@ def all_finite(array: np.ndarray) -> bool:
     tracked call (``python bench/bench_core.py`` shows what it costs)."""
     global _scanners
     flat = array.reshape(-1)
-    workers = min(8, os.cpu_count() or 1)
-    if flat.size < PARALLEL_SCAN or workers == 1:
+    if flat.size < PARALLEL_SCAN or SCAN_THREADS == 1:
         return _finite_part(flat)
     if _scanners is None:
-        _scanners = ThreadPoolExecutor(workers, thread_name_prefix="rnncov-scan")
-    size = -(-flat.size // workers)
+        _scanners = ThreadPoolExecutor(SCAN_THREADS, thread_name_prefix="rnncov-scan")
+    size = -(-flat.size // SCAN_THREADS)
     parts = [flat[start : start + size] for start in range(0, flat.size, size)]
     return all(_scanners.map(_finite_part, parts))
 

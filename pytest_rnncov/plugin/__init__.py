@@ -15,6 +15,9 @@ if TYPE_CHECKING:
     from .roles import Central, DistWorker
     from .session import RNNCovSession
 
+#: whether this run set OMP_WAIT_POLICY (said in the report header)
+OPENMP_SET = pytest.StashKey[bool]()
+
 MARKER = (
     "rnn_coverage(min=None, metrics=None, model=None): the inputs this test feeds to "
     "tracked models must reach coverage `min` (a fraction, or bars such as "
@@ -28,12 +31,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_load_initial_conftests(early_config: pytest.Config, args: list[str]) -> None:
-    """Before conftest files import TensorFlow: its native start-up notices stay out of
-    captured test output (``config.tf_notices``; not with ``--no-rnn``)."""
+    """Before conftest files import the frameworks: TensorFlow's native start-up notices
+    stay out of captured test output (``config.tf_notices``), and PyTorch's idle OpenMP
+    threads will sleep instead of spinning (``config.openmp``); not with ``--no-rnn``."""
     if "--no-rnn" not in args:
+        from ..config.openmp import passive_openmp_waits
         from ..config.tf_notices import quiet_tensorflow_import
 
         quiet_tensorflow_import()
+        early_config.stash[OPENMP_SET] = passive_openmp_waits()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -134,8 +140,14 @@ class RNNCovPlugin:
         if not self.settings.explicit:
             return None  # installed but not asked for: print nothing
         bars = self.settings.bars
+        openmp = (
+            ", OMP_WAIT_POLICY=PASSIVE (set by pytest-rnncov; set it to choose)"
+            if config.stash.get(OPENMP_SET, False)
+            else ""
+        )
         return (
-            f"rnncov: gate {'off' if bars is None else bars.describe()}, seed {self.settings.seed}"
+            f"rnncov: gate {'off' if bars is None else bars.describe()}, seed "
+            f"{self.settings.seed}{openmp}"
         )
 
     @pytest.hookimpl(wrapper=True)

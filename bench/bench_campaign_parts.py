@@ -1,0 +1,183 @@
+"""Where a campaign's time goes, on one example of the generation table.
+
+Runs the default campaign of ``bench/generation_table.py`` (200 seeds, batches of 200, GA
+k=4 n=8 gamma=20, the example's budget) with timers around its parts, and prints each
+part's seconds and share of the campaign:
+
+  framework call  the adapter's one framework call per batch (outputs and the layer's states)
+  trace           the trace from those states (gates, masks: the Cell)
+  metrics         the coverage update (Coverage.update_signals)
+  mutation        mutator.mutate
+  distances       mutator.distance (the oracle's radius)
+  oracle          the oracle's decisions and failure fitness
+  rest            scheduling, GA selection, the test-suite statistics, shrinking's own work
+
+Beside it: the model's own predictions per second at a batch of 1,000 (the speed column's
+reference), and the model alone called on batches of the sizes the campaign called it with
+(no project code), which is what the campaign's model calls cost at best.
+
+OpenMP reads ``OMP_WAIT_POLICY`` when PyTorch loads, so ``--policies default,PASSIVE`` runs
+the measurement in fresh processes, alternating the policies (``default``: the variable
+unset), ``--rounds`` times each, and prints every run and each policy's median speed.
+
+    NLTK_DATA=../shared/data/nltk_data python bench/bench_campaign_parts.py
+        [--example vowels|mnist|sentiment|molecules] [--seed 0]
+        [--policies default,PASSIVE --rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Callable
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import generation_table  # noqa: E402
+import numpy as np  # noqa: E402
+
+from pytest_rnncov import Campaign, Coverage, GAConfig, Oracle, Profile  # noqa: E402
+
+
+class Timers:
+    """Seconds spent in wrapped callables, per label."""
+
+    def __init__(self) -> None:
+        self.spent: dict[str, float] = defaultdict(float)
+        self.sizes: list[int] = []
+
+    def wrap(self, owner: Any, name: str, label: str, sizes: bool = False) -> None:
+        original: Callable[..., Any] = getattr(owner, name)
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            if sizes:
+                self.sizes.append(len(args[1] if isinstance(owner, type) else args[0]))
+            start = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                self.spent[label] += time.perf_counter() - start
+
+        setattr(owner, name, timed)
+
+
+def model_alone(rnn: Any, x: np.ndarray, sizes: list[int]) -> float:
+    """Seconds the model's own call takes over batches of ``sizes`` (rows of ``x``)."""
+    rows = np.concatenate([x] * (max(sizes) // len(x) + 1))
+    if hasattr(rnn.model, "predict_on_batch"):
+        call = rnn.model.predict_on_batch
+    else:
+        import torch
+
+        def call(batch: np.ndarray) -> None:
+            with torch.no_grad():
+                rnn.model(torch.as_tensor(np.asarray(batch, np.float32)))
+
+    for size in sorted(set(sizes)):  # warm every shape (TensorFlow traces per shape)
+        call(rows[:size])
+    start = time.perf_counter()
+    for size in sizes:
+        call(rows[:size])
+    return time.perf_counter() - start
+
+
+def compare(args: argparse.Namespace) -> None:
+    """The measurement in fresh processes, alternating OMP_WAIT_POLICY values."""
+    speeds: dict[str, list[float]] = defaultdict(list)
+    seconds: dict[str, list[float]] = defaultdict(list)
+    for _ in range(args.rounds):
+        for policy in args.policies.split(","):
+            env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+            if policy != "default":
+                env["OMP_WAIT_POLICY"] = policy
+            command = [sys.executable, __file__, "--example", args.example]
+            out = subprocess.run(
+                [*command, "--seed", str(args.seed)], env=env, capture_output=True, text=True
+            ).stdout
+            print(f"--- OMP_WAIT_POLICY={policy}\n{out}", flush=True)
+            seconds[policy].append(float(re.search(r"cases in ([\d.]+) s", out).group(1)))
+            speeds[policy].append(float(re.search(r"ratio ([\d.]+)\)", out).group(1)))
+    for policy, values in speeds.items():
+        print(
+            f"OMP_WAIT_POLICY={policy}: campaign {statistics.median(seconds[policy]):.2f} s "
+            f"(runs: {', '.join(f'{v:.2f}' for v in seconds[policy])}); campaign / predict "
+            f"rate {statistics.median(values):.2f} (runs: {', '.join(f'{v:.2f}' for v in values)})"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--example", default="vowels")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--policies", default=None)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    if args.policies:
+        compare(args)
+        return
+    rnn, seeds, mutator, oracle, budget, _ = generation_table.example(args.example)
+    profile = Profile.load(
+        generation_table.ROOT / "examples" / args.example / "artifacts" / "profile.json"
+    )
+    encoded = mutator.encode(seeds)
+    predictions = generation_table.predictions_per_second(rnn, encoded)
+
+    timers = Timers()
+    timers.wrap(rnn, "_forward", "framework call", sizes=True)
+    timers.wrap(type(rnn.cell), "from_states", "trace")
+    timers.wrap(Coverage, "update_signals", "metrics")
+    timers.wrap(mutator, "mutate", "mutation")
+    timers.wrap(mutator, "distance", "distances")
+    for name in ("fails", "failure_fitness"):
+        timers.wrap(Oracle, name, "oracle")
+    campaign = Campaign(
+        rnn,
+        seeds,
+        mutator,
+        oracle,
+        profile=profile,
+        budget=budget,
+        batch_size=200,
+        ga=GAConfig(k=4, n=8, gamma=20),
+        seed=args.seed,
+    )
+    time.sleep(0.3)
+    start = time.perf_counter()
+    result = campaign.run()
+    total = time.perf_counter() - start
+    alone = model_alone(rnn, encoded, timers.sizes)
+
+    cases = result.test_cases
+    print(
+        f"{args.example}, seed {args.seed}: {cases} test cases in {total:.2f} s "
+        f"({cases / total:.0f}/s; the model's predict: {predictions:.0f}/s at a batch of "
+        f"1,000; ratio {cases / total / predictions:.2f})"
+    )
+    sizes = np.array(timers.sizes)
+    print(
+        f"model calls: {len(sizes)} (median batch {np.median(sizes):.0f}, "
+        f"{(sizes < 50).sum()} of fewer than 50 inputs)"
+    )
+    parts = dict(timers.spent)
+    parts["rest"] = total - sum(parts.values())
+    for label, seconds in sorted(parts.items(), key=lambda item: -item[1]):
+        print(f"  {label:<16}{seconds * 1e3:9.0f} ms  {seconds / total:6.1%}")
+    print(
+        f"the model alone at those batch sizes: {alone * 1e3:.0f} ms "
+        f"({alone / total:.1%} of the campaign); the ratio if nothing else took time: "
+        f"{cases / alone / predictions:.2f}"
+    )
+
+
+if __name__ == "__main__":
+    main()
