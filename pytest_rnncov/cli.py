@@ -441,15 +441,7 @@ def _render(
     if markdown:
         from .reporting.markdown_report import MarkdownReport
 
-        text = MarkdownReport().render(data, verdict).rstrip("\n")
-        if tests:
-            from .reporting.attribution import summary_lines
-
-            lines = [line for state in data.models.values() for line in summary_lines(state)]
-            body = "\n".join(lines)
-            fence = "`" * max(3, 1 + max((len(r) for r in re.findall("`+", body)), default=0))
-            text += f"\n\n### RNN coverage by test\n\n{fence}text\n{body}\n{fence}"
-        _print(text)
+        _print(MarkdownReport(tests=tests).render(data, verdict).rstrip("\n"))
         for line in written:
             print(line, file=sys.stderr)
         for problem in problems:

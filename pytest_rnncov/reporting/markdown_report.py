@@ -4,6 +4,9 @@ Markdown. It renders the same rows as the terminal report."""
 
 from __future__ import annotations
 
+import re
+
+from .attribution import summary_lines
 from .data import CoverageData
 from .results import Verdict
 from .terminal import adversarial_rows, campaign_notes, coverage_rows, exclusion_lines
@@ -47,7 +50,11 @@ def _table(rows: list[list[str]], numeric_from: int) -> list[str]:
 
 class MarkdownReport:
     """The Markdown report: a heading, the coverage table, the adversarial samples table
-    (when campaigns ran) and the verdict's lines, failures in bold."""
+    (when campaigns ran) and the verdict's lines, failures in bold; with ``tests``, the
+    tests that covered each condition first (attribution), in a fenced block."""
+
+    def __init__(self, tests: bool = False) -> None:
+        self.tests = tests
 
     def render(self, data: CoverageData, verdict: Verdict) -> str:
         lines = [MARKDOWN_MARK, "### RNN coverage", ""]
@@ -73,4 +80,11 @@ class MarkdownReport:
             for text, style in verdict_lines:
                 shown = escape(text)
                 lines.append(f"- **{shown}**" if style == "red" else f"- {shown}")
+        if self.tests:
+            body = "\n".join(
+                line for state in data.models.values() for line in summary_lines(state)
+            )
+            # a fence longer than any run of backticks in the test ids keeps them literal
+            fence = "`" * max(3, 1 + max((len(r) for r in re.findall("`+", body)), default=0))
+            lines += ["", "### RNN coverage by test", "", f"{fence}text", body, fence]
         return "\n".join(lines) + "\n"
