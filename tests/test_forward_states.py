@@ -228,7 +228,9 @@ def test_device_batches_are_sized_by_the_trace_they_hold():
     device = RNNModel(model, "rnn.l1", trace_on="device")
     # 7 steps x 5 units x 4 bytes x (2 components + the input + 4 gate blocks) = 980 bytes
     assert device.chunk_size(x, 2) == DEVICE_TRACE_BYTES // 980
-    assert device.chunk_size(np.zeros((10, 7000, 3), np.float32), 2) == HOST_BATCH  # the floor
+    long = np.zeros((10, 7000, 3), np.float32)  # 980,000 bytes an input
+    assert device.chunk_size(long, 2) == DEVICE_TRACE_BYTES // 980_000 == 1095
+    assert device.chunk_size(np.broadcast_to(np.float32(0), (1, 10**8, 3)), 2) == 1  # >= one
     assert RNNModel(model, "rnn.l1").chunk_size(x, 2) == HOST_BATCH
     assert RNNModel(model, "rnn.l1", trace_on="device", batch_size=4).chunk_size(x, 2) == 4
     many = np.random.default_rng(0).normal(size=(3000, 7, 3)).astype(np.float32)

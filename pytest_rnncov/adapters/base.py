@@ -260,13 +260,13 @@ class Adapter:
     def chunk_size(self, x: np.ndarray, components: int = 1) -> int:
         """Inputs per framework call for inputs ``x`` whose traces hold ``components``
         components: ``batch_size`` when given or on the host path; on the device path as
-        many as keep the batch's trace within DEVICE_TRACE_BYTES (at least HOST_BATCH)."""
+        many as keep the batch's trace within DEVICE_TRACE_BYTES (at least one)."""
         if not self.auto_batch or self.trace_on != "device":
             return self.batch_size
         steps = int(x.shape[1]) if x.ndim > 1 else 1
         # the components kept, the layer's input and four gate blocks computed from it
         per_input = steps * self.units * 4 * (components + 5)
-        return max(HOST_BATCH, DEVICE_TRACE_BYTES // max(per_input, 1))
+        return max(1, DEVICE_TRACE_BYTES // max(per_input, 1))
 
     def iter_traces(
         self,
