@@ -202,7 +202,7 @@ def main() -> None:
                     """The tracked path split: framework call, gates, metrics (seconds)."""
                     spent = [0.0, 0.0, 0.0]
                     _, states, layer_input = rnn._plan(names)  # as iter_traces plans it
-                    size = rnn.chunk_size(x, len(names))
+                    size = rnn.chunk_size(x, len(names), layer_input)
                     for start in range(0, len(x), size):
                         batch_x = x[start : start + size]
                         t0 = time.perf_counter()
@@ -252,7 +252,8 @@ def main() -> None:
                 )
                 print(
                     f"batch {batch}, {title} (trace holds {', '.join(names)}; chunks of "
-                    f"{rnn.chunk_size(x, len(names))}), medians of {args.repeats} (ms):"
+                    f"{rnn.chunk_size(x, len(names), rnn._plan(names)[2])}), medians of "
+                    f"{args.repeats} (ms):"
                 )
                 for name, value in med.items():
                     print(f"  {name:<18}{value:10.1f}   {value / fastest:5.2f}x")

@@ -96,6 +96,37 @@ for cell in ("LSTM", "GRU"):  # masking through an Embedding, inside Bidirection
     close(forward.h[mask], own[..., :5][mask], 1e-5, f"Bidirectional({cell}) forward h")
     close(backward.h[:, ::-1][mask], own[..., 5:][mask], 1e-5, f"Bidirectional({cell}) backward")
     checked.append(f"Bidirectional({cell}) masked")
+for cell in ("LSTM", "GRU"):  # masking through an Embedding, one direction: the gate tap
+    for return_state in (False, True):
+        inputs = keras.Input((8,), dtype="int32")
+        embedded = keras.layers.Embedding(30, 4, mask_zero=True)(inputs)
+        result = getattr(keras.layers, cell)(
+            5, return_sequences=True, return_state=return_state, name="rec"
+        )(embedded)
+        model = seeded(keras.Model(inputs, result))
+        own = [keras.ops.convert_to_numpy(o) for o in keras.tree.flatten(model(tokens))]
+        chosen = {"output": 0} if return_state else {}  # the sequence, not the states
+        rnn = RNNModel(model, "rec", **chosen)
+        trace = rnn.trace(tokens).to_host()
+        reference = RNNModel(model, "rec", recompute=True, **chosen).trace(tokens).to_host()
+        mask = tokens != 0
+        np.testing.assert_array_equal(trace.mask, mask)
+        what = f"masked {cell} return_state={return_state}"
+        close(trace.h[mask], own[0][mask], 1e-5, f"{what} h")
+        for name in reference.names:
+            close(trace.components[name], reference.components[name], 1e-5, f"{what} {name}")
+        outputs, _ = rnn.run(tokens)
+        close(outputs, own[0], 1e-5, f"{what} outputs")
+        checked.append(what)
+model = seeded(
+    keras.Sequential(
+        [
+            keras.Input((8,), dtype="int32"),
+            keras.layers.Embedding(30, 4, mask_zero=True),
+            keras.layers.Bidirectional(keras.layers.GRU(5, return_sequences=True), name="bi"),
+        ]
+    )
+)
 profile = Profile(window=(1, 6)).fit(RNNModel(model, "bi"), tokens)
 coverage = Coverage(RNNModel(model, "bi"), profile)
 coverage.update(tokens)

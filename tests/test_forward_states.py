@@ -226,13 +226,20 @@ def test_device_batches_are_sized_by_the_trace_they_hold():
     model = Stack(nn.LSTM(3, 5, batch_first=True, num_layers=2)).eval()
     x = np.zeros((10, 7, 3), np.float32)
     device = RNNModel(model, "rnn.l1", trace_on="device")
-    # 7 steps x 5 units x 4 bytes x (2 components + the input + 4 gate blocks) = 980 bytes
-    assert device.chunk_size(x, 2) == DEVICE_TRACE_BYTES // 980
-    long = np.zeros((10, 7000, 3), np.float32)  # 980,000 bytes an input
-    assert device.chunk_size(long, 2) == DEVICE_TRACE_BYTES // 980_000 == 1095
-    assert device.chunk_size(np.broadcast_to(np.float32(0), (1, 10**8, 3)), 2) == 1  # >= one
-    assert RNNModel(model, "rnn.l1").chunk_size(x, 2) == HOST_BATCH
-    assert RNNModel(model, "rnn.l1", trace_on="device", batch_size=4).chunk_size(x, 2) == 4
+    # h alone: 7 steps x 4 bytes x 5 units = 140 bytes an input
+    assert device.chunk_size(x) == DEVICE_TRACE_BYTES // 140
+    # gates computed: the traced layer (l1) reads the 5 features of l0: 7 x 4 x ((2
+    # components + 4 gate blocks) x 5 units + 2 x 5 input features) = 7 x 4 x 40 = 1,120
+    assert device.chunk_size(x, 2, layer_input=True) == DEVICE_TRACE_BYTES // 1120
+    long = np.zeros((10, 70_000, 3), np.float32)  # 11,200,000 bytes an input
+    assert device.chunk_size(long, 2, layer_input=True) == DEVICE_TRACE_BYTES // 11_200_000
+    huge = np.broadcast_to(np.float32(0), (1, 10**9, 3))
+    assert device.chunk_size(huge, 2, layer_input=True) == 1  # at least one
+    wide = RNNModel(Stack(nn.GRU(300, 5, batch_first=True)).eval(), "rnn", trace_on="device")
+    # 7 x 4 x ((2 + 4) x 5 + 2 x 300) = 17,640 bytes: the input's width counts
+    assert wide.chunk_size(np.zeros((10, 7, 300), np.float32), 2, True) == 2**31 // 17_640
+    assert RNNModel(model, "rnn.l1").chunk_size(x, 2, True) == HOST_BATCH
+    assert RNNModel(model, "rnn.l1", trace_on="device", batch_size=4).chunk_size(x, 2, True) == 4
     many = np.random.default_rng(0).normal(size=(3000, 7, 3)).astype(np.float32)
     assert len(list(device.iter_traces(many))) == 1  # 2,048 a batch on the host path
     assert len(list(RNNModel(model, "rnn.l1").iter_traces(many))) == 2

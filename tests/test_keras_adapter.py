@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import multiprocessing
+
 import numpy as np
 import pytest
 from reference import layer_states
 
 from pytest_rnncov import InvalidArgument, InvalidInput, ModelError, RNNModel, load_model
-from pytest_rnncov.core.arrays import PARALLEL_SCAN
+from pytest_rnncov.core.arrays import PARALLEL_SCAN, all_finite
 
 H_TOL, C_TOL = 1e-5, 1e-4
 
@@ -233,6 +235,23 @@ def test_large_batches_are_checked_in_parallel_parts(stacked_model, row, value):
     x[row, 6, 2] = value
     with pytest.raises(InvalidInput, match=rf"NaN or inf in rows \[{row}\]"):
         rnn.check_input(x)
+
+
+def _scan_large_batch(done):
+    done.put(all_finite(np.zeros(PARALLEL_SCAN, np.float32)))
+
+
+def test_the_parallel_scan_works_in_a_forked_child():
+    """A forked child inherits the scan pool without its threads: it starts its own."""
+    assert all_finite(np.zeros(PARALLEL_SCAN, np.float32))  # the parent's pool exists
+    context = multiprocessing.get_context("fork")
+    done = context.Queue()
+    child = context.Process(target=_scan_large_batch, args=(done,))
+    child.start()
+    child.join(60)
+    if child.is_alive():
+        child.kill()
+    assert child.exitcode == 0 and done.get(timeout=5) is True
 
 
 def test_token_model_refuses_fractional_ids(keras):

@@ -99,7 +99,9 @@ def test_gate_with_no_tracked_model_fails_and_the_json_agrees(pytester):
     [
         (None, ["--rnn-coverage=0"], "PASSIVE", True),  # set before conftest files load
         ("ACTIVE", ["--rnn-coverage=0"], "ACTIVE", False),  # the user's value wins
+        ("", ["--rnn-coverage=0"], "PASSIVE", True),  # empty: OpenMP refuses it, so unset
         (None, ["--no-rnn"], None, False),  # switched off: left alone
+        (None, ["@args.txt", "--rnn-coverage=0"], None, False),  # --no-rnn in an args file
     ],
 )
 def test_openmp_threads_sleep_unless_the_user_chose(
@@ -110,6 +112,7 @@ def test_openmp_threads_sleep_unless_the_user_chose(
     monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
     if given is not None:
         monkeypatch.setenv("OMP_WAIT_POLICY", given)
+    pytester.makefile(".txt", args="--no-rnn\n")
     pytester.makeconftest("import os\nSEEN = os.environ.get('OMP_WAIT_POLICY')\n")
     pytester.makepyfile(
         f"from conftest import SEEN\n\ndef test_policy():\n    assert SEEN == {seen!r}\n"

@@ -31,10 +31,11 @@ TRACE_ON = ("auto", "numpy", "device")
 #: small (docs/models.md, "Batches").
 HOST_BATCH = 2048
 #: On the device path (``trace_on="device"``) a batch holds as many inputs as keep its
-#: trace and the gates computed from it within about this many bytes: an accelerator's
+#: trace, and the gates and layer input they are computed from, within about this many
+#: bytes (``Adapter.chunk_size``): an accelerator's
 #: fixed costs per call (kernel launches, one transfer of reduced results) are paid once
 #: per batch, so larger batches are cheaper per input there.
-DEVICE_TRACE_BYTES = 1 << 30
+DEVICE_TRACE_BYTES = 1 << 31
 
 #: largest |h - framework h| per compute dtype, documented in docs/definitions.md
 MIXED_PRECISION_NOTE = (
@@ -257,16 +258,20 @@ class Adapter:
             return names, None, True
         return names, names, not set(names) <= {"h", *self.gives(names)}
 
-    def chunk_size(self, x: np.ndarray, components: int = 1) -> int:
+    def chunk_size(self, x: np.ndarray, components: int = 1, layer_input: bool = False) -> int:
         """Inputs per framework call for inputs ``x`` whose traces hold ``components``
-        components: ``batch_size`` when given or on the host path; on the device path as
-        many as keep the batch's trace within DEVICE_TRACE_BYTES (at least one)."""
+        components (computed, with ``layer_input``, from the layer's input): ``batch_size``
+        when given or on the host path; on the device path as many as keep what a batch
+        holds within DEVICE_TRACE_BYTES (at least one)."""
         if not self.auto_batch or self.trace_on != "device":
             return self.batch_size
         steps = int(x.shape[1]) if x.ndim > 1 else 1
-        # the components kept, the layer's input and four gate blocks computed from it
-        per_input = steps * self.units * 4 * (components + 5)
-        return max(1, DEVICE_TRACE_BYTES // max(per_input, 1))
+        # float32 values per step: the components kept and, when gates are computed, four
+        # gate blocks and the layer's input, held twice (as given, and beside h_{t-1})
+        per_step = components * self.units
+        if layer_input:
+            per_step += 4 * self.units + 2 * int(self.cell.kernel.shape[0])
+        return max(1, DEVICE_TRACE_BYTES // (4 * steps * per_step))
 
     def iter_traces(
         self,
@@ -280,7 +285,7 @@ class Adapter:
         ``until`` stops each trace after that many steps (what a window needs),
         ``components`` keeps only those (None: all)."""
         names, states, layer_input = self._plan(components)
-        size = self.chunk_size(x, len(names))
+        size = self.chunk_size(x, len(names), layer_input)
         for start in range(0, len(x), size):
             batch = x[start : start + size]
             out, sequence, mask, found = self._forward(batch, outputs, layer_input, states)

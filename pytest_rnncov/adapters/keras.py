@@ -128,18 +128,23 @@ def _gate_tap(layer: Any, emit: tuple[str, ...]) -> Any:
     cell, units = layer.cell, int(layer.cell.units)
     lstm = CELLS[type(cell).__name__] == "lstm"
 
+    width = units * (1 + len(emit))
+
     class EmittingCell(keras.layers.Layer):
+        """The layer's cell; its first state is its whole output ``[h, *emit]`` (Keras on
+        JAX keeps a masked step's output from the first state), its h the first units."""
+
         def __init__(self, **kwargs: Any) -> None:
             super().__init__(**kwargs)
-            self.state_size = [units, units] if lstm else [units]
-            self.output_size = units * (1 + len(emit))
+            self.state_size = [width, units] if lstm else [width]
+            self.output_size = width
 
         def build(self, input_shape: Any) -> None:
             self.built = True
 
         def call(self, inputs: Any, states: Any, training: Any = None) -> Any:
             gate, act = cell.recurrent_activation, cell.activation
-            h_prev = states[0]
+            h_prev = states[0][..., :units]
             if lstm:
                 z = ops.matmul(inputs, cell.kernel) + ops.matmul(h_prev, cell.recurrent_kernel)
                 z = z if cell.bias is None else z + cell.bias
@@ -148,7 +153,6 @@ def _gate_tap(layer: Any, emit: tuple[str, ...]) -> Any:
                 c = f * states[1] + i * act(zc)
                 h = o * act(c)
                 parts = {"i": i, "f": f, "o": o, "c": c}
-                new_states = [h, c]
             else:
                 bias = cell.bias
                 reset_after = bool(getattr(cell, "reset_after", False))
@@ -169,8 +173,8 @@ def _gate_tap(layer: Any, emit: tuple[str, ...]) -> Any:
                     n = act(x_n + ops.matmul(r * h_prev, kernel_n))
                 h = zg * h_prev + (1 - zg) * n
                 parts = {"z": zg, "r": r, "n": n}
-                new_states = [h]
-            return ops.concatenate([h, *(parts[e] for e in emit)], axis=-1), new_states
+            out = ops.concatenate([h, *(parts[e] for e in emit)], axis=-1)
+            return out, [out, parts["c"]] if lstm else [out]
 
     class GateTap(_tap_base(layer)):  # type: ignore[misc]
         def __init__(self, **kwargs: Any) -> None:
@@ -186,9 +190,10 @@ def _gate_tap(layer: Any, emit: tuple[str, ...]) -> Any:
             self.rnn.build(sequences_shape)
 
         def call(self, sequences: Any, mask: Any = None, training: Any = None) -> Any:
-            sequence, *states = self.rnn(sequences, mask=mask, training=training)
-            last = sequence[..., :units] if layer.return_sequences else states[0]
-            outputs = [last, *states] if layer.return_state else [last]
+            sequence, emitted, *cell_state = self.rnn(sequences, mask=mask, training=training)
+            h = emitted[..., :units]  # h after the last step
+            last = sequence[..., :units] if layer.return_sequences else h
+            outputs = [last, h, *cell_state] if layer.return_state else [last]
             return [*outputs, sequence]
 
     return GateTap(name=f"{layer.name}_gate_tap")

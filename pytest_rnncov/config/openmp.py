@@ -23,9 +23,10 @@ POLICY = "PASSIVE"
 
 
 def passive_openmp_waits() -> bool:
-    """Set ``OMP_WAIT_POLICY=PASSIVE`` unless it is set or PyTorch (its OpenMP runtime) is
-    already loaded, where it would have no effect; True when it was set here."""
-    if VARIABLE in os.environ or "torch" in sys.modules:
+    """Set ``OMP_WAIT_POLICY=PASSIVE`` unless it is set (an empty value, which OpenMP
+    refuses, counts as unset) or PyTorch (its OpenMP runtime) is already loaded, where it
+    would have no effect; True when it was set here."""
+    if os.environ.get(VARIABLE, "").strip() or "torch" in sys.modules:
         return False
     os.environ[VARIABLE] = POLICY
     return True

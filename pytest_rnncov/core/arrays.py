@@ -31,6 +31,15 @@ SCAN_THREADS = min(8, os.cpu_count() or 1)
 _scanners: ThreadPoolExecutor | None = None
 
 
+def _forget_scanners() -> None:
+    """In a forked child: the pool's threads did not come along, so it would wait forever."""
+    global _scanners
+    _scanners = None
+
+
+os.register_at_fork(after_in_child=_forget_scanners)
+
+
 def _finite_part(values: np.ndarray) -> bool:
     return bool(np.isfinite(values).all())
 

@@ -30,11 +30,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     addoption(parser)
 
 
-def pytest_load_initial_conftests(early_config: pytest.Config, args: list[str]) -> None:
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     """Before conftest files import the frameworks: TensorFlow's native start-up notices
     stay out of captured test output (``config.tf_notices``), and PyTorch's idle OpenMP
     threads will sleep instead of spinning (``config.openmp``); not with ``--no-rnn``."""
-    if "--no-rnn" not in args:
+    if not getattr(early_config.known_args_namespace, "no_rnn", False):  # @files, addopts
         from ..config.openmp import passive_openmp_waits
         from ..config.tf_notices import quiet_tensorflow_import
 
