@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import generation_table  # noqa: E402
 import numpy as np  # noqa: E402
 
-from pytest_rnncov import Campaign, Coverage, GAConfig, Oracle, Profile  # noqa: E402
+from pytest_rnncov import Coverage, Oracle, Profile  # noqa: E402
 
 
 class Timers:
@@ -140,16 +140,8 @@ def main() -> None:
     timers.wrap(mutator, "distance", "distances")
     for name in ("fails", "failure_fitness"):
         timers.wrap(Oracle, name, "oracle")
-    campaign = Campaign(
-        rnn,
-        seeds,
-        mutator,
-        oracle,
-        profile=profile,
-        budget=budget,
-        batch_size=200,
-        ga=GAConfig(k=4, n=8, gamma=20),
-        seed=args.seed,
+    campaign = generation_table.table_campaign(
+        rnn, seeds, mutator, oracle, profile, budget, args.seed
     )
     time.sleep(0.3)
     start = time.perf_counter()

@@ -109,6 +109,22 @@ def example(name: str):
     )
 
 
+def table_campaign(rnn, seeds, mutator, oracle, profile, budget, seed, **options) -> Campaign:
+    """A campaign with the table's settings: batches of 200, GA k=4 n=8 gamma=20."""
+    return Campaign(
+        rnn,
+        seeds,
+        mutator,
+        oracle,
+        profile=profile,
+        budget=budget,
+        batch_size=200,
+        ga=GAConfig(k=4, n=8, gamma=20),
+        seed=seed,
+        **options,
+    )
+
+
 def predictions_per_second(rnn, x) -> float:
     """The model's own prediction rate: Keras ``predict``, a PyTorch module's forward."""
     batch = np.concatenate([x] * max(1, 1000 // len(x)))
@@ -149,18 +165,7 @@ def table(name: str, seed: int):
     growth, unchanged, numbers = {}, [], {}
     predictions = predictions_per_second(rnn, mutator.encode(seeds))
     for method, options in METHODS.items():
-        campaign = Campaign(
-            rnn,
-            seeds,
-            mutator,
-            oracle,
-            profile=profile,
-            budget=budget,
-            batch_size=200,
-            ga=GAConfig(k=4, n=8, gamma=20),
-            seed=seed,
-            **options,
-        )
+        campaign = table_campaign(rnn, seeds, mutator, oracle, profile, budget, seed, **options)
         start = time.perf_counter()
         result = campaign.run()
         seconds = time.perf_counter() - start

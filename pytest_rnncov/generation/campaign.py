@@ -513,9 +513,8 @@ class Campaign:
                     idle.add(arm)  # every seed fails: nothing left to sweep
                     continue
                 step = self._failure_sweep()
-                if (
-                    step is not None
-                ):  # None: the mutator changed nothing, a pull that yields nothing
+                # None: the mutator changed nothing, a pull that yields nothing
+                if step is not None:
                     yield step
             else:
                 target = self._closest(arm, tried)
