@@ -4,8 +4,9 @@ For each example, with the same budget, seeds and random seed: Seeds (200 seeds)
 (random mutation only), Targeted (the paper: random mutation, then the coverage GA once
 coverage stalls), and the GA given a turn after every random batch from the start, aimed at
 coverage (Mixed), at failures (Failure) or at both in turn (Both), and Adaptive (the
-default: the cases shared among random mutation, the failure sweep and a coverage GA per
-metric by their recent yield). Columns: test cases,
+default: one batch at a time shared among random mutation, the failure sweep, variants
+of the adversarial samples and a coverage sweep per metric by their recent yield).
+Columns: test cases,
 adversarial samples, average perturbation as found and after shrinking toward the seed,
 unique failing seeds, BC, SC, TC, and the campaign's test cases per second beside the
 model's own predictions per second. Also a figure of coverage growth per method. With
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import io
 import os
 import sys
 import time
@@ -48,6 +50,7 @@ from pytest_rnncov import (  # noqa: E402
     TimeSeriesMutator,
     load_model,
 )
+from pytest_rnncov.files import write_atomic  # noqa: E402
 
 #: method -> Campaign options
 METHODS = {
@@ -287,8 +290,10 @@ def figure(growths: dict[str, dict[str, list[dict]]], path: Path) -> None:
             ax.set_ylim(0, 1.02)
     axes[0][0].legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=80)
+    image = io.BytesIO()
+    fig.savefig(image, format="png", dpi=80)
     plt.close(fig)
+    write_atomic(path, image.getvalue(), "the growth figure")
 
 
 def main() -> None:
@@ -314,10 +319,12 @@ def main() -> None:
         "mutation only. Targeted: the paper's Alg. 1 (the coverage GA once coverage "
         "stalls). Mixed, Failure, Both: the GA gets a turn after every random batch from "
         "the start, aimed at coverage, failures, or both in turn. Adaptive (the default, "
-        '`schedule="adaptive"`): the cases shared among random mutation, the failure '
-        "sweep and a coverage GA per metric by their recent yield. Every GA turn is "
-        "bounded (a quarter of the budget, the adaptive schedule's 15%; it ends after 3 "
-        "generations that get no closer). Found / shrunk: the "
+        '`schedule="adaptive"`): one batch at a time shared among random mutation, the '
+        "failure sweep, variants of the adversarial samples found and a coverage sweep per "
+        "metric by their recent yield (see docs/test-generation.md). Every GA turn is "
+        "bounded (a quarter of the budget; it ends after 3 generations that get no "
+        "closer). Adversarial: failing cases, a case repeated for the same seed counted "
+        "once. Found / shrunk: the "
         "average perturbation of the adversarial samples as found and after shrinking "
         "toward their seeds (every shrunk sample still fails the oracle).",
         "",
@@ -348,7 +355,7 @@ def main() -> None:
         lines += block
     out.parent.mkdir(parents=True, exist_ok=True)
     figure(growths, out.parent / f"{out.stem}-growth.png")
-    out.write_text("\n".join(lines))
+    write_atomic(out, "\n".join(lines), "the generation table")
     print(f"written to {out}")
 
 

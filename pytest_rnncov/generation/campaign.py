@@ -3,22 +3,24 @@
 A :class:`Campaign` mutates seeds at random and runs the genetic targeted mutation, one
 batched model call per batch or generation. The GA aims at an uncovered condition (the
 paper's Alg. 2) or at a failure (the seed closest to failing the oracle, by the oracle's
-margin and the distance budget). ``schedule="adaptive"`` (the default) shares the cases
-among random mutation, a failure search over many seeds at once and a coverage GA per
-target metric by what each has recently yielded; ``schedule="stall"`` is the paper's
-Alg. 1: random mutation until coverage stops growing, then the GA; ``schedule="mixed"``
-gives the GA a turn after every random batch from the start. For those two, ``objective``
-aims the GA at coverage (the paper's), failures, or both in turn. In every schedule a GA
-turn is bounded: a share of the budget, and it ends after GA_STALL generations that got
-no closer. Every adversarial sample is shrunk toward its seed before it is reported. Each batch's
-signals are computed once and feed the campaign's coverage, the session's (for a tracked
-model) and the GA's fitness. Results stream to listeners (``on_adversarial`` with each
-sample as it is found, ``on_shrunk`` with every sample once shrinking finished,
-``on_finish`` with the result), so writing files or registering with a test session lives
-outside the search; ``iterate()`` yields after every model call, and ``run()`` keeps
-everything found so far when interrupted: an interrupt or error while shrinking or
-notifying still sets ``result`` and reaches every listener (samples unshrunk, and the
-result says so), then is raised.
+margin and the distance budget). ``schedule="adaptive"`` (the default) shares the cases,
+one batch per pull, among random mutation, a failure sweep over many seeds at once,
+variants of the adversarial samples found and a coverage sweep per target metric over many
+uncovered conditions at once, by what each has recently yielded; ``schedule="stall"`` is
+the paper's Alg. 1: random mutation until coverage stops growing, then the GA;
+``schedule="mixed"`` gives the GA a turn after every random batch from the start. For those
+two, ``objective`` aims the GA at coverage (the paper's), failures, or both in turn. Every
+search is bounded: an adaptive pull is one batch, and a GA turn takes at most a share of
+the budget and ends after GA_STALL generations that got no closer. An adversarial sample
+is a failing case not already found for its seed; every one is shrunk toward its seed
+before it is reported. Each batch's signals are computed once and feed the campaign's
+coverage, the session's (for a tracked model) and the GA's fitness. Results stream to
+listeners (``on_adversarial`` with each sample as it is found, ``on_shrunk`` with every
+sample once shrinking finished, ``on_finish`` with the result), so writing files or
+registering with a test session lives outside the search; ``iterate()`` yields after every
+model call, and ``run()`` keeps everything found so far when interrupted: an interrupt or
+error while shrinking or notifying still sets ``result`` and reaches every listener
+(samples unshrunk, and the result says so), then is raised.
 
 Memory is bounded by the budget: the corpus of cases the search picks parents from, and
 per-case seed index and distance; coverage statistics are kept incrementally. A campaign
@@ -28,6 +30,7 @@ to bound it.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import warnings
 from dataclasses import dataclass
@@ -63,15 +66,18 @@ SCHEDULES = ("adaptive", "stall", "mixed")
 GA_STALL = 3
 #: "stall" and "mixed": a GA turn's share of the budget at most
 TURN_SHARE = 0.25
-#: "adaptive": a GA turn's share of the budget at most
-ADAPTIVE_TURN_SHARE = 0.15
 #: "adaptive": the pulls of each arm its recent yield is measured over
 ADAPTIVE_WINDOW = 8
-#: "adaptive": the share of the cases every open arm gets whatever it yields (exploration)
-ADAPTIVE_FLOOR = 0.05
-#: "adaptive": what a new adversarial case is worth beside a new failing seed
-ADVERSARIAL_WEIGHT = 0.2
-
+#: "adaptive": the share of the cases split evenly among the open arms whatever they yield
+#: (exploration)
+ADAPTIVE_EXPLORE = 0.1
+#: "adaptive": the rest of the cases go to the arms in proportion to yield ** this (3: most
+#: to the best arm, some to the runners-up)
+ADAPTIVE_SHARPNESS = 3
+#: "adaptive": the weight of the failing seeds' and of the adversarial samples' growth beside
+#: each target metric's (1)
+FAILING_SEED_WORTH = 0.3
+ADVERSARIAL_WORTH = 0.1
 #: Added to the failure fitness of cases beyond the oracle's radius, so that they rank after
 #: every case within it.
 BEYOND_RADIUS = 1e6
@@ -278,17 +284,24 @@ class Campaign:
         self._suite = MinimalSuite(int(self._offsets[-1]))
         self._diversity = DiversityAccumulator(len(self.seeds)) if mutator.array_cases else None
         self._adversarial: list[int] = []
+        #: (seed, case) of every adversarial sample, so that a repeated case counts once
+        self._adversarial_keys: set[tuple[int, Any]] = set()
         self._adversarial_outputs: list[np.ndarray] = []
         #: each adversarial case's distance to its seed, as found
         self._adversarial_distances: list[float] = []
         self._failing_seeds: set[int] = set()
+        #: adversarial samples found per seed
+        self._samples_per_seed = np.zeros(len(self.seeds))
         n_seeds = len(self.seeds)
         self._fail_best = np.full(n_seeds, np.inf)  # lowest failure fitness per seed
         self._fail_case = np.arange(n_seeds)  # the case that gave it (a seed is its own case)
+        #: sweeps since each seed's, each condition's best case last got closer
+        self._fail_stale = np.zeros(n_seeds, np.int64)
+        self._cover_stale: dict[str, np.ndarray] = {}
         self.growth: list[dict[str, Any]] = []
         self.generated = 0
         self.discarded = 0
-        self._unchanged_batches = 0  # random batches in a row the mutator left unchanged
+        self._unchanged_batches = 0  # batches in a row the mutator left unchanged
         self.interrupted = False
         self.result: CampaignResult | None = None
 
@@ -336,7 +349,7 @@ class Campaign:
             self._track_failure_fitness(seed_index, ids, fitness)
             if self._diversity is not None:
                 self._diversity.add(np.asarray(cases), np.asarray(seeds), seed_index)
-        found = np.flatnonzero(failed)
+        found = self._new_adversarial(cases, seed_index, np.flatnonzero(failed))
         if len(found):
             found_cases = self.mutator.take(cases, found)
             found_distances = (
@@ -353,6 +366,7 @@ class Campaign:
             self._adversarial_outputs.extend(np.asarray(outputs)[found])
             self._adversarial_distances.extend(found_distances.tolist())
             self._failing_seeds.update(seed_index[found].tolist())
+            np.add.at(self._samples_per_seed, seed_index[found], 1)
             if self._has_listener("on_adversarial"):
                 for sample in self._samples(
                     ids[found],
@@ -363,8 +377,28 @@ class Campaign:
                 ):
                     self._notify("on_adversarial", sample)
         self.growth.append({"test_cases": self.generated, "phase": phase, **self.coverage.rates()})
-        step = Step(phase, len(seed_index), gained, int(failed.sum()), target)
+        step = Step(phase, len(seed_index), gained, len(found), target)
         return _Batch(signals, ids, fitness, step)
+
+    def _new_adversarial(self, cases: Any, seed_index: np.ndarray, found: np.ndarray) -> np.ndarray:
+        """The failing rows ``found`` whose case is not an adversarial sample of the same seed
+        already (a mutant can repeat one: a word swapped back, a SMILES string written again)."""
+        if len(found) == 0:
+            return found
+        taken = self.mutator.take(cases, found)
+        if self.mutator.array_cases:
+            rows = np.ascontiguousarray(taken).reshape(len(found), -1)
+            keys: list[Any] = [
+                hashlib.blake2b(row.tobytes(), digest_size=16).digest() for row in rows
+            ]
+        else:  # strings; another kind of case by its repr, which need not be hashable
+            keys = [c if isinstance(c, (str, bytes)) else repr(c) for c in taken]
+        fresh = []
+        for row, seed, key in zip(found.tolist(), seed_index[found].tolist(), keys):
+            if (seed, key) not in self._adversarial_keys:
+                self._adversarial_keys.add((seed, key))
+                fresh.append(row)
+        return np.asarray(fresh, np.int64)
 
     def _failure_fitness(
         self, seed_index: np.ndarray, outputs: np.ndarray, distances: np.ndarray
@@ -445,7 +479,7 @@ class Campaign:
 
     def _gave_up(self, depth: int) -> bool:
         """True (with a warning at the caller ``depth`` frames above) once the mutator left
-        STUCK_BATCHES random batches in a row unchanged."""
+        STUCK_BATCHES batches in a row unchanged."""
         if self._unchanged_batches < STUCK_BATCHES:
             return False
         warnings.warn(
@@ -460,75 +494,68 @@ class Campaign:
         """Whether ``step`` covered a condition of a target metric."""
         return any(step.new_conditions[t] for t in self.targets)
 
-    def _turn(
-        self, target: tuple[str, int], tried: set[tuple[str, int]], bounded: bool = False
-    ) -> Iterator[Step]:
+    def _turn(self, target: tuple[str, int], tried: set[tuple[str, int]]) -> Iterator[Step]:
         """One GA turn at ``target``; a turn that got closer leaves it open for the next
         turn (the GA goes on from the best case so far), one that did not marks it tried."""
         prior = self._target_fitness(target)
-        yield from self._targeted(target, bounded)
+        yield from self._targeted(target)
         if self._target_fitness(target) < prior:
             tried.discard(target)
         else:
             tried.add(target)
 
     def _progress(self) -> np.ndarray:
-        """What the adaptive schedule rewards: coverage of the target metrics (the sum of
-        their rates), seeds with a failure, adversarial cases."""
-        covered = sum(self.coverage[t].rate for t in self.targets)
-        return np.array([covered, len(self._failing_seeds), len(self._adversarial)], float)
+        """What the adaptive schedule rewards, each as log(1 + count), so that a measure's
+        growth counts relative to what it has: the covered conditions of each target metric,
+        the seeds with a failure, and the adversarial samples with diminishing worth per
+        seed (the sum over seeds of log(1 + samples))."""
+        covered = [int(self.coverage[t].covered_.sum()) for t in self.targets]
+        variants = float(np.log1p(self._samples_per_seed).sum())
+        return np.log1p(np.array([*covered, len(self._failing_seeds), variants], float))
 
     def _adaptive(self) -> Iterator[Step]:
         """The adaptive schedule: stride scheduling over the arms random mutation, the
-        failure sweep (one generation of the failure search over the seeds closest to
-        failing, per pull) and one coverage GA per target metric. Each open arm's share of the
-        cases is ADAPTIVE_FLOOR plus the rest in proportion to its recent yield (growth per
-        case over its last ADAPTIVE_WINDOW pulls of: the target rates' sum, plus new failing
-        seeds and ADVERSARIAL_WEIGHT x new adversarial cases per seed); the next pull goes
-        to the arm furthest below its share. A GA turn is bounded (ADAPTIVE_TURN_SHARE of
-        the budget, GA_STALL generations without getting closer) and a target stays the
-        arm's choice while its turns bring it closer; an arm whose targets were all tried
-        starts a new round, and rests while it has none until random mutation covers
-        something new."""
-        arms = ("random", "failure", *self.targets)
+        failure sweep (mutants of the best case of many seeds without a failure), variants
+        (mutants of the adversarial samples found) and a coverage sweep per target metric
+        (mutants of the best case of many uncovered conditions); every pull is one batch.
+        ADAPTIVE_EXPLORE of the cases is split evenly among the open arms, the rest in
+        proportion to each arm's recent yield ** ADAPTIVE_SHARPNESS (the growth per case,
+        over its last ADAPTIVE_WINDOW pulls, of sum(w * log(1 + measure)), see
+        ``_progress``); every open arm is pulled once first, then the next pull goes to the
+        arm furthest below its share."""
+        arms = ("random", "failure", "variants", *self.targets)
         recent: dict[str, list[tuple[np.ndarray, int]]] = {arm: [] for arm in arms}
         spent = dict.fromkeys(arms, 0)
-        tried: set[tuple[str, int]] = set()
-        idle: set[str] = set()
         while not self._done():
-            arm = self._choose([arm for arm in arms if arm not in idle], recent, spent)
+            arm = self._choose([arm for arm in arms if self._open(arm)], recent, spent)
             before, generated = self._progress(), self.generated
             if arm == "random":
                 step = self._random_batch()
-                if step is None:
-                    if self._gave_up(3):
-                        return
-                    continue
-                if self._gained(step):
-                    tried.clear()  # new best inputs: every condition is worth a new try
-                    idle.clear()
-                yield step
             elif arm == "failure":
-                if len(self._failing_seeds) >= len(self.seeds):
-                    idle.add(arm)  # every seed fails: nothing left to sweep
-                    continue
                 step = self._failure_sweep()
-                # None: the mutator changed nothing, a pull that yields nothing
-                if step is not None:
-                    yield step
+            elif arm == "variants":
+                step = self._variants()
             else:
-                target = self._closest(arm, tried)
-                if target is None:  # every target tried: a new round, from the best so far
-                    tried -= {t for t in tried if t[0] == arm}
-                    target = self._closest(arm, tried)
-                if target is None:
-                    idle.add(arm)
-                    continue
-                yield from self._turn(target, tried, bounded=True)
+                step = self._coverage_sweep(arm)
+            # None: the mutator changed nothing, a pull that yields nothing
+            if step is not None:
+                yield step
+            elif self._gave_up(3):
+                return
             cases = max(1, self.generated - generated)
             spent[arm] += cases
             gain = self._progress() - before
             recent[arm] = [*recent[arm][-(ADAPTIVE_WINDOW - 1) :], (gain, cases)]
+
+    def _open(self, arm: str) -> bool:
+        """Whether an arm of the adaptive schedule has something to work on."""
+        if arm == "random":
+            return True
+        if arm == "failure":
+            return len(self._failing_seeds) < len(self.seeds)
+        if arm == "variants":
+            return bool(self._adversarial)
+        return len(self._uncovered(arm)) > 0
 
     def _target_fitness(self, target: tuple[str, int]) -> float:
         """The best fitness reached so far for a GA target (<= 0: reached)."""
@@ -544,21 +571,21 @@ class Campaign:
         spent: dict[str, int],
     ) -> str:
         """The open arm furthest below its share of the cases (see ``_adaptive``)."""
-        if len(arms) == 1:
-            return arms[0]
-        worth = np.array([1.0, 1.0, ADVERSARIAL_WEIGHT]) / [1.0, len(self.seeds), len(self.seeds)]
+        untried = [arm for arm in arms if not recent[arm]]
+        if untried:
+            return untried[0]
+        worth = np.array([1.0] * len(self.targets) + [FAILING_SEED_WORTH, ADVERSARIAL_WORTH])
         rates = {
             arm: max(
                 0.0, float(sum(g for g, _ in recent[arm]) @ worth) / sum(c for _, c in recent[arm])
             )
-            if recent[arm]
-            else 0.0
+            ** ADAPTIVE_SHARPNESS
             for arm in arms
         }
         total = sum(rates.values())
-        rest = 1.0 - ADAPTIVE_FLOOR * len(arms)
         shares = {
-            arm: ADAPTIVE_FLOOR + rest * (rates[arm] / total if total > 0 else 1.0 / len(arms))
+            arm: ADAPTIVE_EXPLORE / len(arms)
+            + (1.0 - ADAPTIVE_EXPLORE) * (rates[arm] / total if total > 0 else 1.0 / len(arms))
             for arm in arms
         }
         used = sum(spent[arm] for arm in arms) + 1
@@ -603,17 +630,82 @@ class Campaign:
 
     def _failure_sweep(self) -> Step | None:
         """One generation of the failure search over many seeds at once: ``ga.n`` mutants
-        of the best case of each seed without a failure, closest to failing first (one
-        batch), kept within the oracle's radius; None when the mutator changed none."""
+        of the best case of each seed without a failure (see ``_sweep_order``; one batch),
+        kept within the oracle's radius; None when the mutator changed none."""
+        open_seeds = np.ones(len(self._fail_best), bool)
+        open_seeds[np.fromiter(self._failing_seeds, np.int64)] = False
         size = int(min(self.batch_size, self._remaining()))
-        closest = self._open_seeds()[: max(1, size // self.ga.n)]
-        parents = np.repeat(self._fail_case[closest], self.ga.n)
-        offspring, from_ids = self._mutate(parents[:size])
+        chosen = self._sweep_order(open_seeds, self._fail_best, self._fail_stale)
+        chosen = chosen[: max(1, size // self.ga.n)]
+        before = self._fail_best[chosen].copy()
+        parents = np.repeat(self._fail_case[chosen], self.ga.n)[:size]
+        offspring, from_ids = self._mutate(parents)
         if len(from_ids) == 0:
             return None
         seed_index = self._seed_of[from_ids]
         offspring = self._within_radius(offspring, seed_index)
-        return self._evaluate(offspring, seed_index, "targeted", "failure:sweep").step
+        step = self._evaluate(offspring, seed_index, "targeted", "failure:sweep").step
+        self._mark_swept(self._fail_stale, chosen, before, self._fail_best[chosen])
+        return step
+
+    def _uncovered(self, key: str) -> np.ndarray:
+        """The uncovered conditions of metric ``key`` that have a best case, to sweep in
+        order (see ``_sweep_order``)."""
+        metric = self.coverage[key]
+        fitness = metric.best_fitness_
+        stale = self._cover_stale.setdefault(key, np.zeros(len(fitness), np.int64))
+        return self._sweep_order(~metric.covered_ & (metric.best_input_ >= 0), fitness, stale)
+
+    def _coverage_sweep(self, key: str) -> Step | None:
+        """One generation of the coverage search over many conditions of metric ``key`` at
+        once (one batch): mutants of the best case of each uncovered condition, one each
+        for as many conditions as the batch holds, more (up to ``ga.n``) when fewer are
+        open; None when the mutator changed none."""
+        metric = self.coverage[key]
+        size = int(min(self.batch_size, self._remaining()))
+        chosen = self._uncovered(key)[:size]
+        before = metric.best_fitness_[chosen].copy()
+        parents = np.resize(metric.best_input_[chosen], min(size, self.ga.n * len(chosen)))
+        offspring, from_ids = self._mutate(parents)
+        if len(from_ids) == 0:
+            return None
+        step = self._evaluate(offspring, self._seed_of[from_ids], "targeted", f"{key}:sweep").step
+        self._mark_swept(self._cover_stale[key], chosen, before, metric.best_fitness_[chosen])
+        return step
+
+    @staticmethod
+    def _sweep_order(open_: np.ndarray, fitness: np.ndarray, stale: np.ndarray) -> np.ndarray:
+        """The ``open_`` indices in the order to sweep them: those swept fewer than GA_STALL
+        times since they last got closer first, then the rest, each group closest first."""
+        candidates = np.flatnonzero(open_)
+        return candidates[np.lexsort((fitness[candidates], stale[candidates] >= GA_STALL))]
+
+    @staticmethod
+    def _mark_swept(
+        stale: np.ndarray, chosen: np.ndarray, before: np.ndarray, after: np.ndarray
+    ) -> None:
+        """Count a sweep for each ``chosen`` index; one that got closer starts again at 0."""
+        stale[chosen] += 1
+        stale[chosen[after < before]] = 0
+
+    def _variants(self) -> Step | None:
+        """One batch of mutants of the adversarial samples found so far, every failing seed
+        given an equal share, kept within the oracle's radius of their seeds (more failures
+        where the model already fails); None when the mutator changed none."""
+        size = int(min(self.batch_size, self._remaining()))
+        found = np.asarray(self._adversarial, np.int64)
+        owners = self._seed_of[found]
+        order = np.argsort(owners, kind="stable")
+        found, owners = found[order], owners[order]
+        _, starts, counts = np.unique(owners, return_index=True, return_counts=True)
+        pick = self.rng.integers(0, len(starts), size)
+        within = (self.rng.random(size) * counts[pick]).astype(np.int64)
+        offspring, from_ids = self._mutate(found[starts[pick] + within])
+        if len(from_ids) == 0:
+            return None
+        seed_index = self._seed_of[from_ids]
+        offspring = self._within_radius(offspring, seed_index)
+        return self._evaluate(offspring, seed_index, "targeted", "failure:variants").step
 
     def _mutate(self, parents: np.ndarray) -> tuple[Any, np.ndarray]:
         """Mutants of the cases ``parents``, without the ones the mutator left unchanged."""
@@ -622,18 +714,16 @@ class Campaign:
         changed = ~self.mutator.unchanged(before, after)
         self.discarded += int((~changed).sum())
         keep = np.flatnonzero(changed)
+        self._unchanged_batches = 0 if len(keep) else self._unchanged_batches + 1
         return self.mutator.take(after, keep), parents[keep]
 
     def _random_batch(self) -> Step | None:
-        """One batch of random mutants; None (counted in ``_unchanged_batches``) when the
-        mutator changed none."""
+        """One batch of random mutants; None when the mutator changed none."""
         size = int(min(self.batch_size, self._remaining()))
         parents = self.rng.integers(0, self.n_cases, size=size)
         cases, parents = self._mutate(parents)
         if len(parents) == 0:
-            self._unchanged_batches += 1
             return None
-        self._unchanged_batches = 0
         return self._evaluate(cases, self._seed_of[parents], "random").step
 
     def _pick_target(self, tried: set[tuple[str, int]], turn: int) -> tuple[str, int] | None:
@@ -656,9 +746,9 @@ class Campaign:
         return None
 
     # -- targeted mutation (Alg. 2) ------------------------------------------------------------
-    def _targeted(self, target: tuple[str, int], bounded: bool = False) -> Iterator[Step]:
+    def _targeted(self, target: tuple[str, int]) -> Iterator[Step]:
         """The GA toward one condition, or (``("failure", seed)``) toward a failure: at most
-        TURN_SHARE of the budget (``bounded``: ADAPTIVE_TURN_SHARE; at least one generation),
+        TURN_SHARE of the budget (at least one generation),
         ending after GA_STALL generations that got no closer."""
         kind, index = target
         if kind == "failure":
@@ -698,8 +788,11 @@ class Campaign:
         if covered() or self._remaining() <= 0:
             return
         start = self.generated
-        share = ADAPTIVE_TURN_SHARE if bounded else TURN_SHARE
-        limit = math.inf if self.budget is None else max(self.ga.k * self.ga.n, share * self.budget)
+        limit = (
+            math.inf
+            if self.budget is None
+            else max(self.ga.k * self.ga.n, TURN_SHARE * self.budget)
+        )
 
         def room() -> float:
             return min(self._remaining(), limit - (self.generated - start))

@@ -20,7 +20,7 @@ class Step:
     cases: int
     new_conditions: dict[str, int]
     adversarial: int
-    target: str | None = None  # "TC:abcab" for a targeted generation
+    target: str | None = None  # "TC:abcab" (a GA generation), "TC:sweep", "failure:variants"
 
 
 @dataclass
