@@ -100,9 +100,10 @@ def model_for(name: str):
     model.fit(x_train, y_train, epochs=epochs, batch_size=32, verbose=0)
     rnn = RNNModel(model, "rnn")
     profile = Profile().fit(rnn, x_train)
-    oracle = Oracle.calibrate(x_train, rnn.predict(x_train))
+    outputs = rnn.predict(x_train)
+    oracle = Oracle.calibrate(x_train, outputs)
     mutator = GaussianMutator() if dataset == "mnist" else TimeSeriesMutator.from_seeds(seeds)
-    accuracy = float((rnn.predict(x_train).argmax(1) == y_train).mean())
+    accuracy = float((outputs.argmax(1) == y_train).mean())
     print(
         f"{name}: {cell}({units}) on {dataset}, {len(x_train)} training inputs of "
         f"{x_train.shape[1:]}, training accuracy {accuracy:.2f}, {len(seeds)} seeds, "

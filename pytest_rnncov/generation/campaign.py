@@ -555,7 +555,7 @@ class Campaign:
             return len(self._failing_seeds) < len(self.seeds)
         if arm == "variants":
             return bool(self._adversarial)
-        return len(self._uncovered(arm)) > 0
+        return bool(self._sweepable(arm).any())
 
     def _target_fitness(self, target: tuple[str, int]) -> float:
         """The best fitness reached so far for a GA target (<= 0: reached)."""
@@ -609,9 +609,7 @@ class Campaign:
 
     def _open_seeds(self) -> np.ndarray:
         """The seeds without a failure, their best case closest to failing first."""
-        open_seeds = np.setdiff1d(
-            np.arange(len(self._fail_best)), np.fromiter(self._failing_seeds, np.int64)
-        )
+        open_seeds = np.flatnonzero(self._samples_per_seed == 0)
         return open_seeds[np.argsort(self._fail_best[open_seeds], kind="stable")]
 
     def _failing_seed(self, tried: set[tuple[str, int]]) -> tuple[str, int] | None:
@@ -632,10 +630,8 @@ class Campaign:
         """One generation of the failure search over many seeds at once: ``ga.n`` mutants
         of the best case of each seed without a failure (see ``_sweep_order``; one batch),
         kept within the oracle's radius; None when the mutator changed none."""
-        open_seeds = np.ones(len(self._fail_best), bool)
-        open_seeds[np.fromiter(self._failing_seeds, np.int64)] = False
         size = int(min(self.batch_size, self._remaining()))
-        chosen = self._sweep_order(open_seeds, self._fail_best, self._fail_stale)
+        chosen = self._sweep_order(self._samples_per_seed == 0, self._fail_best, self._fail_stale)
         chosen = chosen[: max(1, size // self.ga.n)]
         before = self._fail_best[chosen].copy()
         parents = np.repeat(self._fail_case[chosen], self.ga.n)[:size]
@@ -648,13 +644,10 @@ class Campaign:
         self._mark_swept(self._fail_stale, chosen, before, self._fail_best[chosen])
         return step
 
-    def _uncovered(self, key: str) -> np.ndarray:
-        """The uncovered conditions of metric ``key`` that have a best case, to sweep in
-        order (see ``_sweep_order``)."""
+    def _sweepable(self, key: str) -> np.ndarray:
+        """Mask of the uncovered conditions of metric ``key`` that have a best case."""
         metric = self.coverage[key]
-        fitness = metric.best_fitness_
-        stale = self._cover_stale.setdefault(key, np.zeros(len(fitness), np.int64))
-        return self._sweep_order(~metric.covered_ & (metric.best_input_ >= 0), fitness, stale)
+        return ~metric.covered_ & (metric.best_input_ >= 0)
 
     def _coverage_sweep(self, key: str) -> Step | None:
         """One generation of the coverage search over many conditions of metric ``key`` at
@@ -662,15 +655,16 @@ class Campaign:
         for as many conditions as the batch holds, more (up to ``ga.n``) when fewer are
         open; None when the mutator changed none."""
         metric = self.coverage[key]
+        stale = self._cover_stale.setdefault(key, np.zeros(metric.n_conditions, np.int64))
         size = int(min(self.batch_size, self._remaining()))
-        chosen = self._uncovered(key)[:size]
+        chosen = self._sweep_order(self._sweepable(key), metric.best_fitness_, stale)[:size]
         before = metric.best_fitness_[chosen].copy()
         parents = np.resize(metric.best_input_[chosen], min(size, self.ga.n * len(chosen)))
         offspring, from_ids = self._mutate(parents)
         if len(from_ids) == 0:
             return None
         step = self._evaluate(offspring, self._seed_of[from_ids], "targeted", f"{key}:sweep").step
-        self._mark_swept(self._cover_stale[key], chosen, before, metric.best_fitness_[chosen])
+        self._mark_swept(stale, chosen, before, metric.best_fitness_[chosen])
         return step
 
     @staticmethod
