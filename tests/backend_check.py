@@ -16,7 +16,7 @@ sys.modules["tf_keras"] = None  # type: ignore[assignment]
 backend = os.environ["KERAS_BACKEND"]
 import keras  # noqa: E402
 
-from pytest_rnncov import Coverage, Profile, RNNModel  # noqa: E402
+from pytest_rnncov import Coverage, InvalidInput, Profile, RNNModel  # noqa: E402
 
 assert keras.backend.backend() == backend, keras.backend.backend()
 rng = np.random.default_rng(0)
@@ -169,6 +169,22 @@ for cell in ("LSTM", "GRU", "SimpleRNN"):
             failed.append(f"{cell} {name}: times_ differ between the host and device paths")
         close(a[name].best_fitness_, b[name].best_fitness_, 1e-5, f"{cell} {name} fitness")
     checked.append(f"{cell} device path")
+# the device path checks the inputs for NaN/inf on the device, in the forward pass
+bad = x.copy()
+bad[3, 2, 1] = np.nan
+bad[5, 0, 0] = np.inf
+for what, call in (
+    ("trace", device.trace),
+    ("predict", device.predict),
+    ("update", Coverage(device, profile).update),
+):
+    try:
+        call(bad)
+        failed.append(f"device path {what}: NaN/inf inputs were accepted")
+    except InvalidInput as exc:
+        if "rows [3, 5]" not in str(exc):
+            failed.append(f"device path {what}: the error does not name rows 3 and 5: {exc}")
+checked.append("device path input check")
 if failed:
     sys.exit(f"{backend}: {len(failed)} checks differ:\n" + "\n".join(failed))
 print(f"OK {backend}: {len(checked)} cells checked without TensorFlow")

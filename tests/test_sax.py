@@ -5,6 +5,7 @@ from __future__ import annotations
 from statistics import NormalDist
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -58,6 +59,19 @@ def test_value_on_a_breakpoint_takes_the_upper_symbol():
     assert sax.symbols(cuts, cuts).tolist() == [1, 2]
     dist = sax.interval_distance(cuts, cuts)
     assert dist[0, 1] == 0 and dist[0, 0] > 0  # on -0.43: inside b, not inside a
+
+
+@pytest.mark.parametrize("a", [2, 3, 5])
+def test_symbols_of_counts_the_breakpoints_reached_in_the_values_dtype(a):
+    cuts = sax.breakpoints(a)
+    on = cuts.astype(np.float32)  # each cut rounded to float32: reached in float32
+    values = np.concatenate([on, np.nextafter(on, -np.inf), [-9, 0, 9]]).astype(np.float32)
+    counted = (values[:, None] >= on[None, :]).sum(axis=1)
+    assert sax.symbols_of(values, cuts).tolist() == counted.tolist()
+    assert sax.symbols_of(values[None], cuts).shape == (1, len(values))
+    import torch  # the array-API path (a device's arrays) agrees
+
+    assert sax.symbols_of(torch.from_numpy(values), cuts).tolist() == counted.tolist()
 
 
 def test_word_labels():

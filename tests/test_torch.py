@@ -11,6 +11,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
 from pytest_rnncov import Coverage, InvalidInput, ModelError, Profile, RNNModel
+from pytest_rnncov.adapters import base as adapter_base
 
 H_TOL = 1e-5
 KINDS = {"LSTM": nn.LSTM, "GRU": nn.GRU, "RNN": nn.RNN}
@@ -239,6 +240,24 @@ def test_the_device_path_equals_the_numpy_path(x, kind):
     train = np.random.default_rng(3).normal(size=(60, 6, 3)).astype(np.float32)
     profile = Profile(window=(1, 5)).fit(numpy_path, train)
     assert_same_coverage(numpy_path, device_path, profile, x)
+
+
+def test_the_device_path_checks_inputs_for_nan_on_the_device(x, monkeypatch):
+    model = Wrapped(nn.GRU(3, 5, batch_first=False))
+    device_path = RNNModel(model, "encoder.rnn", trace_on="device")
+    profile = Profile(window=(1, 5)).fit(device_path, x)
+    bad = x.copy()
+    bad[1, 2, 0] = np.nan
+    bad[4, 0, 1] = -np.inf
+    scans = []
+    monkeypatch.setattr(adapter_base, "all_finite", lambda a: scans.append(a) or True)
+    for call in (device_path.trace, Coverage(device_path, profile).update, device_path.run):
+        with pytest.raises(InvalidInput, match=r"NaN or inf .*in rows \[1, 4\]"):
+            call(bad)
+    assert scans == []  # no host scan: the check ran on the device, in the forward pass
+    with pytest.raises(InvalidInput, match=r"rows \[1, 4\]"):
+        device_path.predict(bad)
+    assert len(scans) == 1  # predict also scans on the host (the model's own call need not)
 
 
 def test_the_device_path_with_packed_sequences():

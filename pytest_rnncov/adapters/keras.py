@@ -21,7 +21,7 @@ import numpy as np
 from ..core.activations import Activation
 from ..core.cells import Cell, GRUCell, LSTMCell, SimpleRNNCell
 from ..errors import InvalidArgument, ModelError, RNNCovWarning
-from .base import MIXED_PRECISION_NOTE, Adapter, framework_of, model_error_from
+from .base import MIXED_PRECISION_NOTE, Adapter, framework_of, model_error_from, not_finite
 
 #: cell class name -> cell kind
 CELLS = {"LSTMCell": "lstm", "GRUCell": "gru", "SimpleRNNCell": "simple_rnn"}
@@ -520,19 +520,20 @@ class KerasModel(Adapter):
     ) -> tuple[np.ndarray | None, Any, Any, Any]:
         rows = len(x)
         emit = None if states is None else self.gives(states)
-        out, sequence, mask, found = self._call(
+        out, sequence, mask, found, finite = self._call(
             _padded(x, self.batch_size), outputs, layer_input, emit
         )
+        if finite is not None and not bool(finite):  # read once the pass has run
+            raise not_finite(x)
         if found is not None:  # [h, *emit] side by side
             assert emit is not None
             u = self.units
-            found = {n: found[:rows, :, k * u : (k + 1) * u] for k, n in enumerate(("h", *emit))}
-        return (
-            None if out is None else out[:rows],
-            None if sequence is None else sequence[:rows],
-            None if mask is None else mask[:rows],
-            found,
-        )
+            found = _rows(found, rows)
+            if emit:
+                found = {n: found[:, :, k * u : (k + 1) * u] for k, n in enumerate(("h", *emit))}
+            else:
+                found = {"h": found}
+        return _rows(out, rows), _rows(sequence, rows), _rows(mask, rows), found
 
     def _backend(self) -> str:
         if self.framework == "tf_keras":
@@ -543,14 +544,17 @@ class KerasModel(Adapter):
 
     def _call(
         self, x: np.ndarray, outputs: bool, layer_input: bool, emit: tuple[str, ...] | None
-    ) -> tuple[Any, Any, Any, Any]:
-        """(outputs, layer input, mask, states), each None unless asked for (mask: when the
-        layer has one; states: [h, *emit] side by side, when ``emit`` is not None)."""
+    ) -> tuple[Any, Any, Any, Any, Any]:
+        """(outputs, layer input, mask, states, finite), each None unless asked for (mask:
+        when the layer has one; states: [h, *emit] side by side, when ``emit`` is not None;
+        finite: whether the inputs hold no NaN or inf, a device scalar, when
+        ``_finite_on_device``)."""
+        finite = None
         try:
             if self.framework == "keras":
                 model = self._sub_model(outputs, layer_input, emit)
                 if self.trace_on == "device":  # backend tensors stay where the model runs
-                    result = self._device_call(model)(x)
+                    result, finite = self._device_call(model)(x)
                 else:
                     result = model.predict_on_batch(x)
                 result = list(result) if isinstance(result, (list, tuple)) else [result]
@@ -567,7 +571,7 @@ class KerasModel(Adapter):
                     import keras
 
                     out = keras.ops.convert_to_numpy(out)
-                return out, sequence, mask, h
+                return out, sequence, mask, h, finite
             import tensorflow as tf
 
             run_all, run_head = self._tf_calls
@@ -578,27 +582,34 @@ class KerasModel(Adapter):
             else:
                 (seq, mask), out = run_head(tensor), None
             mask_np = mask.numpy()
-            return out, seq.numpy(), (mask_np if mask_np.size else None), None
+            return out, seq.numpy(), (mask_np if mask_np.size else None), None, None
         except Exception as exc:  # a framework error becomes a project error naming the call
             raise model_error_from(exc, f"running model {self.name!r}") from exc
 
-    def _device_call(self, model: Any) -> Callable[[np.ndarray], Any]:
-        """A sub-model's call returning the backend's own arrays, compiled once per
-        sub-model where the backend compiles (JAX: ``jit`` of the stateless call, the
-        variables passed as arguments, not baked in as constants; torch: eager under
-        ``no_grad``, as Keras predicts)."""
+    def _finite_on_device(self) -> bool:
+        return self.trace_on == "device" and self._backend() == "jax"
+
+    def _device_call(self, model: Any) -> Callable[[np.ndarray], tuple[Any, Any]]:
+        """A sub-model's call returning the backend's own arrays and whether float inputs
+        are all finite (None where not checked here), compiled once per sub-model where
+        the backend compiles (JAX: ``jit`` of the stateless call, the variables passed as
+        arguments, not baked in as constants, the inputs' check in the same call; torch:
+        eager under ``no_grad``, as Keras predicts)."""
         if id(model) not in self._device_calls:
             backend = self._backend()
             if backend == "jax":
                 import jax
+                import jax.numpy as jnp
 
-                def stateless(trainable: Any, fixed: Any, x: Any) -> Any:
-                    return model.stateless_call(trainable, fixed, x, training=False)[0]
+                def stateless(trainable: Any, fixed: Any, x: Any) -> tuple[Any, Any]:
+                    result = model.stateless_call(trainable, fixed, x, training=False)[0]
+                    floats = jnp.issubdtype(x.dtype, jnp.floating)
+                    return result, jnp.all(jnp.isfinite(x)) if floats else jnp.array(True)
 
                 compiled = jax.jit(stateless)
 
-                def call(x: np.ndarray) -> Any:
-                    return compiled(
+                def call(x: np.ndarray) -> tuple[Any, Any]:
+                    return compiled(  # type: ignore[no-any-return]
                         [v.value for v in model.trainable_variables],
                         [v.value for v in model.non_trainable_variables],
                         x,
@@ -607,9 +618,9 @@ class KerasModel(Adapter):
             else:
                 import torch
 
-                def call(x: np.ndarray) -> Any:
+                def call(x: np.ndarray) -> tuple[Any, Any]:
                     with torch.no_grad():
-                        return model(x, training=False)
+                        return model(x, training=False), None
 
             self._device_calls[id(model)] = call
         return self._device_calls[id(model)]
@@ -640,6 +651,12 @@ class KerasModel(Adapter):
             text = json.dumps(config, sort_keys=True, default=lambda o: type(o).__name__)
             parts.append(f"{type(lay).__name__}:{text}")
         return "|".join(parts)
+
+
+def _rows(array: Any, rows: int) -> Any:
+    """The first ``rows`` rows of a padded batch (None stays None), without a slice when
+    nothing is padded: a device array's slice is a dispatch of its own under JAX."""
+    return array if array is None or len(array) == rows else array[:rows]
 
 
 def _accelerator(backend: str) -> bool:

@@ -27,7 +27,7 @@ from ..core.activations import Activation
 from ..core.cells import Cell, GRUCell, LSTMCell, SimpleRNNCell
 from ..errors import InvalidArgument, InvalidInput, ModelError, RNNCovWarning
 from ..validation import check_choice
-from .base import MIXED_PRECISION_NOTE, Adapter, model_error_from
+from .base import MIXED_PRECISION_NOTE, Adapter, model_error_from, not_finite
 
 KINDS = {"LSTM": "lstm", "GRU": "gru", "RNN": "simple_rnn"}
 
@@ -288,6 +288,9 @@ class TorchModel(Adapter):
         self._shape_known = True
         return checked
 
+    def _finite_on_device(self) -> bool:
+        return self.trace_on == "device"
+
     def _hook(self, module: Any, args: Any, kwargs: Any) -> None:
         hx = args[1] if len(args) > 1 else kwargs.get("hx")
         if hx is not None:
@@ -343,7 +346,7 @@ class TorchModel(Adapter):
         # stop early only once a full pass has shown the module runs once per forward pass
         after = top or split
         self._stop = None if outputs or not self._runs_once else "after" if after else "before"
-        out = None
+        out = finite = None
         try:
             self.model.eval()
             with torch.no_grad():
@@ -351,6 +354,7 @@ class TorchModel(Adapter):
                 array = array if array.flags.writeable else array.copy()  # torch would warn
                 tensor = torch.from_numpy(array).to(self._device)
                 if tensor.is_floating_point():
+                    finite = torch.isfinite(tensor).all() if self._finite_on_device() else None
                     tensor = tensor.to(self._float_dtype)
                 out = self.model(tensor)
         except _LayerReached:
@@ -365,6 +369,8 @@ class TorchModel(Adapter):
             if split:
                 del self.module.forward  # the class's own forward again
             self.model.train(was_training)
+        if finite is not None and not bool(finite):  # read once the pass has run
+            raise not_finite(array)
         if self._stop is not None and self._captured:
             return None, self._captured[0], self._produced[0] if top else None
         if len(self._captured) == 1:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable
 
+import numpy as np
+
 from ..errors import InvalidArgument
 from ..validation import check_window
 from .arrays import array_namespace, is_jax_array, wide_float
@@ -74,6 +76,26 @@ def _compiled(abstraction: str, window: Window) -> Callable[[Any], Any]:
     import jax
 
     return jax.jit(functools.partial(_signal_of, abstraction=abstraction, window=window))
+
+
+def sums_on_host(values: Any, window: Window) -> tuple[np.ndarray, np.ndarray]:
+    """``step_total`` and ``step_positive`` of JAX ``values``, computed by one compiled
+    function and brought to the host in one transfer (every signal of the component is
+    then derived on the host, ``from_sums``)."""
+    both = np.asarray(_compiled_sums((int(window[0]), int(window[1])))(values))
+    return both[0], both[1]
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled_sums(window: Window) -> Callable[[Any], Any]:
+    """Both per-step sums of one component, stacked, compiled by JAX for one window."""
+    import jax
+
+    def sums(values: Any) -> Any:
+        xp = array_namespace(values)
+        return xp.stack([step_total(values, window), step_positive(values, window)])
+
+    return jax.jit(sums)
 
 
 def _signal_of(values: Any, abstraction: str, window: Window) -> Any:

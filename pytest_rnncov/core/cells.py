@@ -198,9 +198,7 @@ class Cell:
             mask = xp.astype(mask[:, :steps], xp.bool)
         held = _Holder(xp, mask)
         out = {
-            n: held(v[:, :steps] if v.dtype == xp.float32 else xp.astype(v[:, :steps], xp.float32))
-            for n, v in given.items()
-            if n in names or n == "h"
+            n: held(_first_steps(xp, v, steps)) for n, v in given.items() if n in names or n == "h"
         }
         missing = tuple(n for n in names if n not in out)
         if missing:
@@ -805,3 +803,11 @@ class _Holder:
 def _on(array: Any) -> dict[str, Any]:
     """The ``device=`` keyword for creating arrays beside ``array`` (none for JAX)."""
     return {} if is_jax_array(array) else {"device": device(array)}
+
+
+def _first_steps(xp: Any, values: Any, steps: int) -> Any:
+    """The first ``steps`` steps of (B, T, U) ``values`` as float32, without a copy when
+    nothing is cut or cast (a device array's slice is a dispatch of its own under JAX)."""
+    if int(values.shape[1]) != steps:
+        values = values[:, :steps]
+    return values if values.dtype == xp.float32 else xp.astype(values, xp.float32)

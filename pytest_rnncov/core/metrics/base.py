@@ -23,11 +23,11 @@ from ..abstractions import (
     Window,
     check_signal,
     from_sums,
-    signal,
     step_positive,
     step_total,
+    sums_on_host,
 )
-from ..arrays import array_namespace, is_jax_array, to_host, wide_int
+from ..arrays import array_namespace, is_host, is_jax_array, to_host, wide_int
 from ..names import MAX_CONDITIONS
 from ..state import MetricState
 from ..trace import Trace, check_component
@@ -94,9 +94,8 @@ class Signals:
             )
 
     def get(self, component: str, abstraction: str) -> np.ndarray:
-        """(B, |window|) float64 values of one signal. A signal computed from JAX arrays
-        comes to the host at once: one transfer, after which the metrics' few operations
-        on it cost no device dispatch or synchronisation each (``bench/bench_core.py``)."""
+        """(B, |window|) float64 values of one signal (float32 under JAX without 64-bit
+        mode)."""
         key = (component, abstraction)
         if key not in self._cache:
             values = self._signal(component, abstraction)
@@ -106,11 +105,16 @@ class Signals:
 
     def _signal(self, component: str, abstraction: str) -> Any:
         """One signal; the per-step sums over units are computed once per component and
-        shared by its signals (BC's h/net and SC's h/delta_net read the same sums)."""
+        shared by its signals (BC's h/net and SC's h/delta_net read the same sums). Under
+        JAX both sums come to the host in one transfer and the signals are derived there:
+        the metrics' few operations on them then cost no device dispatch or synchronisation
+        each (``bench/bench_core.py``)."""
         states = self.trace.component(component)
-        if is_jax_array(states):  # one compiled function, its result on the host at once
-            return to_host(signal(self.trace, component, abstraction, self.window))
         check_signal(component, abstraction)
+        if is_jax_array(states) and (component, "total") not in self._sums:
+            total, positive = sums_on_host(states, self.window)
+            self._sums[(component, "total")] = total
+            self._sums[(component, "positive")] = positive
         total = self._sums.get((component, "total"))
         if total is None:
             total = self._sums[(component, "total")] = step_total(states, self.window)
@@ -161,6 +165,8 @@ class BatchResult:
     def from_dense(cls, hit: Any) -> "BatchResult":
         """From a (rows, conditions) boolean matrix of any namespace: only the counts come
         to the host now, the matrix when ``hits()`` asks for it."""
+        if is_host(hit):
+            return cls(np.count_nonzero(hit, axis=0).astype(np.int64), dense=hit)
         xp = array_namespace(hit)
         return cls(
             to_host(xp.sum(xp.astype(hit, wide_int(xp)), axis=0)).astype(np.int64), dense=hit

@@ -16,7 +16,7 @@ from ...errors import InvalidArgument
 from ...validation import check_int
 from .. import sax
 from ..abstractions import check_signal
-from ..arrays import array_namespace, like, to_host, wide_int
+from ..arrays import array_namespace, is_host, like, to_host, wide_int
 from .base import BLOCK, MAX_CONDITIONS, BatchResult, Metric, Signals, best_of, check_cell_component
 
 if TYPE_CHECKING:
@@ -78,9 +78,10 @@ class TC(Metric):
     def _words(self, paa: Any) -> np.ndarray:
         """Word ids from PAA values, on the host (only B integers cross)."""
         xp = array_namespace(paa)
-        place = like(
-            self.a ** np.arange(self.w - 1, -1, -1, dtype=np.int64), paa, dtype=wide_int(xp)
-        )
+        place = self.a ** np.arange(self.w - 1, -1, -1, dtype=np.int64)
+        if is_host(paa):  # numpy's integer matmul beats a sum along the short last axis
+            return sax.symbols_of(paa, self.cuts_) @ place
+        place = like(place, paa, dtype=wide_int(xp))
         return to_host(xp.sum(sax.symbols_of(paa, self.cuts_) * place, axis=-1)).astype(np.int64)
 
     def words(self, signals: Signals, rows: slice = slice(None)) -> np.ndarray:
