@@ -260,6 +260,41 @@ def test_the_device_path_checks_inputs_for_nan_on_the_device(x, monkeypatch):
     assert len(scans) == 1  # predict also scans on the host (the model's own call need not)
 
 
+def test_the_device_path_refuses_nan_before_absorbing_any_batch(x):
+    """Inputs that take several framework calls are scanned on the host first: no batch
+    before the bad row is counted, and the rows named are the input's own."""
+    device_path = RNNModel(Wrapped(nn.GRU(3, 5)), "encoder.rnn", trace_on="device", batch_size=2)
+    profile = Profile(window=(1, 5)).fit(device_path, x)
+    coverage = Coverage(device_path, profile)
+    bad = x.copy()
+    bad[5, 1, 1] = np.nan
+    with pytest.raises(InvalidInput, match=r"NaN or inf in rows \[5\]"):
+        coverage.update(bad)
+    assert coverage.n_inputs_ == 0 and not any(m.covered_.any() for m in coverage.metrics.values())
+    with pytest.raises(InvalidInput, match=r"beyond float32's range .*rows \[2\]"):
+        device_path.trace(np.where(np.arange(9)[:, None, None] == 2, 1e300, x.astype(np.float64)))
+
+
+def test_the_device_path_says_nan_where_the_model_fails_on_it(x):
+    class Picky(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.rnn = nn.GRU(3, 5, batch_first=True)
+
+        def forward(self, inputs):
+            if torch.isnan(inputs).any() or len(inputs) == 2:
+                raise ValueError("bad input")
+            return self.rnn(inputs)[0][:, -1]
+
+    device_path = RNNModel(Picky(), "rnn", trace_on="device")
+    bad = x.copy()
+    bad[3, 0, 0] = np.nan
+    with pytest.raises(InvalidInput, match=r"NaN or inf in rows \[3\]"):
+        device_path.trace(bad)
+    with pytest.raises(ModelError, match="bad input"):  # other failures stay the model's
+        device_path.trace(x[:2])
+
+
 def test_the_device_path_with_packed_sequences():
     torch.manual_seed(7)
     model = Tokens(nn.LSTM, bidirectional=True, layers=2)

@@ -188,7 +188,9 @@ class Adapter:
 
         Floats are cast to float32 and checked for NaN and inf *after* the cast, so a value
         beyond float32's range is refused too; integer token ids must be whole numbers
-        within the embedding's range.
+        within the embedding's range. On an adapter's device path, float32 inputs are
+        checked for NaN and inf by the forward pass that reads them (``trace``, ``run``,
+        ``iter_traces``), on the device, instead of here.
         """
         try:
             array = np.asarray(x)
@@ -229,7 +231,8 @@ class Adapter:
             return array.astype(self.input_dtype, copy=False)
         with np.errstate(over="ignore", invalid="ignore"):
             cast = array.astype(np.float32, copy=False)
-        if not self._finite_on_device() and not all_finite(cast):
+        on_device = self._finite_on_device() and array.dtype == np.float32  # nothing cast
+        if not on_device and not all_finite(cast):
             raise not_finite(cast, array)
         return cast
 
@@ -239,6 +242,10 @@ class Adapter:
         scanned on the host by ``check_input`` (``bench/bench_core.py``: the host scan of
         10,000 MNIST-shaped inputs is a fifth of a GPU model call)."""
         return False
+
+    def _floats_on_device(self, x: np.ndarray) -> bool:
+        """Whether ``check_input`` left float inputs ``x`` to the device's check."""
+        return x.dtype == np.float32 and self._finite_on_device()
 
     def layer_input(self, x: Any) -> tuple[np.ndarray, np.ndarray | None]:
         """The traced layer's own input for ``x`` and its mask (None without masking), as
@@ -286,6 +293,9 @@ class Adapter:
         ``components`` keeps only those (None: all)."""
         names, states, layer_input = self._plan(components)
         size = self.chunk_size(x, len(names), layer_input)
+        if len(x) > size and self._floats_on_device(x) and not all_finite(x):
+            # several calls: refused before the first batch is yielded (and absorbed)
+            raise not_finite(x)
         for start in range(0, len(x), size):
             batch = x[start : start + size]
             out, sequence, mask, found = self._forward(batch, outputs, layer_input, states)
@@ -315,7 +325,7 @@ class Adapter:
     def predict(self, x: Any) -> np.ndarray:
         """The model's outputs for ``x`` (validated, batched)."""
         x = self.check_input(x)
-        if self._finite_on_device() and x.dtype.kind == "f" and not all_finite(x):
+        if self._floats_on_device(x) and not all_finite(x):
             raise not_finite(x)  # the model's own predict checks nothing on the device
         size = self.chunk_size(x)
         return np.concatenate(
@@ -331,15 +341,11 @@ class Adapter:
 
 def not_finite(cast: np.ndarray, given: np.ndarray | None = None) -> InvalidInput:
     """The error for float32 inputs ``cast`` holding NaN or inf (``given``: the inputs
-    before the cast, when at hand, to tell values beyond float32's range)."""
+    before the cast, when they were not float32, to tell values beyond its range)."""
     finite = np.isfinite(cast)
     rows = np.flatnonzero(~finite.reshape(len(cast), -1).all(axis=1))
-    if given is None:
-        reason = "NaN or inf (or values beyond float32's range, inf once cast)"
-    elif given.dtype.kind == "f" and np.isfinite(given[rows]).all():
-        reason = "values beyond float32's range (inf once cast)"
-    else:
-        reason = "NaN or inf"
+    beyond = given is not None and given.dtype.kind == "f" and np.isfinite(given[rows]).all()
+    reason = "values beyond float32's range (inf once cast)" if beyond else "NaN or inf"
     return InvalidInput(
         f"inputs hold {reason} in rows {rows[:5].tolist()}"
         f"{', ...' if rows.size > 5 else ''}; clean or drop those rows"

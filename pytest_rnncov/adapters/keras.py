@@ -19,6 +19,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..core.activations import Activation
+from ..core.arrays import all_finite
 from ..core.cells import Cell, GRUCell, LSTMCell, SimpleRNNCell
 from ..errors import InvalidArgument, ModelError, RNNCovWarning
 from .base import MIXED_PRECISION_NOTE, Adapter, framework_of, model_error_from, not_finite
@@ -584,6 +585,8 @@ class KerasModel(Adapter):
             mask_np = mask.numpy()
             return out, seq.numpy(), (mask_np if mask_np.size else None), None, None
         except Exception as exc:  # a framework error becomes a project error naming the call
+            if self._floats_on_device(x) and not all_finite(x):  # the model failed on NaN/inf
+                raise not_finite(x) from None
             raise model_error_from(exc, f"running model {self.name!r}") from exc
 
     def _finite_on_device(self) -> bool:

@@ -362,6 +362,8 @@ class TorchModel(Adapter):
         except ModelError:
             raise
         except Exception as exc:
+            if finite is not None and not bool(finite):  # the model failed on NaN or inf
+                raise not_finite(array) from None
             raise model_error_from(exc, f"running model {self.name}") from exc
         finally:
             for handle in handles:
