@@ -9,7 +9,7 @@ import numpy as np
 
 from ..errors import InvalidArgument
 from ..validation import check_window
-from .arrays import array_namespace, is_jax_array, wide_float
+from .arrays import array_namespace, wide_float
 from .trace import COMPONENT_MEANING, Trace
 
 ABSTRACTIONS = ("pos", "neg", "net", "avg", "delta", "delta_net")
@@ -60,22 +60,14 @@ def check_signal(component: Any, abstraction: Any) -> None:
 def signal(trace: Trace, component: str, abstraction: str, window: Window) -> Any:
     """The abstraction of ``component`` at each step of ``window``: (B, |window|), in the
     trace's own array namespace, accumulated in float64 (float32 under JAX without 64-bit
-    mode). ``delta`` and ``delta_net`` use zeros before step 0 (the initial state).
-    JAX arrays go through one compiled function per signal (JAX runs each operation
-    outside ``jit`` as a dispatch of its own)."""
+    mode). ``delta`` and ``delta_net`` use zeros before step 0 (the initial state). The
+    metrics derive their signals through ``Signals`` (one set of sums per component,
+    ``sums_on_host`` for JAX arrays); the profile and the report call this on the host."""
     check_signal(component, abstraction)
     values = trace.component(component)
-    if is_jax_array(values):
-        return _compiled(abstraction, (int(window[0]), int(window[1])))(values)
-    return _signal_of(values, abstraction, window)
-
-
-@functools.lru_cache(maxsize=64)
-def _compiled(abstraction: str, window: Window) -> Callable[[Any], Any]:
-    """``_signal_of`` compiled by JAX for one abstraction and window."""
-    import jax
-
-    return jax.jit(functools.partial(_signal_of, abstraction=abstraction, window=window))
+    positive = step_positive(values, window) if abstraction in NEEDS_POSITIVE else None
+    total = step_total(values, window)
+    return from_sums(total, positive, abstraction, window, int(values.shape[-1]))
 
 
 def sums_on_host(values: Any, window: Window) -> tuple[np.ndarray, np.ndarray]:
@@ -96,13 +88,6 @@ def _compiled_sums(window: Window) -> Callable[[Any], Any]:
         return xp.stack([step_total(values, window), step_positive(values, window)])
 
     return jax.jit(sums)
-
-
-def _signal_of(values: Any, abstraction: str, window: Window) -> Any:
-    """``signal`` of one component's values (B, T, U)."""
-    positive = step_positive(values, window) if abstraction in NEEDS_POSITIVE else None
-    total = step_total(values, window)
-    return from_sums(total, positive, abstraction, window, int(values.shape[-1]))
 
 
 #: the abstractions that read the sum of the positive parts (the others: the plain sum)
