@@ -403,7 +403,7 @@ def test_every_adaptive_pull_is_one_batch_from_the_arm_it_names(threshold):
         if kind == "failure:variants":
             seeds = campaign.seed_indices()[campaign.n_cases - step.cases :]
             assert set(seeds.tolist()) <= failing
-        failing = set(campaign._failing_seeds)
+        failing = set(np.flatnonzero(campaign._samples_per_seed).tolist())
     assert kinds == {"seeds", "random", "failure:sweep", "BC:sweep", "failure:variants"}
     assert campaign.generated == 1200
 
@@ -485,7 +485,7 @@ def test_the_failure_sweep_breeds_from_every_open_seed_in_one_batch(threshold):
         if step.target == "failure:sweep":
             sweeps.append((step.cases, 8 * (len(SEEDS) - failing)))
             ids.extend(range(campaign.n_cases - step.cases, campaign.n_cases))
-        failing = len(campaign._failing_seeds)
+        failing = campaign._n_failing_seeds()
     assert sweeps and all(cases == expected for cases, expected in sweeps)
     swept = campaign.cases()[ids] - SEEDS[campaign.seed_indices()[ids]]
     assert np.linalg.norm(swept.reshape(len(ids), -1), axis=1).max() <= 10.0 + 1e-4
@@ -538,7 +538,7 @@ def test_a_repeated_adversarial_case_counts_once_per_seed(threshold):
     failing = rnn.predict(campaign.cases()).argmax(axis=1) == 0
     assert failing.sum() > len(SEEDS)  # evaluated cases that fail, repeats included
     assert sum(step.adversarial for step in steps) == len(SEEDS)
-    assert len(campaign._adversarial) == len(SEEDS) == len(campaign._failing_seeds)
+    assert len(campaign._adversarial) == len(SEEDS) == campaign._n_failing_seeds()
 
 
 def test_the_adaptive_yield_and_choice_by_hand(threshold):

@@ -289,8 +289,7 @@ class Campaign:
         self._adversarial_outputs: list[np.ndarray] = []
         #: each adversarial case's distance to its seed, as found
         self._adversarial_distances: list[float] = []
-        self._failing_seeds: set[int] = set()
-        #: adversarial samples found per seed
+        #: adversarial samples found per seed (a seed with any is a failing seed)
         self._samples_per_seed = np.zeros(len(self.seeds))
         n_seeds = len(self.seeds)
         self._fail_best = np.full(n_seeds, np.inf)  # lowest failure fitness per seed
@@ -365,7 +364,6 @@ class Campaign:
             self._adversarial.extend(ids[found].tolist())
             self._adversarial_outputs.extend(np.asarray(outputs)[found])
             self._adversarial_distances.extend(found_distances.tolist())
-            self._failing_seeds.update(seed_index[found].tolist())
             np.add.at(self._samples_per_seed, seed_index[found], 1)
             if self._has_listener("on_adversarial"):
                 for sample in self._samples(
@@ -435,10 +433,14 @@ class Campaign:
     def _remaining(self) -> float:
         return math.inf if self.budget is None else self.budget - self.generated
 
+    def _n_failing_seeds(self) -> int:
+        """How many seeds have an adversarial sample."""
+        return int(np.count_nonzero(self._samples_per_seed))
+
     def _done(self) -> bool:
         if self._remaining() <= 0:
             return True
-        if self.stop_after is not None and len(self._failing_seeds) >= self.stop_after:
+        if self.stop_after is not None and self._n_failing_seeds() >= self.stop_after:
             return True
         rates = [self.coverage[t].rate for t in self.targets]
         if self.goal is not None and min(rates) >= self.goal:
@@ -511,7 +513,7 @@ class Campaign:
         seed (the sum over seeds of log(1 + samples))."""
         covered = [int(self.coverage[t].covered_.sum()) for t in self.targets]
         variants = float(np.log1p(self._samples_per_seed).sum())
-        return np.log1p(np.array([*covered, len(self._failing_seeds), variants], float))
+        return np.log1p(np.array([*covered, self._n_failing_seeds(), variants], float))
 
     def _adaptive(self) -> Iterator[Step]:
         """The adaptive schedule: stride scheduling over the arms random mutation, the
@@ -552,7 +554,7 @@ class Campaign:
         if arm == "random":
             return True
         if arm == "failure":
-            return len(self._failing_seeds) < len(self.seeds)
+            return self._n_failing_seeds() < len(self.seeds)
         if arm == "variants":
             return bool(self._adversarial)
         return bool(self._sweepable(arm).any())
@@ -751,7 +753,7 @@ class Campaign:
             fitness = np.array([self._fail_best[index]])
 
             def covered() -> bool:
-                return index in self._failing_seeds
+                return bool(self._samples_per_seed[index] > 0)
 
             def score(batch: _Batch) -> np.ndarray:
                 return batch.failure_fitness
