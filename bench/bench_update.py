@@ -41,6 +41,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--metrics", default="BC,SC,TC,NC,KMNC,NBC,SNAC,BS,SBC,BT,WT")
     args = parser.parse_args()
+    if args.inputs < 1 or args.repeats < 1:
+        parser.error(f"--inputs {args.inputs} --repeats {args.repeats}: pass 1 or more of each")
 
     from bench_core import torch_model
 
