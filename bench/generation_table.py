@@ -326,7 +326,9 @@ def main() -> None:
         "closer). Adversarial: failing cases, a case repeated for the same seed counted "
         "once. Found / shrunk: the "
         "average perturbation of the adversarial samples as found and after shrinking "
-        "toward their seeds (every shrunk sample still fails the oracle).",
+        "toward their seeds (every shrunk sample still fails the oracle; shrinking takes "
+        "at most as many model inputs as the search, so with many samples some are only "
+        "bisected or left as found).",
         "",
         f"![coverage growth]({out.stem}-growth.png)",
         "",

@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 
+import pytest_rnncov.generation.campaign as campaign_module
 from pytest_rnncov import (
     BC,
     Campaign,
@@ -343,6 +344,39 @@ def test_shrunk_samples_still_fail_and_are_closer(threshold):
     assert unshrunk.average_perturbation == unshrunk.average_found_perturbation
 
 
+def test_shrinking_takes_no_more_model_inputs_than_the_search(threshold, monkeypatch):
+    """With the bound at 0.05 x the campaign's inputs, shrinking gets its samples in round
+    robin over seeds (each seed's first sample before any second one) and takes no more
+    model inputs than the bound; the samples it could not reach are reported as found."""
+    rnn, _ = threshold
+    campaign = failure_campaign(threshold, budget=1200, objective="both", schedule="mixed")
+    for _ in campaign.iterate():
+        pass
+    monkeypatch.setattr(campaign_module, "SHRINK_SHARE", 0.05)
+    calls, inputs = [], []
+    real_shrink, real_predict = campaign_module.shrink, rnn.predict
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs)
+        return real_shrink(*args, **kwargs)
+
+    monkeypatch.setattr(campaign_module, "shrink", spy)
+    monkeypatch.setattr(rnn, "predict", lambda x: inputs.append(len(x)) or real_predict(x))
+    reported = []
+    campaign.listeners.append(type("L", (), {"on_shrunk": lambda _, c, s: reported.extend(s)})())
+    campaign.finish()
+    bound = int(0.05 * campaign.generated)
+    assert calls[0]["max_inputs"] == bound and 0 < sum(inputs) <= bound
+    owners = [reported[k].seed_index for k in calls[0]["order"]]
+    firsts = len(set(owners))
+    assert len(reported) > firsts and len(set(owners[:firsts])) == firsts  # firsts first
+    reached = set(calls[0]["order"][: bound // 8].tolist())  # bisection: 8 inputs each
+    assert len(reached) < len(reported)
+    for k, sample in enumerate(reported):
+        if k not in reached:
+            assert sample.distance == sample.found_distance
+
+
 def test_stop_after_failing_seeds(threshold):
     _, result = failure_run(
         threshold, objective="failure", schedule="mixed", stop_after_failing_seeds=1
@@ -543,16 +577,18 @@ def test_a_repeated_adversarial_case_counts_once_per_seed(threshold):
 
 def test_the_adaptive_yield_and_choice_by_hand(threshold):
     """_progress: log(1 + measure) for covered BC conditions, failing seeds and the sum over
-    seeds of log(1 + samples). _choose: an arm never pulled goes first; then with yields per
-    case (worth 1, 0.3, 0.1) random 0.1/100, failure 0.3 * 0.2/100, BC 0.05/50, the shares
-    are 0.1/3 + 0.9 * yield**3 / sum(yield**3): 0.4395, 0.1210, 0.4395; after 300, 0 and
-    100 cases of 401 the deficits are -123.8, 48.5 and 76.2: BC."""
+    seeds of log(1 + samples), 8 samples per seed at most. _choose: an arm never pulled goes
+    first; then with yields per case (worth 1, 0.3, 0.1) random 0.1/100, failure
+    0.3 * 0.2/100, BC 0.05/50, the shares are 0.1/3 + 0.9 * yield**3 / sum(yield**3):
+    0.4395, 0.1210, 0.4395; after 300, 0 and 100 cases of 401 the deficits are -123.8, 48.5
+    and 76.2: BC."""
     campaign, _ = failure_run(threshold, budget=900)
     covered = int(campaign.coverage["BC"].covered_.sum())
     per_seed = np.bincount(
         campaign.seed_indices()[campaign._adversarial], minlength=len(SEEDS)
     ).astype(float)
-    expected = np.log1p([covered, len(SEEDS), np.log1p(per_seed).sum()])
+    assert per_seed.max() > 8  # the cap is in play
+    expected = np.log1p([covered, len(SEEDS), np.log1p(np.minimum(per_seed, 8)).sum()])
     np.testing.assert_allclose(campaign._progress(), expected)
     arms = ["random", "failure", "BC"]
     recent = {

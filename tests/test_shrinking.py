@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from pytest_rnncov import EDAMutator, GaussianMutator, Oracle, WordEncoder
 from pytest_rnncov.generation.shrinking import shrink
@@ -55,3 +56,79 @@ def test_text_edits_are_undone_while_the_case_still_fails():
     assert oracle.fails(
         predict(encoder(seeds)), predict(encoder(shrunk.cases)), shrunk.distances
     ).all()
+
+
+def _step_zero_model(x):
+    """Class 1 exactly when step 0's first feature exceeds 0.5."""
+    x = np.asarray(x)
+    return np.stack([np.zeros(len(x)), (x[:, 0, 0] > 0.5).astype(float)], axis=1)
+
+
+def test_a_bound_gives_bisection_then_the_step_phase_to_the_rows_in_order():
+    """3 cases of 4 steps: bisection costs 8 inputs per case, the step phase at most 4. A bound
+    of 3 * 8 + 4 = 28 bisects every case and reverts steps of the first in ``order`` only; a
+    bound of 16 bisects the first two in ``order`` and leaves the third as found."""
+    mutator, oracle = GaussianMutator(clip=None), Oracle()
+    seeds = np.zeros((3, 4, 2), np.float32)
+    cases = np.random.default_rng(0).normal(0, 1, (3, 4, 2)).astype(np.float32)
+    cases[:, 0, 0] = [1.0, 2.0, 4.0]
+    inputs: list[int] = []
+
+    def predict(x):
+        inputs.append(len(x))
+        return _step_zero_model(x)
+
+    def run(order, bound):
+        inputs.clear()
+        found = _step_zero_model(cases)
+        return shrink(mutator, oracle, predict, seeds, predict(seeds), cases, found, order, bound)
+
+    unbounded = shrink(
+        mutator,
+        oracle,
+        _step_zero_model,
+        seeds,
+        _step_zero_model(seeds),
+        cases,
+        _step_zero_model(cases),
+    )
+    shrunk = run(np.array([2, 0, 1]), 28)
+    assert sum(inputs[1:]) <= 28 and shrunk.model_calls == 8 + 4
+    np.testing.assert_array_equal(shrunk.cases[2], unbounded.cases[2])  # fully shrunk
+    for row in (0, 1):  # bisected only: the found case scaled by bisection's alpha
+        alpha = shrunk.cases[row, 0, 0] / cases[row, 0, 0]
+        assert alpha < 1
+        np.testing.assert_allclose(shrunk.cases[row], alpha * cases[row], rtol=1e-6)
+    shrunk = run(np.array([1, 2, 0]), 16)
+    assert sum(inputs[1:]) == 16 and shrunk.model_calls == 8
+    np.testing.assert_array_equal(shrunk.cases[0], cases[0])  # left as found
+    assert shrunk.distances[0] == pytest.approx(np.linalg.norm(cases[0]), rel=1e-6)
+    assert (shrunk.cases[1:, 0, 0] < cases[1:, 0, 0]).all()
+    shrunk = run(np.array([0, 1, 2]), 7)  # not even one bisection fits
+    assert inputs == [3] and shrunk.model_calls == 0
+    np.testing.assert_array_equal(shrunk.cases, cases)
+
+
+def test_a_bound_undoes_the_word_edits_of_the_rows_that_fit_it():
+    encoder = WordEncoder(["a", "b", "c", "d", "x", "y", "z"], length=6)
+    mutator = EDAMutator(encoder=encoder)
+    x_id = encoder.index["x"]
+
+    def predict(ids):
+        hit = (np.asarray(ids) == x_id).any(axis=1)
+        return np.stack([~hit, hit], axis=1).astype(float)
+
+    seeds = ["a b c d", "a b c d"]
+    cases = ["x b y d", "a z c x"]  # two edits each: a bound of 3 fits the first in order
+    shrunk = shrink(
+        mutator,
+        Oracle(),
+        predict,
+        seeds,
+        predict(encoder(seeds)),
+        cases,
+        predict(encoder(cases)),
+        np.array([1, 0]),
+        3,
+    )
+    assert shrunk.cases == ["x b y d", "a b c x"] and shrunk.model_calls == 2

@@ -78,6 +78,10 @@ ADAPTIVE_SHARPNESS = 3
 #: each target metric's (1)
 FAILING_SEED_WORTH = 0.3
 ADVERSARIAL_WORTH = 0.1
+#: "adaptive": the adversarial samples of one seed that count toward that growth at most
+VARIANTS_PER_SEED = 8
+#: shrinking takes at most this many model inputs per input the campaign generated
+SHRINK_SHARE = 1.0
 #: Added to the failure fitness of cases beyond the oracle's radius, so that they rank after
 #: every case within it.
 BEYOND_RADIUS = 1e6
@@ -510,9 +514,10 @@ class Campaign:
         """What the adaptive schedule rewards, each as log(1 + count), so that a measure's
         growth counts relative to what it has: the covered conditions of each target metric,
         the seeds with a failure, and the adversarial samples with diminishing worth per
-        seed (the sum over seeds of log(1 + samples))."""
+        seed (the sum over seeds of log(1 + samples), counting VARIANTS_PER_SEED per seed
+        at most)."""
         covered = [int(self.coverage[t].covered_.sum()) for t in self.targets]
-        variants = float(np.log1p(self._samples_per_seed).sum())
+        variants = float(np.log1p(np.minimum(self._samples_per_seed, VARIANTS_PER_SEED)).sum())
         return np.log1p(np.array([*covered, self._n_failing_seeds(), variants], float))
 
     def _adaptive(self) -> Iterator[Step]:
@@ -880,7 +885,9 @@ class Campaign:
         )
 
     def _shrunk(self, samples: list[AdversarialSample]) -> tuple[list[AdversarialSample], int]:
-        """``samples`` shrunk toward their seeds in batched model calls."""
+        """``samples`` shrunk toward their seeds in batched model calls, taking at most
+        SHRINK_SHARE x the campaign's model inputs: each failing seed's first sample first,
+        then each one's second, and so on (see ``shrinking.shrink``)."""
         assert self._seed_outputs is not None
         ids = np.array([s.case_id for s in samples], np.int64)
         seed_index = self._seed_of[ids]
@@ -894,6 +901,8 @@ class Campaign:
             self._seed_outputs[seed_index],
             self._cases.take(ids),
             np.stack(self._adversarial_outputs),
+            order=_round_robin(seed_index),
+            max_inputs=int(SHRINK_SHARE * self.generated),
         )
         return (
             self._samples(ids, shrunk.cases, seed_index, shrunk.outputs, found, shrunk.distances),
@@ -991,3 +1000,17 @@ class Campaign:
     def seed_indices(self) -> np.ndarray:
         """The seed index of every case, aligned with ``cases()``."""
         return self._seed_of.copy()
+
+
+def _round_robin(owners: np.ndarray) -> np.ndarray:
+    """Row order visiting each owner's first row (in row order), then each one's second,
+    and so on."""
+    owners = np.asarray(owners)
+    if len(owners) == 0:
+        return np.zeros(0, np.int64)
+    by_owner = np.argsort(owners, kind="stable")
+    sorted_owners = owners[by_owner]
+    starts = np.flatnonzero(np.r_[True, sorted_owners[1:] != sorted_owners[:-1]])
+    rank = np.empty(len(owners), np.int64)
+    rank[by_owner] = np.arange(len(owners)) - np.repeat(starts, np.diff(np.r_[starts, len(owners)]))
+    return np.lexsort((np.arange(len(owners)), rank))

@@ -6,11 +6,17 @@ case). Continuous cases: bisection on the line from the seed to the case, then r
 time steps (the first axis of a case) to the seed's values while the oracle still fails.
 Text: each word edit (as ``difflib`` aligns seed and case) is undone, last first, while the
 case still fails. SMILES re-enumerations have no edit to undo and are left as found.
+
+Like Hypothesis' shrink limits, the work can be bounded (``max_inputs``, the model inputs
+all calls may take together): samples are then shrunk in the ``order`` given as far as the
+bound allows; bisection comes first for every sample it can reach, the time-step (or word)
+phase for as many of them as it still can. A sample the bound leaves out stays as found.
 """
 
 from __future__ import annotations
 
 import difflib
+import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -47,15 +53,30 @@ def shrink(
     seed_outputs: np.ndarray,
     cases: Any,
     outputs: np.ndarray,
+    order: np.ndarray | None = None,
+    max_inputs: int | None = None,
 ) -> Shrunk:
-    """Shrink failing ``cases`` toward their row-aligned ``seeds``; every result still fails."""
+    """Shrink failing ``cases`` toward their row-aligned ``seeds``; every result still fails.
+
+    ``order`` (a permutation of the rows; default: as given) is the order in which samples
+    get the work ``max_inputs`` (default: unbounded) allows."""
+    rows = np.arange(len(outputs)) if order is None else np.asarray(order, np.int64)
+    budget = math.inf if max_inputs is None else max_inputs
     if mutator.array_cases:
         return _shrink_arrays(
-            mutator, oracle, predict, np.asarray(seeds), seed_outputs, np.asarray(cases), outputs
+            mutator,
+            oracle,
+            predict,
+            np.asarray(seeds),
+            seed_outputs,
+            np.asarray(cases),
+            outputs,
+            rows,
+            budget,
         )
     if isinstance(mutator, EDAMutator):
         return _shrink_words(
-            mutator, oracle, predict, list(seeds), seed_outputs, list(cases), outputs
+            mutator, oracle, predict, list(seeds), seed_outputs, list(cases), outputs, rows, budget
         )
     return Shrunk(cases, np.asarray(mutator.distance(seeds, cases), np.float64), outputs, 0)
 
@@ -81,26 +102,44 @@ def _shrink_arrays(
     seed_outputs: np.ndarray,
     cases: np.ndarray,
     outputs: np.ndarray,
+    order: np.ndarray,
+    budget: float,
 ) -> Shrunk:
     current, current_out = cases.copy(), np.array(outputs, copy=True)
     calls = 0
-    low = np.zeros(len(cases))  # the seed (alpha 0) passes, the case (alpha 1) fails
-    high = np.ones(len(cases))
-    delta = (cases - seeds).astype(np.float64)
-    shape = (-1,) + (1,) * (cases.ndim - 1)
-    for _ in range(BISECTION_STEPS):
-        middle = (low + high) / 2
-        candidates = (seeds + middle.reshape(shape) * delta).astype(cases.dtype)
-        fails, out = _still_fails(mutator, oracle, predict, seeds, seed_outputs, candidates)
-        calls += 1
-        high = np.where(fails, middle, high)
-        low = np.where(fails, low, middle)
-        current[fails], current_out[fails] = candidates[fails], out[fails]
-    for step in range(cases.shape[1] if cases.ndim > 1 else 0):
-        differs = (current[:, step] != seeds[:, step]).reshape(len(cases), -1).any(axis=1)
+    steps = cases.shape[1] if cases.ndim > 1 else 0
+    # the rows the bound allows bisection for, then the time-step phase too (cost per row:
+    # one input per bisection step, at most one per time step)
+    bisected = order[: int(min(len(order), budget // BISECTION_STEPS))]
+    left = budget - BISECTION_STEPS * len(bisected)
+    reverted = np.sort(bisected[: int(min(len(bisected), left // max(steps, 1)))])
+    bisected = np.sort(bisected)
+    if len(bisected):
+        low = np.zeros(len(bisected))  # the seed (alpha 0) passes, the case (alpha 1) fails
+        high = np.ones(len(bisected))
+        base = seeds[bisected]
+        delta = (cases[bisected] - base).astype(np.float64)
+        shape = (-1,) + (1,) * (cases.ndim - 1)
+        for _ in range(BISECTION_STEPS):
+            middle = (low + high) / 2
+            candidates = (base + middle.reshape(shape) * delta).astype(cases.dtype)
+            fails, out = _still_fails(
+                mutator, oracle, predict, base, seed_outputs[bisected], candidates
+            )
+            calls += 1
+            high = np.where(fails, middle, high)
+            low = np.where(fails, low, middle)
+            hit = bisected[fails]
+            current[hit], current_out[hit] = candidates[fails], out[fails]
+    for step in range(steps if len(reverted) else 0):
+        differs = (
+            (current[reverted, step] != seeds[reverted, step])
+            .reshape(len(reverted), -1)
+            .any(axis=1)
+        )
         if not differs.any():
             continue
-        rows = np.flatnonzero(differs)
+        rows = reverted[differs]
         candidates = current[rows].copy()
         candidates[:, step] = seeds[rows, step]
         fails, out = _still_fails(
@@ -120,6 +159,8 @@ def _shrink_words(
     seed_outputs: np.ndarray,
     cases: list[str],
     outputs: np.ndarray,
+    order: np.ndarray,
+    budget: float,
 ) -> Shrunk:
     words = [c.split() for c in cases]
     edits = [
@@ -127,6 +168,10 @@ def _shrink_words(
         for s, c in zip(seeds, cases)
     ]
     edits = [[op for op in ops if op[0] != "equal"] for ops in edits]
+    # one input per edit undone: the rows in ``order`` whose edits fit the bound
+    cost = np.cumsum([len(edits[row]) for row in order.tolist()])
+    allowed = set(order[: int(np.searchsorted(cost, budget, side="right"))].tolist())
+    edits = [ops if row in allowed else [] for row, ops in enumerate(edits)]
     current_out = np.array(outputs, copy=True)
     calls = 0
     for round_ in range(max((len(e) for e in edits), default=0)):
