@@ -7,6 +7,7 @@ import pytest
 from helpers import make_trace
 
 from pytest_rnncov import InvalidArgument
+from pytest_rnncov.core import abstractions, arrays
 from pytest_rnncov.core.abstractions import ABSTRACTIONS, resolve_window, signal
 from pytest_rnncov.core.metrics import base as metrics_base
 from pytest_rnncov.core.metrics.base import Signals
@@ -111,3 +112,25 @@ def test_unknown_component_or_abstraction():
         signal(trace, "x", "avg", (0, 2))
     with pytest.raises(InvalidArgument, match="abstraction='mean'; use one of .*avg"):
         signal(trace, "h", "mean", (0, 2))
+
+
+@pytest.mark.parametrize("rows", [1, 7, 300, 5000])
+def test_host_step_sums_in_parts_equal_the_plain_sums(rows, monkeypatch):
+    """The host's per-step sums run in row parts on several threads, positive parts a few
+    rows at a time; every row's sum is the same float64 sum as the plain reduction's (3
+    threads and 64-row chunks here, so parts and chunks split unevenly)."""
+    monkeypatch.setattr(arrays, "SCAN_THREADS", 3)
+    monkeypatch.setattr(arrays, "PARALLEL_SCAN", 1000)
+    monkeypatch.setattr(abstractions, "POSITIVE_ROWS", 64)
+    values = np.random.default_rng(rows).normal(size=(rows, 9, 5)).astype(np.float32)
+    values[0, 4, :] = -1  # a step with no positive part
+    window = (2, 6)
+    plain = values[:, 1:7]
+    np.testing.assert_array_equal(
+        abstractions.step_total(values, window), np.sum(plain, axis=-1, dtype=np.float64)
+    )
+    np.testing.assert_array_equal(
+        abstractions.step_positive(values, window),
+        np.sum(np.clip(plain, 0, None), axis=-1, dtype=np.float64),
+    )
+    assert abstractions.step_positive(values, window)[0, 3] == 0

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..errors import InvalidArgument
 from ..validation import check_window
-from .arrays import array_namespace, wide_float
+from .arrays import array_namespace, in_parts, is_host, wide_float
 from .trace import COMPONENT_MEANING, Trace
 
 ABSTRACTIONS = ("pos", "neg", "net", "avg", "delta", "delta_net")
@@ -101,17 +101,47 @@ def _steps(window: Window) -> slice:
     return slice(max(t1 - 1, 0), t2 + 1)
 
 
+#: rows of a host array whose positive parts are taken at once (the copy stays in cache)
+POSITIVE_ROWS = 256
+
+
 def step_total(values: Any, window: Window) -> Any:
     """Sum over units of ``values`` (B, T, U) at each step of ``_steps(window)``, in the wide
-    type: what every signal but pos, neg and delta derives from (``from_sums``)."""
+    type: what every signal but pos, neg and delta derives from (``from_sums``). numpy:
+    rows in parts on several threads (each row's sum is the same whatever the part)."""
     xp = array_namespace(values)
-    return xp.sum(values[:, _steps(window)], axis=-1, dtype=wide_float(xp))
+    if not is_host(values):
+        return xp.sum(values[:, _steps(window)], axis=-1, dtype=wide_float(xp))
+    steps = values[:, _steps(window)]
+    out = np.empty(steps.shape[:2], np.float64)
+
+    def part(rows: slice) -> None:
+        np.sum(steps[rows], axis=-1, dtype=np.float64, out=out[rows])
+
+    in_parts(part, len(steps), steps.size)
+    return out
 
 
 def step_positive(values: Any, window: Window) -> Any:
-    """Sum over units of the positive parts of ``values`` at each step of ``_steps(window)``."""
+    """Sum over units of the positive parts of ``values`` at each step of ``_steps(window)``
+    (numpy: in parts on several threads, POSITIVE_ROWS rows at a time)."""
     xp = array_namespace(values)
-    return xp.sum(xp.clip(values[:, _steps(window)], min=0), axis=-1, dtype=wide_float(xp))
+    if not is_host(values):
+        return xp.sum(xp.clip(values[:, _steps(window)], min=0), axis=-1, dtype=wide_float(xp))
+    steps = values[:, _steps(window)]
+    out = np.empty(steps.shape[:2], np.float64)
+
+    def part(rows: slice) -> None:
+        start, stop, _ = rows.indices(len(steps))
+        buffer = np.empty((min(POSITIVE_ROWS, stop - start), *steps.shape[1:]), steps.dtype)
+        for low in range(start, stop, POSITIVE_ROWS):
+            high = min(low + POSITIVE_ROWS, stop)
+            chunk = buffer[: high - low]
+            np.maximum(steps[low:high], 0, out=chunk)
+            np.sum(chunk, axis=-1, dtype=np.float64, out=out[low:high])
+
+    in_parts(part, len(steps), steps.size)
+    return out
 
 
 def from_sums(total: Any, positive: Any, abstraction: str, window: Window, units: int) -> Any:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 from array_api_compat import array_namespace, device, is_jax_array, is_numpy_array
@@ -15,6 +15,7 @@ from array_api_compat import array_namespace, device, is_jax_array, is_numpy_arr
 __all__ = [
     "all_finite",
     "array_namespace",
+    "in_parts",
     "device",
     "is_host",
     "is_jax_array",
@@ -57,6 +58,21 @@ def all_finite(array: np.ndarray) -> bool:
     size = -(-flat.size // SCAN_THREADS)
     parts = [flat[start : start + size] for start in range(0, flat.size, size)]
     return all(_scanners.map(_finite_part, parts))
+
+
+def in_parts(work: Callable[[slice], None], rows: int, values: int) -> None:
+    """Run ``work`` on slices of ``range(rows)`` that cover it: in parts on up to 8 threads
+    when the rows hold at least PARALLEL_SCAN ``values`` (numpy's loops release the GIL),
+    else once."""
+    global _scanners
+    if values < PARALLEL_SCAN or SCAN_THREADS == 1 or rows < 2:
+        work(slice(0, rows))
+        return
+    if _scanners is None:
+        _scanners = ThreadPoolExecutor(SCAN_THREADS, thread_name_prefix="rnncov-scan")
+    size = -(-rows // SCAN_THREADS)
+    for future in [_scanners.submit(work, slice(s, s + size)) for s in range(0, rows, size)]:
+        future.result()
 
 
 def is_host(array: Any) -> bool:
