@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pytest_rnncov import EDAMutator, GaussianMutator, Oracle, WordEncoder
+from pytest_rnncov import EDAMutator, GaussianMutator, InvalidArgument, Oracle, WordEncoder
 from pytest_rnncov.generation.shrinking import shrink
 
 
@@ -132,3 +132,22 @@ def test_a_bound_undoes_the_word_edits_of_the_rows_that_fit_it():
         3,
     )
     assert shrunk.cases == ["x b y d", "a b c x"] and shrunk.model_calls == 2
+
+
+@pytest.mark.parametrize("bad", [-1, 2.5, float("nan"), True, "8"])
+def test_a_bound_that_is_not_a_count_is_refused_by_name(bad):
+    seeds = np.zeros((2, 3, 1), np.float32)
+    cases = np.ones((2, 3, 1), np.float32)
+    outputs = _step_zero_model(cases)
+    with pytest.raises(InvalidArgument, match="max_inputs"):
+        shrink(
+            GaussianMutator(clip=None),
+            Oracle(),
+            _step_zero_model,
+            seeds,
+            _step_zero_model(seeds),
+            cases,
+            outputs,
+            None,
+            bad,
+        )

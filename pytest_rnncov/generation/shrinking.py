@@ -9,8 +9,10 @@ case still fails. SMILES re-enumerations have no edit to undo and are left as fo
 
 Like Hypothesis' shrink limits, the work can be bounded (``max_inputs``, the model inputs
 all calls may take together): samples are then shrunk in the ``order`` given as far as the
-bound allows; bisection comes first for every sample it can reach, the time-step (or word)
-phase for as many of them as it still can. A sample the bound leaves out stays as found.
+bound allows. Continuous cases: bisection first for every sample it can reach, then the
+time-step phase for as many of them as it still can (each reserving one input per step).
+Text: the samples in order while the sum of their edits fits. A sample the bound leaves
+out stays as found.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..validation import check_int
 from .mutators import Mutator
 from .oracle import Oracle
 from .text import EDAMutator
@@ -58,10 +61,11 @@ def shrink(
 ) -> Shrunk:
     """Shrink failing ``cases`` toward their row-aligned ``seeds``; every result still fails.
 
-    ``order`` (a permutation of the rows; default: as given) is the order in which samples
-    get the work ``max_inputs`` (default: unbounded) allows."""
+    ``order`` (row numbers; default: every row as given) is the order in which samples get
+    the work ``max_inputs`` (model inputs, an int >= 0; default: unbounded) allows; rows it
+    does not list are left as found."""
     rows = np.arange(len(outputs)) if order is None else np.asarray(order, np.int64)
-    budget = math.inf if max_inputs is None else max_inputs
+    budget = math.inf if max_inputs is None else check_int("max_inputs", max_inputs, minimum=0)
     if mutator.array_cases:
         return _shrink_arrays(
             mutator,
