@@ -12,16 +12,15 @@ import argparse
 import statistics
 import subprocess
 import sys
-import time
+
+from bench_core import timed
 
 
 def median_ms(code: str, runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        subprocess.run([sys.executable, "-c", code], check=True)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e3
+    run = [sys.executable, "-c", code]
+    return (
+        statistics.median(timed(lambda: subprocess.run(run, check=True)) for _ in range(runs)) * 1e3
+    )
 
 
 def main() -> None:

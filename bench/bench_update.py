@@ -18,21 +18,16 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 from typing import Callable
 
 import numpy as np
+from bench_core import timed
 
 
 def median_ms(call: Callable[[], object], repeats: int) -> float:
     """Median wall time of ``call`` in milliseconds (after one warm-up call)."""
     call()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e3
+    return statistics.median(timed(call) for _ in range(repeats)) * 1e3
 
 
 def main() -> None:

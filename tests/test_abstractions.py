@@ -121,7 +121,7 @@ def test_host_step_sums_in_parts_equal_the_plain_sums(rows, monkeypatch):
     threads and 64-row chunks here, so parts and chunks split unevenly)."""
     monkeypatch.setattr(arrays, "SCAN_THREADS", 3)
     monkeypatch.setattr(arrays, "PARALLEL_SCAN", 1000)
-    monkeypatch.setattr(abstractions, "POSITIVE_ROWS", 64)
+    monkeypatch.setattr(abstractions, "HOST_ROWS", 64)
     values = np.random.default_rng(rows).normal(size=(rows, 9, 5)).astype(np.float32)
     values[0, 4, :] = -1  # a step with no positive part
     window = (2, 6)

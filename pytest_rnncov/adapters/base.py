@@ -231,8 +231,7 @@ class Adapter:
             return array.astype(self.input_dtype, copy=False)
         with np.errstate(over="ignore", invalid="ignore"):
             cast = array.astype(np.float32, copy=False)
-        on_device = self._finite_on_device() and array.dtype == np.float32  # nothing cast
-        if not on_device and not all_finite(cast):
+        if not self._floats_on_device(array) and not all_finite(cast):  # device: nothing cast
             raise not_finite(cast, array)
         return cast
 

@@ -101,43 +101,41 @@ def _steps(window: Window) -> slice:
     return slice(max(t1 - 1, 0), t2 + 1)
 
 
-#: rows of a host array whose positive parts are taken at once (the copy stays in cache)
-POSITIVE_ROWS = 256
+#: rows of a host array summed at once (a positive-parts copy of them stays in cache)
+HOST_ROWS = 256
 
 
 def step_total(values: Any, window: Window) -> Any:
     """Sum over units of ``values`` (B, T, U) at each step of ``_steps(window)``, in the wide
-    type: what every signal but pos, neg and delta derives from (``from_sums``). numpy:
-    rows in parts on several threads (each row's sum is the same whatever the part)."""
+    type: what every signal but pos, neg and delta derives from (``from_sums``)."""
     xp = array_namespace(values)
-    if not is_host(values):
-        return xp.sum(values[:, _steps(window)], axis=-1, dtype=wide_float(xp))
-    steps = values[:, _steps(window)]
-    out = np.empty(steps.shape[:2], np.float64)
-
-    def part(rows: slice) -> None:
-        np.sum(steps[rows], axis=-1, dtype=np.float64, out=out[rows])
-
-    in_parts(part, len(steps), steps.size)
-    return out
+    if is_host(values):
+        return _host_sums(values[:, _steps(window)], positive=False)
+    return xp.sum(values[:, _steps(window)], axis=-1, dtype=wide_float(xp))
 
 
 def step_positive(values: Any, window: Window) -> Any:
-    """Sum over units of the positive parts of ``values`` at each step of ``_steps(window)``
-    (numpy: in parts on several threads, POSITIVE_ROWS rows at a time)."""
+    """Sum over units of the positive parts of ``values`` at each step of ``_steps(window)``."""
     xp = array_namespace(values)
-    if not is_host(values):
-        return xp.sum(xp.clip(values[:, _steps(window)], min=0), axis=-1, dtype=wide_float(xp))
-    steps = values[:, _steps(window)]
+    if is_host(values):
+        return _host_sums(values[:, _steps(window)], positive=True)
+    return xp.sum(xp.clip(values[:, _steps(window)], min=0), axis=-1, dtype=wide_float(xp))
+
+
+def _host_sums(steps: np.ndarray, positive: bool) -> np.ndarray:
+    """float64 sums over the last axis of numpy (B, T, U) ``steps`` (of their positive
+    parts with ``positive``): rows in parts on several threads, HOST_ROWS at a time, each
+    row's sum the same as one reduction over the whole array gives."""
     out = np.empty(steps.shape[:2], np.float64)
 
     def part(rows: slice) -> None:
         start, stop, _ = rows.indices(len(steps))
-        buffer = np.empty((min(POSITIVE_ROWS, stop - start), *steps.shape[1:]), steps.dtype)
-        for low in range(start, stop, POSITIVE_ROWS):
-            high = min(low + POSITIVE_ROWS, stop)
-            chunk = buffer[: high - low]
-            np.maximum(steps[low:high], 0, out=chunk)
+        buffer = np.empty((min(HOST_ROWS, stop - start), *steps.shape[1:]), steps.dtype)
+        for low in range(start, stop, HOST_ROWS):
+            high = min(low + HOST_ROWS, stop)
+            chunk = steps[low:high]
+            if positive:
+                chunk = np.maximum(chunk, 0, out=buffer[: high - low])
             np.sum(chunk, axis=-1, dtype=np.float64, out=out[low:high])
 
     in_parts(part, len(steps), steps.size)

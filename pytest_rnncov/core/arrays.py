@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 import numpy as np
 from array_api_compat import array_namespace, device, is_jax_array, is_numpy_array
@@ -30,6 +30,7 @@ PARALLEL_SCAN = 1 << 20
 #: threads that scan a large array (numpy's loops need no more to reach memory speed)
 SCAN_THREADS = min(8, os.cpu_count() or 1)
 _scanners: ThreadPoolExecutor | None = None
+T = TypeVar("T")
 
 
 def _forget_scanners() -> None:
@@ -41,38 +42,25 @@ def _forget_scanners() -> None:
 os.register_at_fork(after_in_child=_forget_scanners)
 
 
-def _finite_part(values: np.ndarray) -> bool:
-    return bool(np.isfinite(values).all())
-
-
 def all_finite(array: np.ndarray) -> bool:
     """Whether every value of a numpy float array is finite. Large arrays are scanned in
-    parts on up to 8 threads: the check of a batch of inputs is on the path of every
-    tracked call (``python bench/bench_core.py`` shows what it costs)."""
-    global _scanners
+    parts on up to 8 threads (``in_parts``): the check of a batch of inputs is on the path
+    of every tracked call (``python bench/bench_core.py`` shows what it costs)."""
     flat = array.reshape(-1)
-    if flat.size < PARALLEL_SCAN or SCAN_THREADS == 1:
-        return _finite_part(flat)
-    if _scanners is None:
-        _scanners = ThreadPoolExecutor(SCAN_THREADS, thread_name_prefix="rnncov-scan")
-    size = -(-flat.size // SCAN_THREADS)
-    parts = [flat[start : start + size] for start in range(0, flat.size, size)]
-    return all(_scanners.map(_finite_part, parts))
+    return all(in_parts(lambda part: bool(np.isfinite(flat[part]).all()), flat.size, flat.size))
 
 
-def in_parts(work: Callable[[slice], None], rows: int, values: int) -> None:
-    """Run ``work`` on slices of ``range(rows)`` that cover it: in parts on up to 8 threads
-    when the rows hold at least PARALLEL_SCAN ``values`` (numpy's loops release the GIL),
-    else once."""
+def in_parts(work: Callable[[slice], T], rows: int, values: int) -> list[T]:
+    """``work``'s results on slices of ``range(rows)`` that cover it: in parts on up to 8
+    threads when the rows hold at least PARALLEL_SCAN ``values`` (numpy's loops release
+    the GIL), else on the whole range at once."""
     global _scanners
     if values < PARALLEL_SCAN or SCAN_THREADS == 1 or rows < 2:
-        work(slice(0, rows))
-        return
+        return [work(slice(0, rows))]
     if _scanners is None:
         _scanners = ThreadPoolExecutor(SCAN_THREADS, thread_name_prefix="rnncov-scan")
     size = -(-rows // SCAN_THREADS)
-    for future in [_scanners.submit(work, slice(s, s + size)) for s in range(0, rows, size)]:
-        future.result()
+    return list(_scanners.map(work, [slice(s, s + size) for s in range(0, rows, size)]))
 
 
 def is_host(array: Any) -> bool:

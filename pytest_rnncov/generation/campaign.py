@@ -1005,12 +1005,10 @@ class Campaign:
 def _round_robin(owners: np.ndarray) -> np.ndarray:
     """Row order visiting each owner's first row (in row order), then each one's second,
     and so on."""
-    owners = np.asarray(owners)
-    if len(owners) == 0:
-        return np.zeros(0, np.int64)
     by_owner = np.argsort(owners, kind="stable")
-    sorted_owners = owners[by_owner]
-    starts = np.flatnonzero(np.r_[True, sorted_owners[1:] != sorted_owners[:-1]])
-    rank = np.empty(len(owners), np.int64)
-    rank[by_owner] = np.arange(len(owners)) - np.repeat(starts, np.diff(np.r_[starts, len(owners)]))
-    return np.lexsort((np.arange(len(owners)), rank))
+    _, starts, counts = np.unique(
+        np.asarray(owners)[by_owner], return_index=True, return_counts=True
+    )
+    rank = np.empty(len(by_owner), np.int64)
+    rank[by_owner] = np.arange(len(by_owner)) - np.repeat(starts, counts)
+    return np.argsort(rank, kind="stable")
