@@ -4,8 +4,9 @@ For each example, with the same budget, seeds and random seed: Seeds (200 seeds)
 (random mutation only), Targeted (the paper: random mutation, then the coverage GA once
 coverage stalls), and the GA given a turn after every random batch from the start, aimed at
 coverage (Mixed), at failures (Failure) or at both in turn (Both), and Adaptive (the
-default: one batch at a time shared among random mutation, the failure sweep, variants
-of the adversarial samples and a coverage sweep per metric by their recent yield).
+default: one pull at a time shared among random mutation, the failure sweep, variants
+of the adversarial samples and a coverage arm per metric, a sweep or for BC a GA turn, by
+their recent yield).
 Columns: test cases,
 adversarial samples, average perturbation as found and after shrinking toward the seed,
 unique failing seeds, BC, SC, TC, and the campaign's test cases per second beside the
@@ -319,9 +320,10 @@ def main() -> None:
         "mutation only. Targeted: the paper's Alg. 1 (the coverage GA once coverage "
         "stalls). Mixed, Failure, Both: the GA gets a turn after every random batch from "
         "the start, aimed at coverage, failures, or both in turn. Adaptive (the default, "
-        '`schedule="adaptive"`): one batch at a time shared among random mutation, the '
-        "failure sweep, variants of the adversarial samples found and a coverage sweep per "
-        "metric by their recent yield (see docs/test-generation.md). Every GA turn is "
+        '`schedule="adaptive"`): one pull at a time shared among random mutation, the '
+        "failure sweep, variants of the adversarial samples found and a coverage arm per "
+        "metric (a sweep; for BC a GA turn at the closest condition) by their recent "
+        "yield (see docs/test-generation.md). Every GA turn is "
         "bounded (a quarter of the budget; it ends after 3 generations that get no "
         "closer). Adversarial: failing cases, a case repeated for the same seed counted "
         "once. Found / shrunk: the "

@@ -10,6 +10,7 @@ import pytest
 import pytest_rnncov.generation.campaign as campaign_module
 from pytest_rnncov import (
     BC,
+    SC,
     Campaign,
     Coverage,
     GAConfig,
@@ -421,25 +422,55 @@ def test_the_adaptive_schedule_finds_the_failures_and_the_coverage(threshold):
     )
 
 
-def test_every_adaptive_pull_is_one_batch_from_the_arm_it_names(threshold):
-    """Random batches, failure sweeps (ga.n = 8 mutants of each open seed), coverage sweeps
-    (here the 5 BC conditions: up to ga.n mutants of each uncovered one's best case) and
-    variants (mutants of adversarial samples, so only of failing seeds) each take at most
-    one batch, and together the budget."""
+def test_every_adaptive_pull_is_one_batch_or_one_ga_turn_from_the_arm_it_names(threshold):
+    """Random batches, failure sweeps (ga.n = 8 mutants of each open seed) and variants
+    (mutants of adversarial samples, so only of failing seeds) each take at most one batch;
+    BC's arm is GA turns (Alg. 2) at one condition each, generations of at most k x n = 32
+    and a turn at most a quarter of the budget; together the budget."""
     campaign = failure_campaign(threshold, budget=1200, batch_size=100)
-    kinds, failing = set(), set()
+    kinds, failing, turns, previous = set(), set(), [], None
     for step in campaign.iterate():
         assert step.cases <= 100
-        kind = step.target or step.phase
-        kinds.add(kind.split(" ")[0])
-        if kind == "BC:sweep":
-            assert step.cases <= 8 * 5
+        kind = (step.target or step.phase).split(" ")[0]
+        kinds.add(kind)
+        if kind.startswith("BC:"):
+            assert step.cases <= 4 * 8
+            if kind != previous:
+                turns.append(0)
+            turns[-1] += step.cases
         if kind == "failure:variants":
             seeds = campaign.seed_indices()[campaign.n_cases - step.cases :]
             assert set(seeds.tolist()) <= failing
         failing = set(np.flatnonzero(campaign._samples_per_seed).tolist())
-    assert kinds == {"seeds", "random", "failure:sweep", "BC:sweep", "failure:variants"}
+        previous = kind
+    assert {k for k in kinds if not k.startswith("BC:t=")} == {
+        "seeds",
+        "random",
+        "failure:sweep",
+        "failure:variants",
+    }
+    assert turns and max(turns) <= 1200 // 4
     assert campaign.generated == 1200
+
+
+def test_the_adaptive_schedule_turns_on_bc_and_sweeps_the_other_metrics(threshold):
+    """BC's boundaries are reached by climbing toward one condition: its arm runs a GA turn
+    at the closest uncovered condition; SC's arm sweeps the best cases of its uncovered
+    conditions in one batch."""
+    rnn, profile = threshold
+    campaign = Campaign(
+        rnn,
+        SEEDS,
+        SMALL_NOISE,
+        Oracle(radius=10.0),
+        profile=profile,
+        metrics=[*BC_ONLY, SC("h", "delta")],
+        budget=1200,
+        seed=1,
+    )
+    labels = {(step.target or "").split(" ")[0] for step in campaign.iterate()}
+    assert "SC:sweep" in labels and "BC:sweep" not in labels
+    assert any(label.startswith("BC:t=") for label in labels)
 
 
 def test_the_adaptive_schedule_takes_no_objective(threshold):

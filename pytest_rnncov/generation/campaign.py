@@ -3,24 +3,24 @@
 A :class:`Campaign` mutates seeds at random and runs the genetic targeted mutation, one
 batched model call per batch or generation. The GA aims at an uncovered condition (the
 paper's Alg. 2) or at a failure (the seed closest to failing the oracle, by the oracle's
-margin and the distance budget). ``schedule="adaptive"`` (the default) shares the cases,
-one batch per pull, among random mutation, a failure sweep over many seeds at once,
-variants of the adversarial samples found and a coverage sweep per target metric over many
-uncovered conditions at once, by what each has recently yielded; ``schedule="stall"`` is
-the paper's Alg. 1: random mutation until coverage stops growing, then the GA;
-``schedule="mixed"`` gives the GA a turn after every random batch from the start. For those
-two, ``objective`` aims the GA at coverage (the paper's), failures, or both in turn. Every
-search is bounded: an adaptive pull is one batch, and a GA turn takes at most a share of
-the budget and ends after GA_STALL generations that got no closer. An adversarial sample
-is a failing case not already found for its seed; every one is shrunk toward its seed
-before it is reported. Each batch's signals are computed once and feed the campaign's
-coverage, the session's (for a tracked model) and the GA's fitness. Results stream to
-listeners (``on_adversarial`` with each sample as it is found, ``on_shrunk`` with every
-sample once shrinking finished, ``on_finish`` with the result), so writing files or
-registering with a test session lives outside the search; ``iterate()`` yields after every
-model call, and ``run()`` keeps everything found so far when interrupted: an interrupt or
-error while shrinking or notifying still sets ``result`` and reaches every listener
-(samples unshrunk, and the result says so), then is raised.
+margin and the distance budget). ``schedule="adaptive"`` (the default) shares the cases, one
+pull at a time, among random mutation, a failure sweep over many seeds at once, variants of
+the adversarial samples found and a coverage arm per target metric (a sweep over many
+uncovered conditions at once; for BC a GA turn at the closest one), by what each has
+recently yielded; ``schedule="stall"`` is the paper's Alg. 1: random mutation until coverage
+stops growing, then the GA; ``schedule="mixed"`` gives the GA a turn after every random
+batch from the start. For those two, ``objective`` aims the GA at coverage (the paper's),
+failures, or both in turn. Every search is bounded: an adaptive pull is one batch or one GA
+turn, and a GA turn takes at most a share of the budget and ends after GA_STALL generations
+that got no closer. An adversarial sample is a failing case not already found for its seed;
+every one is shrunk toward its seed before it is reported. Each batch's signals are computed
+once and feed the campaign's coverage, the session's (for a tracked model) and the GA's
+fitness. Results stream to listeners (``on_adversarial`` with each sample as it is found,
+``on_shrunk`` with every sample once shrinking finished, ``on_finish`` with the result), so
+writing files or registering with a test session lives outside the search; ``iterate()``
+yields after every model call, and ``run()`` keeps everything found so far when interrupted:
+an interrupt or error while shrinking or notifying still sets ``result`` and reaches every
+listener (samples unshrunk, and the result says so), then is raised.
 
 Memory is bounded by the budget: the corpus of cases the search picks parents from, and
 per-case seed index and distance; coverage statistics are kept incrementally. A campaign
@@ -40,7 +40,7 @@ import numpy as np
 
 from ..adapters.base import Adapter
 from ..core.coverage import Coverage, Observation
-from ..core.metrics import DEFAULT_METRICS, Signals
+from ..core.metrics import BC, DEFAULT_METRICS, Metric, Signals
 from ..errors import InvalidArgument, RNNCovWarning
 from ..validation import check_bool, check_choice, check_fraction, check_int
 from .cases import CaseStore
@@ -80,6 +80,10 @@ FAILING_SEED_WORTH = 0.3
 ADVERSARIAL_WORTH = 0.1
 #: "adaptive": the adversarial samples of one seed that count toward that growth at most
 VARIANTS_PER_SEED = 8
+#: "adaptive": the metrics whose coverage arm is a GA turn (Alg. 2) at the closest uncovered
+#: condition instead of a sweep: a boundary is reached by many generations of climbing
+#: toward one condition (measured: docs/test-generation.md); SC's and TC's arms sweep
+TURN_METRICS: tuple[type[Metric], ...] = (BC,)
 #: shrinking takes at most this many model inputs per input the campaign generated
 SHRINK_SHARE = 1.0
 #: Added to the failure fitness of cases beyond the oracle's radius, so that they rank after
@@ -301,6 +305,8 @@ class Campaign:
         #: sweeps since each seed's, each condition's best case last got closer
         self._fail_stale = np.zeros(n_seeds, np.int64)
         self._cover_stale: dict[str, np.ndarray] = {}
+        #: the adaptive schedule's GA turn targets that got no closer since they were tried
+        self._turn_tried: set[tuple[str, int]] = set()
         self.growth: list[dict[str, Any]] = []
         self.generated = 0
         self.discarded = 0
@@ -523,8 +529,9 @@ class Campaign:
     def _adaptive(self) -> Iterator[Step]:
         """The adaptive schedule: stride scheduling over the arms random mutation, the
         failure sweep (mutants of the best case of many seeds without a failure), variants
-        (mutants of the adversarial samples found) and a coverage sweep per target metric
-        (mutants of the best case of many uncovered conditions); every pull is one batch.
+        (mutants of the adversarial samples found) and a coverage arm per target metric
+        (a sweep: mutants of the best case of many uncovered conditions; for TURN_METRICS a
+        GA turn at the closest one); every pull is one batch or one GA turn.
         ADAPTIVE_EXPLORE of the cases is split evenly among the open arms, the rest in
         proportion to each arm's recent yield ** ADAPTIVE_SHARPNESS (the growth per case,
         over its last ADAPTIVE_WINDOW pulls, of sum(w * log(1 + measure)), see
@@ -536,23 +543,45 @@ class Campaign:
         while not self._done():
             arm = self._choose([arm for arm in arms if self._open(arm)], recent, spent)
             before, generated = self._progress(), self.generated
-            if arm == "random":
-                step = self._random_batch()
-            elif arm == "failure":
-                step = self._failure_sweep()
-            elif arm == "variants":
-                step = self._variants()
-            else:
-                step = self._coverage_sweep(arm)
-            # None: the mutator changed nothing, a pull that yields nothing
-            if step is not None:
+            pulled = False
+            for step in self._pull(arm):
+                pulled = True
                 yield step
-            elif self._gave_up(3):
+            # nothing: the mutator changed nothing, a pull that yields nothing
+            if not pulled and self._gave_up(3):
                 return
             cases = max(1, self.generated - generated)
             spent[arm] += cases
             gain = self._progress() - before
             recent[arm] = [*recent[arm][-(ADAPTIVE_WINDOW - 1) :], (gain, cases)]
+
+    def _pull(self, arm: str) -> Iterator[Step]:
+        """One pull of an adaptive arm: the steps of its model calls (none when the mutator
+        changed nothing)."""
+        if isinstance(self.coverage.metrics.get(arm), TURN_METRICS):
+            yield from self._climb(arm)
+            return
+        if arm == "random":
+            step = self._random_batch()
+        elif arm == "failure":
+            step = self._failure_sweep()
+        elif arm == "variants":
+            step = self._variants()
+        else:
+            step = self._coverage_sweep(arm)
+        if step is not None:
+            yield step
+
+    def _climb(self, key: str) -> Iterator[Step]:
+        """A GA turn at the uncovered condition of metric ``key`` closest to being covered,
+        among those not tried since they last got closer (all of them again once every one
+        was tried); a turn that got closer keeps its target for the next pull."""
+        target = self._closest(key, self._turn_tried)
+        if target is None:
+            self._turn_tried = {t for t in self._turn_tried if t[0] != key}
+            target = self._closest(key, self._turn_tried)
+        if target is not None:
+            yield from self._turn(target, self._turn_tried)
 
     def _open(self, arm: str) -> bool:
         """Whether an arm of the adaptive schedule has something to work on."""
@@ -562,6 +591,8 @@ class Campaign:
             return self._n_failing_seeds() < len(self.seeds)
         if arm == "variants":
             return bool(self._adversarial)
+        if isinstance(self.coverage.metrics.get(arm), TURN_METRICS):
+            return self._closest(arm, set()) is not None  # what a turn can aim at
         return bool(self._sweepable(arm).any())
 
     def _target_fitness(self, target: tuple[str, int]) -> float:
