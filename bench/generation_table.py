@@ -159,7 +159,8 @@ def predictions_per_second(rnn, x) -> float:
 def table(name: str, seed: int, timed: bool = True):
     """One example's rows under one seed; with ``timed`` each method's speed against the
     model's own rate measured just before and just after its campaign (the machine's
-    drift between methods then moves both alike), after an untimed warm-up campaign."""
+    drift between methods then moves both alike; one measurement between two campaigns
+    serves both), after an untimed warm-up campaign."""
     folder = ROOT / "examples" / name
     rnn, seeds, mutator, oracle, budget, oracle_text = example(name)
     profile = Profile.load(folder / "artifacts" / "profile.json")
@@ -172,18 +173,23 @@ def table(name: str, seed: int, timed: bool = True):
     ]
     growth, unchanged, numbers, references = {}, [], {}, []
     inputs = mutator.encode(seeds)
+
+    def rate() -> float:
+        return predictions_per_second(rnn, inputs) if timed else math.nan
+
     if timed:  # untimed: what the first campaign of a process pays once (WordNet, caches)
         table_campaign(
             rnn, seeds, mutator, oracle, profile, budget, seed, **METHODS["Random"]
         ).run()
+    before = rate()
     for method, options in METHODS.items():
         campaign = table_campaign(rnn, seeds, mutator, oracle, profile, budget, seed, **options)
-        before = predictions_per_second(rnn, inputs) if timed else math.nan
         start = time.perf_counter()
         result = campaign.run()
         seconds = time.perf_counter() - start
-        after = predictions_per_second(rnn, inputs) if timed else math.nan
+        after = rate()
         references.append((before + after) / 2)
+        before = after  # the next campaign's rate before it
         found = (
             "-"
             if result.average_found_perturbation is None

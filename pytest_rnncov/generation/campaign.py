@@ -558,7 +558,7 @@ class Campaign:
     def _pull(self, arm: str) -> Iterator[Step]:
         """One pull of an adaptive arm: the steps of its model calls (none when the mutator
         changed nothing)."""
-        if isinstance(self.coverage.metrics.get(arm), TURN_METRICS):
+        if self._turns(arm):
             yield from self._climb(arm)
             return
         if arm == "random":
@@ -571,6 +571,10 @@ class Campaign:
             step = self._coverage_sweep(arm)
         if step is not None:
             yield step
+
+    def _turns(self, arm: str) -> bool:
+        """Whether ``arm`` is the coverage arm of a TURN_METRICS metric (GA turns)."""
+        return isinstance(self.coverage.metrics.get(arm), TURN_METRICS)
 
     def _climb(self, key: str) -> Iterator[Step]:
         """A GA turn at the uncovered condition of metric ``key`` closest to being covered,
@@ -591,7 +595,7 @@ class Campaign:
             return self._n_failing_seeds() < len(self.seeds)
         if arm == "variants":
             return bool(self._adversarial)
-        if isinstance(self.coverage.metrics.get(arm), TURN_METRICS):
+        if self._turns(arm):
             return self._closest(arm, set()) is not None  # what a turn can aim at
         return bool(self._sweepable(arm).any())
 
