@@ -257,3 +257,34 @@ def test_noise_scaled_from_the_seeds():
     assert mutator.describe() == "Gaussian noise, variance 0.667-2.67, clip [0, 4]"
     with pytest.raises(InvalidInput, match="the seeds do not vary"):
         GaussianMutator.from_seeds(np.ones((3, 2, 2)))
+
+
+def test_a_batch_of_no_cases_gets_empty_distances_not_an_error():
+    """mutate() takes a batch of no cases; distance, unchanged and within answer it too
+    (reshape(0, -1) cannot tell a row's length: they raised a bare ValueError)."""
+    from pytest_rnncov import Oracle, TimeSeriesMutator
+    from pytest_rnncov.generation.shrinking import shrink
+
+    none = np.zeros((0, 4, 3), np.float32)
+    for mutator in (GaussianMutator(), TimeSeriesMutator()):
+        assert mutator.distance(none, none).shape == (0,)
+        assert mutator.unchanged(none, none).shape == (0,)
+        assert mutator.within(none, none, 1.0).shape == (0, 4, 3)
+    for mutator in (EDAMutator(), SmilesMutator()):
+        assert mutator.distance([], []).shape == (0,)
+    shrunk = shrink(
+        GaussianMutator(),
+        Oracle(radius=3.0),
+        lambda x: pytest.fail("nothing to shrink, so no model call"),
+        none,
+        np.zeros((0, 2)),
+        none,
+        np.zeros((0, 2)),
+    )
+    assert shrunk.cases.shape == (0, 4, 3) and shrunk.model_calls == 0
+    # the rows of a non-empty batch are unchanged by the fix: hand-checked L2 and equality
+    seeds = np.zeros((3, 2, 2), np.float32)
+    cases = seeds.copy()
+    cases[1, 0, 0], cases[1, 1, 1] = 3.0, 4.0
+    assert GaussianMutator(clip=None).distance(seeds, cases).tolist() == [0.0, 5.0, 0.0]
+    assert GaussianMutator().unchanged(seeds, cases).tolist() == [True, False, True]

@@ -9,6 +9,7 @@ measures each case against its seed for the oracle.
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from typing import Any, Sequence
 
@@ -47,8 +48,7 @@ class Mutator(ABC):
 
     def unchanged(self, before: Cases, after: Cases) -> np.ndarray:
         """Which mutants equal the case they came from (they are not new test cases)."""
-        a, b = np.asarray(before), np.asarray(after)
-        return (a.reshape(len(a), -1) == b.reshape(len(b), -1)).all(axis=1)
+        return (_flat_rows(np.asarray(before)) == _flat_rows(np.asarray(after))).all(axis=1)
 
     def check_seeds(self, seeds: Any) -> Cases:
         """Validated seeds in this mutator's case form."""
@@ -210,7 +210,7 @@ def nonfinite_rows(values: np.ndarray) -> np.ndarray:
     """The rows of ``values`` holding NaN, inf or values beyond float32's range."""
     with np.errstate(over="ignore", invalid="ignore"):
         finite = np.isfinite(values.astype(np.float32))
-    return np.flatnonzero(~finite.reshape(len(values), -1).all(axis=1))
+    return np.flatnonzero(~_flat_rows(finite).all(axis=1))
 
 
 def _numeric_pair(seeds: Cases, cases: Cases) -> tuple[np.ndarray, np.ndarray]:
@@ -231,8 +231,14 @@ def _numeric_pair(seeds: Cases, cases: Cases) -> tuple[np.ndarray, np.ndarray]:
 
 def _row_norms(diff: np.ndarray) -> np.ndarray:
     """The L2 norm of each row of ``diff`` (every axis after the first flattened)."""
-    flat = diff.reshape(len(diff), -1)
+    flat = _flat_rows(diff)
     return np.sqrt(np.einsum("ij,ij->i", flat, flat))
+
+
+def _flat_rows(array: np.ndarray) -> np.ndarray:
+    """``array`` as (rows, values per row); also for a batch of no rows, where
+    ``reshape(0, -1)`` cannot tell the row length."""
+    return array.reshape(len(array), math.prod(array.shape[1:]))
 
 
 def checked_mutate(mutator: Mutator, cases: Cases, rng: np.random.Generator) -> Cases:
