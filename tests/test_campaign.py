@@ -522,22 +522,27 @@ def test_every_ga_turn_is_bounded_by_a_share_of_the_budget(ramp, schedule):
     assert campaign.generated <= 2000
 
 
-def test_a_ga_turn_ends_when_it_gets_no_closer(ramp, monkeypatch):
+@pytest.mark.parametrize(
+    "schedule, patience", [("stall", "GA_STALL"), ("adaptive", "ADAPTIVE_TURN_STALL")]
+)
+def test_a_ga_turn_ends_when_it_gets_no_closer(ramp, monkeypatch, schedule, patience):
     """With a GA fitness that never improves on the parent's, a turn ends after GA_STALL
-    generations (8 offspring of the one best case, then 32 of the 4 best), not gamma's 50,
-    unless its condition got covered on the way (the coverage update is not patched)."""
+    generations (8 offspring of the one best case, then 32 of the 4 best), in the adaptive
+    schedule after ADAPTIVE_TURN_STALL, not gamma's 50, unless its condition got covered on
+    the way (the coverage update is not patched)."""
     from pytest_rnncov.generation import campaign as module
 
     monkeypatch.setattr(
         BC, "condition_fitness", lambda self, signals, condition: np.full(len(signals), 9.0)
     )
     campaign = ramp_campaign(
-        ramp, budget=1000, patience=1, ga=GAConfig(k=4, n=8, gamma=50), schedule="stall", seed=1
+        ramp, budget=1000, patience=1, ga=GAConfig(k=4, n=8, gamma=50), schedule=schedule, seed=1
     )
     turns = _turn_sizes(campaign)
-    assert module.GA_STALL == 3
-    assert turns and max(generations for _, generations in turns) == 3
-    assert (8 + 32 + 32, 3) in turns
+    generations = {"GA_STALL": 3, "ADAPTIVE_TURN_STALL": 5}[patience]
+    assert getattr(module, patience) == generations
+    assert turns and max(g for _, g in turns) == generations
+    assert (8 + 32 * (generations - 1), generations) in turns
 
 
 def test_the_failure_sweep_breeds_from_every_open_seed_in_one_batch(threshold):
