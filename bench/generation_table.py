@@ -231,6 +231,11 @@ def a12(x: list[float], y: list[float]) -> float:
     return wins / (len(x) * len(y))
 
 
+def count_text(median: float) -> str:
+    """A median of counts as a whole number, or with its half (an even number of seeds)."""
+    return f"{median:.0f}" if median == int(median) else f"{median:.1f}"
+
+
 def comparison(name: str, runs: dict[str, list[dict[str, float]]]) -> list[str]:
     """Medians over seeds per method and measure, and the candidate against each method:
     two-sided Mann-Whitney U p-value and Vargha-Delaney A12 (> 0.5: the candidate wins)."""
@@ -248,7 +253,7 @@ def comparison(name: str, runs: dict[str, list[dict[str, float]]]) -> list[str]:
         lines.append(
             f"| {method} | "
             + " | ".join(
-                f"{x:.0f}" if m in ("adversarial", "unique") else f"{x:.2f}"
+                count_text(x) if m in ("adversarial", "unique") else f"{x:.2f}"
                 for m, x in zip(MEASURES, medians)
             )
             + " |"
@@ -282,9 +287,13 @@ def comparison(name: str, runs: dict[str, list[dict[str, float]]]) -> list[str]:
         counts = m in ("adversarial", "unique")
         met = ours >= 0.8 * medians[best] if counts else ours >= medians[best] - 0.02 - 1e-9
         bar = "0.8x" if counts else "-0.02"
-        form = ".0f" if counts else ".3f"
+        ours_text, best_text = (
+            (count_text(ours), count_text(medians[best]))
+            if counts
+            else (f"{ours:.3f}", f"{medians[best]:.3f}")
+        )
         lines.append(
-            f"| {m} | {ours:{form}} | {medians[best]:{form}} ({best}) | "
+            f"| {m} | {ours_text} | {best_text} ({best}) | "
             f"{'yes' if met else 'no'} (bar: best {bar}) |"
         )
     return lines + [""]
