@@ -287,13 +287,9 @@ def comparison(name: str, runs: dict[str, list[dict[str, float]]]) -> list[str]:
         counts = m in ("adversarial", "unique")
         met = ours >= 0.8 * medians[best] if counts else ours >= medians[best] - 0.02 - 1e-9
         bar = "0.8x" if counts else "-0.02"
-        ours_text, best_text = (
-            (count_text(ours), count_text(medians[best]))
-            if counts
-            else (f"{ours:.3f}", f"{medians[best]:.3f}")
-        )
+        text = count_text if counts else "{:.3f}".format
         lines.append(
-            f"| {m} | {ours_text} | {best_text} ({best}) | "
+            f"| {m} | {text(ours)} | {text(medians[best])} ({best}) | "
             f"{'yes' if met else 'no'} (bar: best {bar}) |"
         )
     return lines + [""]

@@ -14,14 +14,14 @@ failures, or both in turn. Every search is bounded: an adaptive pull is one batc
 turn, and a GA turn takes at most a share of the budget and ends after GA_STALL generations
 that got no closer (ADAPTIVE_TURN_STALL in the adaptive schedule). An adversarial sample is
 a failing case not already found for its seed; every one is shrunk toward its seed before
-it is reported. Each batch's signals are computed
-once and feed the campaign's coverage, the session's (for a tracked model) and the GA's
-fitness. Results stream to listeners (``on_adversarial`` with each sample as it is found,
-``on_shrunk`` with every sample once shrinking finished, ``on_finish`` with the result), so
-writing files or registering with a test session lives outside the search; ``iterate()``
-yields after every model call, and ``run()`` keeps everything found so far when interrupted:
-an interrupt or error while shrinking or notifying still sets ``result`` and reaches every
-listener (samples unshrunk, and the result says so), then is raised.
+it is reported. Each batch's signals are computed once and feed the campaign's coverage,
+the session's (for a tracked model) and the GA's fitness. Results stream to listeners
+(``on_adversarial`` with each sample as it is found, ``on_shrunk`` with every sample once
+shrinking finished, ``on_finish`` with the result), so writing files or registering with a
+test session lives outside the search; ``iterate()`` yields after every model call, and
+``run()`` keeps everything found so far when interrupted: an interrupt or error while
+shrinking or notifying still sets ``result`` and reaches every listener (samples unshrunk,
+and the result says so), then is raised.
 
 Memory is bounded by the budget: the corpus of cases the search picks parents from, and
 per-case seed index and distance; coverage statistics are kept incrementally. A campaign
@@ -69,7 +69,7 @@ GA_STALL = 3
 #: that do not pay may take; 5 instead of 3: MNIST BC .81 -> .86 over 10 seeds, measured in
 #: docs/test-generation.md)
 ADAPTIVE_TURN_STALL = 5
-#: "stall" and "mixed": a GA turn's share of the budget at most
+#: every schedule: a GA turn's share of the budget at most (the adaptive one's BC turns too)
 TURN_SHARE = 0.25
 #: "adaptive": the pulls of each arm its recent yield is measured over
 ADAPTIVE_WINDOW = 8
