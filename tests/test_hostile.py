@@ -409,6 +409,11 @@ def test_torch_input_shape_and_dtype(torch_model):
     # the refused batch did not fix the input shape: a batch of another length still works
     assert rnn.check_input(np.zeros((2, 5, 3), np.float32)).shape == (2, 5, 3)
     assert rnn.input_dtype == np.float32
+    for trace_on in ("numpy", "device"):  # the device path checks later batches in its pass
+        rnn = RNNModel(Net(), trace_on=trace_on)
+        with pytest.raises(InvalidInput, match=r"NaN or inf in rows \[0, 1\]"):
+            rnn.trace(np.full((2, 6, 3), np.nan, np.float32))
+        assert rnn.trace(np.zeros((2, 5, 3), np.float32)).h.shape == (2, 5, 4)
 
 
 def test_numpy_integers_are_accepted_as_layer_indices(torch_model):

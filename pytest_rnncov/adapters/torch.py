@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..core.activations import Activation
+from ..core.arrays import all_finite
 from ..core.cells import Cell, GRUCell, LSTMCell, SimpleRNNCell
 from ..errors import InvalidArgument, InvalidInput, ModelError, RNNCovWarning
 from ..validation import check_choice
@@ -282,6 +283,9 @@ class TorchModel(Adapter):
         self.input_shape = tuple(int(d) for d in array.shape[1:])
         try:
             checked = super().check_input(array)
+            if self._floats_on_device(checked) and not all_finite(checked):
+                # scanned here, once: the device path's check runs after the shape is fixed
+                raise not_finite(checked)
         except Exception:
             self.input_shape = ()  # the first valid batch fixes the shape, not a refused one
             raise
