@@ -25,6 +25,7 @@ from pytest_rnncov import (
     Oracle,
     Profile,
     ProfileError,
+    RNNCovWarning,
     RNNModel,
     UnsafeModel,
     load_model,
@@ -414,6 +415,172 @@ def test_torch_input_shape_and_dtype(torch_model):
         with pytest.raises(InvalidInput, match=r"NaN or inf in rows \[0, 1\]"):
             rnn.trace(np.full((2, 6, 3), np.nan, np.float32))
         assert rnn.trace(np.zeros((2, 5, 3), np.float32)).h.shape == (2, 5, 4)
+
+
+@pytest.mark.parametrize("trace_on", ["numpy", "device"])
+def test_a_torch_models_input_shape_is_fixed_by_a_call_that_went_through(trace_on):
+    """A first batch the model fails on, or the caller refuses (a trace of other steps
+    than the profile's), fixes nothing; the first call that goes through fixes the shape."""
+    x = np.random.default_rng(0).normal(size=(6, 7, 3)).astype(np.float32)
+    model = Net()
+    rnn = RNNModel(model, trace_on=trace_on)
+    with pytest.raises(ModelError):  # 4 features where the GRU reads 3
+        rnn.trace(np.zeros((2, 7, 4), np.float32))
+    assert rnn.input_shape == ()
+    profile = Profile(window=(1, 5)).fit(rnn, x)
+    coverage = Coverage(RNNModel(model, trace_on=trace_on), profile)
+    with pytest.raises(InvalidInput, match="trace of 6 steps but the profile"):
+        coverage.update(x[:, :6])
+    assert coverage.n_inputs_ == 0 and coverage.update(x) and coverage.n_inputs_ == 6
+    with pytest.raises(InvalidInput, match=r"expects \(batch, 7, 3\)"):  # fixed now
+        coverage.update(x[:, :6])
+
+
+class Returns(Net):
+    """A model whose output is ``kind``: not one prediction per input."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__()
+        self.kind = kind
+
+    def forward(self, x):
+        out = super().forward(x)
+        return {"dict": {"y": out}, "scalar": out.sum(), "one row": out[:1]}[self.kind]
+
+
+@pytest.mark.parametrize("trace_on", ["numpy", "device"])
+def test_torch_inputs_and_outputs_that_cannot_be_read_are_refused(trace_on):
+    x = np.random.default_rng(0).normal(size=(5, 6, 3)).astype(np.float32)
+    rnn = RNNModel(Net(), trace_on=trace_on)
+    with pytest.raises(InvalidInput, match="cannot be read as an array"):
+        rnn.trace([[[1.0, 2.0, 3.0]], [[1.0, 2.0]]])  # ragged
+    with pytest.raises(InvalidInput, match=r"\(2, 0, 3\): each input holds no values"):
+        rnn.predict(np.zeros((2, 0, 3), np.float32))
+    bf16 = rnn.run(torch.from_numpy(x).to(torch.bfloat16))[0]  # numpy has no bfloat16
+    np.testing.assert_allclose(bf16, rnn.predict(x), atol=0.05)
+    for kind, message in [
+        ("dict", "returns a dict where"),
+        ("scalar", "returns a 0-d tensor"),
+        ("one row", r"outputs of shape \(1, 2\) for a batch of 5 inputs"),
+    ]:
+        model = RNNModel(Returns(kind), trace_on=trace_on)
+        for call in (model.predict, model.run):
+            with pytest.raises(ModelError, match=message):
+                call(x)
+
+
+@pytest.mark.parametrize("trace_on", ["numpy", "device"])
+def test_a_time_major_model_is_refused_not_split_along_its_steps(trace_on):
+    """A model taking (steps, batch, features): its inputs' axis 0 is not the batch."""
+
+    class TimeMajor(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.rnn = nn.LSTM(3, 4)
+
+        def forward(self, x):
+            return self.rnn(x)[0][-1]
+
+    steps_first = np.random.default_rng(0).normal(size=(8, 5, 3)).astype(np.float32)
+    for batch_size in (3, None):
+        rnn = RNNModel(TimeMajor(), batch_size=batch_size, trace_on=trace_on)
+        for call in (rnn.trace, rnn.run):
+            with pytest.raises(ModelError, match="ran on a batch of 5 sequences for [38] inp"):
+                call(steps_first)
+        with pytest.raises(ModelError, match=r"outputs of shape \(5, 4\) for a batch of"):
+            rnn.predict(steps_first)
+        assert rnn.input_shape == ()  # nothing went through: nothing fixed
+
+
+def test_token_ids_of_a_model_with_several_embeddings():
+    """Ids are checked against the widest embedding (a positional one may come first);
+    an id beyond the one that reads it fails in the model, as the project's ModelError."""
+
+    class TwoEmbeddings(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.position, self.token = nn.Embedding(6, 5), nn.Embedding(100, 5)
+            self.rnn = nn.GRU(5, 4, batch_first=True)
+
+        def forward(self, ids):
+            return self.rnn(self.token(ids) + self.position(torch.arange(ids.shape[1])))[0][:, -1]
+
+    rnn = RNNModel(TwoEmbeddings())
+    assert rnn.trace(np.array([[50, 60, 70, 80, 90, 99]])).h.shape == (1, 6, 4)
+    with pytest.raises(InvalidInput, match=r"token ids must lie in \[0, 100\)"):
+        rnn.trace(np.array([[1, 2, 3, 4, 5, 100]]))
+
+
+def test_a_module_named_like_a_stacked_layer_is_found_by_its_name():
+    class Encoder(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.l1 = nn.LSTM(3, 4, batch_first=True, num_layers=2)
+
+    class Nested(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.enc = Encoder()
+
+        def forward(self, x):
+            return self.enc.l1(x)[0][:, -1]
+
+    model = Nested()
+    for layer, depth in [("enc.l1", 0), ("enc.l1.l0", 0), ("enc.l1.l1", 1)]:
+        rnn = RNNModel(model, layer)
+        assert (rnn.module_name, rnn.depth, rnn.layer_name) == ("enc.l1", depth, f"enc.l1.l{depth}")
+        assert RNNModel(model, rnn.layer_name).depth == depth  # the name round-trips
+
+
+def test_a_model_writing_to_its_input_in_place_leaves_the_callers_array_alone():
+    class InPlace(Net):
+        def __init__(self) -> None:
+            super().__init__()
+            self.act = nn.ReLU(inplace=True)
+
+        def forward(self, x):
+            return super().forward(self.act(x))
+
+    x = np.random.default_rng(0).normal(size=(4, 6, 3)).astype(np.float32)
+    given = x.copy()
+    rnn = RNNModel(InPlace())
+    for call in (rnn.predict, rnn.trace, rnn.run):
+        call(given)
+        np.testing.assert_array_equal(given, x)
+
+
+def test_a_float16_model_refuses_inputs_beyond_float16():
+    """Within float32's range but not float16's: the model would compute with inf."""
+    model = Net().half()
+    x = np.random.default_rng(0).normal(size=(4, 6, 3)).astype(np.float32)
+    x[2, 1, 0] = 1e5
+    for trace_on in ("numpy", "device"):
+        with pytest.warns(RNNCovWarning, match="float16"):
+            rnn = RNNModel(model, trace_on=trace_on)
+        for call in (rnn.predict, rnn.trace):
+            with pytest.raises(InvalidInput, match=r"beyond float16's range .* rows \[2\]"):
+                call(x)
+        assert np.isfinite(rnn.predict(x[:2])).all()
+
+
+def test_a_later_batch_that_fails_says_what_coverage_kept():
+    class Picky(Net):
+        def forward(self, x):
+            if (x > 50).any():
+                raise ValueError("bad row")
+            return super().forward(x)
+
+    x = np.random.default_rng(0).normal(size=(8, 6, 3)).astype(np.float32)
+    rnn = RNNModel(Picky(), batch_size=4)
+    coverage = Coverage(rnn, Profile(window=(0, 5)).fit(rnn, x))
+    late, early = x.copy(), x.copy()
+    late[7], early[2] = 99, 99
+    with pytest.raises(ModelError, match=r"bad row \(this coverage kept the first 4 of these 8"):
+        coverage.update(late)
+    assert coverage.n_inputs_ == 4
+    with pytest.raises(ModelError, match=r"bad row$"):  # nothing kept: nothing said
+        coverage.update(early)
+    assert coverage.n_inputs_ == 4
 
 
 def test_numpy_integers_are_accepted_as_layer_indices(torch_model):

@@ -196,15 +196,20 @@ def test_torch_errors(x):
         rnn.trace(x[:, :4])
 
     class Seeded(nn.Module):
-        def __init__(self):
+        def __init__(self, fill: float, kind=nn.GRU):
             super().__init__()
-            self.rnn = nn.GRU(3, 2, batch_first=True)
+            self.rnn, self.fill = kind(3, 2, batch_first=True, num_layers=2), fill
 
         def forward(self, x):
-            return self.rnn(x, torch.zeros(1, x.shape[0], 2))[0][:, -1]
+            h0 = torch.full((2, x.shape[0], 2), self.fill)
+            return self.rnn(x, h0 if isinstance(self.rnn, nn.GRU) else (h0, h0))[0][:, -1]
 
-    with pytest.raises(ModelError, match="called with an initial state"):
-        RNNModel(Seeded()).trace(x)
+    for kind in (nn.GRU, nn.LSTM):  # zeros written out are the zeros the layer starts from
+        zeros = Seeded(0.0, kind)
+        traced = RNNModel(zeros, "rnn.l1").trace(x)
+        np.testing.assert_allclose(traced.h, reference(zeros.rnn, x, 1)[0], atol=H_TOL, rtol=0)
+        with pytest.raises(ModelError, match="called with a nonzero initial state"):
+            RNNModel(Seeded(0.5, kind)).trace(x)
 
 
 ALL_METRICS = ("BC", "SC", "TC", "NC", "KMNC", "NBC", "SNAC", "BS", "SBC", "BT", "WT")

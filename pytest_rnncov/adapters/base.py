@@ -212,6 +212,11 @@ class Adapter:
             )
         if array.shape[0] == 0:
             raise InvalidInput("inputs are an empty batch; pass at least one input")
+        if 0 in array.shape[1:]:
+            raise InvalidInput(
+                f"inputs have shape {array.shape}: each input holds no values (an axis of "
+                "length 0); pass inputs with at least one step and one feature"
+            )
         if self.input_dtype.kind in "iu":
             if array.dtype.kind == "f":
                 if not np.isfinite(array).all() or not np.array_equal(array, np.round(array)):
@@ -235,6 +240,20 @@ class Adapter:
             raise not_finite(cast, array)
         return cast
 
+    def _per_input(self, outputs: Any, n: int) -> np.ndarray:
+        """A batch's model outputs as an array, refused unless it holds one row per input."""
+        outputs = np.asarray(outputs)
+        if outputs.ndim == 0 or len(outputs) != n:
+            raise ModelError(
+                f"model {self.name!r} returned outputs of shape {outputs.shape} for a batch of "
+                f"{n} inputs; pytest-rnncov reads one prediction per input (the batch on axis 0)"
+            )
+        return outputs
+
+    def _accept(self, x: np.ndarray) -> None:
+        """A call on checked inputs ``x`` went through (the model ran, the caller took the
+        result): an adapter that learns the input shape from its inputs fixes it now."""
+
     def _finite_on_device(self) -> bool:
         """Whether float inputs are checked for NaN and inf on the model's device, in the
         forward pass that reads them (``_forward``: an adapter's device path), instead of
@@ -251,6 +270,7 @@ class Adapter:
         the framework computes them (one batch: for checks and debugging)."""
         x = self.check_input(x)
         _, sequence, mask, _ = self._forward(x, False)
+        self._accept(x)
         return (
             np.asarray(to_host(sequence), np.float32),
             None if mask is None else np.asarray(to_host(mask), bool),
@@ -304,7 +324,8 @@ class Adapter:
                     trace = self.cell.from_states(sequence, found, mask, until, names)
                 else:
                     trace = self.cell.forward(sequence, mask, until, names)
-            yield (None if out is None else np.asarray(out)), trace
+            yield (None if out is None else self._per_input(out, len(batch))), trace
+            self._accept(x)  # the caller took the batch (it closes this generator if not)
 
     def run(self, x: Any) -> tuple[np.ndarray, Trace]:
         """Model outputs and the trace of the layer for ``x``, from one model call per batch."""
@@ -327,9 +348,14 @@ class Adapter:
         if self._floats_on_device(x) and not all_finite(x):
             raise not_finite(x)  # the model's own predict checks nothing on the device
         size = self.chunk_size(x)
-        return np.concatenate(
-            [np.asarray(self._predict(x[s : s + size])) for s in range(0, len(x), size)]
+        outputs = np.concatenate(
+            [
+                self._per_input(self._predict(x[s : s + size]), len(x[s : s + size]))
+                for s in range(0, len(x), size)
+            ]
         )
+        self._accept(x)
+        return outputs
 
     def __repr__(self) -> str:
         return (

@@ -43,6 +43,17 @@ class _LayerReached(BaseException):
     BaseException, so that a model's own ``except Exception`` does not swallow it)."""
 
 
+def _readable(x: Any) -> np.ndarray:
+    """Inputs as a numpy array: a tensor from any device (bfloat16, which numpy lacks, as
+    float32), anything else through ``np.asarray``."""
+    if not hasattr(x, "detach"):
+        return np.asarray(x)
+    import torch
+
+    tensor = x.detach().cpu()
+    return (tensor.float() if tensor.dtype == torch.bfloat16 else tensor).numpy()
+
+
 def _shape(value: Any) -> tuple[int, ...]:
     """``input_shape`` (one input, no batch axis) as a tuple of positive ints."""
     if (
@@ -139,8 +150,8 @@ class TorchModel(Adapter):
             check_choice("input_dtype", input_dtype, ("float32", "int64"))
         # token ids for a model with an embedding, float features otherwise
         self.input_dtype = np.dtype(input_dtype or ("int64" if embeddings else "float32"))
-        if embeddings:
-            self.id_range = (0, int(embeddings[0].num_embeddings))
+        if embeddings:  # which one reads the inputs shows only in a pass: the widest range
+            self.id_range = (0, max(int(e.num_embeddings) for e in embeddings))
         self._captured: list[Any] = []
         self._produced: list[Any] = []
         self._stop: str | None = None  # where a forward pass may stop: "before"/"after" it
@@ -186,6 +197,9 @@ class TorchModel(Adapter):
             if not 0 <= layer < len(candidates):
                 raise ModelError(f"layer={layer}; the recurrent modules are {listing}")
             return candidates[layer][0], candidates[layer][1], 0
+        for candidate, module in candidates:  # a module's own name first: it may end in .lK
+            if candidate == layer:
+                return candidate, module, 0
         match = re.fullmatch(r"(.*?)(?:\.l(\d+))?", layer)
         assert match is not None
         name, depth = match.group(1), int(match.group(2) or 0)
@@ -275,31 +289,59 @@ class TorchModel(Adapter):
 
     # -- running ---------------------------------------------------------------------
     def check_input(self, x: Any) -> np.ndarray:
-        array = np.asarray(x) if not hasattr(x, "detach") else x.detach().cpu().numpy()
+        try:
+            array = _readable(x)
+        except (TypeError, ValueError, RuntimeError, NotImplementedError, AttributeError) as exc:
+            raise InvalidInput(
+                f"inputs cannot be read as an array ({type(exc).__name__}: {exc}); pass a "
+                "numpy array or a CPU/GPU tensor of shape (batch, ...)"
+            ) from None
         if array.ndim < 2:
             raise InvalidInput(f"inputs have shape {array.shape}; pass a batch (x[None] for one)")
         if self._shape_known:
-            return super().check_input(array)
+            return self._within_half(super().check_input(array))
+        # checked against its own shape; fixed only once a call on it went through
+        # (``_accept``): a batch refused here, by the model or by the caller fixes nothing
         self.input_shape = tuple(int(d) for d in array.shape[1:])
         try:
             checked = super().check_input(array)
             if self._floats_on_device(checked) and not all_finite(checked):
-                # scanned here, once: the device path's check runs after the shape is fixed
-                raise not_finite(checked)
-        except Exception:
-            self.input_shape = ()  # the first valid batch fixes the shape, not a refused one
-            raise
-        self._shape_known = True
-        return checked
+                raise not_finite(checked)  # scanned here, as the host path does
+        finally:
+            self.input_shape = ()
+        return self._within_half(checked)
+
+    def _within_half(self, x: np.ndarray) -> np.ndarray:
+        """``x``, refused where a float16 model would read a value beyond float16's range
+        (it would compute with inf, silently: NaN outputs and traces)."""
+        import torch
+
+        if self._float_dtype != torch.float16 or x.dtype.kind != "f":
+            return x
+        beyond = ~(np.abs(x) <= np.finfo(np.float16).max)  # NaN too (the device path's)
+        if beyond.any():
+            rows = np.flatnonzero(beyond.reshape(len(x), -1).any(axis=1))
+            raise InvalidInput(
+                f"inputs hold values beyond float16's range (65504) or NaN in rows "
+                f"{rows[:5].tolist()}{', ...' if rows.size > 5 else ''}, and model "
+                f"{self.name} computes in float16; scale or clip the inputs"
+            )
+        return x
+
+    def _accept(self, x: np.ndarray) -> None:
+        if not self._shape_known:
+            self.input_shape = tuple(int(d) for d in x.shape[1:])
+            self._shape_known = True
 
     def _finite_on_device(self) -> bool:
         return self.trace_on == "device"
 
     def _hook(self, module: Any, args: Any, kwargs: Any) -> None:
         hx = args[1] if len(args) > 1 else kwargs.get("hx")
-        if hx is not None:
+        states = () if hx is None else hx if isinstance(hx, (tuple, list)) else (hx,)
+        if any(bool(state.any()) for state in states):  # zeros, as written out, are fine
             raise ModelError(
-                f"module {self.module_name!r} is called with an initial state (hx); "
+                f"module {self.module_name!r} is called with a nonzero initial state (hx); "
                 "pytest-rnncov traces recurrent layers that start from zeros"
             )
         self._captured.append(args[0] if args else kwargs["input"])
@@ -354,8 +396,11 @@ class TorchModel(Adapter):
         try:
             self.model.eval()
             with torch.no_grad():
-                array = np.ascontiguousarray(x)  # a read-only one (a memory-mapped file)
-                array = array if array.flags.writeable else array.copy()  # torch would warn
+                array = np.ascontiguousarray(x)
+                if self._device.type == "cpu" or not array.flags.writeable:
+                    # the model may write to its input in place (not to the caller's array);
+                    # torch warns on a read-only one (a memory-mapped file)
+                    array = array.copy()
                 tensor = torch.from_numpy(array).to(self._device)
                 if tensor.is_floating_point():
                     finite = torch.isfinite(tensor).all() if self._finite_on_device() else None
@@ -400,6 +445,13 @@ class TorchModel(Adapter):
                     f"output={self.output_index}; the model returns {len(out)} values"
                 )
             out = out[self.output_index]
+        if not hasattr(out, "detach") or out.ndim == 0:
+            shown = f"a {type(out).__name__}" if not hasattr(out, "ndim") else "a 0-d tensor"
+            raise ModelError(
+                f"model {self.name} returns {shown} where pytest-rnncov reads a tensor of one "
+                "prediction per input; wrap the model so that it returns that tensor (or a "
+                "tuple holding it: output=INDEX)"
+            )
         out = out.detach().cpu()
         half = out.is_floating_point() and out.element_size() < 4  # numpy lacks bfloat16
         return (out.float() if half else out).numpy()
@@ -451,6 +503,7 @@ class TorchModel(Adapter):
         # the module's own output: the traced layer's input (gates) or a lower layer's h
         split = states is not None and self._single is not None and (layer_input or not top)
         out, captured, produced = self._run_model(x, outputs, states is not None, split)
+        self._check_batch(captured, len(x))
         steps = int(x.shape[1])
         if self._n_steps is None:
             self._n_steps = self._padded(captured, steps).shape[1]
@@ -480,6 +533,24 @@ class TorchModel(Adapter):
 
     def _predict(self, x: np.ndarray) -> np.ndarray:
         return self._prediction(self._run_model(x)[0])
+
+    def _check_batch(self, captured: Any, n: int) -> None:
+        """Refuse a pass whose traced module ran on another batch than the ``n`` inputs (a
+        model that takes its inputs time-major, as (steps, batch, ...))."""
+        from torch.nn.utils.rnn import PackedSequence
+
+        if isinstance(captured, PackedSequence):
+            batch = int(captured.batch_sizes[0])
+        elif captured.ndim == 3:
+            batch = int(captured.shape[0 if self.module.batch_first else 1])
+        else:
+            return
+        if batch != n:
+            raise ModelError(
+                f"module {self.module_name!r} ran on a batch of {batch} sequences for {n} "
+                "inputs: pytest-rnncov feeds inputs with the batch on axis 0; wrap a model "
+                "that takes (steps, batch, ...) so that it takes (batch, steps, ...)"
+            )
 
     # -- fingerprint --------------------------------------------------------------------
     def _weight_arrays(self) -> list[np.ndarray]:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
 
 import numpy as np
 
-from ..errors import InvalidArgument, InvalidInput
+from ..errors import InvalidArgument, InvalidInput, RNNCovError
 from .metrics import DEFAULT_METRICS, BatchResult, Metric, Signals, make_metric
 from .profile import Profile
 from .source import check_source
@@ -173,12 +173,21 @@ class Coverage:
             joined = None if not outputs else np.concatenate([out for out, _ in batches])
             parts = [(joined, concat_traces([trace for _, trace in batches]))]
         start = 0
-        for out, trace in parts:
-            signals = self.signals(trace)
-            rows = x[start : start + len(signals)] if keep_inputs else None
-            gained, observation = self.update_signals(signals, rows)
-            yield Chunk(start, out, trace, signals, gained, observation)
-            start += len(signals)
+        try:
+            for out, trace in parts:
+                signals = self.signals(trace)
+                rows = x[start : start + len(signals)] if keep_inputs else None
+                gained, observation = self.update_signals(signals, rows)
+                yield Chunk(start, out, trace, signals, gained, observation)
+                start += len(signals)
+        except RNNCovError as exc:
+            if start and exc.args:  # a later batch failed: say what was kept
+                exc.args = (
+                    f"{exc.args[0]} (this coverage kept the first {start} of these {len(x)} "
+                    "inputs, whose batches went through before; n_inputs_ counts them)",
+                    *exc.args[1:],
+                )
+            raise
 
     def update_trace(self, trace: Trace, inputs: np.ndarray | None = None) -> dict[str, int]:
         """Add an already computed trace (``inputs`` kept for ``best_input`` when given)."""
