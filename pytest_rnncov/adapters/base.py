@@ -227,11 +227,10 @@ class Adapter:
             low, high = self.id_range if self.id_range is not None else (-(2**31), 2**31)
             bad = (array < low) | (array >= high)  # compared before any cast can wrap
             if bad.any():
-                rows = np.flatnonzero(bad.reshape(len(array), -1).any(axis=1))
                 raise InvalidInput(
                     f"token ids must lie in [{low}, {high}) for model {self.name!r}'s "
-                    f"embedding; rows {rows[:5].tolist()}{', ...' if rows.size > 5 else ''} "
-                    f"hold {array[bad][0].item()!r}: encode with the model's own vocabulary"
+                    f"embedding; {rows_holding(bad)} hold {array[bad][0].item()!r}: encode "
+                    "with the model's own vocabulary"
                 )
             return array.astype(self.input_dtype, copy=False)
         with np.errstate(over="ignore", invalid="ignore"):
@@ -367,14 +366,18 @@ class Adapter:
 def not_finite(cast: np.ndarray, given: np.ndarray | None = None) -> InvalidInput:
     """The error for float32 inputs ``cast`` holding NaN or inf (``given``: the inputs
     before the cast, when they were not float32, to tell values beyond its range)."""
-    finite = np.isfinite(cast)
-    rows = np.flatnonzero(~finite.reshape(len(cast), -1).all(axis=1))
+    bad = ~np.isfinite(cast)
+    rows = np.flatnonzero(bad.reshape(len(cast), -1).any(axis=1))
     beyond = given is not None and given.dtype.kind == "f" and np.isfinite(given[rows]).all()
     reason = "values beyond float32's range (inf once cast)" if beyond else "NaN or inf"
-    return InvalidInput(
-        f"inputs hold {reason} in rows {rows[:5].tolist()}"
-        f"{', ...' if rows.size > 5 else ''}; clean or drop those rows"
-    )
+    return InvalidInput(f"inputs hold {reason} in {rows_holding(bad)}; clean or drop those rows")
+
+
+def rows_holding(bad: np.ndarray) -> str:
+    """ "rows [i, j, ...]": the first five inputs (rows of the batch ``bad`` flags values
+    of) that hold a flagged value."""
+    rows = np.flatnonzero(bad.reshape(len(bad), -1).any(axis=1))
+    return f"rows {rows[:5].tolist()}{', ...' if rows.size > 5 else ''}"
 
 
 def model_error_from(exc: Exception, what: str) -> ModelError:

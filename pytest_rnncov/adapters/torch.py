@@ -28,7 +28,7 @@ from ..core.arrays import all_finite
 from ..core.cells import Cell, GRUCell, LSTMCell, SimpleRNNCell
 from ..errors import InvalidArgument, InvalidInput, ModelError, RNNCovWarning
 from ..validation import check_choice
-from .base import MIXED_PRECISION_NOTE, Adapter, model_error_from, not_finite
+from .base import MIXED_PRECISION_NOTE, Adapter, model_error_from, not_finite, rows_holding
 
 KINDS = {"LSTM": "lstm", "GRU": "gru", "RNN": "simple_rnn"}
 
@@ -320,11 +320,10 @@ class TorchModel(Adapter):
             return x
         beyond = ~(np.abs(x) <= np.finfo(np.float16).max)  # NaN too (the device path's)
         if beyond.any():
-            rows = np.flatnonzero(beyond.reshape(len(x), -1).any(axis=1))
             raise InvalidInput(
-                f"inputs hold values beyond float16's range (65504) or NaN in rows "
-                f"{rows[:5].tolist()}{', ...' if rows.size > 5 else ''}, and model "
-                f"{self.name} computes in float16; scale or clip the inputs"
+                f"inputs hold values beyond float16's range (65504) or NaN in "
+                f"{rows_holding(beyond)}, and model {self.name} computes in float16; scale or "
+                "clip the inputs"
             )
         return x
 
