@@ -7,7 +7,10 @@ operations where the model runs) of the same model, beside the model's own call.
 three run one after the other within each repeat, after a pause each, so the machine's
 drift over minutes hits all of them alike; medians over the repeats. The model is
 ``bench_core``'s (the paper's MNIST shape, the second of two layers of 128 units traced),
-on the GPU when torch sees one; both paths get batches of ``--batch`` inputs.
+on the GPU when torch sees one; both paths get batches of ``--batch`` inputs. ``gates``
+times the components computed after the call alone (``Cell.from_states`` on the layer's
+input and states the pass gave), per path: to compare two trees' kernels, run the script
+with ``PYTHONPATH=<tree>`` for each, alternating.
 
     python bench/bench_trace_paths.py [--batch 2048] [--repeats 9]
         [--cases lstm:h,lstm:f,lstm:c,gru:z]
@@ -31,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).parent.parent))
 import bench_core  # noqa: E402
 
 from pytest_rnncov import RNNModel  # noqa: E402
+from pytest_rnncov.core.threads import numpy_work  # noqa: E402
 
 
 def main() -> None:
@@ -64,13 +68,24 @@ def main() -> None:
             for _, trace in rnn.iter_traces(x, outputs=True, components=names):
                 bench_core.settle(trace.components)
 
+        def gates(rnn: RNNModel, passed: tuple) -> None:
+            _, sequence, mask, states = passed
+            with numpy_work(batched=True):  # as iter_traces runs it
+                trace = rnn.cell.from_states(sequence, states, mask, None, names)
+            bench_core.settle(trace.components)
+
         times: dict[str, list[float]] = {"model": [], **{path: [] for path in paths}}
+        times.update({f"gates {path}": [] for path in paths})
+        passes = {path: rnn._forward(x, False, True, names) for path, rnn in paths.items()}
         for rnn in paths.values():
             traced(rnn)  # warm-up: weights selected, kernels loaded
         for _ in range(args.repeats):
             times["model"].append(bench_core.timed(own_call, args.pause))
             for path, rnn in paths.items():
                 times[path].append(bench_core.timed(lambda: traced(rnn), args.pause))
+                times[f"gates {path}"].append(
+                    bench_core.timed(lambda: gates(rnn, passes[path]), args.pause)
+                )
         median = {key: 1000 * statistics.median(values) for key, values in times.items()}
         shown = ", ".join(
             f"{key} {ms:.1f} ms ({ms / median['model']:.2f}x)" for key, ms in median.items()
