@@ -482,11 +482,14 @@ class TorchModel(Adapter):
         return torch.arange(steps, device=device)[None, :] < lengths[:, None]
 
     def _host(self, tensor: Any) -> Any:
-        """A tensor as the trace path wants it: numpy (float32) or where it is."""
+        """A tensor as the trace path wants it: numpy (float32, a view of a CPU tensor as
+        it lies: PyTorch's fused CPU LSTM gives its output time-major, and the gates' own
+        copy or the metrics' sums read it there, so no batch-major copy here) or where it
+        is."""
         if tensor is None or self.trace_on != "numpy":
             return tensor
         array = tensor.cpu().numpy()
-        return np.ascontiguousarray(array, np.float32) if array.dtype != bool else array
+        return array if array.dtype in (np.float32, np.bool_) else array.astype(np.float32)
 
     def _forward(
         self,
