@@ -347,12 +347,8 @@ class Adapter:
         if self._floats_on_device(x) and not all_finite(x):
             raise not_finite(x)  # the model's own predict checks nothing on the device
         size = self.chunk_size(x)
-        outputs = np.concatenate(
-            [
-                self._per_input(self._predict(x[s : s + size]), len(x[s : s + size]))
-                for s in range(0, len(x), size)
-            ]
-        )
+        batches = (x[start : start + size] for start in range(0, len(x), size))
+        outputs = np.concatenate([self._per_input(self._predict(b), len(b)) for b in batches])
         self._accept(x)
         return outputs
 
@@ -367,8 +363,8 @@ def not_finite(cast: np.ndarray, given: np.ndarray | None = None) -> InvalidInpu
     """The error for float32 inputs ``cast`` holding NaN or inf (``given``: the inputs
     before the cast, when they were not float32, to tell values beyond its range)."""
     bad = ~np.isfinite(cast)
-    rows = np.flatnonzero(bad.reshape(len(cast), -1).any(axis=1))
-    beyond = given is not None and given.dtype.kind == "f" and np.isfinite(given[rows]).all()
+    # values finite before the cast and not after it lay beyond float32's range
+    beyond = given is not None and given.dtype.kind == "f" and np.isfinite(given[bad]).all()
     reason = "values beyond float32's range (inf once cast)" if beyond else "NaN or inf"
     return InvalidInput(f"inputs hold {reason} in {rows_holding(bad)}; clean or drop those rows")
 
