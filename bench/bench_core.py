@@ -23,7 +23,9 @@ LSTM's cell state c/avg or the GRU's update gate z/avg, SC and TC on h).
         [--cell lstm|gru|simple_rnn] [--sets h,paper,cell] [--batches 1000,10000]
         [--repeats 7] [--busy] [--trace-on auto|numpy|device] [--no-reference]
 
-``--busy`` runs a process that keeps one core busy during the measurement. ``--backend``
+``--busy`` runs a process that keeps one core busy during the measurement. PyTorch's
+OpenMP threads and numpy's OpenBLAS threads sleep when idle (``OMP_WAIT_POLICY=PASSIVE``,
+``OPENBLAS_THREAD_TIMEOUT=4``, as the plugin sets them in a pytest run) unless set. ``--backend``
 sets KERAS_BACKEND (Keras 3 on JAX or torch needs no TensorFlow). It runs as it is on a
 CUDA machine with torch or JAX and no TensorFlow.
 """
@@ -134,6 +136,9 @@ def main() -> None:
     if args.backend:
         os.environ["KERAS_BACKEND"] = args.backend
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    from pytest_rnncov.config.idle_threads import sleeping_idle_threads
+
+    sleeping_idle_threads()  # as the plugin sets them for pytest, before numpy loads
 
     import numpy as np
 

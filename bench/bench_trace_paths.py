@@ -19,14 +19,15 @@ with ``PYTHONPATH=<tree>`` for each, alternating.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 from pathlib import Path
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as the plugin sets it
+from pytest_rnncov.config.idle_threads import sleeping_idle_threads
 
-import numpy as np
+sleeping_idle_threads()  # idle threads sleep, as the plugin sets them (before numpy loads)
+
+import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parent.parent))

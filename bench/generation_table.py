@@ -32,10 +32,12 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-# as the plugin sets it for campaigns under pytest, before PyTorch loads (docs/options.md)
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from pytest_rnncov.config.idle_threads import sleeping_idle_threads  # noqa: E402
+
+# idle threads sleep, as the plugin sets them under pytest (before numpy and PyTorch load)
+sleeping_idle_threads()
 
 import numpy as np  # noqa: E402
 

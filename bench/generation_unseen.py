@@ -21,9 +21,12 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as the plugin sets it
 
-import numpy as np
+from pytest_rnncov.config.idle_threads import sleeping_idle_threads
+
+sleeping_idle_threads()  # idle threads sleep, as the plugin sets them (before numpy loads)
+
+import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parent.parent))

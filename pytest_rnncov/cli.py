@@ -283,8 +283,10 @@ def _load(args: argparse.Namespace) -> Any:
 
 
 def _profile_fit(args: argparse.Namespace) -> int:
+    from .config.idle_threads import sleeping_idle_threads
+
+    sleeping_idle_threads()  # before numpy (OpenBLAS) and the model's framework load
     from .adapters.model import RNNModel
-    from .config.openmp import passive_openmp_waits
     from .config.paths import check_distinct
     from .config.tf_notices import quiet_tensorflow_import
     from .core.profile import Profile
@@ -305,7 +307,6 @@ def _profile_fit(args: argparse.Namespace) -> int:
             f"file; {args.x_train!r} is one array: drop --x-train-key"
         )
     quiet_tensorflow_import(list_devices=True)
-    passive_openmp_waits()
     rnn = RNNModel(
         _load(args), _layer(args.layer), direction=args.direction, output=_layer(args.output)
     )

@@ -6,8 +6,8 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 # TensorFlow and PyTorch share this process: the plugin has set OMP_WAIT_POLICY=PASSIVE
-# before this file loads (pytest_rnncov/config/openmp.py), so PyTorch's idle OpenMP
-# threads sleep instead of spinning
+# and OPENBLAS_THREAD_TIMEOUT=4 before this file loads (pytest_rnncov/config/idle_threads.py),
+# so PyTorch's idle OpenMP threads and numpy's idle OpenBLAS threads sleep instead of spinning
 
 import numpy as np
 import pytest

@@ -502,18 +502,24 @@ def test_profile_fit_from_a_pytorch_factory_and_its_state_dict(torch_files):
     assert Profile.load(path / "p.json").text() == expected.text()
 
 
-@pytest.mark.parametrize(("given", "seen"), [(None, "PASSIVE"), ("ACTIVE", "ACTIVE")])
-def test_profile_fit_sets_openmp_waits_before_torch_loads(torch_files, monkeypatch, given, seen):
-    """PyTorch's OpenMP runtime reads OMP_WAIT_POLICY when torch is imported: `profile fit`
-    sets PASSIVE before it loads the model's module, unless the user set a value."""
+@pytest.mark.parametrize(("given", "seen"), [(None, "PASSIVE 4"), ("ACTIVE", "ACTIVE 30")])
+def test_profile_fit_sets_idle_thread_waits_before_torch_loads(
+    torch_files, monkeypatch, given, seen
+):
+    """PyTorch's OpenMP runtime and numpy's OpenBLAS read their variables when imported:
+    `profile fit` sets OMP_WAIT_POLICY=PASSIVE and OPENBLAS_THREAD_TIMEOUT=4 before it
+    loads numpy and the model's module, unless the user set a value."""
     path, _ = torch_files
     (path / "policy.py").write_text(
-        "import os\n\nSEEN = os.environ.get('OMP_WAIT_POLICY')\n\nfrom mymodels import make\n"
-        "\n\ndef noted():\n    open('seen.txt', 'w').write(str(SEEN))\n    return make()\n"
+        "import os\n\nSEEN = os.environ.get('OMP_WAIT_POLICY'), "
+        "os.environ.get('OPENBLAS_THREAD_TIMEOUT')\n\nfrom mymodels import make\n"
+        "\n\ndef noted():\n    open('seen.txt', 'w').write(' '.join(SEEN))\n    return make()\n"
     )
     monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    monkeypatch.delenv("OPENBLAS_THREAD_TIMEOUT", raising=False)
     if given is not None:
         monkeypatch.setenv("OMP_WAIT_POLICY", given)
+        monkeypatch.setenv("OPENBLAS_THREAD_TIMEOUT", "30")
     done = cli(
         "profile", "fit", "policy:noted", "--weights", "w.pt", "--x-train", "x.npy",
         "--layer", "rnn", "--out", "policy.json", cwd=path,

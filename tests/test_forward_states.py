@@ -338,3 +338,41 @@ def test_masked_steps_repeat_the_step_before():
     assert trace.h[0, :, 0].tolist() == [0.0, 0.5, 0.5, 0.25]
     assert trace.f[0, 0, 0] == 0 and trace.f[0, 2, 0] == trace.f[0, 1, 0]
     assert trace.c[0, 0, 0] == 0 and trace.c[0, 2, 0] == trace.c[0, 1, 0]
+
+
+@pytest.mark.parametrize("backwards", [False, True])
+def test_host_gates_in_blocks_of_rows_equal_the_reference(monkeypatch, backwards):
+    """On the host the gates go in blocks of rows (a few MiB of [x_t, h_{t-1}] each); with
+    blocks of 3 rows over 10 inputs (the last block short), masked steps and go_backwards,
+    every component equals the reference kernel, and the blocks split no row."""
+    import pytest_rnncov.core.cells as cells
+
+    rng = np.random.default_rng(6)
+    x = rng.normal(size=(10, 6, 3)).astype(np.float32)
+    mask = rng.random((10, 6)) > 0.3
+    tanh, sigmoid = Activation.named("tanh"), Activation.named("sigmoid")
+    lstm = LSTMCell(
+        rng.normal(size=(3, 16)).astype(np.float32),
+        rng.normal(size=(4, 16)).astype(np.float32),
+        rng.normal(size=16).astype(np.float32),
+        tanh,
+        sigmoid,
+        go_backwards=backwards,
+    )
+    gru = GRUCell(
+        rng.normal(size=(3, 12)).astype(np.float32),
+        rng.normal(size=(4, 12)).astype(np.float32),
+        rng.normal(size=12).astype(np.float32),
+        rng.normal(size=12).astype(np.float32),
+        True,
+        tanh,
+        sigmoid,
+        go_backwards=backwards,
+    )
+    monkeypatch.setattr(cells, "HOST_BLOCK_BYTES", 4 * 6 * (3 + 4) * 3)  # 3 rows a block
+    for cell, names in [(lstm, ("i", "f", "o", "c", "h")), (gru, ("z", "r", "n", "h"))]:
+        reference = cell.forward(x, mask, components=names)
+        h = reference.h  # in processing order, as the trace's components
+        assert_same_trace(cell.from_states(x, h, mask, components=names), reference)
+        window = cell.from_states(x, h, mask, until=4, components=names)
+        assert_same_trace(window, cell.forward(x, mask, until=4, components=names))

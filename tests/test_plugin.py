@@ -97,29 +97,55 @@ def test_gate_with_no_tracked_model_fails_and_the_json_agrees(pytester):
 @pytest.mark.parametrize(
     ("given", "options", "seen", "header"),
     [
-        (None, ["--rnn-coverage=0"], "PASSIVE", True),  # set before conftest files load
-        ("ACTIVE", ["--rnn-coverage=0"], "ACTIVE", False),  # the user's value wins
-        ("", ["--rnn-coverage=0"], "PASSIVE", True),  # empty: OpenMP refuses it, so unset
-        (None, ["--no-rnn"], None, False),  # switched off: left alone
-        (None, ["@args.txt", "--rnn-coverage=0"], None, False),  # --no-rnn in an args file
+        (None, ["--rnn-coverage=0"], ("PASSIVE", "4"), True),  # set before conftest files load
+        (("ACTIVE", "30"), ["--rnn-coverage=0"], ("ACTIVE", "30"), False),  # the user's wins
+        (("", " "), ["--rnn-coverage=0"], ("PASSIVE", "4"), True),  # empty: refused, so unset
+        (None, ["--no-rnn"], (None, None), False),  # switched off: left alone
+        (None, ["@args.txt", "--rnn-coverage=0"], (None, None), False),  # --no-rnn in a file
     ],
 )
-def test_openmp_threads_sleep_unless_the_user_chose(
+def test_idle_threads_sleep_unless_the_user_chose(
     pytester, monkeypatch, given, options, seen, header
 ):
-    """PyTorch's OpenMP runtime reads OMP_WAIT_POLICY when it loads: the plugin sets it to
-    PASSIVE before conftest files load (and says so in the header), unless it is set."""
-    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
-    if given is not None:
-        monkeypatch.setenv("OMP_WAIT_POLICY", given)
+    """PyTorch's OpenMP runtime and numpy's OpenBLAS read their variables when they load:
+    the plugin sets OMP_WAIT_POLICY=PASSIVE and OPENBLAS_THREAD_TIMEOUT=4 before conftest
+    files load (and says so in the header), unless they are set."""
+    names = ("OMP_WAIT_POLICY", "OPENBLAS_THREAD_TIMEOUT")
+    for name, value in zip(names, given or (None, None)):
+        monkeypatch.delenv(name, raising=False)
+        if value is not None:
+            monkeypatch.setenv(name, value)
     pytester.makefile(".txt", args="--no-rnn\n")
-    pytester.makeconftest("import os\nSEEN = os.environ.get('OMP_WAIT_POLICY')\n")
+    pytester.makeconftest(f"import os\nSEEN = tuple(os.environ.get(n) for n in {names!r})\n")
     pytester.makepyfile(
         f"from conftest import SEEN\n\ndef test_policy():\n    assert SEEN == {seen!r}\n"
     )
     result = pytester.runpytest_subprocess("-p", "no:xdist", *options)
     result.assert_outcomes(passed=1)
-    assert ("OMP_WAIT_POLICY=PASSIVE (set by pytest-rnncov" in result.stdout.str()) == header
+    said = "OMP_WAIT_POLICY=PASSIVE, OPENBLAS_THREAD_TIMEOUT=4 (set by pytest-rnncov"
+    assert (said in result.stdout.str()) == header
+
+
+def test_idle_threads_of_a_library_already_loaded_are_left_alone(pytester, monkeypatch):
+    """A plugin loaded before this one imported numpy: OpenBLAS has read its variable, so
+    the plugin sets only OMP_WAIT_POLICY and the header says only that."""
+    for name in ("OMP_WAIT_POLICY", "OPENBLAS_THREAD_TIMEOUT"):
+        monkeypatch.delenv(name, raising=False)
+    pytester.makepyfile(early_numpy="import numpy\n")
+    pytester.makeconftest(
+        "import os\nSEEN = (os.environ.get('OMP_WAIT_POLICY'), "
+        "os.environ.get('OPENBLAS_THREAD_TIMEOUT'))\n"
+    )
+    pytester.makepyfile(
+        "from conftest import SEEN\n\ndef test_policy():\n    assert SEEN == ('PASSIVE', None)\n"
+    )
+    result = pytester.runpytest_subprocess(
+        "-p", "no:xdist", "-p", "early_numpy", "--rnn-coverage=0"
+    )
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        ["*seed 0, OMP_WAIT_POLICY=PASSIVE (set by pytest-rnncov; set to choose)"]
+    )
 
 
 def test_no_section_when_plugin_unused(pytester):

@@ -27,6 +27,9 @@ from .activations import Activation
 from .arrays import array_namespace, device, is_host, is_jax_array, like
 from .trace import CELL_COMPONENTS, Trace, select_components
 
+#: bytes of ``[x_t, h_{t-1}]`` per block of rows when gates are computed on the host
+HOST_BLOCK_BYTES = 1 << 21
+
 
 def _f32(a: Any) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=np.float32)
@@ -208,12 +211,43 @@ class Cell:
                     "input: pass x, or ask only for components the states hold"
                 )
             x = xp.flip(x, axis=1) if self.go_backwards else x
-            inputs = _Steps(xp, x[:, :steps], out["h"])
-            gates = self._gates(xp, self._selected_weights(inputs.x), inputs, missing)
-            out.update({n: held(v) for n, v in gates.items() if n not in out})
-            if "c" in missing:
-                out["c"] = self._recurrence(xp, gates, mask)
+            computed = self._computed(xp, x[:, :steps], out["h"], mask, missing)
+            out.update({n: v for n, v in computed.items() if n not in out})
         return Trace({n: out[n] for n in names}, cell=self.kind, mask=mask, length=length)
+
+    def _computed(
+        self, xp: Any, x: Any, h: Any, mask: Any, missing: tuple[str, ...]
+    ) -> dict[str, Any]:
+        """The ``missing`` components (and the gates they need) from the layer's input
+        and ``h``, held at masked steps. numpy arrays go in blocks of rows whose ``[x_t,
+        h_{t-1}]`` stays in a core's cache (``HOST_BLOCK_BYTES``): the same matmuls and
+        values, faster than over a whole batch (docs/performance.md)."""
+        rows = int(x.shape[0])
+        block = max(1, HOST_BLOCK_BYTES // (4 * int(x.shape[1]) * int(x.shape[2] + h.shape[2])))
+        if not is_host(x) or rows <= block:
+            return self._computed_rows(xp, x, h, mask, missing)
+        parts = [
+            self._computed_rows(
+                xp,
+                x[s : s + block],
+                h[s : s + block],
+                None if mask is None else mask[s : s + block],
+                missing,
+            )
+            for s in range(0, rows, block)
+        ]
+        return {n: np.concatenate([part[n] for part in parts]) for n in parts[0]}
+
+    def _computed_rows(
+        self, xp: Any, x: Any, h: Any, mask: Any, missing: tuple[str, ...]
+    ) -> dict[str, Any]:
+        held = _Holder(xp, mask)
+        inputs = _Steps(xp, x, h)
+        gates = self._gates(xp, self._selected_weights(inputs.x), inputs, missing)
+        out = {n: held(gates[n]) for n in missing if n != "c"}
+        if "c" in missing:
+            out["c"] = self._recurrence(xp, gates, mask)
+        return out
 
     def _selected_weights(self, like_array: Any) -> "_Weights":
         key = ("columns", array_namespace(like_array).__name__, str(device(like_array)))

@@ -15,8 +15,8 @@ if TYPE_CHECKING:
     from .roles import Central, DistWorker
     from .session import RNNCovSession
 
-#: whether this run set OMP_WAIT_POLICY (said in the report header)
-OPENMP_SET = pytest.StashKey[bool]()
+#: the thread settings this run made (``NAME=VALUE``, said in the report header)
+THREADS_SET = pytest.StashKey[tuple[str, ...]]()
 
 MARKER = (
     "rnn_coverage(min=None, metrics=None, model=None): the inputs this test feeds to "
@@ -32,14 +32,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     """Before conftest files import the frameworks: TensorFlow's native start-up notices
-    stay out of captured test output (``config.tf_notices``), and PyTorch's idle OpenMP
-    threads will sleep instead of spinning (``config.openmp``); not with ``--no-rnn``."""
+    stay out of captured test output (``config.tf_notices``), and PyTorch's OpenMP and
+    numpy's OpenBLAS threads will sleep when idle instead of spinning
+    (``config.idle_threads``); not with ``--no-rnn``."""
     if not getattr(early_config.known_args_namespace, "no_rnn", False):  # @files, addopts
-        from ..config.openmp import passive_openmp_waits
+        from ..config.idle_threads import sleeping_idle_threads
         from ..config.tf_notices import quiet_tensorflow_import
 
         quiet_tensorflow_import()
-        early_config.stash[OPENMP_SET] = passive_openmp_waits()
+        early_config.stash[THREADS_SET] = sleeping_idle_threads()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -140,14 +141,11 @@ class RNNCovPlugin:
         if not self.settings.explicit:
             return None  # installed but not asked for: print nothing
         bars = self.settings.bars
-        openmp = (
-            ", OMP_WAIT_POLICY=PASSIVE (set by pytest-rnncov; set it to choose)"
-            if config.stash.get(OPENMP_SET, False)
-            else ""
-        )
+        made = config.stash.get(THREADS_SET, ())
+        threads = f", {', '.join(made)} (set by pytest-rnncov; set to choose)" if made else ""
         return (
             f"rnncov: gate {'off' if bars is None else bars.describe()}, seed "
-            f"{self.settings.seed}{openmp}"
+            f"{self.settings.seed}{threads}"
         )
 
     @pytest.hookimpl(wrapper=True)
