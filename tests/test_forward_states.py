@@ -376,3 +376,23 @@ def test_host_gates_in_blocks_of_rows_equal_the_reference(monkeypatch, backwards
         assert_same_trace(cell.from_states(x, h, mask, components=names), reference)
         window = cell.from_states(x, h, mask, until=4, components=names)
         assert_same_trace(window, cell.forward(x, mask, until=4, components=names))
+
+
+@pytest.mark.parametrize("until", [0, -2, 1.5, True])
+def test_until_must_be_a_number_of_steps(until):
+    """Both paths refuse an ``until`` that is no number of steps (0 had failed inside the
+    reference kernel with a bare reshape error)."""
+    cell = LSTMCell(
+        np.ones((1, 4), np.float32),
+        np.ones((1, 4), np.float32),
+        None,
+        Activation.named("tanh"),
+        Activation.named("sigmoid"),
+    )
+    x = np.ones((2, 3, 1), np.float32)
+    for call in (
+        lambda: cell.forward(x, until=until),
+        lambda: cell.from_states(x, np.zeros((2, 3, 1), np.float32), until=until),
+    ):
+        with pytest.raises(InvalidArgument, match=rf"until={until!r}; pass the number"):
+            call()

@@ -31,6 +31,15 @@ from .trace import CELL_COMPONENTS, Trace, select_components
 HOST_BLOCK_BYTES = 1 << 21
 
 
+def _check_until(until: Any) -> None:
+    if until is not None and (
+        isinstance(until, bool) or not isinstance(until, (int, np.integer)) or until < 1
+    ):
+        raise InvalidArgument(
+            f"until={until!r}; pass the number of steps to compute (1 or more), or None for all"
+        )
+
+
 def _f32(a: Any) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=np.float32)
 
@@ -138,6 +147,7 @@ class Cell:
         numpy input runs the in-place numpy kernel; a framework's arrays (torch, JAX) run
         the array-API kernel where they are, and the trace stays there."""
         names = select_components(self.kind, components)
+        _check_until(until)
         trace = self._forward_all(x, mask, until)
         if names == trace.names:
             return trace
@@ -192,6 +202,7 @@ class Cell:
         as in ``forward``. Arrays stay in their own namespace (numpy, or a framework's on
         its device)."""
         names = select_components(self.kind, components)
+        _check_until(until)
         given = dict(states) if isinstance(states, dict) else {"h": states}
         xp = array_namespace(given["h"])
         length = int(given["h"].shape[1])
