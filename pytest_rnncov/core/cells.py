@@ -23,21 +23,13 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..errors import InvalidArgument
+from ..validation import check_int
 from .activations import Activation
 from .arrays import array_namespace, device, is_host, is_jax_array, like
 from .trace import CELL_COMPONENTS, Trace, select_components
 
 #: bytes of ``[x_t, h_{t-1}]`` per block of rows when gates are computed on the host
 HOST_BLOCK_BYTES = 1 << 21
-
-
-def _check_until(until: Any) -> None:
-    if until is not None and (
-        isinstance(until, bool) or not isinstance(until, (int, np.integer)) or until < 1
-    ):
-        raise InvalidArgument(
-            f"until={until!r}; pass the number of steps to compute (1 or more), or None for all"
-        )
 
 
 def _f32(a: Any) -> np.ndarray:
@@ -147,7 +139,8 @@ class Cell:
         numpy input runs the in-place numpy kernel; a framework's arrays (torch, JAX) run
         the array-API kernel where they are, and the trace stays there."""
         names = select_components(self.kind, components)
-        _check_until(until)
+        if until is not None:
+            check_int("until", until, minimum=1)
         trace = self._forward_all(x, mask, until)
         if names == trace.names:
             return trace
@@ -202,7 +195,8 @@ class Cell:
         as in ``forward``. Arrays stay in their own namespace (numpy, or a framework's on
         its device)."""
         names = select_components(self.kind, components)
-        _check_until(until)
+        if until is not None:
+            check_int("until", until, minimum=1)
         given = dict(states) if isinstance(states, dict) else {"h": states}
         xp = array_namespace(given["h"])
         length = int(given["h"].shape[1])
