@@ -127,6 +127,12 @@ def main() -> None:
     parser.add_argument("--trace-on", choices=["auto", "numpy", "device"], default="auto")
     parser.add_argument("--no-reference", action="store_true")
     parser.add_argument(
+        "--h-states",
+        action="store_true",
+        help="take h at every step from the pass even where it could give h's sums (the "
+        "path before the pass summed h), for a side-by-side comparison",
+    )
+    parser.add_argument(
         "--chunk",
         type=int,
         default=None,
@@ -145,6 +151,7 @@ def main() -> None:
     from pytest_rnncov import Coverage, Profile, RNNModel
     from pytest_rnncov.core.arrays import to_host
     from pytest_rnncov.core.threads import numpy_work
+    from pytest_rnncov.core.trace import Trace
 
     batches = [int(b) for b in args.batches.split(",")]
     largest = max(batches)
@@ -164,6 +171,8 @@ def main() -> None:
         layer = "rnn.l1"
         label = f"PyTorch {torch.__version__} on {next(model.parameters()).device}"
     rnn = RNNModel(model, layer, **options)
+    if args.h_states:
+        rnn.gives_sums = lambda components: False
     reference = RNNModel(model, layer, recompute=True, **options)
     profile = Profile(window=(4, 24)).fit(rnn, x_all[:2000])
     busy = None
@@ -207,22 +216,34 @@ def main() -> None:
                     """The tracked path split: framework call, gates, metrics (seconds)."""
                     spent = [0.0, 0.0, 0.0]
                     _, states, layer_input = rnn._plan(names)  # as iter_traces plans it
-                    size = rnn.chunk_size(x, len(names), layer_input)
+                    summed = coverage.sums_only_ and rnn.gives_sums(names)
+                    size = rnn.chunk_size(x, len(names), layer_input, summed)
                     for start in range(0, len(x), size):
                         batch_x = x[start : start + size]
                         t0 = time.perf_counter()
-                        _, seq, mask, found = rnn._forward(batch_x, True, layer_input, states)
-                        settle(seq, found)  # an accelerator's call is asynchronous: wait
-                        t1 = time.perf_counter()
-                        with numpy_work(batched=states is not None):
-                            if states:
-                                trace = rnn.cell.from_states(
-                                    seq, found, mask, coverage.until, names
-                                )
-                            else:
-                                trace = rnn.cell.forward(seq, mask, coverage.until, names)
-                            to_host(trace.components[names[-1]][:1, :1, :1])
-                        t2 = time.perf_counter()
+                        if summed:  # the pass sums h: nothing is computed after it
+                            _, sums = rnn._forward_sums(batch_x, True, names)
+                            trace = Trace(
+                                {},
+                                cell=rnn.cell_kind,
+                                length=sums[names[0]].shape[1],
+                                sums={n: a[:, : coverage.until] for n, a in sums.items()},
+                                sum_units=rnn.units,
+                            )
+                            t1 = t2 = time.perf_counter()
+                        else:
+                            _, seq, mask, found = rnn._forward(batch_x, True, layer_input, states)
+                            settle(seq, found)  # an accelerator's call is asynchronous: wait
+                            t1 = time.perf_counter()
+                            with numpy_work(batched=states is not None):
+                                if states:
+                                    trace = rnn.cell.from_states(
+                                        seq, found, mask, coverage.until, names
+                                    )
+                                else:
+                                    trace = rnn.cell.forward(seq, mask, coverage.until, names)
+                                to_host(trace.components[names[-1]][:1, :1, :1])
+                            t2 = time.perf_counter()
                         coverage.update_signals(coverage.signals(trace))
                         t3 = time.perf_counter()
                         spent[0] += t1 - t0

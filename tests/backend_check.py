@@ -17,6 +17,8 @@ backend = os.environ["KERAS_BACKEND"]
 import keras  # noqa: E402
 
 from pytest_rnncov import Coverage, InvalidInput, Profile, RNNModel  # noqa: E402
+from pytest_rnncov.adapters.keras import _pairwise_two_sum  # noqa: E402
+from pytest_rnncov.core.metrics import BC, SC, TC  # noqa: E402
 
 assert keras.backend.backend() == backend, keras.backend.backend()
 rng = np.random.default_rng(0)
@@ -131,6 +133,50 @@ profile = Profile(window=(1, 6)).fit(RNNModel(model, "bi"), tokens)
 coverage = Coverage(RNNModel(model, "bi"), profile)
 coverage.update(tokens)
 assert coverage.n_inputs_ == 10 and 0 < coverage.rates()["TC"] <= 1
+# the pass sums h (and the gates they read) when the metrics read only signals and the
+# layer's last state alone goes on: float64 sums (JAX without 64-bit mode: pairwise float32
+# sums, each rounding error kept; hand-checked here as the backend compiles them), equal to
+# the host's float64 sums of the states within float32's rounding of the states themselves
+# (the sums tap's graph and the sequence or gate tap's are compiled apart)
+hand = np.array([[2.0**24, 1, 1, 1, -(2.0**24), 0.5]], np.float32)
+pairwise = _pairwise_two_sum
+if backend == "jax":
+    import jax
+
+    pairwise = jax.jit(_pairwise_two_sum)
+high, low = (np.float64(keras.ops.convert_to_numpy(a)[0]) for a in pairwise(hand))
+if high + low != 3.5:
+    failed.append(f"pairwise sums with their rounding errors: {high} + {low}, not 3.5")
+for cell in ("LSTM", "GRU", "SimpleRNN"):
+    model = seeded(
+        keras.Sequential(
+            [keras.Input((7, 3)), getattr(keras.layers, cell)(6, name="rec"), keras.layers.Dense(2)]
+        )
+    )
+    rnn = RNNModel(model, trace_on="numpy")
+    profile = Profile(window=(1, 6)).fit(rnn, rng.normal(size=(80, 7, 3)).astype(np.float32))
+    gate = {"LSTM": "f", "GRU": "z", "SimpleRNN": "h"}[cell]
+    signal_metrics = [BC(gate, "avg"), SC("h", "delta"), TC("h", "net", w=3)]
+    summed = Coverage(rnn, profile, signal_metrics)
+    (chunk,) = summed.stream(x)
+    if set(chunk.trace.sums) != {gate, "h"}:
+        failed.append(f"{cell}: the pass did not sum {gate} and h")
+        continue
+    states = rnn.trace(x)
+    for name in chunk.trace.sums:
+        values = states.components[name].astype(np.float64)
+        sums = chunk.trace.step_sums(name)
+        close(sums[..., 0], values.sum(-1), 1e-6, f"{cell} sums of {name} from the pass")
+        positive = np.maximum(values, 0).sum(-1)
+        close(sums[..., 1], positive, 1e-6, f"{cell} positive sums of {name} from the pass")
+    close(chunk.outputs, keras.ops.convert_to_numpy(model(x)), 1e-5, f"{cell} summed outputs")
+    reference = Coverage(RNNModel(model, recompute=True), profile, signal_metrics)
+    reference.update(x)
+    for name in ("BC", "SC", "TC"):
+        if not np.array_equal(summed[name].times_, reference[name].times_):
+            failed.append(f"{cell} {name}: times_ differ between the pass's sums and the states")
+        close(summed[name].best_fitness_, reference[name].best_fitness_, 1e-5, f"{cell} {name}")
+    checked.append(f"{cell} sums from the pass")
 # the device path: traces and coverage computed on the backend's own arrays (on the CPU
 # here) equal the numpy path's to 1e-6; on an accelerator the framework's own float32
 # kernels order their sums differently, and the project's bound is 1e-5

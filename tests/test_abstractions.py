@@ -11,6 +11,7 @@ from pytest_rnncov.core import abstractions, arrays
 from pytest_rnncov.core.abstractions import ABSTRACTIONS, resolve_window, signal
 from pytest_rnncov.core.metrics import base as metrics_base
 from pytest_rnncov.core.metrics.base import Signals
+from pytest_rnncov.core.trace import Trace, concat_traces
 
 # one input, 3 steps, 2 units:
 #   step 0: [0.5, -0.25]  pos 0.5   neg -0.25  net |0.25| = 0.25  avg 0.125
@@ -61,6 +62,67 @@ def test_signals_share_the_sums_of_a_component(monkeypatch, window):
             signals.get("h", abstraction), signal(trace, "h", abstraction, window)
         )
     assert len(calls) == 1
+
+
+# the same input as per-step sums over its 2 units: (sum, sum of the positive parts)
+H_SUMS = [[[0.25, 0.5], [0.25, 0.75], [0.0, 0.0]]]
+
+
+def summed_trace(**options) -> Trace:
+    return Trace({}, cell="lstm", sums={"h": np.array(H_SUMS, np.float64)}, **options)
+
+
+@pytest.mark.parametrize("window", [(0, 2), (1, 2), (2, 2)])
+def test_a_trace_of_sums_gives_the_signals_of_its_states(window):
+    """A trace holding only h's per-step sums (the forward pass summed it) gives every
+    signal the trace of h's states gives, hand-checked above."""
+    summed, states = summed_trace(sum_units=2), make_trace(h=H)
+    signals = Signals(summed, window)
+    for abstraction in ABSTRACTIONS:
+        expected = signal(states, "h", abstraction, window)
+        np.testing.assert_array_equal(signals.get("h", abstraction), expected)
+        np.testing.assert_array_equal(signal(summed, "h", abstraction, window), expected)
+
+
+def test_a_trace_of_sums_is_a_trace():
+    trace = summed_trace(sum_units=2)
+    assert (trace.names, trace.batch_size, trace.n_steps, trace.units) == (("h",), 1, 3, 2)
+    assert "summed=h" in repr(trace) and trace.step_sums("f") is None
+    with pytest.raises(InvalidArgument, match="only the per-step sums of 'h'"):
+        trace.component("h")
+    with pytest.raises(AttributeError, match="only the per-step sums of 'h'"):
+        trace.h  # noqa: B018
+    assert not hasattr(trace, "h")
+    both = concat_traces([trace, trace[0:1]])
+    assert both.batch_size == 2 and both.units == 2
+    np.testing.assert_array_equal(both.step_sums("h"), np.concatenate([H_SUMS, H_SUMS]))
+    assert trace.to_host() is trace
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: summed_trace(sum_units=0), "sum_units=0"),
+        (lambda: summed_trace(sum_units=True), "sum_units=True"),
+        (
+            lambda: Trace({}, sums={"h": np.zeros((1, 3, 2), np.float32)}, sum_units=2),
+            "float64",
+        ),
+        (lambda: Trace({}, sums={"h": np.zeros((1, 3, 3))}, sum_units=2), r"\(1, 3, 3\)"),
+        (
+            lambda: Trace({"h": np.zeros((1, 3, 2))}, sums={"h": np.zeros((1, 3, 2))}),
+            "each once",
+        ),
+        (
+            lambda: Trace({"f": np.zeros((2, 3, 2))}, sums={"h": np.zeros((1, 3, 2))}, sum_units=2),
+            "batch and steps",
+        ),
+        (lambda: Trace({}, sums={"q": np.zeros((1, 3, 2))}, sum_units=2), "'q'"),
+    ],
+)
+def test_bad_sums_are_refused(make, message):
+    with pytest.raises(InvalidArgument, match=message):
+        make()
 
 
 @pytest.mark.parametrize(

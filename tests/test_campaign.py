@@ -649,3 +649,62 @@ def test_sweeps_rotate_past_what_stopped_getting_closer():
     stale = np.array([2, 2, 2])
     Campaign._mark_swept(stale, np.array([0, 2]), np.array([1.0, 1.0]), np.array([0.5, 1.0]))
     assert stale.tolist() == [0, 2, 3]
+
+
+@pytest.mark.parametrize("session_reads", ["gates", "units", "sums"])
+def test_a_campaign_traces_what_the_session_it_feeds_reads(keras, seq_inputs, session_reads):
+    """A campaign on a tracked model feeds the session's coverage too: its traces hold what
+    the session's metrics read (an LSTM's forget gate for the paper's BC, single units
+    for NC) even where its own metrics read only sums of h; where both read only sums,
+    the session's signal figure is drawn from the summed trace."""
+    from pytest_rnncov import TC
+    from pytest_rnncov.plugin.session import RNNCovSession
+
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((7, 3)), keras.layers.LSTM(5), keras.layers.Dense(2)])
+    sums_only = (BC("h", "net"), SC("h", "delta"), TC("h", "net", w=3))
+    session_metrics = {"gates": ("BC", "SC"), "units": ("NC", "SC"), "sums": sums_only}
+    session = RNNCovSession(signal_figures=True)
+    tracked = session.track(
+        model,
+        profile=Profile(window=(1, 5)).fit(RNNModel(model), seq_inputs),
+        metrics=session_metrics[session_reads],
+        name="m",
+    )
+    campaign = Campaign(
+        tracked,
+        seq_inputs[:4],
+        GaussianMutator(variance=0.1, clip=None),
+        Oracle(radius=1.0),
+        budget=30,
+        batch_size=10,
+        metrics=sums_only[:2],
+    )
+    campaign.run()
+    assert tracked.coverage.n_inputs_ == campaign.coverage.n_inputs_ > 0
+    read = tracked.coverage.components_, tracked.coverage.sums_only_
+    assert read == {"gates": (("f", "h"), True), "units": (("h",), False)}.get(
+        session_reads, (("h",), True)
+    )
+    figure = session.data().signals["m"]
+    assert len(figure["h_net_z"]) == 4 and figure["steps"] == [1, 2, 3, 4, 5]
+
+
+def test_a_campaign_on_a_tracked_model_keeps_its_profile(keras, seq_inputs, tmp_path):
+    """Its inputs feed the tracked model's coverage, measured against that model's profile:
+    another profile (other windows, other conditions) is refused; an equal one is fine."""
+    from pytest_rnncov.plugin.session import RNNCovSession
+
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((7, 3)), keras.layers.GRU(5), keras.layers.Dense(2)])
+    fit = Profile(window=(1, 5)).fit(RNNModel(model), seq_inputs)
+    tracked = RNNCovSession().track(model, profile=fit, name="m")
+    other = Profile(window=(0, 6)).fit(RNNModel(model), seq_inputs)
+    run = {"mutator": GaussianMutator(variance=0.1, clip=None), "oracle": Oracle(), "budget": 5}
+    for wrong in (other, "profile.json"):
+        with pytest.raises(InvalidArgument, match="is not the profile tracked model 'm'"):
+            Campaign(tracked, seq_inputs[:2], profile=wrong, **run)
+    fit.save(tmp_path / "same.json")
+    same = Profile.load(tmp_path / "same.json")
+    assert same is not fit and same.digest() == fit.digest()
+    assert Campaign(tracked, seq_inputs[:2], profile=same, **run).coverage.profile is fit

@@ -7,6 +7,8 @@ test_keras_adapter.py and test_torch.py; here ``h`` is also checked against them
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -121,6 +123,168 @@ def test_keras_only_what_the_metrics_read(keras, stacked_model, seq_inputs):
         for name in metrics:
             np.testing.assert_array_equal(a[name].covered_, b[name].covered_)
             np.testing.assert_allclose(a[name].best_fitness_, b[name].best_fitness_, atol=1e-5)
+
+
+def signal_metrics():
+    from pytest_rnncov.core.metrics import BC, SC, TC
+
+    return (BC("h", "net"), SC("h", "delta"), TC("h", "avg", w=3))
+
+
+@pytest.mark.parametrize(("cell", "options"), KERAS_CELLS)
+@pytest.mark.parametrize("backwards", [False, True])
+def test_keras_pass_gives_the_sums_of_h(keras, seq_inputs, cell, options, backwards):
+    """When every metric reads only signals of h and the layer's last state alone goes on,
+    the forward pass sums h (no (B, T, U) states come back): the per-step sums equal
+    float64 sums of the reference kernel's h, and the coverage is the reference path's."""
+    keras.utils.set_random_seed(4)
+    layer = getattr(keras.layers, cell)(5, go_backwards=backwards, name="traced", **options)
+    model = keras.Sequential([keras.Input((7, 3)), layer, keras.layers.Dense(2)])
+    fast, reference = both_paths(model, "traced")
+    profile = Profile(window=(1, 5)).fit(reference, seq_inputs)
+    a = Coverage(fast, profile, signal_metrics())
+    b = Coverage(reference, profile, signal_metrics())
+    assert a.sums_only_ and fast.gives_sums(a.components_)
+    (chunk,) = a.stream(seq_inputs)
+    trace = chunk.trace
+    assert trace.names == ("h",) and not trace.components and trace.n_steps == 6
+    assert (trace.length, trace.units) == (7, 5)
+    np.testing.assert_allclose(chunk.outputs, model.predict_on_batch(seq_inputs), atol=1e-6)
+    h = reference.trace(seq_inputs).h[:, :6].astype(np.float64)
+    sums = trace.step_sums("h")
+    assert sums.dtype == np.float64 and sums.shape == (12, 6, 2)
+    np.testing.assert_allclose(sums[..., 0], h.sum(-1), atol=TOL, rtol=0)
+    np.testing.assert_allclose(sums[..., 1], np.maximum(h, 0).sum(-1), atol=TOL, rtol=0)
+    b.update(seq_inputs)
+    for name in ("BC", "SC", "TC"):
+        np.testing.assert_array_equal(a[name].covered_, b[name].covered_)
+        np.testing.assert_allclose(a[name].best_fitness_, b[name].best_fitness_, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("cell", "options", "gates"),
+    [
+        ("LSTM", {}, ("f", "c")),
+        ("LSTM", {"recurrent_activation": "hard_sigmoid", "use_bias": False}, ("i", "o")),
+        ("GRU", {}, ("z", "n")),
+        ("GRU", {"reset_after": False}, ("r", "z")),
+    ],
+)
+@pytest.mark.parametrize("backwards", [False, True])
+def test_keras_pass_gives_the_sums_of_gates(keras, seq_inputs, cell, options, gates, backwards):
+    """Metrics on gates or the cell state (the paper's BC on an LSTM's forget gate) read
+    only signals too: the pass gives the sums of those and of h (the layer's cell by its
+    formula), equal to float64 sums of the reference kernel's, and the same coverage."""
+    from pytest_rnncov.core.metrics import BC, SC, TC
+
+    keras.utils.set_random_seed(7)
+    layer = getattr(keras.layers, cell)(5, go_backwards=backwards, name="traced", **options)
+    model = keras.Sequential([keras.Input((7, 3)), layer, keras.layers.Dense(2)])
+    fast, reference = both_paths(model, "traced")
+    profile = Profile(window=(1, 5)).fit(reference, seq_inputs)
+    metrics = (BC(gates[0], "avg"), SC(gates[1], "delta"), TC("h", "net", w=3))
+    a, b = Coverage(fast, profile, metrics), Coverage(reference, profile, metrics)
+    (chunk,) = a.stream(seq_inputs)
+    assert set(chunk.trace.sums) == {*gates, "h"} and not chunk.trace.components
+    np.testing.assert_allclose(chunk.outputs, model.predict_on_batch(seq_inputs), atol=1e-6)
+    states = reference.trace(seq_inputs)
+    for name in (*gates, "h"):
+        values = states.components[name][:, :6].astype(np.float64)
+        sums = chunk.trace.step_sums(name)
+        np.testing.assert_allclose(sums[..., 0], values.sum(-1), atol=TOL, rtol=0, err_msg=name)
+        positive = np.maximum(values, 0).sum(-1)
+        np.testing.assert_allclose(sums[..., 1], positive, atol=TOL, rtol=0, err_msg=name)
+    b.update(seq_inputs)
+    for name in ("BC", "SC", "TC"):
+        np.testing.assert_array_equal(a[name].covered_, b[name].covered_)
+        np.testing.assert_allclose(a[name].best_fitness_, b[name].best_fitness_, atol=1e-5)
+
+
+@pytest.mark.parametrize("cell", ["LSTM", "GRU"])
+def test_keras_pass_sums_h_of_a_layer_returning_its_state(keras, seq_inputs, cell):
+    """The model reads the layer's output and states: the summing twin gives them too."""
+    keras.utils.set_random_seed(6)
+    inputs = keras.Input((7, 3))
+    out, *states = getattr(keras.layers, cell)(5, return_state=True, name="traced")(inputs)
+    joined = keras.layers.Concatenate()([out, *states])
+    model = keras.Model(inputs, keras.layers.Dense(2)(joined))
+    fast, reference = both_paths(model, "traced")
+    profile = Profile(window=(1, 5)).fit(reference, seq_inputs)
+    (chunk,) = Coverage(fast, profile, signal_metrics()).stream(seq_inputs)
+    assert chunk.trace.sums and chunk.trace.units == 5
+    np.testing.assert_allclose(chunk.outputs, model.predict_on_batch(seq_inputs), atol=1e-6)
+    h = reference.trace(seq_inputs).h[:, :6].astype(np.float64)
+    np.testing.assert_allclose(chunk.trace.step_sums("h")[..., 0], h.sum(-1), atol=TOL, rtol=0)
+
+
+def test_keras_pass_sums_are_float64_sums_of_its_own_h(keras, seq_inputs):
+    """The sums the pass gives are the float64 sums of the h the same pass computes (the
+    host's sums of the states path), not float32 ones: equal to 1e-12."""
+    keras.utils.set_random_seed(5)
+    model = keras.Sequential(
+        [keras.Input((7, 3)), keras.layers.SimpleRNN(64, name="traced"), keras.layers.Dense(2)]
+    )
+    rnn = RNNModel(model, "traced")
+    x = (seq_inputs * 3).astype(np.float32)
+    sums = rnn._forward_sums(x, False, ("h",))[1]["h"]
+    h = rnn.trace(x).h.astype(np.float64)
+    np.testing.assert_allclose(sums[..., 0], h.sum(-1), atol=1e-12, rtol=0)
+    np.testing.assert_allclose(sums[..., 1], np.maximum(h, 0).sum(-1), atol=1e-12, rtol=0)
+
+
+def test_pairwise_two_sum_keeps_what_float32_rounds_away(keras):
+    """Hand-checked: float32 sums 2**24 + 1 + 1 + 1 - 2**24 + 0.5 to 0.5 (each 1 is lost);
+    the pairwise sum with each rounding error kept gives 3.5 (6 values: padded to 8)."""
+    from pytest_rnncov.adapters.keras import _pairwise_two_sum
+
+    values = np.array([[2.0**24, 1, 1, 1, -(2.0**24), 0.5]], np.float32)
+    assert float(np.float32(0)) + sum(np.float32(v) for v in values[0]) == 0.5
+    high, low = (keras.ops.convert_to_numpy(a) for a in _pairwise_two_sum(values))
+    assert high.dtype == low.dtype == np.float32
+    assert np.float64(high[0]) + np.float64(low[0]) == 3.5
+
+
+@pytest.mark.parametrize("case", ["sequences", "masked", "bidirectional", "recompute", "neurons"])
+def test_keras_states_where_the_pass_cannot_sum(keras, seq_inputs, token_inputs, case):
+    """h's states come back (and the host sums them) where the pass cannot give the sums:
+    the sequence goes on, masked steps, a Bidirectional half, the reference kernel, or a
+    metric that reads single units."""
+    keras.utils.set_random_seed(6)
+    x, metrics = seq_inputs, signal_metrics()
+    head = [keras.Input((7, 3))]
+    if case == "masked":
+        x = token_inputs
+        head = [keras.Input((8,), dtype="int32"), keras.layers.Embedding(30, 3, mask_zero=True)]
+    layer = keras.layers.LSTM(5, return_sequences=case == "sequences", name="traced")
+    if case == "bidirectional":
+        layer = keras.layers.Bidirectional(keras.layers.LSTM(5), name="traced")
+    model = keras.Sequential([*head, layer, keras.layers.Flatten(), keras.layers.Dense(2)])
+    rnn = RNNModel(model, "traced", recompute=case == "recompute")
+    if case == "neurons":
+        metrics = (*metrics, "NC")
+    coverage = Coverage(rnn, Profile(window=(1, 5)).fit(rnn, x), metrics)
+    summed = coverage.sums_only_ and rnn.gives_sums(coverage.components_)
+    assert not summed
+    (chunk,) = coverage.stream(x)
+    assert not chunk.trace.sums and "h" in chunk.trace.components
+
+
+def test_summed_batches_are_sized_by_what_the_framework_holds(keras, seq_inputs):
+    """Only sums come back, so a batch holds as many inputs as keep the layer's input and
+    states within HOST_SUMS_BYTES (at least HOST_BATCH); a given batch_size is kept."""
+    from pytest_rnncov.adapters.base import HOST_SUMS_BYTES
+
+    model = keras.Sequential(
+        [keras.Input((7, 3)), keras.layers.GRU(5, name="traced"), keras.layers.Dense(2)]
+    )
+    rnn = RNNModel(model)
+    assert rnn.chunk_size(seq_inputs, summed=True) == HOST_SUMS_BYTES // (4 * 7 * (5 + 3))
+    long = np.zeros((1, 10**6, 3), np.float32)
+    assert rnn.chunk_size(long, summed=True) == HOST_BATCH
+    assert RNNModel(model, batch_size=4).chunk_size(seq_inputs, summed=True) == 4
+    profile = Profile(window=(1, 5)).fit(rnn, seq_inputs)
+    chunks = list(Coverage(RNNModel(model, batch_size=5), profile).stream(seq_inputs))
+    assert [len(c.signals) for c in chunks] == [5, 5, 2] and chunks[0].trace.sums
 
 
 # -- PyTorch --------------------------------------------------------------------------------
@@ -397,3 +561,15 @@ def test_until_must_be_a_number_of_steps(until):
             InvalidArgument, match=rf"until={until!r}( \(\w+\))? must be an integer"
         ):
             call()
+
+
+@pytest.mark.parametrize("shape", [(2, 0, 1), (0, 3, 1)])
+def test_the_kernels_refuse_inputs_without_steps_or_rows(shape):
+    """Called directly, both paths refuse an empty batch or zero steps by name (they had
+    failed with a bare reshape error and a division by zero in the row blocks)."""
+    cell = unit_lstm()
+    x = np.ones(shape, np.float32)
+    with pytest.raises(InvalidArgument, match=re.escape(f"x has shape {shape}")):
+        cell.forward(x)
+    with pytest.raises(InvalidArgument, match="at least one input and one step"):
+        cell.from_states(x, np.zeros(shape, np.float32))

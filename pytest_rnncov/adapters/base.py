@@ -36,6 +36,13 @@ HOST_BATCH = 2048
 #: fixed costs per call (kernel launches, one transfer of reduced results) are paid once
 #: per batch, so larger batches are cheaper per input there.
 DEVICE_TRACE_BYTES = 1 << 31
+#: When the forward pass gives only per-step sums (``iter_traces(summed=True)``) no trace
+#: array bounds a batch: it holds as many inputs as keep the traced layer's input and
+#: states (float32, every step) within about this many bytes, at least HOST_BATCH. A
+#: framework call on 10,000 inputs costs less per input than five on 2,048
+#: (``bench/bench_core.py``), and the model's own batch call is what tracking is measured
+#: against.
+HOST_SUMS_BYTES = 1 << 29
 
 #: largest |h - framework h| per compute dtype, documented in docs/definitions.md
 MIXED_PRECISION_NOTE = (
@@ -144,9 +151,23 @@ class Adapter:
         of ``states`` the framework gives (``gives(states)``)."""
         raise NotImplementedError
 
+    def _forward_sums(
+        self, x: np.ndarray, outputs: bool, components: tuple[str, ...]
+    ) -> tuple[Any, dict[str, np.ndarray]]:
+        """One framework call where ``gives_sums(components)``: (model outputs or None, the
+        (B, T, 2) float64 per-step sums over units of each of ``components``, in processing
+        order)."""
+        raise NotImplementedError
+
     def gives(self, components: tuple[str, ...]) -> tuple[str, ...]:
         """Which of ``components`` the forward pass itself gives (beside ``h``)."""
         return ()
+
+    def gives_sums(self, components: tuple[str, ...] | None) -> bool:
+        """Whether the forward pass can give the per-step sums over units of
+        ``components`` instead of their states (``iter_traces(summed=True)``), summed in
+        the framework where the model runs."""
+        return False
 
     def _predict(self, x: np.ndarray) -> np.ndarray:
         """Model outputs of one validated batch."""
@@ -283,14 +304,20 @@ class Adapter:
             return names, None, True
         return names, names, not set(names) <= {"h", *self.gives(names)}
 
-    def chunk_size(self, x: np.ndarray, components: int = 1, layer_input: bool = False) -> int:
+    def chunk_size(
+        self, x: np.ndarray, components: int = 1, layer_input: bool = False, summed: bool = False
+    ) -> int:
         """Inputs per framework call for inputs ``x`` whose traces hold ``components``
         components (computed, with ``layer_input``, from the layer's input): ``batch_size``
         when given or on the host path; on the device path as many as keep what a batch
-        holds within DEVICE_TRACE_BYTES (at least one)."""
+        holds within DEVICE_TRACE_BYTES (at least one); for traces of per-step sums
+        (``summed``), see HOST_SUMS_BYTES."""
+        steps = int(x.shape[1]) if x.ndim > 1 else 1
+        if self.auto_batch and summed:
+            per_input = 4 * steps * (self.units + int(self.cell.kernel.shape[0]))
+            return max(HOST_BATCH, HOST_SUMS_BYTES // per_input)
         if not self.auto_batch or self.trace_on != "device":
             return self.batch_size
-        steps = int(x.shape[1]) if x.ndim > 1 else 1
         # float32 values per step: the components kept and, when gates are computed, four
         # gate blocks and the layer's input, held twice (as given, and beside h_{t-1})
         per_step = components * self.units
@@ -305,10 +332,16 @@ class Adapter:
         outputs: bool = True,
         until: int | None = None,
         components: tuple[str, ...] | None = None,
+        summed: bool = False,
     ) -> Iterator[tuple[np.ndarray | None, Trace]]:
         """(outputs or None, trace) per batch (``chunk_size``) of validated inputs ``x``;
         ``until`` stops each trace after that many steps (what a window needs),
-        ``components`` keeps only those (None: all)."""
+        ``components`` keeps only those (None: all); ``summed`` (where ``gives_sums``)
+        keeps only their per-step sums over units (``Trace.step_sums``)."""
+        if summed and self.gives_sums(components):
+            names = select_components(self.cell.kind, components)
+            yield from self._summed_traces(x, outputs, until, names)
+            return
         names, states, layer_input = self._plan(components)
         size = self.chunk_size(x, len(names), layer_input)
         if len(x) > size and self._floats_on_device(x) and not all_finite(x):
@@ -323,6 +356,24 @@ class Adapter:
                     trace = self.cell.from_states(sequence, found, mask, until, names)
                 else:
                     trace = self.cell.forward(sequence, mask, until, names)
+            yield (None if out is None else self._per_input(out, len(batch))), trace
+            self._accept(x)  # the caller took the batch (it closes this generator if not)
+
+    def _summed_traces(
+        self, x: np.ndarray, outputs: bool, until: int | None, names: tuple[str, ...]
+    ) -> Iterator[tuple[np.ndarray | None, Trace]]:
+        """``iter_traces`` of the per-step sums of ``names`` the forward pass gives."""
+        size = self.chunk_size(x, summed=True)
+        for start in range(0, len(x), size):
+            batch = x[start : start + size]
+            out, sums = self._forward_sums(batch, outputs, names)
+            trace = Trace(
+                {},
+                cell=self.cell.kind,
+                length=sums[names[0]].shape[1],
+                sums={n: a[:, :until] for n, a in sums.items()},
+                sum_units=self.units,
+            )
             yield (None if out is None else self._per_input(out, len(batch))), trace
             self._accept(x)  # the caller took the batch (it closes this generator if not)
 

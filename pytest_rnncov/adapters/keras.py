@@ -92,6 +92,27 @@ def _tap_base(layer: Any) -> Any:
     return Tap
 
 
+def _cell_tap_base(layer: Any, cell_class: Any) -> Any:
+    """The base of a tap that runs ``layer``'s steps as a Keras RNN (``self.rnn``, returning
+    its sequence and states, in ``layer``'s direction) of a ``cell_class`` cell."""
+    import keras
+
+    class CellTap(_tap_base(layer)):  # type: ignore[misc]
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.rnn = keras.layers.RNN(
+                cell_class(),
+                return_sequences=True,
+                return_state=True,
+                go_backwards=layer.go_backwards,
+            )
+
+        def build(self, sequences_shape: Any) -> None:
+            self.rnn.build(sequences_shape)
+
+    return CellTap
+
+
 def _sequence_tap(layer: Any, traced: Any) -> Any:
     """A Keras layer calling ``layer`` as the model does, returning ``[its output..., h]``:
     ``h`` (B, T, U) is ``traced``'s output at every step, from the framework's own kernel.
@@ -118,6 +139,50 @@ def _sequence_tap(layer: Any, traced: Any) -> Any:
     return SequenceTap(name=f"{layer.name}_sequence_tap")
 
 
+def _formula_step(cell: Any) -> Callable[[Any, Any, Any], tuple[Any, dict[str, Any]]]:
+    """One step of a Keras LSTM or GRU ``cell`` by its formula, with its own weights and
+    activation functions: ``(inputs, h_prev, c_prev) -> (h, its gates and cell state)``
+    (``c_prev`` is None for a GRU)."""
+    from keras import ops
+
+    units = int(cell.units)
+    gate, act = cell.recurrent_activation, cell.activation
+    if CELLS[type(cell).__name__] == "lstm":
+
+        def lstm_step(inputs: Any, h_prev: Any, c_prev: Any) -> tuple[Any, dict[str, Any]]:
+            z = ops.matmul(inputs, cell.kernel) + ops.matmul(h_prev, cell.recurrent_kernel)
+            z = z if cell.bias is None else z + cell.bias
+            zi, zf, zc, zo = ops.split(z, 4, axis=-1)
+            i, f, o = gate(zi), gate(zf), gate(zo)
+            c = f * c_prev + i * act(zc)
+            return o * act(c), {"i": i, "f": f, "o": o, "c": c}
+
+        return lstm_step
+
+    bias = cell.bias
+    reset_after = bool(getattr(cell, "reset_after", False))
+
+    def gru_step(inputs: Any, h_prev: Any, c_prev: Any) -> tuple[Any, dict[str, Any]]:
+        x_part = ops.matmul(inputs, cell.kernel)
+        if bias is not None:
+            x_part = x_part + (bias[0] if reset_after else bias)
+        x_z, x_r, x_n = ops.split(x_part, 3, axis=-1)
+        if reset_after:
+            rec = ops.matmul(h_prev, cell.recurrent_kernel)
+            rec = rec if bias is None else rec + bias[1]
+            r_z, r_r, r_n = ops.split(rec, 3, axis=-1)
+            zg, r = gate(x_z + r_z), gate(x_r + r_r)
+            n = act(x_n + r * r_n)
+        else:
+            kernel_zr, kernel_n = ops.split(cell.recurrent_kernel, [2 * units], axis=-1)
+            r_z, r_r = ops.split(ops.matmul(h_prev, kernel_zr), 2, axis=-1)
+            zg, r = gate(x_z + r_z), gate(x_r + r_r)
+            n = act(x_n + ops.matmul(r * h_prev, kernel_n))
+        return zg * h_prev + (1 - zg) * n, {"z": zg, "r": r, "n": n}
+
+    return gru_step
+
+
 def _gate_tap(layer: Any, emit: tuple[str, ...]) -> Any:
     """Like :func:`_sequence_tap`, but ``layer`` (an LSTM or GRU) runs as a Keras RNN of a
     cell that computes the layer's own cell with its own weights and activation functions
@@ -128,7 +193,7 @@ def _gate_tap(layer: Any, emit: tuple[str, ...]) -> Any:
 
     cell, units = layer.cell, int(layer.cell.units)
     lstm = CELLS[type(cell).__name__] == "lstm"
-
+    step = _formula_step(cell)
     width = units * (1 + len(emit))
 
     class EmittingCell(keras.layers.Layer):
@@ -144,52 +209,11 @@ def _gate_tap(layer: Any, emit: tuple[str, ...]) -> Any:
             self.built = True
 
         def call(self, inputs: Any, states: Any, training: Any = None) -> Any:
-            gate, act = cell.recurrent_activation, cell.activation
-            h_prev = states[0][..., :units]
-            if lstm:
-                z = ops.matmul(inputs, cell.kernel) + ops.matmul(h_prev, cell.recurrent_kernel)
-                z = z if cell.bias is None else z + cell.bias
-                zi, zf, zc, zo = ops.split(z, 4, axis=-1)
-                i, f, o = gate(zi), gate(zf), gate(zo)
-                c = f * states[1] + i * act(zc)
-                h = o * act(c)
-                parts = {"i": i, "f": f, "o": o, "c": c}
-            else:
-                bias = cell.bias
-                reset_after = bool(getattr(cell, "reset_after", False))
-                x_part = ops.matmul(inputs, cell.kernel)
-                if bias is not None:
-                    x_part = x_part + (bias[0] if reset_after else bias)
-                x_z, x_r, x_n = ops.split(x_part, 3, axis=-1)
-                if reset_after:
-                    rec = ops.matmul(h_prev, cell.recurrent_kernel)
-                    rec = rec if bias is None else rec + bias[1]
-                    r_z, r_r, r_n = ops.split(rec, 3, axis=-1)
-                    zg, r = gate(x_z + r_z), gate(x_r + r_r)
-                    n = act(x_n + r * r_n)
-                else:
-                    kernel_zr, kernel_n = ops.split(cell.recurrent_kernel, [2 * units], axis=-1)
-                    r_z, r_r = ops.split(ops.matmul(h_prev, kernel_zr), 2, axis=-1)
-                    zg, r = gate(x_z + r_z), gate(x_r + r_r)
-                    n = act(x_n + ops.matmul(r * h_prev, kernel_n))
-                h = zg * h_prev + (1 - zg) * n
-                parts = {"z": zg, "r": r, "n": n}
+            h, parts = step(inputs, states[0][..., :units], states[1] if lstm else None)
             out = ops.concatenate([h, *(parts[e] for e in emit)], axis=-1)
             return out, [out, parts["c"]] if lstm else [out]
 
-    class GateTap(_tap_base(layer)):  # type: ignore[misc]
-        def __init__(self, **kwargs: Any) -> None:
-            super().__init__(**kwargs)
-            self.rnn = keras.layers.RNN(
-                EmittingCell(),
-                return_sequences=True,
-                return_state=True,
-                go_backwards=layer.go_backwards,
-            )
-
-        def build(self, sequences_shape: Any) -> None:
-            self.rnn.build(sequences_shape)
-
+    class GateTap(_cell_tap_base(layer, EmittingCell)):  # type: ignore[misc]
         def call(self, sequences: Any, mask: Any = None, training: Any = None) -> Any:
             sequence, emitted, *cell_state = self.rnn(sequences, mask=mask, training=training)
             h = emitted[..., :units]  # h after the last step
@@ -198,6 +222,96 @@ def _gate_tap(layer: Any, emit: tuple[str, ...]) -> Any:
             return [*outputs, sequence]
 
     return GateTap(name=f"{layer.name}_gate_tap")
+
+
+#: ``emit[0]`` of the twin whose traced layer gives the per-step sums of the components
+#: ``emit[1:]`` (``_sums_tap``)
+SUMS = "sums of"
+
+
+def _sums_tap(layer: Any, components: tuple[str, ...]) -> Any:
+    """Like :func:`_sequence_tap`, but ``layer`` runs as a Keras RNN of a cell that emits, at
+    every step and for each of ``components`` in turn, the sum over units and the sum of
+    the positive parts instead of the states: its last output is (B, T, 4 x components),
+    the sums rounded to float32, then what the rounding lost, which the host adds up to
+    the float64 sums. For ``h`` alone the cell is the layer's own; for gates or the cell
+    state, the layer's cell by its formula (as :func:`_gate_tap`). The sums run in
+    float64, or (JAX without 64-bit mode) as error-free pairwise float32 sums."""
+    import keras
+    from keras import ops
+
+    cell, units = layer.cell, int(layer.cell.units)
+    own = components == ("h",)
+    lstm = CELLS[type(cell).__name__] == "lstm"
+    step = None if own else _formula_step(cell)
+    wide = keras.backend.backend() != "jax" or _jax_x64()
+
+    def split_sums(values: Any) -> tuple[Any, Any]:
+        """(B, U) -> (B, 2) sums (total, positive parts), rounded to float32, and (B, 2)
+        what the rounding lost."""
+        if wide:
+            values = ops.cast(values, "float64")
+            exact = ops.stack(  # relu, not maximum: Keras-on-torch's gives float32
+                [ops.sum(values, axis=-1), ops.sum(ops.relu(values), axis=-1)], axis=-1
+            )
+            high = ops.cast(exact, "float32")
+            return high, ops.cast(exact - ops.cast(high, "float64"), "float32")
+        return _pairwise_two_sum(ops.stack([values, ops.relu(values)], axis=1))
+
+    class SummingCell(keras.layers.Layer):
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.state_size = cell.state_size if own else [units, units] if lstm else [units]
+            self.output_size = 4 * len(components)
+
+        def build(self, input_shape: Any) -> None:
+            self.built = True
+
+        def call(self, inputs: Any, states: Any, training: Any = None) -> Any:
+            if step is None:
+                h, new_states = cell(inputs, states, training=training)
+                parts = {"h": h}
+            else:
+                h, parts = step(inputs, states[0], states[1] if lstm else None)
+                parts["h"] = h
+                new_states = [h, parts["c"]] if lstm else [h]
+            split = [split_sums(ops.cast(parts[name], "float32")) for name in components]
+            return ops.concatenate([p[0] for p in split] + [p[1] for p in split], -1), new_states
+
+    class SumsTap(_cell_tap_base(layer, SummingCell)):  # type: ignore[misc]
+        def call(self, sequences: Any, mask: Any = None, training: Any = None) -> Any:
+            sums, *states = self.rnn(sequences, mask=mask, training=training)
+            outputs = [states[0], *states] if layer.return_state else [states[0]]
+            return [*outputs, sums]
+
+    return SumsTap(name=f"{layer.name}_sums_tap")
+
+
+def _jax_x64() -> bool:
+    import jax
+
+    return bool(jax.config.read("jax_enable_x64"))
+
+
+def _pairwise_two_sum(values: Any) -> tuple[Any, Any]:
+    """Sums over the last axis of float32 ``values`` as (rounded sum, error): pairwise, each
+    addition's rounding error recovered exactly (Knuth's TwoSum) and carried beside it, so
+    the two add up to the sum within float32's rounding of the (tiny) error term."""
+    from keras import ops
+
+    width = int(values.shape[-1])
+    size = 1 << max(width - 1, 0).bit_length()
+    if size != width:
+        values = ops.pad(values, [(0, 0)] * (len(values.shape) - 1) + [(0, size - width)])
+    high, low = values, ops.zeros_like(values)
+    while size > 1:
+        size //= 2
+        a, b = high[..., :size], high[..., size:]
+        total = a + b
+        b_part = total - a
+        error = (a - (total - b_part)) + (b - b_part)
+        high, low = total, low[..., :size] + low[..., size:] + error
+    return high[..., 0], low[..., 0]
 
 
 class KerasModel(Adapter):
@@ -468,10 +582,35 @@ class KerasModel(Adapter):
             return ()
         return tuple(c for c in components if c != "h")
 
+    def gives_sums(self, components: tuple[str, ...] | None) -> bool:
+        """On the host, a Keras 3 layer that the model calls directly, unmasked, and whose
+        last state alone goes on (no ``return_sequences``) gives the per-step sums of
+        ``h`` and, for an LSTM or GRU, of its gates and cell state from the forward pass
+        (``_sums_tap``): no (B, T, U) array of states is written."""
+        return (
+            components is not None
+            and self.reads_states
+            and self.trace_on == "numpy"
+            and self.wrapper is self.layer
+            and not self.layer.return_sequences
+            and not self._has_mask
+            and set(components) <= {"h", *self.gives(components)}
+        )
+
+    def _forward_sums(
+        self, x: np.ndarray, outputs: bool, components: tuple[str, ...]
+    ) -> tuple[Any, dict[str, np.ndarray]]:
+        rows, k = len(x), len(components)
+        padded = _padded(x, self.chunk_size(x, summed=True))
+        out, _, _, found, _ = self._call(padded, outputs, False, (SUMS, *components))
+        found = _rows(found, rows)
+        sums = found[..., : 2 * k].astype(np.float64) + found[..., 2 * k :]
+        return _rows(out, rows), {n: sums[..., 2 * j : 2 * j + 2] for j, n in enumerate(components)}
+
     def _twin_tensors(self, emit: tuple[str, ...]) -> tuple[Any, Any, Any, Any]:
         """The twin graph: every layer of the model called again (shared, weights and all),
-        the traced one through a sequence tap (or, to ``emit`` components, a gate tap); its
-        (layer input, mask, states, output)."""
+        the traced one through a sequence tap (or, to ``emit`` components, a gate tap; for
+        ``(SUMS, *components)``, a sums tap); its (layer input, mask, states, output)."""
         import keras
 
         graph = getattr(self.model, "_functional", None) or self.model
@@ -483,8 +622,12 @@ class KerasModel(Adapter):
                     continue
                 args, kwargs = node.arguments.fill_in(tensors)
                 if node.operation is self.wrapper:
-                    tap = _gate_tap(self.layer, emit) if emit else None
-                    tap = tap or _sequence_tap(self.wrapper, self.layer)
+                    if emit and emit[0] == SUMS:
+                        tap = _sums_tap(self.layer, emit[1:])
+                    elif emit:
+                        tap = _gate_tap(self.layer, emit)
+                    else:
+                        tap = _sequence_tap(self.wrapper, self.layer)
                     *result, h = tap(*args, **kwargs)
                     result = result[0] if len(result) == 1 else result
                     sequence = args[0] if args else kwargs.get("sequences", kwargs.get("inputs"))

@@ -64,10 +64,25 @@ def signal(trace: Trace, component: str, abstraction: str, window: Window) -> An
     metrics derive their signals through ``Signals`` (one set of sums per component,
     ``sums_on_host`` for JAX arrays); the profile and the report call this on the host."""
     check_signal(component, abstraction)
+    given = given_sums(trace, component, window)
+    if given is not None:
+        return from_sums(*given, abstraction, window, trace.sum_units)
     values = trace.component(component)
     positive = step_positive(values, window) if abstraction in NEEDS_POSITIVE else None
     total = step_total(values, window)
     return from_sums(total, positive, abstraction, window, int(values.shape[-1]))
+
+
+def given_sums(
+    trace: Trace, component: str, window: Window
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """``step_total`` and ``step_positive`` of ``component`` when ``trace`` holds only its
+    per-step sums (``Trace.step_sums``: the forward pass summed it), else None."""
+    summed = trace.step_sums(component)
+    if summed is None:
+        return None
+    steps = summed[:, _steps(window)]
+    return steps[..., 0], steps[..., 1]
 
 
 def sums_on_host(values: Any, window: Window) -> tuple[np.ndarray, np.ndarray]:

@@ -141,6 +141,7 @@ class Cell:
         names = select_components(self.kind, components)
         if until is not None:
             check_int("until", until, minimum=1)
+        _check_some_steps("x", x)
         trace = self._forward_all(x, mask, until)
         if names == trace.names:
             return trace
@@ -198,6 +199,7 @@ class Cell:
         if until is not None:
             check_int("until", until, minimum=1)
         given = dict(states) if isinstance(states, dict) else {"h": states}
+        _check_some_steps("states", given["h"])
         xp = array_namespace(given["h"])
         length = int(given["h"].shape[1])
         steps = length if until is None else min(int(until), length)
@@ -850,3 +852,13 @@ def _first_steps(xp: Any, values: Any, steps: int) -> Any:
     if int(values.shape[1]) != steps:
         values = values[:, :steps]
     return values if values.dtype == xp.float32 else xp.astype(values, xp.float32)
+
+
+def _check_some_steps(what: str, array: Any) -> None:
+    """Raise InvalidArgument unless ``array`` (B, T, ...) holds at least one input and step."""
+    shape = tuple(getattr(array, "shape", ()))
+    if len(shape) < 3 or 0 in shape[:2]:
+        raise InvalidArgument(
+            f"{what} has shape {shape}; pass (batch, steps, features) arrays with at least one "
+            "input and one step"
+        )

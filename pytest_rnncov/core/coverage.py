@@ -64,6 +64,18 @@ def _components_read(metrics: Iterable[Metric]) -> tuple[str, ...] | None:
     return tuple(sorted(read))
 
 
+def _union(read: tuple[str, ...] | None, other: tuple[str, ...] | None) -> tuple[str, ...] | None:
+    """The components two sets of metrics read (None: any)."""
+    return None if read is None or other is None else tuple(sorted({*read, *other}))
+
+
+def _gives_sums(model: Any, components: tuple[str, ...] | None) -> bool:
+    """Whether ``model``'s forward pass gives the per-step sums of ``components`` (an
+    adapter's ``gives_sums``; a source without one gives states)."""
+    gives = getattr(model, "gives_sums", None)
+    return callable(gives) and bool(gives(components))
+
+
 @dataclass
 class Chunk:
     """One batch of :meth:`Coverage.stream`, already added to the coverage."""
@@ -72,6 +84,9 @@ class Chunk:
     start: int
     #: the model's outputs (None when not asked for)
     outputs: np.ndarray | None
+    #: what the metrics read: some components' states, or only their per-step sums
+    #: (``Trace.step_sums``) where the forward pass gives those; every component with
+    #: ``stream(full_trace=True)``
     trace: Trace
     signals: Signals
     #: conditions newly covered by this batch, per metric
@@ -117,6 +132,11 @@ class Coverage:
         self.metrics = bind_metrics(metrics, profile, preset, track_fitness)
         #: the trace components the metrics read (None: every component)
         self.components_ = _components_read(self.metrics.values())
+        #: whether the metrics read nothing but signals, so a trace may hold only the
+        #: per-step sums of those components (where the model's forward pass gives them)
+        self.sums_only_ = self.components_ is not None and all(
+            m.reads_sums_only for m in self.metrics.values()
+        )
         self.track_fitness = track_fitness
         self.n_inputs_ = 0
         self._kept: dict[int, np.ndarray] = {}
@@ -154,6 +174,7 @@ class Coverage:
         full_trace: bool = False,
         whole: bool = False,
         keep_inputs: bool = True,
+        feeds: "Coverage | None" = None,
     ) -> Iterator[Chunk]:
         """Run ``x`` through the model batch by batch, add each batch to this coverage and
         yield it as a :class:`Chunk`.
@@ -161,13 +182,24 @@ class Coverage:
         ``full_trace`` traces every step and component (else only through the window's
         end, and only the components the metrics read); ``whole``
         yields one chunk for all of ``x`` (its batches' traces joined); ``keep_inputs``
-        keeps copies of inputs for the targeted search (``best_input``).
+        keeps copies of inputs for the targeted search (``best_input``); ``feeds`` is
+        another coverage of the same model the chunks' signals will also feed
+        (``update_signals``), so the trace holds what its metrics read too.
         """
         x = self.model.check_input(x)
         until, components = (None, None) if full_trace else (self.until, self.components_)
-        parts: Iterable[tuple[np.ndarray | None, Trace]] = self.model.iter_traces(
-            x, outputs=outputs, until=until, components=components
-        )
+        summed = self.sums_only_
+        if feeds is not None and not full_trace:
+            until = max(self.until, feeds.until)
+            components = _union(components, feeds.components_)
+            summed = summed and feeds.sums_only_
+        parts: Iterable[tuple[np.ndarray | None, Trace]]
+        if not full_trace and summed and _gives_sums(self.model, components):
+            parts = self.model.iter_traces(  # type: ignore[call-arg]
+                x, outputs=outputs, until=until, components=components, summed=True
+            )
+        else:
+            parts = self.model.iter_traces(x, outputs=outputs, until=until, components=components)
         if whole:
             batches = list(parts)
             joined = None if not outputs else np.concatenate([out for out, _ in batches])

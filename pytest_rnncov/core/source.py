@@ -11,7 +11,12 @@ from .trace import Trace
 
 
 class TraceSource(Protocol):
-    """A model whose recurrent layer can be traced (every adapter's ``RNNModel``)."""
+    """A model whose recurrent layer can be traced (every adapter's ``RNNModel``).
+
+    A source may also have ``gives_sums(components) -> bool``: where it returns True,
+    ``Coverage`` calls ``iter_traces(..., summed=True)`` for metrics that read only signals,
+    and the traces may hold only the per-step sums of those components
+    (``Trace.step_sums``)."""
 
     name: str
     layer_name: str

@@ -74,13 +74,20 @@ class Trace:
     state over; ``mask`` is then the (B, T) boolean array of real steps, in the same order.
     A trace may stop before the layer's last step (the steps a window needs); ``length`` is
     the layer's number of steps all the same.
+
+    ``sums`` maps components given only by their per-step sums over units (what the signals
+    of SPEC section 2 derive from, when the metrics read nothing else) to (B, T, 2) float64
+    arrays: the sum at each step, then the sum of the positive parts; ``sum_units`` is the
+    number of units they summed.
     """
 
-    __slots__ = ("components", "cell", "mask", "length")
+    __slots__ = ("components", "cell", "mask", "length", "sums", "sum_units")
     components: dict[str, np.ndarray]
     cell: str
     mask: np.ndarray | None
     length: int
+    sums: dict[str, np.ndarray]
+    sum_units: int
 
     def __init__(
         self,
@@ -89,15 +96,27 @@ class Trace:
         cell: str = "lstm",
         mask: np.ndarray | None = None,
         length: int | None = None,
+        sums: Mapping[str, Any] | None = None,
+        sum_units: int = 0,
     ) -> None:
         names = cell_components(cell)
-        if not components or not set(components) <= set(names):
+        sums = dict(sums or {})
+        given = [*components, *sums]
+        if not given or not set(given) <= set(names) or len(set(given)) < len(given):
             raise InvalidArgument(
-                f"a {cell} trace holds components {', '.join(names)} (or some of them); got "
-                f"{', '.join(map(repr, components)) or 'none'}"
+                f"a {cell} trace holds components {', '.join(names)} (or some of them, each "
+                f"once, as states or per-step sums); got {', '.join(map(repr, given)) or 'none'}"
             )
+        summed = {n: _sums(n, sums[n], sum_units) for n in names if n in sums}
         arrays = {n: _array(components[n]) for n in names if n in components}
-        shape = tuple(arrays[next(iter(arrays))].shape)
+        first = next(iter(arrays.values()), None)
+        shape = tuple((first if first is not None else next(iter(summed.values()))).shape[:2])
+        for name, array in summed.items():
+            if tuple(array.shape[:2]) != shape:
+                raise InvalidArgument(
+                    f"the sums of trace component {name!r} have shape {array.shape}; they must "
+                    f"be (batch, steps, 2) with the trace's batch and steps {shape}"
+                )
         for name, array in arrays.items():  # units may differ (an LSTM's projected h)
             if array.ndim != 3 or tuple(array.shape[:2]) != shape[:2]:
                 raise InvalidArgument(
@@ -110,7 +129,7 @@ class Trace:
                 )
         if mask is not None:
             mask = _array(mask)
-            if tuple(mask.shape) != shape[:2]:
+            if tuple(mask.shape) != shape:
                 raise InvalidArgument(
                     f"trace mask has shape {mask.shape}, not (batch, steps) {shape[:2]}"
                 )
@@ -120,6 +139,8 @@ class Trace:
         object.__setattr__(self, "cell", cell)
         object.__setattr__(self, "mask", mask)
         object.__setattr__(self, "length", int(shape[1] if length is None else length))
+        object.__setattr__(self, "sums", summed)
+        object.__setattr__(self, "sum_units", int(sum_units) if summed else 0)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("a Trace is read-only")
@@ -128,18 +149,21 @@ class Trace:
         components = object.__getattribute__(self, "components")
         if name in components:
             return components[name]
+        if name in object.__getattribute__(self, "sums"):
+            raise AttributeError(_only_sums(name))
         raise AttributeError(
             f"this {object.__getattribute__(self, 'cell')} trace has no component {name!r}; it "
-            f"has {', '.join(components)}"
+            f"has {', '.join(components) or 'none as states'}"
         )
 
     @property
     def names(self) -> tuple[str, ...]:
-        return tuple(self.components)
+        """The components this trace holds, as states or as per-step sums."""
+        return (*self.components, *self.sums)
 
     @property
     def _first(self) -> Any:
-        return next(iter(self.components.values()))
+        return next(iter((self.components or self.sums).values()))
 
     @property
     def batch_size(self) -> int:
@@ -151,17 +175,26 @@ class Trace:
 
     @property
     def units(self) -> int:
+        if not self.components:
+            return self.sum_units
         return int(self.components.get("h", self._first).shape[2])
 
     def component(self, name: str) -> np.ndarray:
         """The (B, T, U) array of component ``name``."""
         check_component(self.cell, name)
+        if name in self.sums:
+            raise InvalidArgument(_only_sums(name))
         if name not in self.components:
             raise InvalidArgument(
-                f"this trace holds {', '.join(self.components)} (what the configured metrics "
+                f"this trace holds {', '.join(self.names)} (what the configured metrics "
                 f"read), not {name!r}; trace with model.trace(x) for every component"
             )
         return self.components[name]
+
+    def step_sums(self, name: str) -> np.ndarray | None:
+        """The (B, T, 2) per-step sums of component ``name`` when the trace holds only
+        those (the sum over units, then the sum of the positive parts), else None."""
+        return self.sums.get(name)
 
     @property
     def on_host(self) -> bool:
@@ -172,20 +205,20 @@ class Trace:
         """This trace with numpy arrays (itself when it is on the host already)."""
         if self.on_host:
             return self
-        return Trace(
+        return _rebuilt(
+            self,
             {n: to_host(a) for n, a in self.components.items()},
-            cell=self.cell,
-            mask=None if self.mask is None else to_host(self.mask),
-            length=self.length,
+            {n: to_host(a) for n, a in self.sums.items()},
+            None if self.mask is None else to_host(self.mask),
         )
 
     def __getitem__(self, rows: slice | np.ndarray) -> "Trace":
         """The trace of a subset of the batch."""
-        return Trace(
+        return _rebuilt(
+            self,
             {n: a[rows] for n, a in self.components.items()},
-            cell=self.cell,
-            mask=None if self.mask is None else self.mask[rows],
-            length=self.length,
+            {n: a[rows] for n, a in self.sums.items()},
+            None if self.mask is None else self.mask[rows],
         )
 
     def __len__(self) -> int:
@@ -195,7 +228,9 @@ class Trace:
         return (
             f"Trace(cell={self.cell!r}, batch={self.batch_size}, steps={self.n_steps}"
             + (f" of {self.length}" if self.length != self.n_steps else "")
-            + f", units={self.units}, masked={self.mask is not None})"
+            + f", units={self.units}, masked={self.mask is not None}"
+            + (f", summed={', '.join(self.sums)}" if self.sums else "")
+            + ")"
         )
 
 
@@ -204,8 +239,9 @@ def concat_traces(parts: list[Trace]) -> Trace:
     if len(parts) == 1:
         return parts[0]
     first = parts[0]
-    xp = array_namespace(first.components[first.names[0]])
-    arrays = {n: xp.concat([p.components[n] for p in parts]) for n in first.names}
+    xp = array_namespace(next(iter((first.components or first.sums).values())))
+    arrays = {n: xp.concat([p.components[n] for p in parts]) for n in first.components}
+    sums = {n: np.concatenate([p.sums[n] for p in parts]) for n in first.sums}
     mask = None
     if any(p.mask is not None for p in parts):
         mask = xp.concat(
@@ -214,7 +250,38 @@ def concat_traces(parts: list[Trace]) -> Trace:
                 for p in parts
             ]
         )
-    return Trace(arrays, cell=first.cell, mask=mask, length=first.length)
+    return _rebuilt(first, arrays, sums, mask)
+
+
+def _rebuilt(like: Trace, arrays: dict[str, Any], sums: dict[str, Any], mask: Any) -> Trace:
+    """A trace of ``like``'s cell, length and units holding these arrays, sums and mask."""
+    return Trace(
+        arrays, cell=like.cell, mask=mask, length=like.length, sums=sums, sum_units=like.sum_units
+    )
+
+
+def _only_sums(name: str) -> str:
+    return (
+        f"this trace holds only the per-step sums of {name!r} over units (all the configured "
+        "metrics read), not its states; trace with model.trace(x) for every component"
+    )
+
+
+def _sums(name: str, value: Any, units: int) -> np.ndarray:
+    """Per-step sums of component ``name`` checked: a (B, T, 2) float64 array, from a layer
+    of ``units`` >= 1 units."""
+    array = np.asarray(value)
+    if array.ndim != 3 or array.shape[2] != 2 or array.dtype != np.float64:
+        raise InvalidArgument(
+            f"the sums of trace component {name!r} have shape {array.shape} and dtype "
+            f"{array.dtype}; give (batch, steps, 2) float64 sums (over units, of the positive "
+            "parts)"
+        )
+    if isinstance(units, bool) or not isinstance(units, (int, np.integer)) or units < 1:
+        raise InvalidArgument(
+            f"sum_units={units!r}; give the number of units the sums of {name!r} are over"
+        )
+    return array
 
 
 def _array(value: Any) -> Any:

@@ -35,13 +35,14 @@ import hashlib
 import math
 import warnings
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterator, Protocol, Sequence, runtime_checkable
+from typing import Any, Iterator, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
 from ..adapters.base import Adapter
 from ..core.coverage import Coverage, Observation
 from ..core.metrics import BC, DEFAULT_METRICS, Metric, Signals
+from ..core.profile import Profile
 from ..errors import InvalidArgument, RNNCovWarning
 from ..validation import check_bool, check_choice, check_fraction, check_int
 from .cases import CaseStore
@@ -51,9 +52,6 @@ from .oracle import Oracle
 from .results import AdversarialSample, CampaignResult, Step
 from .shrinking import can_shrink, shrink
 from .statistics import DiversityAccumulator, MinimalSuite
-
-if TYPE_CHECKING:
-    from ..core.profile import Profile
 
 #: How many adversarial samples a result keeps in memory for reports (listeners see all).
 KEEP_SAMPLES = 64
@@ -133,7 +131,7 @@ class TrackedLike(Protocol):
     preset: str
 
     @property
-    def profile(self) -> "Profile": ...
+    def profile(self) -> Profile: ...
 
     @property
     def seed(self) -> int: ...
@@ -177,7 +175,7 @@ class Campaign:
         mutator: Mutator,
         oracle: Oracle,
         *,
-        profile: "Profile | None" = None,
+        profile: Profile | None = None,
         metrics: Sequence[Any] | None = None,
         targets: Sequence[str] | None = None,
         budget: int | None = 1000,
@@ -197,7 +195,18 @@ class Campaign:
         if isinstance(model, TrackedLike):
             self.tracked: TrackedLike | None = model
             self.rnn = model.rnn
-            profile = profile or model.profile
+            own = model.profile
+            if profile is not None and not (
+                profile is own
+                or (isinstance(profile, Profile) and profile.digest() == own.digest())
+            ):
+                raise InvalidArgument(
+                    f"profile={profile!r} is not the profile tracked model {model.name!r} "
+                    "measures with; a campaign on a tracked model feeds its coverage, so it "
+                    "uses that profile: leave profile out, or run the campaign on the "
+                    "RNNModel (tracked.rnn) with profile=..."
+                )
+            profile = own
             self.name = name or model.name
             default_seed = model.seed
             listeners = [*model.campaign_listeners(), *listeners]
@@ -327,7 +336,8 @@ class Campaign:
     def _evaluate(
         self, cases: Any, seed_index: np.ndarray, phase: str, target: str | None = None
     ) -> "_Batch":
-        chunk = next(self.coverage.stream(self.mutator.encode(cases), whole=True))
+        feeds = None if self.tracked is None else self.tracked.coverage
+        chunk = next(self.coverage.stream(self.mutator.encode(cases), whole=True, feeds=feeds))
         outputs, signals, gained, observation = (
             chunk.outputs,
             chunk.signals,

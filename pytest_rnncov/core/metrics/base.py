@@ -23,6 +23,7 @@ from ..abstractions import (
     Window,
     check_signal,
     from_sums,
+    given_sums,
     step_positive,
     step_total,
     sums_on_host,
@@ -108,23 +109,29 @@ class Signals:
         shared by its signals (BC's h/net and SC's h/delta_net read the same sums). Under
         JAX both sums come to the host in one transfer and the signals are derived there:
         the metrics' few operations on them then cost no device dispatch or synchronisation
-        each (``bench/bench_core.py``)."""
-        states = self.trace.component(component)
+        each (``bench/bench_core.py``). A trace that holds only a component's sums (the
+        forward pass summed it) gives them as they are."""
         check_signal(component, abstraction)
-        if is_jax_array(states) and (component, "total") not in self._sums:
-            total, positive = sums_on_host(states, self.window)
-            self._sums[(component, "total")] = total
-            self._sums[(component, "positive")] = positive
-        total = self._sums.get((component, "total"))
-        if total is None:
-            total = self._sums[(component, "total")] = step_total(states, self.window)
-        positive = None
-        if abstraction in NEEDS_POSITIVE:
-            positive = self._sums.get((component, "positive"))
-            if positive is None:
-                positive = step_positive(states, self.window)
-                self._sums[(component, "positive")] = positive
-        return from_sums(total, positive, abstraction, self.window, int(states.shape[-1]))
+        sums = self._sums
+        if self.trace.step_sums(component) is not None:
+            units = self.trace.sum_units
+            if (component, "total") not in sums:
+                given = given_sums(self.trace, component, self.window)
+                assert given is not None
+                sums[(component, "total")], sums[(component, "positive")] = given
+        else:
+            states = self.trace.component(component)
+            units = int(states.shape[-1])
+            if is_jax_array(states) and (component, "total") not in sums:
+                sums[(component, "total")], sums[(component, "positive")] = sums_on_host(
+                    states, self.window
+                )
+            if (component, "total") not in sums:
+                sums[(component, "total")] = step_total(states, self.window)
+            if abstraction in NEEDS_POSITIVE and (component, "positive") not in sums:
+                sums[(component, "positive")] = step_positive(states, self.window)
+        positive = sums.get((component, "positive"))
+        return from_sums(sums[(component, "total")], positive, abstraction, self.window, units)
 
     def states(self, component: str = "h") -> np.ndarray:
         """(B, |window|, U) values of ``component`` over the window (checked finite)."""
@@ -210,6 +217,9 @@ class Metric:
     name: ClassVar[str]
     #: False for metrics whose fitness is only 1 (uncovered) or 0 (covered).
     graded: ClassVar[bool] = True
+    #: True for metrics that read nothing but signals (``Signals.get``), each derived from
+    #: the per-step sums of a component over units: their traces may hold only those sums.
+    reads_sums_only: ClassVar[bool] = False
     state_: MetricState
     best_input_: np.ndarray
 

@@ -29,6 +29,7 @@ class _StepMetric(Metric):
 
     component: str | None
     abstraction: str | None
+    reads_sums_only = True
 
     def _default_signal(self, cell: str) -> tuple[str, str]:
         raise NotImplementedError

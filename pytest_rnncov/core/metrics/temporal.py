@@ -31,6 +31,7 @@ class TC(Metric):
     """Temporal coverage: every SAX word of length ``w`` over ``a`` symbols."""
 
     name = "TC"
+    reads_sums_only = True
 
     def __init__(
         self, component: str = "h", abstraction: str = "net", w: int = 5, a: int = 3
