@@ -118,6 +118,12 @@ def test_a_trace_of_sums_is_a_trace():
             "batch and steps",
         ),
         (lambda: Trace({}, sums={"q": np.zeros((1, 3, 2))}, sum_units=2), "'q'"),
+        (lambda: Trace({}, sums=5, sum_units=2), "sums=5"),
+        (lambda: concat_traces([summed_trace(sum_units=2), make_trace(h=H)]), "cannot join"),
+        (
+            lambda: concat_traces([summed_trace(sum_units=2), summed_trace(sum_units=3)]),
+            "cannot join",
+        ),
     ],
 )
 def test_bad_sums_are_refused(make, message):
@@ -196,3 +202,10 @@ def test_host_step_sums_in_parts_equal_the_plain_sums(rows, monkeypatch):
         np.sum(np.clip(plain, 0, None), axis=-1, dtype=np.float64),
     )
     assert abstractions.step_positive(values, window)[0, 3] == 0
+
+
+def test_a_profile_is_not_fitted_on_sums():
+    from pytest_rnncov import Profile
+
+    with pytest.raises(InvalidArgument, match="fitted on states"):
+        Profile().fit_traces([summed_trace(sum_units=2)], layer="l", fingerprint="f")

@@ -244,29 +244,52 @@ def test_pairwise_two_sum_keeps_what_float32_rounds_away(keras):
     assert np.float64(high[0]) + np.float64(low[0]) == 3.5
 
 
-@pytest.mark.parametrize("case", ["sequences", "masked", "bidirectional", "recompute", "neurons"])
+@pytest.mark.parametrize(
+    "case",
+    ["sequences", "masked", "bidirectional", "recompute", "neurons", "float64", "subclass"],
+)
 def test_keras_states_where_the_pass_cannot_sum(keras, seq_inputs, token_inputs, case):
     """h's states come back (and the host sums them) where the pass cannot give the sums:
-    the sequence goes on, masked steps, a Bidirectional half, the reference kernel, or a
-    metric that reads single units."""
+    the sequence goes on, masked steps, a Bidirectional half, the reference kernel, a
+    metric that reads single units, a layer computing in another dtype (the tap's RNN
+    would start from float32 states) or a subclass with its own ``call`` (the tap runs
+    the cell, not the layer); the outputs are the model's, the coverage the reference
+    path's."""
     keras.utils.set_random_seed(6)
     x, metrics = seq_inputs, signal_metrics()
     head = [keras.Input((7, 3))]
     if case == "masked":
         x = token_inputs
         head = [keras.Input((8,), dtype="int32"), keras.layers.Embedding(30, 3, mask_zero=True)]
-    layer = keras.layers.LSTM(5, return_sequences=case == "sequences", name="traced")
+    dtype = {"dtype": "float64"} if case == "float64" else {}
+    kind = keras.layers.LSTM
+    if case == "subclass":
+
+        class Doubling(keras.layers.LSTM):
+            def call(self, sequences, initial_state=None, mask=None, training=False):
+                return super().call(2 * sequences, initial_state, mask, training)
+
+        kind = Doubling
+    layer = kind(5, return_sequences=case == "sequences", name="traced", **dtype)
     if case == "bidirectional":
         layer = keras.layers.Bidirectional(keras.layers.LSTM(5), name="traced")
     model = keras.Sequential([*head, layer, keras.layers.Flatten(), keras.layers.Dense(2)])
     rnn = RNNModel(model, "traced", recompute=case == "recompute")
     if case == "neurons":
         metrics = (*metrics, "NC")
-    coverage = Coverage(rnn, Profile(window=(1, 5)).fit(rnn, x), metrics)
+    profile = Profile(window=(1, 5)).fit(rnn, x)
+    coverage = Coverage(rnn, profile, metrics)
     summed = coverage.sums_only_ and rnn.gives_sums(coverage.components_)
     assert not summed
     (chunk,) = coverage.stream(x)
     assert not chunk.trace.sums and "h" in chunk.trace.components
+    np.testing.assert_allclose(chunk.outputs, model.predict_on_batch(x), atol=1e-5)
+    if case == "subclass":  # the reference kernel recomputes the cell, not the layer's call
+        return
+    reference = Coverage(RNNModel(model, "traced", recompute=True), profile, metrics)
+    reference.update(x)
+    for name in coverage.metrics:
+        np.testing.assert_array_equal(coverage[name].covered_, reference[name].covered_)
 
 
 def test_summed_batches_are_sized_by_what_the_framework_holds(keras, seq_inputs):
@@ -573,3 +596,29 @@ def test_the_kernels_refuse_inputs_without_steps_or_rows(shape):
         cell.forward(x)
     with pytest.raises(InvalidArgument, match="at least one input and one step"):
         cell.from_states(x, np.zeros(shape, np.float32))
+
+
+@pytest.mark.parametrize("until", [0, -2, 1.5, True])
+def test_summed_traces_refuse_an_until_that_is_no_number_of_steps(keras, seq_inputs, until):
+    model = keras.Sequential(
+        [keras.Input((7, 3)), keras.layers.GRU(5, name="traced"), keras.layers.Dense(2)]
+    )
+    rnn = RNNModel(model)
+    assert rnn.gives_sums(("h",))
+    with pytest.raises(InvalidArgument, match=rf"until={until!r}"):
+        next(rnn.iter_traces(seq_inputs, until=until, components=("h",), summed=True))
+
+
+def test_a_stream_feeds_only_a_coverage_of_the_same_profile(keras, seq_inputs):
+    model = keras.Sequential(
+        [keras.Input((7, 3)), keras.layers.GRU(5, name="traced"), keras.layers.Dense(2)]
+    )
+    rnn = RNNModel(model)
+    profile = Profile(window=(1, 5)).fit(rnn, seq_inputs)
+    other = Profile(window=(0, 6)).fit(rnn, seq_inputs)
+    coverage = Coverage(rnn, profile)
+    for feeds in (5, Coverage(rnn, other)):
+        with pytest.raises(InvalidArgument, match="same profile"):
+            next(coverage.stream(seq_inputs, feeds=feeds))
+    (chunk,) = coverage.stream(seq_inputs, feeds=Coverage(rnn, profile, ("NC",)))
+    assert "h" in chunk.trace.components  # NC reads single units: states, not sums

@@ -339,6 +339,8 @@ class Adapter:
         ``components`` keeps only those (None: all); ``summed`` (where ``gives_sums``)
         keeps only their per-step sums over units (``Trace.step_sums``)."""
         if summed and self.gives_sums(components):
+            if until is not None:
+                check_int("until", until, minimum=1)
             names = select_components(self.cell.kind, components)
             yield from self._summed_traces(x, outputs, until, names)
             return

@@ -100,11 +100,13 @@ def _cell_tap_base(layer: Any, cell_class: Any) -> Any:
     class CellTap(_tap_base(layer)):  # type: ignore[misc]
         def __init__(self, **kwargs: Any) -> None:
             super().__init__(**kwargs)
+            policy = layer.dtype_policy  # the layer's own dtypes (states start in them)
             self.rnn = keras.layers.RNN(
-                cell_class(),
+                cell_class(dtype=policy),
                 return_sequences=True,
                 return_state=True,
                 go_backwards=layer.go_backwards,
+                dtype=policy,
             )
 
         def build(self, sequences_shape: Any) -> None:
@@ -363,9 +365,12 @@ class KerasModel(Adapter):
         self.reads_states = self.framework == "keras" and not self.recompute
         self.id_range = self._embedding_range()
         backend = self._backend()
+        #: whether the model runs on a GPU or TPU (where Keras may run the layer through a
+        #: fused kernel, e.g. cuDNN, that a Keras RNN of its cell would not reproduce)
+        self._accelerated = _accelerator(backend)
         self.trace_on = self._pick_trace_on(
             trace_on,
-            _accelerator(backend),
+            self._accelerated,
             backend in ("jax", "torch") and self.cell.on_device,
             f"the {backend} backend's arrays have no array-API kernel here"
             if backend not in ("jax", "torch")
@@ -583,16 +588,24 @@ class KerasModel(Adapter):
         return tuple(c for c in components if c != "h")
 
     def gives_sums(self, components: tuple[str, ...] | None) -> bool:
-        """On the host, a Keras 3 layer that the model calls directly, unmasked, and whose
-        last state alone goes on (no ``return_sequences``) gives the per-step sums of
+        """A Keras 3 layer of Keras' own classes (an LSTM, GRU, SimpleRNN or RNN of their
+        cells, in float32), which the model calls directly, unmasked, on the CPU, and whose
+        last state alone goes on (no ``return_sequences``), gives the per-step sums of
         ``h`` and, for an LSTM or GRU, of its gates and cell state from the forward pass
-        (``_sums_tap``): no (B, T, U) array of states is written."""
+        (``_sums_tap``): no (B, T, U) array of states is written. The tap runs the
+        layer's cell, not the layer's ``call``: a subclass's own ``call`` keeps states."""
+        layer = self.layer
+        policy = getattr(layer, "dtype_policy", None)
         return (
             components is not None
             and self.reads_states
             and self.trace_on == "numpy"
-            and self.wrapper is self.layer
-            and not self.layer.return_sequences
+            and not self._accelerated
+            and self.wrapper is layer
+            and type(layer).__module__.startswith("keras.")
+            and str(getattr(policy, "compute_dtype", "")) == "float32"
+            and str(getattr(policy, "variable_dtype", "")) == "float32"
+            and not layer.return_sequences
             and not self._has_mask
             and set(components) <= {"h", *self.gives(components)}
         )
@@ -815,4 +828,6 @@ def _accelerator(backend: str) -> bool:
         import torch
 
         return bool(torch.cuda.is_available())
-    return False
+    import tensorflow as tf
+
+    return bool(tf.config.list_physical_devices("GPU"))

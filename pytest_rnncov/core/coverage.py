@@ -189,6 +189,13 @@ class Coverage:
         x = self.model.check_input(x)
         until, components = (None, None) if full_trace else (self.until, self.components_)
         summed = self.sums_only_
+        if feeds is not None and (
+            not isinstance(feeds, Coverage) or feeds.profile_digest_ != self.profile_digest_
+        ):
+            raise InvalidArgument(
+                f"feeds={feeds!r}; pass a Coverage of this model measured against the same "
+                "profile (the chunks' signals are over this profile's window)"
+            )
         if feeds is not None and not full_trace:
             until = max(self.until, feeds.until)
             components = _union(components, feeds.components_)

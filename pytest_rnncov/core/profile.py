@@ -134,6 +134,12 @@ class Profile:
             raise InvalidArgument(
                 f"traces holds {wrong[0]}, not Trace; pass the results of model.trace(batch)"
             )
+        if any(t.sums for t in kept):
+            raise InvalidArgument(
+                "traces holds a trace of per-step sums only (a coverage stream's, for metrics "
+                "that read nothing else); a profile is fitted on states: pass the results of "
+                "model.trace(batch)"
+            )
         return self._fit(lambda: iter(kept), layer=layer, fingerprint=fingerprint)
 
     def _fit(

@@ -100,6 +100,10 @@ class Trace:
         sum_units: int = 0,
     ) -> None:
         names = cell_components(cell)
+        if sums is not None and not isinstance(sums, Mapping):
+            raise InvalidArgument(
+                f"sums={sums!r}; give a mapping of component names to (batch, steps, 2) sums"
+            )
         sums = dict(sums or {})
         given = [*components, *sums]
         if not given or not set(given) <= set(names) or len(set(given)) < len(given):
@@ -239,6 +243,17 @@ def concat_traces(parts: list[Trace]) -> Trace:
     if len(parts) == 1:
         return parts[0]
     first = parts[0]
+    for part in parts[1:]:
+        if (tuple(part.components), tuple(part.sums), part.sum_units, part.cell) != (
+            tuple(first.components),
+            tuple(first.sums),
+            first.sum_units,
+            first.cell,
+        ):
+            raise InvalidArgument(
+                f"cannot join {part!r} to {first!r}: traces joined must hold the same "
+                "components, the same way (states or per-step sums), of the same cell"
+            )
     xp = array_namespace(next(iter((first.components or first.sums).values())))
     arrays = {n: xp.concat([p.components[n] for p in parts]) for n in first.components}
     sums = {n: np.concatenate([p.sums[n] for p in parts]) for n in first.sums}
