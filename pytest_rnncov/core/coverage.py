@@ -196,8 +196,7 @@ class Coverage:
                 f"feeds={feeds!r}; pass a Coverage of this model measured against the same "
                 "profile (the chunks' signals are over this profile's window)"
             )
-        if feeds is not None and not full_trace:
-            until = max(self.until, feeds.until)
+        if feeds is not None and not full_trace:  # same profile: the same window and until
             components = _union(components, feeds.components_)
             summed = summed and feeds.sums_only_
         parts: Iterable[tuple[np.ndarray | None, Trace]]

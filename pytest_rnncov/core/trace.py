@@ -7,6 +7,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..errors import InvalidArgument
+from ..validation import check_int
 from .arrays import array_namespace, is_host, to_host
 
 #: The components each cell type records, in trace order.
@@ -292,10 +293,7 @@ def _sums(name: str, value: Any, units: int) -> np.ndarray:
             f"{array.dtype}; give (batch, steps, 2) float64 sums (over units, of the positive "
             "parts)"
         )
-    if isinstance(units, bool) or not isinstance(units, (int, np.integer)) or units < 1:
-        raise InvalidArgument(
-            f"sum_units={units!r}; give the number of units the sums of {name!r} are over"
-        )
+    check_int("sum_units", units, minimum=1)
     return array
 
 
