@@ -10,7 +10,8 @@ part's seconds and share of the campaign:
   mutation        mutator.mutate
   distances       mutator.distance (the oracle's radius)
   oracle          the oracle's decisions and failure fitness
-  rest            scheduling, GA selection, the test-suite statistics, shrinking's own work
+  statistics      the test-suite statistics (diversity, the minimal suite)
+  rest            scheduling, GA selection, shrinking's own work
 
 Beside it: the model's own predictions per second at a batch of 1,000 (the speed column's
 reference), and the model alone called on batches of the sizes the campaign called it with
@@ -18,11 +19,16 @@ reference), and the model alone called on batches of the sizes the campaign call
 
 OpenMP reads ``OMP_WAIT_POLICY`` when PyTorch loads, so ``--policies default,PASSIVE`` runs
 the measurement in fresh processes, alternating the policies (``default``: the variable
-unset), ``--rounds`` times each, and prints every run and each policy's median speed.
+unset, PyTorch loaded before the generation table would set it), ``--rounds`` times each,
+with ``OPENBLAS_THREAD_TIMEOUT=4`` unless set, and prints every run and each policy's
+median speed.
 
     NLTK_DATA=../shared/data/nltk_data python bench/bench_campaign_parts.py
         [--example vowels|mnist|sentiment|molecules] [--seed 0]
-        [--policies default,PASSIVE --rounds 3]
+        [--policies default,PASSIVE --rounds 3] [--busy]
+
+``--busy`` runs a process that keeps one core busy during the measurement (a CI machine
+running other jobs, or pytest-xdist's other worker).
 """
 
 from __future__ import annotations
@@ -40,11 +46,18 @@ from typing import Any, Callable
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+#: set by ``--policies`` for a run with OpenMP's own wait policy
+UNSET_POLICY = "RNNCOV_BENCH_OMP_DEFAULT"
+if os.environ.get(UNSET_POLICY):
+    # PyTorch reads OMP_WAIT_POLICY when it loads: loaded here with it unset, it keeps
+    # OpenMP's default (the generation table sets PASSIVE only for a PyTorch not yet loaded)
+    import torch  # noqa: F401
 
 import generation_table  # noqa: E402
 import numpy as np  # noqa: E402
 
 from pytest_rnncov import Coverage, Oracle, Profile  # noqa: E402
+from pytest_rnncov.generation import statistics as suite_statistics  # noqa: E402
 
 
 class Timers:
@@ -96,9 +109,15 @@ def compare(args: argparse.Namespace) -> None:
     for _ in range(args.rounds):
         for policy in args.policies.split(","):
             env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
-            if policy != "default":
+            # numpy loads with PyTorch in a default run: OpenBLAS's setting alike in both
+            env.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+            if policy == "default":
+                env[UNSET_POLICY] = "1"
+            else:
                 env["OMP_WAIT_POLICY"] = policy
             command = [sys.executable, __file__, "--example", args.example]
+            if args.busy:
+                command.append("--busy")
             out = subprocess.run(
                 [*command, "--seed", str(args.seed)], env=env, capture_output=True, text=True
             ).stdout
@@ -121,10 +140,27 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--policies", default=None)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--busy", action="store_true")
     args = parser.parse_args()
     if args.policies:
         compare(args)
         return
+    busy = None
+    if args.busy:
+        busy = subprocess.Popen([sys.executable, "-c", "while True:\n    sum(range(10**6))"])
+    try:
+        measure(args)
+    finally:
+        if busy is not None:
+            busy.kill()
+
+
+def measure(args: argparse.Namespace) -> None:
+    """One campaign with its parts timed, and the model alone on the same batch sizes."""
+    print(
+        f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '(unset)')}, "
+        f"OPENBLAS_THREAD_TIMEOUT={os.environ.get('OPENBLAS_THREAD_TIMEOUT', '(unset)')}"
+    )
     rnn, seeds, mutator, oracle, budget, _ = generation_table.example(args.example)
     profile = Profile.load(
         generation_table.ROOT / "examples" / args.example / "artifacts" / "profile.json"
@@ -140,6 +176,8 @@ def main() -> None:
     timers.wrap(mutator, "distance", "distances")
     for name in ("fails", "failure_fitness"):
         timers.wrap(Oracle, name, "oracle")
+    timers.wrap(suite_statistics.DiversityAccumulator, "add", "statistics")
+    timers.wrap(suite_statistics.MinimalSuite, "add", "statistics")
     campaign = generation_table.table_campaign(
         rnn, seeds, mutator, oracle, profile, budget, args.seed
     )

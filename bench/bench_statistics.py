@@ -5,7 +5,12 @@ cases. The statistics (the incremental minimal suite and the diversity accumulat
 timed by wrapping their ``add``/``members``/``mean`` methods; the share they take of the
 campaign's wall time is printed, with the per-metric update cost of the same run.
 
-    python bench/bench_statistics.py [--budget 10000]
+The statistics (the incremental minimal suite and the diversity accumulator) are
+printed apart. ``--tree`` runs another checkout of this project (an older commit in a
+``git worktree``), with its package and the MNIST example's artifacts, so two versions are
+measured side by side: run it once per tree, alternating.
+
+    python bench/bench_statistics.py [--budget 10000] [--tree PATH]
 """
 
 from __future__ import annotations
@@ -18,14 +23,6 @@ from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-import numpy as np  # noqa: E402
-
-from pytest_rnncov import Campaign, GAConfig, GaussianMutator, Oracle, Profile, RNNModel, load_model  # noqa: E402
-from pytest_rnncov.core.metrics import METRICS  # noqa: E402
-from pytest_rnncov.core.names import METRIC_NAMES  # noqa: E402
-from pytest_rnncov.generation import statistics  # noqa: E402
 
 SPENT: dict[str, float] = {}
 
@@ -48,19 +45,39 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--budget", type=int, default=10_000)
+    parser.add_argument("--tree", default=str(ROOT))
     args = parser.parse_args()
+    tree = Path(args.tree).resolve()
+    sys.path.insert(0, str(tree))
+    import numpy as np
+
+    import pytest_rnncov
     from examples.mnist import data, train
+    from pytest_rnncov import (
+        Campaign,
+        GAConfig,
+        GaussianMutator,
+        Oracle,
+        Profile,
+        RNNModel,
+        load_model,
+    )
+    from pytest_rnncov.core.metrics import METRICS
+    from pytest_rnncov.core.names import METRIC_NAMES
+    from pytest_rnncov.generation import statistics
+
+    assert Path(pytest_rnncov.__file__).resolve().is_relative_to(tree), pytest_rnncov.__file__
 
     (x_train, _), _ = data.split()
     rnn = RNNModel(load_model(train.ARTIFACTS / "model.keras"), train.LAYER)
     profile = Profile.load(train.ARTIFACTS / "profile.json")
     seeds = x_train[np.random.default_rng(0).choice(len(x_train), 200, replace=False)]
-    for owner, names in (
-        (statistics.MinimalSuite, ("add", "members")),
-        (statistics.DiversityAccumulator, ("add", "per_seed", "mean")),
+    for owner, names, label in (
+        (statistics.MinimalSuite, ("add", "members"), "statistics: suite"),
+        (statistics.DiversityAccumulator, ("add", "per_seed", "mean"), "statistics: diversity"),
     ):
         for name in names:
-            timed(owner, name, "statistics")
+            timed(owner, name, label)
     originals = {name: cls.evaluate for name, cls in METRICS.items()}  # before any wrapping
     for name, cls in METRICS.items():
         timed(cls, "evaluate", f"update {name}", originals[name])
@@ -80,7 +97,7 @@ def main() -> None:
     result = campaign.run()
     total = time.perf_counter() - start
     print(
-        f"all-metrics campaign: {result.test_cases} test cases in {total:.1f} s "
+        f"{tree.name}: all-metrics campaign: {result.test_cases} test cases in {total:.1f} s "
         f"({result.test_cases / total:.0f}/s), minimal suite {len(result.minimal_suite)} cases"
     )
     for label, seconds in sorted(SPENT.items(), key=lambda kv: -kv[1]):

@@ -5,7 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pytest_rnncov.generation.statistics import MinimalSuite, angular_diversity, minimal_suite
+from pytest_rnncov.generation.statistics import (
+    DiversityAccumulator,
+    MinimalSuite,
+    angular_diversity,
+    minimal_suite,
+)
 
 
 def test_angular_diversity_by_hand():
@@ -16,6 +21,29 @@ def test_angular_diversity_by_hand():
     assert angular_diversity(np.array([[1.0, 1], [3.0, 3]]), seed) == pytest.approx(-1)
     # orthogonal pair: [[1,0],[0,1]] sums to 2 -> -2/4
     assert angular_diversity(np.array([[1.0, 0], [0, 5.0]]), seed) == -0.5
+
+
+def test_diversity_per_seed_over_batches_is_the_double_sum_of_cosines():
+    """Batches that mix seeds in any order, with unmoved cases, give per seed what the
+    definition gives on all of that seed's moved cases at once."""
+    rng = np.random.default_rng(3)
+    seeds = rng.normal(size=(4, 2, 3))
+    acc = DiversityAccumulator(4)
+    everything: list[tuple[int, np.ndarray]] = []
+    for size in (7, 1, 12):
+        owners = rng.integers(0, 3, size)  # seed 3 never gets a case
+        cases = seeds[owners] + rng.normal(size=(size, 2, 3))
+        cases[0] = seeds[owners[0]]  # unmoved: no direction, left out
+        acc.add(cases, seeds[owners], owners)
+        everything += list(zip(owners[1:].tolist(), cases[1:]))
+    for seed in range(3):
+        d = np.array([(c - seeds[seed]).ravel() for s, c in everything if s == seed])
+        unit = d / np.linalg.norm(d, axis=1, keepdims=True)
+        expected = -(unit @ unit.T).sum() / len(d) ** 2
+        assert acc.per_seed()[seed] == pytest.approx(expected, rel=1e-12)
+    assert acc.counts[3] == 0 and len(acc.per_seed()) == 3
+    acc.add(seeds[:2], seeds[:2], np.array([0, 1]))  # nothing moved: nothing changes
+    assert acc.counts.tolist()[:3] == [sum(s == k for s, _ in everything) for k in range(3)]
 
 
 def test_minimal_suite_keeps_every_covered_condition_and_is_irredundant():

@@ -7,9 +7,10 @@ one batched matmul after the pass), a campaign alternates many small model calls
 and a test session may alternate PyTorch with TensorFlow: on a small machine the spinning
 threads take the cores the next call needs. Measured on 2 cores:
 
-- ``OMP_WAIT_POLICY=PASSIVE``: the vowels example's campaign took 0.90 s instead of 1.74 s
-  (``bench/bench_campaign_parts.py --policies default,PASSIVE``), PyTorch beside a busy
-  TensorFlow 250 ms instead of 402 (``bench/bench_threads.py``);
+- ``OMP_WAIT_POLICY=PASSIVE``: with one core kept busy, the vowels example's campaign took
+  0.47 s instead of 1.29 s; on a quiet machine 0.68 s instead of 0.43 s (``bench/
+  bench_campaign_parts.py --policies default,PASSIVE [--busy]``): the best worst case.
+  PyTorch beside a busy TensorFlow 250 ms instead of 402 (``bench/bench_threads.py``);
 - ``OPENBLAS_THREAD_TIMEOUT=4`` (OpenBLAS threads spin 2**4 cycles, not 2**28, before
   they sleep): a PyTorch LSTM's tracked predict with the paper preset, 10,000 inputs,
   1.50 and 1.50 -> 1.25 and 1.30 of the model's own call (``bench/bench_core.py``; the

@@ -35,14 +35,18 @@ class DiversityAccumulator:
             seeds, np.float64
         ).reshape(len(seeds), -1)
         norms = np.linalg.norm(d, axis=1)
-        moved = norms > 0
         if self.sums is None:
             self.sums = np.zeros((self.n_seeds, d.shape[1]))
-        seeds_moved, inverse = np.unique(seed_index[moved], return_inverse=True)
-        grouped = np.zeros((len(seeds_moved), int(moved.sum())))  # one-hot: case -> its seed
-        grouped[inverse, np.arange(len(inverse))] = 1.0
-        self.sums[seeds_moved] += grouped @ (d[moved] / norms[moved, None])
-        self.counts += np.bincount(seed_index[moved], minlength=self.n_seeds)
+        moved = np.flatnonzero(norms > 0)
+        if len(moved) == 0:
+            return
+        # the moved cases grouped by seed, each group's unit directions summed in one pass
+        moved = moved[np.argsort(seed_index[moved], kind="stable")]
+        owners = seed_index[moved]
+        starts = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]])
+        units = d[moved] / norms[moved, None]
+        self.sums[owners[starts]] += np.add.reduceat(units, starts, axis=0)
+        self.counts += np.bincount(owners, minlength=self.n_seeds)
 
     def per_seed(self, minimum: int = 1) -> np.ndarray:
         """Diversity of every seed with at least ``minimum`` moved cases."""
