@@ -144,7 +144,7 @@ def test_idle_threads_of_a_library_already_loaded_are_left_alone(pytester, monke
     )
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
-        ["*seed 0, OMP_WAIT_POLICY=PASSIVE (set by pytest-rnncov; set to choose)"]
+        ["*seed 0, OMP_WAIT_POLICY=PASSIVE (set by pytest-rnncov; your own values win)"]
     )
 
 

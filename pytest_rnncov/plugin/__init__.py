@@ -142,7 +142,7 @@ class RNNCovPlugin:
             return None  # installed but not asked for: print nothing
         bars = self.settings.bars
         made = config.stash.get(THREADS_SET, ())
-        threads = f", {', '.join(made)} (set by pytest-rnncov; set to choose)" if made else ""
+        threads = f", {', '.join(made)} (set by pytest-rnncov; your own values win)" if made else ""
         return (
             f"rnncov: gate {'off' if bars is None else bars.describe()}, seed "
             f"{self.settings.seed}{threads}"
