@@ -177,6 +177,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             "report": _report,
             "compare": _compare,
         }[args.command]
+        if getattr(args, "rnn_metrics", None) is not None:
+            from .config.values import parse_metrics
+
+            parse_metrics(args.rnn_metrics)  # refused before any file is read or written
         return handler(args)
     except RNNCovError as exc:
         print(f"python -m pytest_rnncov {args.command}: error: {exc}", file=sys.stderr)
@@ -471,7 +475,7 @@ def _verdict(args: argparse.Namespace, data: Any) -> Any:
     from .core.names import DEFAULT_METRICS
     from .reporting.results import evaluate
 
-    gate = parse_metrics(args.rnn_metrics) if args.rnn_metrics else DEFAULT_METRICS
+    gate = DEFAULT_METRICS if args.rnn_metrics is None else parse_metrics(args.rnn_metrics)
     bars = None if args.rnn_coverage is None else Bars.parse(",".join(args.rnn_coverage), gate)
     return evaluate(data, bars)
 
@@ -511,7 +515,8 @@ def _combine(args: argparse.Namespace) -> int:
     if failed is not None:
         print(f"error: {failed}", file=sys.stderr)
     elif out is not None:
-        note = f"combined data of {len(args.data)} runs written to {out.path}"
+        runs = f"{len(args.data)} run{'s' if len(args.data) != 1 else ''}"
+        note = f"combined data of {runs} written to {out.path}"
         if args.format == "markdown":
             print(note, file=sys.stderr)
         else:

@@ -373,7 +373,8 @@ def read_envelope(
     """Check that ``data`` is a file of ``kind`` (a key of KINDS) in one of ``versions``
     (an integer, not ``true`` or ``2.0``); returns its fields and version."""
     if not isinstance(data, dict) or data.get("format") != kind:
-        raise error(f"{where} is not a pytest-rnncov {KINDS[kind]} file")
+        noun = KINDS[kind] if KINDS[kind].endswith("file") else f"{KINDS[kind]} file"
+        raise error(f"{where} is not a pytest-rnncov {noun}")
     version = data.get("version")
     if type(version) is not int or version not in versions:
         reads = (

@@ -13,6 +13,7 @@ from pytest_rnncov import (
     SC,
     Campaign,
     Coverage,
+    DataFileError,
     GAConfig,
     GaussianMutator,
     InvalidArgument,
@@ -24,6 +25,7 @@ from pytest_rnncov import (
     RNNModel,
     SampleWriter,
 )
+from pytest_rnncov.reporting.samples import MARKER
 
 STEPS, FEATURES = 5, 64
 
@@ -104,6 +106,34 @@ def test_same_seed_same_suite(ramp):
     assert not np.array_equal(a.cases(), c.cases())
 
 
+def test_a_sample_folder_is_reused_only_where_a_campaign_wrote(tmp_path):
+    """SampleWriter replaces files only in a folder an earlier campaign wrote: its summary,
+    or its marker when it was killed before the summary; a user's files stay."""
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "summary.json").write_text('{"mine": true}')
+    with pytest.raises(DataFileError, match="would replace a file pytest-rnncov did not write"):
+        SampleWriter(foreign)
+    assert (foreign / "summary.json").read_text() == '{"mine": true}'
+    loose = tmp_path / "loose"
+    loose.mkdir()
+    (loose / "adversarial.npz").write_bytes(b"user data")
+    with pytest.raises(DataFileError, match="'adversarial.npz' but no summary.json"):
+        SampleWriter(loose)
+    killed = tmp_path / "killed"
+    killed.mkdir()
+    (killed / MARKER).write_text("written by pytest-rnncov: campaign samples\n")
+    (killed / "adv_00001_seed0_0to1.png").write_bytes(b"png")
+    SampleWriter(killed)
+    earlier = tmp_path / "earlier"
+    earlier.mkdir()
+    (earlier / "summary.json").write_text('{"format": "pytest-rnncov-campaign"}')
+    (earlier / "adversarial.npz").write_bytes(b"old")
+    SampleWriter(earlier)
+    SampleWriter(tmp_path / "new")  # created only when a sample comes
+    assert not (tmp_path / "new").exists()
+
+
 def test_statistics_and_saved_samples(stacked_model, seq_inputs, tmp_path):
     rnn = RNNModel(stacked_model, "lstm_b")
     profile = Profile().fit(rnn, seq_inputs)
@@ -121,6 +151,7 @@ def test_statistics_and_saved_samples(stacked_model, seq_inputs, tmp_path):
     result = campaign.run()
     assert result.test_cases == 250
     assert result.adversarial > 0  # big noise flips the untrained model's class
+    assert (tmp_path / "adv" / MARKER).is_file()  # marked from the first sample on
     ids = np.array(result.adversarial_ids)
     seeds_of = campaign.seed_indices()[ids]
     assert result.unique == len(set(seeds_of.tolist()))

@@ -713,3 +713,12 @@ def test_samples_folder_keeps_every_campaigns_samples_for_ci(pytester):
     bad = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--rnn-samples=conftest.py")
     assert bad.ret == 4
     bad.stderr.fnmatch_lines(["*--rnn-samples*conftest.py*is not a directory*"])
+    empty = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--rnn-samples=")
+    assert empty.ret == 4  # not the ini's folder, and not silently nothing
+    empty.stderr.fnmatch_lines(["*--rnn-samples=''*give a folder*"])
+    clash = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--rnn-samples=out", "--rnn-data=out/tiny"
+    )
+    assert clash.ret == 4  # before any test ran, not "another process wrote that file"
+    clash.stderr.fnmatch_lines(["*--rnn-samples*would collide with --rnn-data*"])
+    assert not (pytester.path / "out").exists()

@@ -54,7 +54,8 @@ def _int_list(
     if length is not None and len(array) != length:
         raise fields.fail(f"{key!r} has {len(array)} entries, expected {length}")
     if len(array) and (array.min() < low or (high is not None and array.max() >= high)):
-        raise fields.fail(f"{key!r} holds values outside [{low}, {high})")
+        bound = f"[{low}, {high})" if high is not None else f">= {low}"
+        raise fields.fail(f"{key!r} holds values outside {bound}")
     return array
 
 

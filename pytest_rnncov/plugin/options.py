@@ -281,7 +281,9 @@ def read_settings(config: pytest.Config) -> Settings:
             f"ini option rnn_context = {context!r}: the one context is test (rnn_context = test)"
         )
 
-    samples = config.getoption("rnn_samples") or _ini(config, "rnn_samples")
+    samples = config.getoption("rnn_samples")
+    if samples is None:
+        samples = _ini(config, "rnn_samples")
     if samples is not None:
         if not isinstance(samples, str) or not samples.strip():
             raise pytest.UsageError(
@@ -378,6 +380,7 @@ def check_outputs(settings: Settings) -> SessionOutputs:
         and settings.save is None
         and settings.compare is None
         and all(dest is None for _, dest in settings.reports)
+        and settings.samples is None
     ):
         return SessionOutputs()  # nothing to write: an unused plugin imports nothing more
     from ..config.paths import check_distinct
@@ -395,6 +398,8 @@ def check_outputs(settings: Settings) -> SessionOutputs:
         ratchet = settings.ratchet
         if settings.save is not None and not ratchet:
             outputs.append(("--rnn-save", settings.save))
+        if settings.samples is not None:  # a folder: no other output may lie inside it
+            outputs.append(("--rnn-samples", settings.samples))
         check_distinct(outputs, inputs)
         reports = tuple(
             (kind, report_output(kind, dest, f"--rnn-report={kind}:"))

@@ -14,13 +14,15 @@ import numpy as np
 
 from ..config.paths import check_output_dir
 from ..errors import DataFileError
-from ..files import write_atomic
+from ..files import check_replaceable, write_atomic
 from ..generation.campaign import Campaign
 from ..generation.results import AdversarialSample, CampaignResult
 from .images import png_bytes, side_by_side
 
 #: How many adversarial samples a report's gallery shows per campaign.
 GALLERY = 8
+#: The file that marks a folder as a campaign's output from its first sample on
+MARKER = ".pytest-rnncov-samples"
 
 
 def gallery_entries(
@@ -62,8 +64,30 @@ class SampleWriter:
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.directory = check_output_dir(Path(directory), "campaign output folder")
+        self._check_replaceable()
         self._samples: list[AdversarialSample] = []
         self._names: list[str | None] = []
+
+    def _check_replaceable(self) -> None:
+        """Refuse a folder holding files of the names this writer uses that no earlier
+        campaign wrote (one did when its ``summary.json`` or, for a campaign that was
+        killed before it finished, its MARKER is there): they would be replaced."""
+        summary = self.directory / "summary.json"
+        check_replaceable(summary, "pytest-rnncov-campaign", "campaign summary")
+        if summary.exists() or (self.directory / MARKER).exists():
+            return
+        if not self.directory.is_dir():
+            return
+        for path in sorted(self.directory.iterdir()):
+            name = path.name
+            if name in ("adversarial.npz", "adversarial.txt") or (
+                name.startswith("adv_") and name.endswith(".png")
+            ):
+                raise DataFileError(
+                    f"campaign output folder {str(self.directory)!r} holds {name!r} but no "
+                    "summary.json of an earlier campaign: writing there would replace a file "
+                    "pytest-rnncov did not write; give another folder, or move the file away"
+                )
 
     @property
     def count(self) -> int:
@@ -74,6 +98,9 @@ class SampleWriter:
             self.directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise DataFileError(f"cannot create {str(self.directory)!r}: {exc.strerror}") from None
+        marker = self.directory / MARKER
+        if not marker.exists():
+            write_atomic(marker, "written by pytest-rnncov: campaign samples\n", "the marker")
         return self.directory
 
     def _image(self, campaign: Campaign, index: int, sample: AdversarialSample) -> str | None:
