@@ -291,18 +291,22 @@ def _profile_fit(args: argparse.Namespace) -> int:
 
     sleeping_idle_threads()  # before numpy (OpenBLAS) and the model's framework load
     from .adapters.model import RNNModel
-    from .config.paths import check_distinct
+    from .config.paths import check_distinct, check_output_file
     from .config.tf_notices import quiet_tensorflow_import
     from .core.profile import Profile
     from .errors import InvalidArgument, ProfileError
     from .files import Output, as_output_path, as_path
 
-    target = as_output_path(args.out, "--out")
+    target = check_output_file(as_output_path(args.out, "--out"), "--out")
     model = (
         ("the model", Path(args.model))
         if args.weights is None
         else ("--weights", as_path(args.weights, "--weights"))
     )
+    if args.weights is not None and model[1].is_dir():
+        raise InvalidArgument(
+            f"--weights {str(model[1])!r} is a directory; give the state_dict file (torch.save)"
+        )
     check_distinct([("--out", target)], [model, ("--x-train", Path(args.x_train))])
     out = Output(target, "pytest-rnncov-profile", "--out", ProfileError)
     if args.x_train_key is not None and not args.x_train.endswith(".npz"):
@@ -407,7 +411,7 @@ def _outputs(
     """The requested reports and ``--out`` as Outputs, after checking that no output
     replaces an input, another output, or a file that is not an earlier output of its kind.
     Returns (the report kinds, [(kind, Output)] of the files, the --out Output or None)."""
-    from .config.paths import check_distinct
+    from .config.paths import check_distinct, check_output_file
     from .config.values import parse_report
     from .files import as_output_path
     from .reporting.outputs import file_output, report_output
@@ -416,7 +420,7 @@ def _outputs(
     paths = [(f"--report {kind}:", Path(dest)) for kind, dest in reports if dest is not None]
     target = None
     if getattr(args, "out", None) is not None:
-        target = as_output_path(args.out, "--out")
+        target = check_output_file(as_output_path(args.out, "--out"), "--out")
         paths.append(("--out", target))
     check_distinct(paths, inputs)
     files = [

@@ -140,6 +140,14 @@ def test_show_reads_every_file_kind(runs):
         ),
         (["combine", "a.json", "--out", ""], "--out '': give a file path"),
         (["combine", "a.json", "--rnn-coverage=0.1", "--rnn-coverage=0.2"], "is given twice"),
+        # the reason, not a clash found later: a folder, a file taken for a folder, a role
+        (["combine", "a.json", "b.json", "--out", "."], "--out '.' is a directory"),
+        (["combine", "a.json", "--out", "a.json/x.json"], "'a.json' is not a directory"),
+        (["compare", "a.json", "--baseline", "a.json"], "is given twice (also as data file)"),
+        (
+            ["profile", "fit", "m:f", "--weights", ".", "--x-train", "a.json", "--out", "p.json"],
+            "--weights '.' is a directory",
+        ),
     ],
 )
 def test_usage_errors_exit_4_and_say_why(runs, args, message):

@@ -257,6 +257,7 @@ def test_ini_options(project):
         (["--rnn-coverage=a:b:c:d"], "*write BAR, METRIC:BAR or MODEL:METRIC:BAR*"),
         (["--rnn-seed=-1"], "*-1 is not a seed in [[]0, 2**63 - 1]*"),
         (["--rnn-compare-tolerance=nan"], "*nan is not a fraction*"),
+        (["--rnn-compare-tolerance=0.1"], "*compares nothing without --rnn-compare=NAME*"),
         (["--rnn-metrics=BC,XX"], "*--rnn-metrics: unknown metric XX; choose from BC,SC,TC*"),
         (["--rnn-report=xml"], "*unknown report type 'xml'*"),
         (["--rnn-seed=x"], "*'x' is not an integer seed*"),

@@ -331,6 +331,11 @@ def read_settings(config: pytest.Config) -> Settings:
         except InvalidArgument as exc:
             raise pytest.UsageError(str(exc)) from None
     save, compare = config.getoption("rnn_save"), config.getoption("rnn_compare")
+    if compare is None and config.getoption("rnn_compare_tolerance") is not None:
+        raise pytest.UsageError(
+            "--rnn-compare-tolerance compares nothing without --rnn-compare=NAME; add "
+            "--rnn-compare (the baseline to compare with) or leave the tolerance out"
+        )
     try:
         from ..config.paths import baseline_path
 
