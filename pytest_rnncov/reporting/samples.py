@@ -23,6 +23,8 @@ from .images import png_bytes, side_by_side
 GALLERY = 8
 #: The file that marks a folder as a campaign's output from its first sample on
 MARKER = ".pytest-rnncov-samples"
+#: The files a SampleWriter writes (images: IMAGE_PREFIX...png)
+SUMMARY, ARRAYS, TEXT, IMAGE_PREFIX = "summary.json", "adversarial.npz", "adversarial.txt", "adv_"
 
 
 def gallery_entries(
@@ -72,17 +74,13 @@ class SampleWriter:
         """Refuse a folder holding files of the names this writer uses that no earlier
         campaign wrote (one did when its ``summary.json`` or, for a campaign that was
         killed before it finished, its MARKER is there): they would be replaced."""
-        summary = self.directory / "summary.json"
+        summary = self.directory / SUMMARY
         check_replaceable(summary, "pytest-rnncov-campaign", "campaign summary")
-        if summary.exists() or (self.directory / MARKER).exists():
-            return
-        if not self.directory.is_dir():
+        if summary.exists() or (self.directory / MARKER).exists() or not self.directory.is_dir():
             return
         for path in sorted(self.directory.iterdir()):
             name = path.name
-            if name in ("adversarial.npz", "adversarial.txt") or (
-                name.startswith("adv_") and name.endswith(".png")
-            ):
+            if name in (ARRAYS, TEXT) or (name.startswith(IMAGE_PREFIX) and name.endswith(".png")):
                 raise DataFileError(
                     f"campaign output folder {str(self.directory)!r} holds {name!r} but no "
                     "summary.json of an earlier campaign: writing there would replace a file "
@@ -113,7 +111,7 @@ class SampleWriter:
             float(max(image.max(), seed_image.max())) + 1e-9,
         )
         name = _safe(
-            f"adv_{index + 1:05d}_seed{sample.seed_index}_{sample.seed_decision}to"
+            f"{IMAGE_PREFIX}{index + 1:05d}_seed{sample.seed_index}_{sample.seed_decision}to"
             f"{sample.case_decision}.png"
         )
         write_atomic(
@@ -130,7 +128,7 @@ class SampleWriter:
             f"\t{s.seed}\t{s.case}\n"
             for s in self._samples
         )
-        write_atomic(self._ready() / "adversarial.txt", "".join(lines), "the adversarial cases")
+        write_atomic(self._ready() / TEXT, "".join(lines), "the adversarial cases")
 
     def on_adversarial(self, campaign: Campaign, sample: AdversarialSample) -> None:
         self._samples.append(sample)
@@ -165,12 +163,12 @@ class SampleWriter:
             }
             buffer = io.BytesIO()
             np.savez_compressed(buffer, **arrays)
-            write_atomic(folder / "adversarial.npz", buffer.getvalue(), "the adversarial samples")
+            write_atomic(folder / ARRAYS, buffer.getvalue(), "the adversarial samples")
         summary = {
             "format": "pytest-rnncov-campaign",
             **result.summary(campaign.name, saved_to=str(folder)).to_json(),
         }
-        write_atomic(folder / "summary.json", json.dumps(summary, indent=1) + "\n", "the summary")
+        write_atomic(folder / SUMMARY, json.dumps(summary, indent=1) + "\n", "the summary")
 
 
 def _safe(name: str) -> str:
