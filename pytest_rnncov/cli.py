@@ -307,6 +307,8 @@ def _profile_fit(args: argparse.Namespace) -> int:
         raise InvalidArgument(
             f"--weights {str(model[1])!r} is a directory; give the state_dict file (torch.save)"
         )
+    if args.weights is None and Path(args.model).suffix.lower() not in _MODEL_SUFFIXES:
+        _load(args)  # names no model file (an .npy, a folder, no file): refused, nothing loads
     check_distinct([("--out", target)], [model, ("--x-train", Path(args.x_train))])
     out = Output(target, "pytest-rnncov-profile", "--out", ProfileError)
     if args.x_train_key is not None and not args.x_train.endswith(".npz"):

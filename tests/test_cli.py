@@ -148,6 +148,10 @@ def test_show_reads_every_file_kind(runs):
             ["profile", "fit", "m:f", "--weights", ".", "--x-train", "a.json", "--out", "p.json"],
             "--weights '.' is a directory",
         ),
+        (
+            ["profile", "fit", "a.json", "--x-train", "a.json", "--out", "p.json"],
+            "cannot load 'a.json': expected a .keras, .h5 or .onnx file",
+        ),
     ],
 )
 def test_usage_errors_exit_4_and_say_why(runs, args, message):

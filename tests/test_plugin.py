@@ -244,6 +244,53 @@ def test_ini_options(project):
 
 
 @pytest.mark.parametrize(
+    ("key", "message"),
+    [
+        ("rnn_seed", "*rnn_seed = [[]1, 2]: '[[]1, 2]' is not an integer seed"),
+        ("rnn_data", "*rnn_data = [[]1, 2]: give one file path*"),
+        ("rnn_compare_tolerance", "*rnn_compare_tolerance = [[]1, 2]: * is not a number*"),
+        ("rnn_context", "*rnn_context = [[]1, 2]: the one context is test*"),
+        ("rnn_samples", "*ini option rnn_samples = [[]1, 2]: give a folder, e.g. rnn_samples = *"),
+    ],
+)
+def test_a_toml_list_for_a_one_value_key_is_refused_by_name_without_pytest_noise(
+    project, key, message
+):
+    """pytest 9 warns plugins when a TOML list reaches a string key; the user gets only the
+    plugin's usage error, which names the key and the value."""
+    project.makepyprojecttoml(f"[tool.pytest.ini_options]\n{key} = [1, 2]\n")
+    result = project.runpytest_subprocess()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+    assert "Warning" not in result.stderr.str() + result.stdout.str()
+
+
+@pytest.mark.skipif(
+    pytest.version_tuple[:2] < (9, 2), reason="pytest < 9.2 has no [tool.pytest] type unions"
+)
+def test_native_toml_table_takes_numbers_and_lists_as_documented(project):
+    """pytest 9's own ``[tool.pytest]`` table keeps TOML types: a seed and a tolerance may be
+    numbers there, the list keys are lists (docs/options.md's example)."""
+    project.makepyprojecttoml(
+        "[tool.pytest]\n"
+        'rnn_coverage = ["BC:0.01", "TC:0.01"]\n'
+        'rnn_metrics = ["BC", "SC", "TC"]\n'
+        'rnn_report = ["term", "json:reports/rnncov.json"]\n'
+        "rnn_seed = 7\n"
+        "rnn_compare_tolerance = 0.25\n"
+    )
+    result = project.runpytest()
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["rnncov: gate BC:0.01,TC:0.01, seed 7"])
+    report = json.loads((project.path / "reports" / "rnncov.json").read_text())
+    assert report["verdict"]["gate"]["passed"] is True
+    project.makepyprojecttoml("[tool.pytest]\nrnn_seed = 1.5\n")
+    result = project.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*'rnn_seed' expects one of int | string, got float: 1.5*"])
+
+
+@pytest.mark.parametrize(
     ("args", "message"),
     [
         (

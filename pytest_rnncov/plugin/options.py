@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
@@ -165,9 +166,21 @@ def addoption(parser: pytest.Parser) -> None:
         type="linelist",
         default=[],
     )
-    parser.addini("rnn_seed", "default of --rnn-seed", default=None)
+    parser.addini("rnn_seed", "default of --rnn-seed", type=_scalar(int), default=None)
     parser.addini("rnn_data", "default of --rnn-data", default=None)
-    parser.addini("rnn_compare_tolerance", "default of --rnn-compare-tolerance", default=None)
+    parser.addini(
+        "rnn_compare_tolerance",
+        "default of --rnn-compare-tolerance",
+        type=_scalar(float),
+        default=None,
+    )
+
+
+def _scalar(number: type) -> Any:
+    """The ini type of a number key: ``number | str`` where pytest takes unions (9.2: in its
+    native ``[tool.pytest]`` table ``rnn_seed = 1`` then works, not only ``"1"``), else
+    pytest's string (the value is validated here either way)."""
+    return number | str if pytest.version_tuple[:2] >= (9, 2) else None
 
 
 @dataclass(frozen=True)
@@ -201,7 +214,11 @@ class Settings:
 
 
 def _ini(config: pytest.Config, name: str) -> Any:
-    raw = config.getini(name)
+    with warnings.catch_warnings():
+        # pytest 9 warns (addressed to plugins) when a TOML list reaches a string key; the
+        # value is refused below with a message that names it, so the warning is noise
+        warnings.filterwarnings("ignore", "Passing a value that is not a string")
+        raw = config.getini(name)
     if raw in (None, "", []):
         return None
     return raw
@@ -281,13 +298,17 @@ def read_settings(config: pytest.Config) -> Settings:
             f"ini option rnn_context = {context!r}: the one context is test (rnn_context = test)"
         )
 
-    samples = config.getoption("rnn_samples")
+    samples, given, example = config.getoption("rnn_samples"), "--rnn-samples=", "--rnn-samples="
     if samples is None:
-        samples = _ini(config, "rnn_samples")
+        samples, given, example = (
+            _ini(config, "rnn_samples"),
+            "ini option rnn_samples = ",
+            "rnn_samples = ",
+        )
     if samples is not None:
         if not isinstance(samples, str) or not samples.strip():
             raise pytest.UsageError(
-                f"--rnn-samples={samples!r}: give a folder, e.g. --rnn-samples=rnncov-samples"
+                f"{given}{samples!r}: give a folder, e.g. {example}rnncov-samples"
             )
         from ..config.paths import check_output_dir
 
