@@ -21,11 +21,13 @@ OpenMP reads ``OMP_WAIT_POLICY`` when PyTorch loads, so ``--policies default,PAS
 the measurement in fresh processes, alternating the policies (``default``: the variable
 unset, PyTorch loaded before the generation table would set it), ``--rounds`` times each,
 with ``OPENBLAS_THREAD_TIMEOUT=4`` unless set, and prints every run and each policy's
-median speed.
+median speed. ``POLICY/N`` runs PyTorch on N threads (``torch.set_num_threads``, as a
+conftest would set it; the predict rate is then measured on N threads too): ``--policies
+PASSIVE,PASSIVE/1``.
 
     NLTK_DATA=../shared/data/nltk_data python bench/bench_campaign_parts.py
         [--example vowels|mnist|sentiment|molecules] [--seed 0]
-        [--policies default,PASSIVE --rounds 3] [--busy]
+        [--policies default,PASSIVE,PASSIVE/1 --rounds 3] [--busy] [--torch-threads N]
 
 ``--busy`` runs a process that keeps one core busy during the measurement (a CI machine
 running other jobs, or pytest-xdist's other worker).
@@ -108,16 +110,19 @@ def compare(args: argparse.Namespace) -> None:
     seconds: dict[str, list[float]] = defaultdict(list)
     for _ in range(args.rounds):
         for policy in args.policies.split(","):
+            wait, _, threads = policy.partition("/")
             env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
             # numpy loads with PyTorch in a default run: OpenBLAS's setting alike in both
             env.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
-            if policy == "default":
+            if wait == "default":
                 env[UNSET_POLICY] = "1"
             else:
-                env["OMP_WAIT_POLICY"] = policy
+                env["OMP_WAIT_POLICY"] = wait
             command = [sys.executable, __file__, "--example", args.example]
             if args.busy:
                 command.append("--busy")
+            if threads:
+                command += ["--torch-threads", threads]
             out = subprocess.run(
                 [*command, "--seed", str(args.seed)], env=env, capture_output=True, text=True
             ).stdout
@@ -141,6 +146,7 @@ def main() -> None:
     parser.add_argument("--policies", default=None)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--busy", action="store_true")
+    parser.add_argument("--torch-threads", type=int, default=None)
     args = parser.parse_args()
     if args.policies:
         compare(args)
@@ -157,9 +163,14 @@ def main() -> None:
 
 def measure(args: argparse.Namespace) -> None:
     """One campaign with its parts timed, and the model alone on the same batch sizes."""
+    if args.torch_threads is not None:
+        import torch
+
+        torch.set_num_threads(args.torch_threads)
     print(
         f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '(unset)')}, "
-        f"OPENBLAS_THREAD_TIMEOUT={os.environ.get('OPENBLAS_THREAD_TIMEOUT', '(unset)')}"
+        f"OPENBLAS_THREAD_TIMEOUT={os.environ.get('OPENBLAS_THREAD_TIMEOUT', '(unset)')}, "
+        f"PyTorch threads {args.torch_threads or 'as PyTorch sets them'}"
     )
     rnn, seeds, mutator, oracle, budget, _ = generation_table.example(args.example)
     profile = Profile.load(

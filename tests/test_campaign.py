@@ -25,6 +25,7 @@ from pytest_rnncov import (
     RNNModel,
     SampleWriter,
 )
+from pytest_rnncov.generation.results import CampaignSummary
 from pytest_rnncov.reporting.samples import MARKER
 
 STEPS, FEATURES = 5, 64
@@ -134,6 +135,35 @@ def test_a_sample_folder_is_reused_only_where_a_campaign_wrote(tmp_path):
     assert not (tmp_path / "new").exists()
 
 
+def test_a_reused_sample_folder_holds_only_the_last_campaigns_files(ramp, tmp_path):
+    """A campaign that writes into a folder an earlier one wrote removes that one's files at
+    its own first file: a re-run that finds nothing leaves no stale samples beside its
+    summary; until then (an interrupted re-run) the earlier files stay whole; a file of
+    another name stays."""
+    rnn, profile = ramp
+    folder = tmp_path / "adv"
+    folder.mkdir()
+    (folder / "summary.json").write_text('{"format": "pytest-rnncov-campaign"}')
+    earlier = ["adv_00001_seed0_0to1.png", "adversarial.npz", "adversarial.txt", "notes.md"]
+    for name in earlier:
+        (folder / name).write_bytes(b"earlier")
+    writer = SampleWriter(folder)
+    assert sorted(p.name for p in folder.iterdir()) == [*earlier, "summary.json"]
+    campaign = Campaign(  # seeds of the wrong shape: no test case, then the summary
+        rnn,
+        np.zeros((3, STEPS, 8)),
+        SMALL_NOISE,
+        Oracle(),
+        profile=profile,
+        metrics=[BC()],
+        listeners=[writer],
+    )
+    with pytest.raises(InvalidInput, match="expects"):
+        campaign.run()
+    assert sorted(p.name for p in folder.iterdir()) == [MARKER, "notes.md", "summary.json"]
+    assert json.loads((folder / "summary.json").read_text())["test_cases"] == 0
+
+
 def test_statistics_and_saved_samples(stacked_model, seq_inputs, tmp_path):
     rnn = RNNModel(stacked_model, "lstm_b")
     profile = Profile().fit(rnn, seq_inputs)
@@ -184,6 +214,11 @@ def test_statistics_and_saved_samples(stacked_model, seq_inputs, tmp_path):
     )
     assert sum(result.failures_per_seed.values()) == result.adversarial
     assert sum(result.failures_per_class_pair.values()) == result.adversarial
+    # the summary this campaign wrote reads back as it is (its diversity is below 0: the
+    # reader once refused every real one, so xdist and combine dropped campaigns)
+    assert -1 <= result.diversity < 0
+    fields = {k: v for k, v in summary.items() if k != "format"}
+    assert CampaignSummary.from_json(fields, "summary.json").to_json() == fields
 
 
 class InterruptAfter(Mutator):

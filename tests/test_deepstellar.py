@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from helpers import make_trace
 
-from pytest_rnncov import BS, BT, SBC, WT, Profile, ProfileError, RNNCovWarning
+from pytest_rnncov import BS, BT, SBC, WT, InvalidArgument, Profile, ProfileError, RNNCovWarning
 from pytest_rnncov.core.metrics import Signals
 
 
@@ -83,3 +85,31 @@ def test_profile_without_a_state_model_is_refused_by_name(tmp_path):
         BS().bind(flat)
     PROFILE.save(tmp_path / "p.json")
     assert Profile.load(tmp_path / "p.json").states_.cells.tolist() == [0, 1, 2, 3]
+
+
+def test_transition_ids_are_exact_up_to_the_most_abstract_states():
+    """2**31 cells (2 intervals over 31 components) is the most a profile may have: the
+    last transition's id, (2**31 - 1) * 2**31 + 2**31 - 2, is exact in int64; one component
+    more is refused (its ids would wrap around)."""
+    model = PROFILE.states_
+    wide = type(model)(
+        np.zeros(31), np.eye(31), -np.ones(31), np.ones(31), 2, *(np.zeros(0, np.int64),) * 3
+    )
+    assert wide.n_cells == 2**31
+    last = np.array([[2**31 - 1, 2**31 - 2]], np.int64)
+    assert wide.transitions_of(last).tolist() == [[(2**31 - 1) * 2**31 + 2**31 - 2]]
+    Profile(state_components=31, state_intervals=2)
+    with pytest.raises(InvalidArgument, match="too many to index their transitions"):
+        Profile(state_components=32, state_intervals=2)
+    with pytest.raises(InvalidArgument, match="too many"):
+        Profile(state_components=10, state_intervals=10)
+
+
+def test_a_profile_file_with_more_abstract_states_than_ids_is_refused(tmp_path):
+    content = json.loads(PROFILE.text())
+    states = content["states"]  # two components of 2**16 intervals: 2**32 cells, past 2**31
+    states.update(components=[[1.0, 0.0], [0.0, 1.0]], low=[-2.0, -1.0], high=[2.0, 1.0])
+    states["intervals"] = 2**16
+    (tmp_path / "p.json").write_text(json.dumps(content))
+    with pytest.raises(ProfileError, match="too many to index their transitions"):
+        Profile.load(tmp_path / "p.json")

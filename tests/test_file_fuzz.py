@@ -31,7 +31,7 @@ from helpers import make_trace
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from pytest_rnncov import Profile, RNNCovWarning
+from pytest_rnncov import BS, KMNC, NBC, SBC, Profile, RNNCovWarning
 from pytest_rnncov.core.metrics import Signals, make_metric
 from pytest_rnncov.core.state import ModelState
 from pytest_rnncov.errors import DataFileError, ProfileError, RNNCovError
@@ -476,3 +476,31 @@ def test_edits_the_fuzzing_found_are_refused_by_name(folder, kind, path, value, 
     with pytest.raises(ProfileError if kind == "profile" else DataFileError, match=message) as info:
         load(target)
     assert str(target) in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("profile_options", "metric"),
+    [
+        ({}, lambda: KMNC(k=2000)),  # k beyond SBC's 1,000: KMNC has no such bound
+        ({}, lambda: NBC(lower=-math.inf)),  # written as lower: null
+        ({"state_components": 2, "state_intervals": 5000}, BS),  # past 4,096 intervals
+        ({"state_components": 2, "state_intervals": 5000}, SBC),
+    ],
+    ids=["KMNC k=2000", "NBC lower=-inf", "BS 5000 intervals", "SBC 5000 intervals"],
+)
+def test_what_the_constructors_accept_a_data_file_reads_back(profile_options, metric):
+    """Settings the metric and Profile constructors accept write data files that the reader
+    (also xdist's and combine's) takes back exactly: none is refused or changed."""
+    rng = np.random.default_rng(0)
+    h = rng.normal(size=(50, 6, 3))
+    trace = make_trace(h=h, f=rng.uniform(size=h.shape))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RNNCovWarning)
+        profile = Profile(**profile_options).fit_traces([trace], layer="l", fingerprint="f")
+    bound = metric().bind(profile, track_fitness=False)
+    bound.update(Signals(trace, profile.window_), np.arange(50))
+    state = ModelState(
+        "m", "l", "lstm", profile.window_, "f", 50, {bound.name: bound.state_}, profile.digest()
+    )
+    text = CoverageData(models={"m": state}, runs=["r"]).dumps()
+    assert CoverageData.loads(text).dumps() == text

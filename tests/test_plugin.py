@@ -499,6 +499,26 @@ def test_campaign_results_reach_the_adversarial_section_and_json(pytester):
     assert json.loads((pytester.path / "q.json").read_text())["adversarial"]
 
 
+def test_a_campaign_under_xdist_reports_what_one_process_reports(pytester):
+    """A worker's campaign summary crosses to the controller as written (its diversity is
+    below 0; the reader once refused it, so the worker counted as missing)."""
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_gen=CAMPAIGN_TESTS)
+    serial = pytester.runpytest_subprocess(
+        "-n", "0", "-p", "xdist", "--rnn-report=json:serial.json", "--rnn-seed=3"
+    )
+    parallel = pytester.runpytest_subprocess(
+        "-n", "2", "--rnn-report=json:parallel.json", "--rnn-seed=3"
+    )
+    assert serial.ret == parallel.ret == 0, parallel.stdout.str()
+    a, b = (json.loads((pytester.path / f"{n}.json").read_text()) for n in ("serial", "parallel"))
+    assert b["verdict"]["complete"] is True and not b["verdict"]["missing_workers"]
+    (campaign,) = b["adversarial"]
+    assert campaign["diversity"] is not None and campaign["diversity"] < 0
+    assert a["adversarial"] == b["adversarial"]
+    assert a["models"]["tiny"]["metrics"] == b["models"]["tiny"]["metrics"]
+
+
 FEW = """
 from conftest import inputs
 

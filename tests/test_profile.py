@@ -55,6 +55,28 @@ def test_save_load_round_trip_is_readable_json(rnn, seq_inputs, tmp_path):
     loaded.check(rnn)
 
 
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda d: d["signals"]["h/net"].update(std=5e-324), "signals.h/net has statistics"),
+        (lambda d: d["signals"]["h/net"].update(max=1e300), "signals.h/net has statistics"),
+        (  # min and max 1e-70 apart: min-max normalising would overflow
+            lambda d: d["signals"]["h/net"].update(min=0.0, mean=0.0, max=1e-70),
+            "signals.h/net has statistics",
+        ),
+        (lambda d: d["neurons"]["max"][0].__setitem__(0, 1e308), "within float32's range"),
+    ],
+)
+def test_statistics_no_fit_gives_are_refused(rnn, seq_inputs, tmp_path, edit, message):
+    """A hand-edited profile whose statistics would make normalising overflow (a subnormal
+    std: TC's words turned NaN and NaN counted as word 0) is refused by name on load."""
+    data = json.loads(Profile(window=(1, 5)).fit(rnn, seq_inputs).text())
+    edit(data)
+    (tmp_path / "p.json").write_text(json.dumps(data))
+    with pytest.raises(ProfileError, match=message):
+        Profile.load(tmp_path / "p.json")
+
+
 def test_stale_profile_is_refused(keras, stacked_model, rnn, seq_inputs):
     profile = Profile().fit(rnn, seq_inputs)
     changed = keras.models.clone_model(stacked_model)
@@ -107,7 +129,8 @@ def edited(data, change):
         (lambda d: d.update(window=[0, 5]), r"window \[0, 5\] does not match window_requested"),
         (
             lambda d: d.update(window=[1, 4], window_requested=[1, 4]),
-            r"neurons.min must be finite numbers of shape \(4, 5\) for window \[1, 4\]",
+            r"neurons.min must be numbers within float32.s range, of shape \(4, 5\) for "
+            r"window \[1, 4\]",
         ),
         (
             lambda d: d["signals"]["h/net"].update(std=-1.0),

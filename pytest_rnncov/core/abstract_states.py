@@ -50,6 +50,8 @@ class RunningCovariance:
 
 #: how many intervals outside the training range a coordinate can lie (far beyond SBC's k)
 FAR = 1 << 40
+#: the most abstract states: a transition's id (from * cells + to) stays below 2**62
+MAX_CELLS = 1 << 31
 
 
 #: the fields of a state model in a profile file
@@ -227,8 +229,8 @@ class StateModel:
         if not (high > low).all():
             raise fail("'high' must exceed 'low' along every direction")
         n_cells = intervals**k
-        if n_cells > 2**62:
-            raise fail(f"has {intervals}**{k} cells, too many to index")
+        if n_cells > MAX_CELLS:
+            raise fail(f"has {intervals}**{k} cells, too many to index their transitions")
 
         def ids(key: str, limit: int) -> np.ndarray:
             values = data[key]
@@ -241,7 +243,7 @@ class StateModel:
             return np.asarray(values, np.int64)
 
         cells = ids("cells", n_cells)
-        transitions = ids("transitions", min(n_cells * n_cells, 2**62))
+        transitions = ids("transitions", n_cells * n_cells)
         counts = ids("transition_counts", 2**62)
         if len(counts) != len(transitions) or (len(counts) and counts.min() < 1):
             raise fail("'transition_counts' must give a count >= 1 per transition")

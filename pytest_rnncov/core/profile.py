@@ -29,7 +29,7 @@ from ..files import (
     write_atomic,
 )
 from ..validation import check_int, check_str, check_window, shown
-from .abstract_states import STATE_KEYS, RunningCovariance, StateModel
+from .abstract_states import MAX_CELLS, STATE_KEYS, RunningCovariance, StateModel
 from .abstractions import ABSTRACTIONS, Window, resolve_window, signal
 from .source import check_source
 from .trace import CELL_COMPONENTS, Trace, check_component
@@ -42,6 +42,11 @@ VERSION = 2
 
 #: Most hidden-state values kept from the first pass for the state grid (else traced again).
 KEEP_STATES = 1 << 26
+#: A fitted signal's statistics: a signal sums at most 2**20 float32 values (|v| < 3.5e44),
+#: and its spread (std, max - min) is 0 or at least ~1e-48 (float32's smallest step, 1.4e-45,
+#: over at most 2**62 inputs); a file past these bounds was edited, and normalising against
+#: it would overflow to inf and NaN
+SIGNAL_LIMIT, MIN_SPREAD = 1e60, 1e-60
 
 
 @dataclass(frozen=True)
@@ -101,10 +106,11 @@ class Profile:
         self.state_intervals = check_int(
             "state_intervals", state_intervals, minimum=1, maximum=1 << 20, example="10"
         )
-        if self.state_intervals**self.state_components > 2**62:
+        if self.state_intervals**self.state_components > MAX_CELLS:
             raise InvalidArgument(
                 f"state_intervals={self.state_intervals} ** state_components="
-                f"{self.state_components} abstract states are too many to index; lower either"
+                f"{self.state_components} abstract states are too many to index their "
+                "transitions (at most 2**31); lower either"
             )
         self.path_: Path | None = None
 
@@ -476,6 +482,13 @@ def _from_dict(cls: type[Profile], data: Any, where: str) -> Profile:
             values[field] = float(value)
         if values["min"] > values["max"] or values["std"] < 0:
             raise fail(f"signals.{key} has min > max or a negative std")
+        if max(abs(values[f]) for f in ("min", "max", "mean")) > SIGNAL_LIMIT or any(
+            0 < spread < MIN_SPREAD for spread in (values["std"], values["max"] - values["min"])
+        ):
+            raise fail(
+                f"signals.{key} has statistics no fit gives (|values| up to {SIGNAL_LIMIT:g}, "
+                f"a spread of 0 or at least {MIN_SPREAD:g}): normalising would overflow"
+            )
         slack = 1e-9 * (abs(values["min"]) + abs(values["max"]) + 1.0)  # float64 rounding
         if not values["min"] - slack <= values["mean"] <= values["max"] + slack:
             raise fail(f"signals.{key}.mean {values['mean']!r} lies outside [min, max]")
@@ -493,9 +506,14 @@ def _from_dict(cls: type[Profile], data: Any, where: str) -> Profile:
             array = np.asarray(neurons[key], np.float64)
         except (TypeError, ValueError, OverflowError):
             raise fail(f"neurons.{key} is not a numeric array") from None
-        if array.shape != (length, units) or not np.isfinite(array).all():
+        if (
+            array.shape != (length, units)
+            or not np.isfinite(array).all()
+            or np.abs(array).max(initial=0) > np.finfo(np.float32).max
+        ):
             raise fail(
-                f"neurons.{key} must be finite numbers of shape ({length}, {units}) for "
+                f"neurons.{key} must be numbers within float32's range, of shape "
+                f"({length}, {units}) for "
                 f"window {list(window)}, got {array.shape}"
             )
         arrays.append(array)

@@ -120,7 +120,13 @@ _COUNTS = (
     "shrink_calls",
 )
 _TEXTS = ("model", "distance", "schedule", "objective", "oracle", "mutator")
-_MEASURES = ("average_perturbation", "average_found_perturbation", "diversity")
+#: a summary's optional measures and the interval each lies in (diversity, -(1/n^2) times a
+#: sum of n^2 cosines that is a squared norm, lies in [-1, 0])
+_MEASURES = {
+    "average_perturbation": (0.0, math.inf),
+    "average_found_perturbation": (0.0, math.inf),
+    "diversity": (-1.0, 0.0),
+}
 
 
 @dataclass
@@ -178,10 +184,11 @@ class CampaignSummary:
             raise f.fail(f"'adversary_rate' is {data['adversary_rate']!r}, not a fraction")
         for key in _TEXTS:
             f.get(key, str)
-        for key in _MEASURES:
+        for key, (low, high) in _MEASURES.items():
             value = f.get(key, (float, type(None)))
-            if value is not None and not (math.isfinite(value) and value >= 0):
-                raise f.fail(f"{key!r} must be a number >= 0 or null")
+            if value is not None and not (math.isfinite(value) and low <= value <= high):
+                within = f">= {low:g}" if high == math.inf else f"in [{low:g}, {high:g}]"
+                raise f.fail(f"{key!r} must be a number {within} or null")
         f.get("interrupted", bool)
         if "shrunk" in data:
             f.get("shrunk", (bool, type(None)))

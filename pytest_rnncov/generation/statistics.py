@@ -54,7 +54,8 @@ class DiversityAccumulator:
             return np.zeros(0)
         keep = self.counts >= max(minimum, 1)
         sums, counts = self.sums[keep], self.counts[keep]
-        return -np.einsum("ij,ij->i", sums, sums) / counts.astype(np.float64) ** 2
+        squares = np.einsum("ij,ij->i", sums, sums) / counts.astype(np.float64) ** 2
+        return -np.minimum(squares, 1.0)  # in [-1, 0]: n equal directions may round past 1
 
     def mean(self) -> float | None:
         """Mean diversity over seeds with more than one moved case (None when none)."""

@@ -69,6 +69,7 @@ class SampleWriter:
         self._check_replaceable()
         self._samples: list[AdversarialSample] = []
         self._names: list[str | None] = []
+        self._started = False
 
     def _check_replaceable(self) -> None:
         """Refuse a folder holding files of the names this writer uses that no earlier
@@ -80,7 +81,7 @@ class SampleWriter:
             return
         for path in sorted(self.directory.iterdir()):
             name = path.name
-            if name in (ARRAYS, TEXT) or (name.startswith(IMAGE_PREFIX) and name.endswith(".png")):
+            if name != SUMMARY and _written_here(name):
                 raise DataFileError(
                     f"campaign output folder {str(self.directory)!r} holds {name!r} but no "
                     "summary.json of an earlier campaign: writing there would replace a file "
@@ -92,6 +93,11 @@ class SampleWriter:
         return len(self._samples)
 
     def _ready(self) -> Path:
+        """The folder, created and marked; at this writer's first file, an earlier
+        campaign's files are removed there, so the folder never mixes two campaigns' samples
+        (until then, an interrupted re-run leaves the earlier campaign's files whole)."""
+        if self._started:
+            return self.directory
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -99,6 +105,10 @@ class SampleWriter:
         marker = self.directory / MARKER
         if not marker.exists():
             write_atomic(marker, "written by pytest-rnncov: campaign samples\n", "the marker")
+        for path in self.directory.iterdir():  # only our names: _check_replaceable saw them
+            if _written_here(path.name) and path.is_file():
+                path.unlink(missing_ok=True)
+        self._started = True
         return self.directory
 
     def _image(self, campaign: Campaign, index: int, sample: AdversarialSample) -> str | None:
@@ -169,6 +179,13 @@ class SampleWriter:
             **result.summary(campaign.name, saved_to=str(folder)).to_json(),
         }
         write_atomic(folder / SUMMARY, json.dumps(summary, indent=1) + "\n", "the summary")
+
+
+def _written_here(name: str) -> bool:
+    """Whether ``name`` is one of the files a SampleWriter writes."""
+    return name in (SUMMARY, ARRAYS, TEXT) or (
+        name.startswith(IMAGE_PREFIX) and name.endswith(".png")
+    )
 
 
 def _safe(name: str) -> str:

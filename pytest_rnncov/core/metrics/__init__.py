@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import math
 from typing import Any, Callable
 
 from ...errors import InvalidArgument
@@ -101,10 +102,10 @@ _FIELDS: dict[str, Callable[[Any], bool]] = {
     "lower": lambda v: v is None or is_finite_number(v),
     "w": _integer(1, 64),
     "a": _integer(2, 4096),
-    "k": _integer(1, 1000),
+    "k": _integer(1, MAX_CONDITIONS),  # the constructor bounds each metric's own k
     "units": _integer(1, MAX_CONDITIONS),
     "components": _integer(1, 4096),
-    "intervals": _integer(1, 4096),
+    "intervals": _integer(1, 1 << 20),  # as a Profile's state_intervals
     "active": lambda v: isinstance(v, list) and all(_integer(0, MAX_CONDITIONS)(i) for i in v),
     "sides": lambda v: v in (["lower"], ["upper"], ["lower", "upper"]),
     "bounds": lambda v: isinstance(v, str) and v in ("fixed", "profile"),
@@ -175,8 +176,11 @@ def config_problem(metric: str, config: Any, total: int, describe: str) -> str |
     if implied is not None and implied != total:
         return f"it implies {implied} conditions, not {total}"
     parameters = inspect.signature(kind.__init__).parameters
+    arguments = {k: config[k] for k in parameters if k in config}
+    if "lower" in arguments and arguments["lower"] is None:
+        arguments["lower"] = -math.inf  # written as null: JSON has no -inf
     try:
-        rebuilt = kind(**{k: config[k] for k in parameters if k in config})
+        rebuilt = kind(**arguments)
     except InvalidArgument as exc:
         return str(exc)
     try:
