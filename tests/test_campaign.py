@@ -133,6 +133,9 @@ def test_a_sample_folder_is_reused_only_where_a_campaign_wrote(tmp_path):
     SampleWriter(earlier)
     SampleWriter(tmp_path / "new")  # created only when a sample comes
     assert not (tmp_path / "new").exists()
+    for bad in ("", None):  # "" once meant the current folder
+        with pytest.raises(InvalidArgument, match="campaign output folder"):
+            SampleWriter(bad)
 
 
 def test_a_reused_sample_folder_holds_only_the_last_campaigns_files(ramp, tmp_path):

@@ -66,6 +66,10 @@ def test_merge_of_two_halves_equals_the_whole(rnn, profile, seq_inputs):
         np.testing.assert_array_equal(first[name].times_, whole[name].times_)
         np.testing.assert_array_equal(third[name].covered_, whole[name].covered_)
     assert first.n_inputs_ == 12
+    assert whole.state("mnist").name == "mnist"
+    for bad in (5, ("a",), ""):  # wrote a data file the reader refused, or a bare TypeError
+        with pytest.raises(InvalidArgument, match="name="):
+            whole.state(bad)
 
 
 def test_testrnn_preset(rnn, profile):

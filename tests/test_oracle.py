@@ -123,3 +123,25 @@ def test_a_hypothesis_failure_points_at_the_users_test_not_the_oracle(pytester):
     assert "Failing test case: test_oracle(" in output
     assert "oracle.py" not in output  # no "Explanation" or traceback lines into the oracle
     result.stdout.fnmatch_lines(["*oracle.check(np.array(*# the user's line"])
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: Oracle().margin(np.zeros((2, 2)), np.zeros((2, 3))), r"\(2, 2\) and .* \(2, 3\)"),
+        (lambda: Oracle().margin(np.zeros((2, 2)), np.zeros((3, 2))), r"\(2, 2\) and .* \(3, 2\)"),
+        (
+            lambda: Oracle(task="regression", tolerance=0.1).margin(
+                np.zeros((2, 2)), np.zeros((2, 3))
+            ),
+            "differ in shape",
+        ),
+        (lambda: Oracle().check(np.zeros(0), np.zeros(0), 0.1), "non-empty batch"),
+        (lambda: Oracle().fails(np.zeros((3, 0)), np.zeros((3, 0)), np.zeros(3)), "non-empty"),
+    ],
+)
+def test_margin_and_check_refuse_outputs_that_do_not_pair(call, message):
+    """margin() once judged a case against a class its seed does not have, and check() on
+    empty outputs raised numpy's argmax error; both now say what is wrong, as changed()."""
+    with pytest.raises(InvalidInput, match=message):
+        call()

@@ -519,6 +519,58 @@ def test_a_campaign_under_xdist_reports_what_one_process_reports(pytester):
     assert a["models"]["tiny"]["metrics"] == b["models"]["tiny"]["metrics"]
 
 
+STOPPING = """
+from conftest import inputs
+
+
+def test_one(tiny):
+    tiny.predict(inputs(1))
+
+
+def test_two(tiny):
+    raise {error}
+
+
+def test_three(tiny):
+    tiny.predict(inputs(3))
+"""
+
+
+@pytest.mark.parametrize(
+    ("error", "args", "status", "ran", "why"),
+    [  # Ctrl-C inside test_two: it did not finish; -x: it failed, so it ran
+        ("KeyboardInterrupt", (), pytest.ExitCode.INTERRUPTED, 1, "interrupted"),
+        ("AssertionError", ("-x",), pytest.ExitCode.TESTS_FAILED, 2, "stopping after 1 failures"),
+    ],
+)
+def test_a_stopped_session_says_after_how_many_tests_and_keeps_their_coverage(
+    pytester, error, args, status, ran, why
+):
+    """Ctrl-C or -x: the gate is not applied, for the true reason (it once read 'the session
+    stopped before the tests ran'), and every report shows the coverage of what ran."""
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_stop=STOPPING.format(error=error))
+    result = pytester.runpytest_subprocess(
+        *args,
+        "--rnn-coverage=0.01",
+        "--rnn-report=term",
+        "--rnn-report=json:r.json",
+        "--rnn-data=d.json",
+    )
+    assert result.ret == status
+    reason = f"the session stopped after {ran} of 3 tests ({why}); the coverage shown is from those"
+    result.stdout.fnmatch_lines(
+        [
+            "tiny   lstm*16  *",  # test_one's 16 inputs
+            f"RNN coverage data not written to *d.json: {reason}",
+            f"RNN coverage gate not applied: {reason}.",
+        ]
+    )
+    verdict = json.loads((pytester.path / "r.json").read_text())["verdict"]
+    assert verdict["applied"] is False and verdict["skipped_reason"] == reason
+    assert not (pytester.path / "d.json").exists()
+
+
 FEW = """
 from conftest import inputs
 

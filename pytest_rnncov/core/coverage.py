@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
 import numpy as np
 
 from ..errors import InvalidArgument, InvalidInput, RNNCovError
+from ..validation import check_str
 from .metrics import DEFAULT_METRICS, BatchResult, Metric, Signals, make_metric
 from .profile import Profile
 from .source import check_source
@@ -341,6 +342,8 @@ class Coverage:
 
     def state(self, name: str | None = None) -> ModelState:
         """This coverage as the one serialisable state type (copies)."""
+        if name is not None:
+            check_str("name", name)
         model = self.model
         return ModelState(
             name or model.layer_name,

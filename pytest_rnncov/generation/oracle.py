@@ -27,7 +27,7 @@ def _numeric(outputs: Any, what: str) -> np.ndarray:
 def output_rows(outputs: Any, what: str) -> np.ndarray:
     """Model outputs as finite float64 rows (one per input), or InvalidInput naming them."""
     array = _numeric(outputs, what)
-    if array.ndim == 0 or len(array) == 0:
+    if array.ndim == 0 or array.size == 0:
         raise InvalidInput(
             f"{what} must be a non-empty batch of model outputs, got shape {array.shape}"
         )
@@ -240,9 +240,7 @@ class Oracle:
 
     def changed(self, seed_outputs: np.ndarray, case_outputs: np.ndarray) -> np.ndarray:
         """Whether each case's decision differs from its seed's."""
-        a, b = output_rows(seed_outputs, "seed outputs"), output_rows(case_outputs, "case outputs")
-        if a.shape != b.shape:
-            raise InvalidInput(f"seed outputs {a.shape} and case outputs {b.shape} differ in shape")
+        a, b = _paired_rows(seed_outputs, case_outputs)
         if self.task == "regression":
             assert self.tolerance is not None
             return np.abs(a - b).max(axis=1) > self.tolerance
@@ -314,7 +312,7 @@ class Oracle:
         classification the seed class's output minus the best other output (a single output:
         its distance to the threshold on the seed's side); for regression the tolerance
         minus how far the output moved."""
-        a, b = output_rows(seed_outputs, "seed outputs"), output_rows(case_outputs, "case outputs")
+        a, b = _paired_rows(seed_outputs, case_outputs)
         if self.task == "regression":
             assert self.tolerance is not None
             return self.tolerance - np.abs(a - b).max(axis=1)
@@ -345,3 +343,11 @@ class Oracle:
         if self.task == "regression":
             return f"regression, tolerance {self.tolerance:g}, radius {radius}{how}"
         return f"classification, radius {radius}{how}"
+
+
+def _paired_rows(seed_outputs: Any, case_outputs: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Seed and case outputs as (rows, outputs) arrays of one shape (InvalidInput else)."""
+    a, b = output_rows(seed_outputs, "seed outputs"), output_rows(case_outputs, "case outputs")
+    if a.shape != b.shape:
+        raise InvalidInput(f"seed outputs {a.shape} and case outputs {b.shape} differ in shape")
+    return a, b

@@ -81,6 +81,8 @@ class RNNCovPlugin:
         self._current_test: str | None = None
         #: (worker id, payload) of every xdist worker that finished; payload "" = unused
         self._nodes: list[tuple[str, str | None]] = []
+        #: tests whose teardown ran (reported by workers too): an early stop names them
+        self._finished = 0
         self.problems: list[str] = []
         if settings.explicit:  # asked for: set up now (an unreadable baseline stops the run)
             self.role  # noqa: B018
@@ -177,11 +179,24 @@ class RNNCovPlugin:
             pytest.fail(message, pytrace=False)
         return result
 
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "teardown":
+            self._finished += 1
+
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, Any, Any]:
-        result = yield
+        try:
+            result = yield
+        except BaseException as exc:  # Ctrl-C, -x / --maxfail: decide on what ran, say so
+            self._decide(session, exc)
+            raise
+        self._decide(session, None)
+        return result
+
+    def _decide(self, session: pytest.Session, stopped: BaseException | None) -> None:
+        """The verdict, once the test loop ended (``stopped``: by that exception)."""
         if not self.in_use or self.worker:
-            return result
+            return
         role = self.role
         from .roles import DistController
 
@@ -191,14 +206,27 @@ class RNNCovPlugin:
                     role.receive(worker, payload)
         if role.controller:
             applied, reason = True, None
-            if session.config.option.collectonly:
+            if stopped is not None:
+                if isinstance(stopped, (session.Interrupted, session.Failed)):  # -x, maxfail
+                    why = str(stopped)
+                elif isinstance(stopped, KeyboardInterrupt):
+                    why = "interrupted"
+                else:
+                    why = f"{type(stopped).__name__}: {stopped}"
+                applied, reason = (
+                    False,
+                    (
+                        f"the session stopped after {self._finished} of {session.testscollected} "
+                        f"tests ({why}); the coverage shown is from those"
+                    ),
+                )
+            elif session.config.option.collectonly:
                 applied, reason = False, "only collecting (--collect-only)"
             elif session.testscollected == 0:
                 applied, reason = False, "no test was selected"
             verdict = self.role.decide(applied, reason)  # type: ignore[union-attr]
             if verdict.passed is False:
                 session.testsfailed += 1
-        return result
 
     @pytest.hookimpl(optionalhook=True)  # an xdist hook: unknown where xdist is not installed
     def pytest_testnodedown(self, node: Any, error: Any) -> None:

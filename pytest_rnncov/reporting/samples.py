@@ -14,7 +14,7 @@ import numpy as np
 
 from ..config.paths import check_output_dir
 from ..errors import DataFileError
-from ..files import check_replaceable, write_atomic
+from ..files import as_path, check_replaceable, write_atomic
 from ..generation.campaign import Campaign
 from ..generation.results import AdversarialSample, CampaignResult
 from .images import png_bytes, side_by_side
@@ -65,7 +65,9 @@ class SampleWriter:
     """
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
-        self.directory = check_output_dir(Path(directory), "campaign output folder")
+        self.directory = check_output_dir(
+            as_path(directory, "campaign output folder"), "campaign output folder"
+        )
         self._check_replaceable()
         self._samples: list[AdversarialSample] = []
         self._names: list[str | None] = []
