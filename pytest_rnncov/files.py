@@ -82,6 +82,17 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number JSON allows")
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are distinct (json keeps the last of a repeated key, where
+    another reader, or a reviewer of the file, may take the first)."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        keys = [key for key, _ in pairs]
+        repeated = next(key for index, key in enumerate(keys) if key in keys[:index])
+        raise ValueError(f"key {repeated!r} is given twice in one object")
+    return out
+
+
 def parse_json(
     raw: bytes | str, where: str, error: type[RNNCovError] = DataFileError, fix: str = ""
 ) -> Any:
@@ -93,7 +104,7 @@ def parse_json(
         except UnicodeDecodeError:
             raise error(f"{where} is not UTF-8 text{suffix}") from None
     try:
-        return json.loads(raw, parse_constant=_refuse_constant)
+        return json.loads(raw, parse_constant=_refuse_constant, object_pairs_hook=_unique_keys)
     except RecursionError:
         raise error(f"{where} nests JSON too deeply to be one of our files{suffix}") from None
     except ValueError as exc:  # JSONDecodeError, constants, integers too long to convert

@@ -70,6 +70,9 @@ def test_merge_of_two_halves_equals_the_whole(rnn, profile, seq_inputs):
     for bad in (5, ("a",), ""):  # wrote a data file the reader refused, or a bare TypeError
         with pytest.raises(InvalidArgument, match="name="):
             whole.state(bad)
+    with pytest.raises(InvalidArgument, match="into itself: its inputs would count twice"):
+        first.merge(first)
+    assert first.n_inputs_ == 12
 
 
 def test_testrnn_preset(rnn, profile):

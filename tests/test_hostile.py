@@ -64,6 +64,8 @@ def torch_model():
         (b'{"a": NaN}', "NaN is not a number JSON allows"),
         (b"\xff\xfe", "is not UTF-8 text"),
         (b'{"a": ' + b"9" * 5000 + b"}", "is not valid JSON"),
+        # json keeps the last of a repeated key; another reader may take the first
+        (b'{"m": {"rate": 0.2, "rate": 0.9}}', "key 'rate' is given twice in one object"),
     ],
 )
 def test_json_readers_refuse_malformed_text(raw, message):
@@ -209,10 +211,19 @@ def _campaign(**changes):
         ),
         (
             lambda d: d["campaigns"].append(_campaign(gallery=[_sample([1, 2], [1.0, 2.0])])),
-            "'seed' must be an array of finite floats",
+            "'seed' must be an array of floats within float32's range",
         ),
+        (  # a model input past float32: the HTML report's plot crashed on it
+            lambda d: d["campaigns"].append(_campaign(gallery=[_sample([1.0, 1e300], [1.0, 2.0])])),
+            "'seed' must be an array of floats within float32's range",
+        ),
+        (lambda d: d["campaigns"].append(_campaign(diversity=0.5)), "'diversity' must be"),
         (lambda d: d["campaigns"].append({**_campaign(), "extra": 1}), "unknown key 'extra'"),
         (lambda d: d["signals"].update(m={"steps": [0, 1], "h_net_z": [[1.0]]}), "rows of 2"),
+        (  # the HTML report's plot crashed on it
+            lambda d: d["signals"].update(m={"steps": [0, 1], "h_net_z": [[1e308, -1e308]]}),
+            "numbers within float32's range",
+        ),
     ],
 )
 def test_edited_data_files_are_refused_by_name(tmp_path, change, message):

@@ -360,6 +360,10 @@ class Coverage:
         """Union another Coverage of the same model, profile and metrics into this one."""
         if not isinstance(other, Coverage):
             raise InvalidArgument(f"cannot merge {type(other).__name__} into a Coverage")
+        if other is self:
+            raise InvalidArgument(
+                "cannot merge a Coverage into itself: its inputs would count twice"
+            )
         self.merge_state(other.state())
 
     def merge_state(self, state: ModelState) -> None:

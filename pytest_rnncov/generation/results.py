@@ -120,6 +120,8 @@ _COUNTS = (
     "shrink_calls",
 )
 _TEXTS = ("model", "distance", "schedule", "objective", "oracle", "mutator")
+#: the largest magnitude of a gallery value (a model input; past it plots break)
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 #: a summary's optional measures and the interval each lies in (diversity, -(1/n^2) times a
 #: sum of n^2 cosines that is a squared norm, lies in [-1, 0])
 _MEASURES = {
@@ -247,7 +249,7 @@ def _check_sample(item: Any, where: str) -> None:
     clip = f.get("clip", list)
     if clip and not (
         len(clip) == 2
-        and all(isinstance(v, float) and math.isfinite(v) for v in clip)
+        and all(isinstance(v, float) and abs(v) <= FLOAT32_MAX for v in clip)
         and clip[0] < clip[1]
     ):
         raise f.fail("'clip' must be [] or [low, high]")
@@ -263,6 +265,6 @@ def _shape(value: Any, f: Fields, key: str) -> tuple[int, ...]:
             raise f.fail(f"{key!r} must be a non-empty rectangular array")
         shape.append(sizes.pop())
         level = [x for v in level for x in v]
-    if not shape or not all(isinstance(v, float) and math.isfinite(v) for v in level):
-        raise f.fail(f"{key!r} must be an array of finite floats")
+    if not shape or not all(isinstance(v, float) and abs(v) <= FLOAT32_MAX for v in level):
+        raise f.fail(f"{key!r} must be an array of floats within float32's range (model inputs)")
     return tuple(shape)

@@ -249,8 +249,8 @@ def _numeric_array(value: Any, where: str) -> np.ndarray:
         array = np.asarray(value, np.float64)
     except (TypeError, ValueError, OverflowError):
         raise DataFileError(f"{where} is not a numeric array") from None
-    if array.size == 0 or not np.isfinite(array).all():
-        raise DataFileError(f"{where} must be a non-empty array of finite numbers")
+    if array.size == 0 or not (np.abs(array) <= np.finfo(np.float32).max).all():  # NaN too
+        raise DataFileError(f"{where} must be a non-empty array of numbers within float32's range")
     return array
 
 
