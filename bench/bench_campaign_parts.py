@@ -111,6 +111,7 @@ def compare(args: argparse.Namespace) -> None:
     for _ in range(args.rounds):
         for policy in args.policies.split(","):
             wait, _, threads = policy.partition("/")
+            label = f"OMP_WAIT_POLICY={wait}" + (f", PyTorch threads {threads}" if threads else "")
             env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
             # numpy loads with PyTorch in a default run: OpenBLAS's setting alike in both
             env.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
@@ -126,13 +127,13 @@ def compare(args: argparse.Namespace) -> None:
             out = subprocess.run(
                 [*command, "--seed", str(args.seed)], env=env, capture_output=True, text=True
             ).stdout
-            print(f"--- OMP_WAIT_POLICY={policy}\n{out}", flush=True)
-            seconds[policy].append(float(re.search(r"cases in ([\d.]+) s", out).group(1)))
-            speeds[policy].append(float(re.search(r"ratio ([\d.]+)\)", out).group(1)))
-    for policy, values in speeds.items():
+            print(f"--- {label}\n{out}", flush=True)
+            seconds[label].append(float(re.search(r"cases in ([\d.]+) s", out).group(1)))
+            speeds[label].append(float(re.search(r"ratio ([\d.]+)\)", out).group(1)))
+    for label, values in speeds.items():
         print(
-            f"OMP_WAIT_POLICY={policy}: campaign {statistics.median(seconds[policy]):.2f} s "
-            f"(runs: {', '.join(f'{v:.2f}' for v in seconds[policy])}); campaign / predict "
+            f"{label}: campaign {statistics.median(seconds[label]):.2f} s "
+            f"(runs: {', '.join(f'{v:.2f}' for v in seconds[label])}); campaign / predict "
             f"rate {statistics.median(values):.2f} (runs: {', '.join(f'{v:.2f}' for v in values)})"
         )
 

@@ -42,10 +42,10 @@ VERSION = 2
 
 #: Most hidden-state values kept from the first pass for the state grid (else traced again).
 KEEP_STATES = 1 << 26
-#: A fitted signal's statistics: a signal sums at most 2**20 float32 values (|v| < 3.5e44),
-#: and its spread (std, max - min) is 0 or at least ~1e-48 (float32's smallest step, 1.4e-45,
-#: over at most 2**62 inputs); a file past these bounds was edited, and normalising against
-#: it would overflow to inf and NaN
+#: A fitted signal's statistics: a signal sums at most 2**20 float32 values (|v| < 1e45), and
+#: its spread is 0 or at least float32's smallest step over 2**20 units (1.3e-51 for max -
+#: min; the std that over sqrt(n), above 1e-60 for fewer than 2**60 training inputs); a file
+#: past these bounds was edited, and normalising against it would overflow to inf and NaN
 SIGNAL_LIMIT, MIN_SPREAD = 1e60, 1e-60
 
 

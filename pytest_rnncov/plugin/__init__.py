@@ -207,19 +207,7 @@ class RNNCovPlugin:
         if role.controller:
             applied, reason = True, None
             if stopped is not None:
-                if isinstance(stopped, (session.Interrupted, session.Failed)):  # -x, maxfail
-                    why = str(stopped)
-                elif isinstance(stopped, KeyboardInterrupt):
-                    why = "interrupted"
-                else:
-                    why = f"{type(stopped).__name__}: {stopped}"
-                applied, reason = (
-                    False,
-                    (
-                        f"the session stopped after {self._finished} of {session.testscollected} "
-                        f"tests ({why}); the coverage shown is from those"
-                    ),
-                )
+                applied, reason = False, self._stopped_reason(session, stopped)
             elif session.config.option.collectonly:
                 applied, reason = False, "only collecting (--collect-only)"
             elif session.testscollected == 0:
@@ -227,6 +215,19 @@ class RNNCovPlugin:
             verdict = self.role.decide(applied, reason)  # type: ignore[union-attr]
             if verdict.passed is False:
                 session.testsfailed += 1
+
+    def _stopped_reason(self, session: pytest.Session, stopped: BaseException) -> str:
+        """Why the gate is not applied to a session ``stopped`` early, and after what."""
+        if isinstance(stopped, (session.Interrupted, session.Failed)):  # -x, --maxfail
+            why = str(stopped)
+        elif isinstance(stopped, KeyboardInterrupt):
+            why = "interrupted"
+        else:
+            why = f"{type(stopped).__name__}: {stopped}"
+        return (
+            f"the session stopped after {self._finished} of {session.testscollected} tests "
+            f"({why}); the coverage shown is from those"
+        )
 
     @pytest.hookimpl(optionalhook=True)  # an xdist hook: unknown where xdist is not installed
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
