@@ -9,8 +9,9 @@
     compare DATA... --baseline B   fail when coverage fell below a baseline
 
 ``combine`` and ``report`` apply ``--rnn-coverage`` bars like the plugin. Exit codes as in
-pytest: 0 passed, 1 a gate or baseline failed, 4 a usage error (bad arguments, unreadable
-or malformed files); every error says what was wrong and how to fix it.
+pytest: 0 passed, 1 a gate or baseline failed, 2 interrupted (Ctrl-C; a file is written
+whole or not at all), 4 a usage error (bad arguments, unreadable or malformed files); every
+error says what was wrong and how to fix it.
 
 A PyTorch factory is imported from the current directory or sys.path, which runs that
 module's code (as pytest runs a conftest.py); the weights file is read with
@@ -27,7 +28,9 @@ from pathlib import Path
 from typing import Any, NoReturn, Sequence
 
 from .errors import RNNCovError
+from .validation import printable
 
+INTERRUPTED = 2
 USAGE_ERROR = 4
 
 
@@ -157,10 +160,16 @@ def _joined_signed(argv: Sequence[str]) -> list[str]:
     return out
 
 
+def _err(text: str) -> None:
+    """Print a message to stderr, control characters escaped (``printable``)."""
+    print(printable(text, newlines=True), file=sys.stderr)
+
+
 def _print(text: str) -> None:
-    """Print to stdout; a reader that went away (``| head``) is not an error."""
+    """Print to stdout, control characters escaped (``printable``); a reader that went
+    away (``| head``) is not an error."""
     try:
-        print(text, flush=True)
+        print(printable(text, newlines=True), flush=True)
     except BrokenPipeError:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # later writes (and exit's flush) go nowhere
@@ -183,8 +192,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             parse_metrics(args.rnn_metrics)  # refused before any file is read or written
         return handler(args)
     except RNNCovError as exc:
-        print(f"python -m pytest_rnncov {args.command}: error: {exc}", file=sys.stderr)
+        _err(f"python -m pytest_rnncov {args.command}: error: {exc}")
         return USAGE_ERROR
+    except KeyboardInterrupt:  # files are written whole or not at all (interrupt_after)
+        _err(f"python -m pytest_rnncov {args.command}: interrupted")
+        return INTERRUPTED
 
 
 #: the largest array unpacked from an .npz file (bytes)
@@ -454,9 +466,9 @@ def _render(
 
         _print(MarkdownReport(tests=tests).render(data, verdict).rstrip("\n"))
         for line in written:
-            print(line, file=sys.stderr)
+            _err(line)
         for problem in problems:
-            print(f"error: {problem}", file=sys.stderr)
+            _err(f"error: {problem}")
         return problems
     TermReport(
         writer, detail="term-detail" in kinds, coverage=bool(set(kinds) & {"term", "term-detail"})
@@ -471,7 +483,7 @@ def _render(
     TermReport(writer).verdict(verdict)
     _print("\n".join(writer.lines))
     for problem in problems:
-        print(f"error: {problem}", file=sys.stderr)
+        _err(f"error: {problem}")
     return problems
 
 
@@ -494,7 +506,7 @@ def _excluded(args: argparse.Namespace, data: Any) -> Any:
     exclusions = [parse_exclusion(text) for text in args.rnn_exclude or ()]
     view, notes = data.with_exclusions(list(dict.fromkeys(exclusions)))
     for note in notes:
-        print(f"warning: {note}", file=sys.stderr)
+        _err(f"warning: {note}")
     return view
 
 
@@ -519,12 +531,12 @@ def _combine(args: argparse.Namespace) -> int:
             failed = str(exc)
     problems = _render(kinds, files, view, verdict, args.format == "markdown", args.tests)
     if failed is not None:
-        print(f"error: {failed}", file=sys.stderr)
+        _err(f"error: {failed}")
     elif out is not None:
         runs = f"{len(args.data)} run{'s' if len(args.data) != 1 else ''}"
         note = f"combined data of {runs} written to {out.path}"
         if args.format == "markdown":
-            print(note, file=sys.stderr)
+            _err(note)
         else:
             _print(note)
     return 1 if verdict.passed is False or problems or failed else 0

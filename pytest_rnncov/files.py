@@ -19,8 +19,10 @@ import json
 import os
 import re
 import secrets
+import signal
 import stat
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
@@ -275,6 +277,27 @@ def write_atomic(
             with contextlib.suppress(OSError):
                 os.unlink(temporary)
     return path
+
+
+@contextlib.contextmanager
+def interrupt_after() -> Iterator[None]:
+    """Hold a Ctrl-C (SIGINT) that arrives inside the block until the block ends, then
+    raise it: a set of files written together is either all written or none started.
+    Outside the main thread (where signals cannot be handled) the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[tuple[int, Any]] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append((signum, frame)))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if held:
+        if callable(previous):
+            previous(*held[0])  # Python's default handler raises KeyboardInterrupt
+        elif previous == signal.SIG_DFL:
+            raise KeyboardInterrupt
 
 
 class Output:

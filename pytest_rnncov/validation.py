@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 from typing import Any, Iterable, Literal, Sequence, overload
 
 from .errors import InvalidArgument
@@ -18,6 +19,26 @@ def shown(value: Any) -> str:
     """``repr(value)``, cut to 80 characters for messages."""
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+#: characters a terminal acts on instead of showing: C0 and C1 controls, DEL, and the
+#: bidirectional overrides that reorder what is shown
+_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str, *, newlines: bool = False) -> str:
+    """``text`` with every control character escaped as Python writes it (``\\x1b``), so
+    a name read from a file cannot move the cursor, recolour or forge terminal lines;
+    ``newlines``: keep line breaks (text of several lines)."""
+
+    def escape(match: re.Match[str]) -> str:
+        char = match.group()
+        if newlines and char == "\n":
+            return char
+        code = ord(char)
+        return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+    return _CONTROLS.sub(escape, text)
 
 
 def _is_integer(value: Any) -> bool:

@@ -37,6 +37,7 @@ from pytest_rnncov.core.state import ModelState
 from pytest_rnncov.errors import DataFileError, ProfileError, RNNCovError
 from pytest_rnncov.generation.results import AdversarialSample, CampaignResult
 from pytest_rnncov.reporting.baseline import baseline_text, load_baseline
+from pytest_rnncov.reporting.data import VERSION as DATA_VERSION
 from pytest_rnncov.reporting.data import CoverageData
 from pytest_rnncov.reporting.samples import gallery_entries
 from pytest_rnncov.reporting.signals import sample_signals
@@ -112,6 +113,7 @@ def documents() -> dict[str, dict[str, Any]]:
         track_errors=["test_x: ModelError: no layer"],
         sources=["run.json"],
         runs=["0123456789abcdef"],
+        stopped=["the session stopped after 1 of 3 tests (interrupted)"],
     )
     partial = CoverageData(models={"m": state}, missing_workers=["gw1"])
     assert not partial.complete
@@ -189,6 +191,7 @@ _OPTIONAL_KEYS = [
     "best_fitness",
     "weights",
     "runs",
+    "stopped",
     "complete",
     "missing_workers",
     "created",
@@ -372,15 +375,16 @@ def test_edited_data_files_are_refused_or_read_back_exactly(folder, data):
     loaded = _refused_or_read_back(CoverageData.load, path, DataFileError, edit)
     if loaded is None:
         return
-    # the two documented defaults of ``load``: a file that names no source gets its own
-    # path, and a file without run ids (version 1 has no 'runs' key; a version 2 file may
-    # hold none, as the payload of a worker that sent nothing does) stands for the run of
-    # its content
-    expected = dict(edited)
+    # the documented defaults of ``load``: a file that names no source gets its own path;
+    # a file without run ids (version 1 has no 'runs' key; a later file may hold none, as
+    # the payload of a worker that sent nothing does) stands for the run of its content; a
+    # file before version 3 has no 'stopped' (no session of it stopped early); what is read
+    # is written back in the current version
+    expected = dict(edited, version=DATA_VERSION)
+    expected.setdefault("stopped", [])
     if edited.get("sources") == []:
         expected["sources"] = [str(path)]
     if edited.get("runs", []) == []:
-        expected["version"] = 2
         expected["runs"] = [f"file-{hashlib.sha256(raw).hexdigest()[:16]}"]
     again = json.loads(loaded.dumps())
     assert same(again, expected), f"{edit}: read back {difference(again, expected)}"

@@ -547,7 +547,9 @@ def test_a_stopped_session_says_after_how_many_tests_and_keeps_their_coverage(
     pytester, error, args, status, ran, why
 ):
     """Ctrl-C or -x: the gate is not applied, for the true reason (it once read 'the session
-    stopped before the tests ran'), and every report shows the coverage of what ran."""
+    stopped before the tests ran'), every report shows the coverage of what ran, and the
+    data file keeps it, marked partial (it was once not written), while no baseline is
+    saved from it."""
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_stop=STOPPING.format(error=error))
     result = pytester.runpytest_subprocess(
@@ -556,19 +558,32 @@ def test_a_stopped_session_says_after_how_many_tests_and_keeps_their_coverage(
         "--rnn-report=term",
         "--rnn-report=json:r.json",
         "--rnn-data=d.json",
+        "--rnn-save=b.json",
     )
     assert result.ret == status
-    reason = f"the session stopped after {ran} of 3 tests ({why}); the coverage shown is from those"
+    stopped = f"the session stopped after {ran} of 3 tests ({why})"
+    reason = f"{stopped}; the coverage shown is from those"
     result.stdout.fnmatch_lines(
         [
             "tiny   lstm*16  *",  # test_one's 16 inputs
-            f"RNN coverage data not written to *d.json: {reason}",
+            f"RNN coverage baseline not saved to *b.json: {reason}",
+            "RNN coverage data (partial: marked so) written to *d.json",
             f"RNN coverage gate not applied: {reason}.",
         ]
     )
     verdict = json.loads((pytester.path / "r.json").read_text())["verdict"]
     assert verdict["applied"] is False and verdict["skipped_reason"] == reason
-    assert not (pytester.path / "d.json").exists()
+    assert verdict["complete"] is False and verdict["stopped"] == [stopped]
+    assert not (pytester.path / "b.json").exists()
+    data = json.loads((pytester.path / "d.json").read_text())
+    assert data["stopped"] == [stopped] and data["models"]["tiny"]["inputs"] == 16
+    report = pytester.run(
+        sys.executable, "-m", "pytest_rnncov", "report", "d.json", "--rnn-coverage=0.01"
+    )
+    assert report.ret == 0, report.stdout.str()
+    report.stdout.fnmatch_lines(
+        [f"WARNING RNN coverage is partial: {stopped} (a run that stopped early: *"]
+    )
 
 
 FEW = """

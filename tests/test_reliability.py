@@ -34,7 +34,7 @@ from pytest_rnncov import (
 from pytest_rnncov.config.bars import Bars
 from pytest_rnncov.core.coverage import Coverage
 from pytest_rnncov.core.state import MAX_COUNT, MetricState, ModelState
-from pytest_rnncov.files import Output
+from pytest_rnncov.files import Output, interrupt_after
 from pytest_rnncov.reporting.data import CoverageData, combine
 from pytest_rnncov.reporting.json_report import JsonReport
 from pytest_rnncov.reporting.results import MarkerOutcome, check_models, evaluate
@@ -788,3 +788,169 @@ def test_a_failed_bar_is_shown_as_written():
     data = CoverageData(models={"m": _model(TC=state)})
     line = evaluate(data, Bars.parse("TC:0.0535")).gate_line()
     assert line.endswith("TC 5% (13/243) < 5.35%"), line
+
+
+def test_a_ctrl_c_while_files_are_written_is_raised_after_the_last():
+    before = signal.getsignal(signal.SIGINT)
+    done = []
+    with pytest.raises(KeyboardInterrupt):
+        with interrupt_after():
+            os.kill(os.getpid(), signal.SIGINT)
+            done.append("first file")  # still runs: the interrupt is held
+            done.append("last file")
+    assert done == ["first file", "last file"]
+    assert signal.getsignal(signal.SIGINT) is before
+    with interrupt_after():  # no Ctrl-C: nothing is raised
+        done.append("again")
+
+
+SIGNALLING = """
+import os
+import signal
+import pytest_rnncov.files as files
+import pytest_rnncov.reporting.markdown_report as markdown_report
+
+_write, _render = files.write_atomic, markdown_report.MarkdownReport.render
+WHERE = os.environ.get("RNNCOV_SIGINT_IN", "")
+
+
+def _ctrl_c_in_write(*args, **kwargs):
+    if WHERE == "write":
+        os.kill(os.getpid(), signal.SIGINT)
+    return _write(*args, **kwargs)
+
+
+def _ctrl_c_in_render(self, *args, **kwargs):
+    if WHERE == "render":
+        os.kill(os.getpid(), signal.SIGINT)
+    return _render(self, *args, **kwargs)
+
+
+files.write_atomic = _ctrl_c_in_write
+markdown_report.MarkdownReport.render = _ctrl_c_in_render
+"""
+
+
+def test_a_ctrl_c_after_the_tests_never_mixes_two_runs_reports(pytester, monkeypatch):
+    """A Ctrl-C while the files are written lets every file finish; one while the reports
+    render keeps the data file (what was measured) and leaves every report as the earlier
+    run wrote it, saying so. Either way the verdict is printed and pytest exits 2 (it once
+    left this run's JSON beside the last run's HTML, with a traceback and no verdict)."""
+    pytester.makeconftest(CONFTEST + SIGNALLING)
+    pytester.makepyfile(test_feed=TESTS)
+    outputs = ["--rnn-coverage=0.01", "--rnn-data=d.json", "--rnn-report=json:r.json"]
+    outputs += ["--rnn-report=markdown:r.md", "--rnn-report=term"]
+    monkeypatch.setenv("RNNCOV_SIGINT_IN", "")
+    assert pytester.runpytest_subprocess(*outputs).ret == 0
+    files = ("d.json", "r.json", "r.md")
+    first = {name: (pytester.path / name).read_bytes() for name in files}
+
+    pytester.makepyfile(test_feed=FEW)  # other inputs: other coverage, other reports
+    monkeypatch.setenv("RNNCOV_SIGINT_IN", "write")
+    result = pytester.runpytest_subprocess(*outputs)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(
+        [
+            "RNN coverage data written to *d.json",
+            "RNN coverage JSON written to *r.json",
+            "RNN coverage Markdown written to *r.md",
+            "RNN coverage files: Ctrl-C held until each was written whole",
+            "FAIL Required RNN coverage of 1% not reached: BC 0% (0/5)*",
+        ]
+    )
+    second = {name: (pytester.path / name).read_bytes() for name in files}
+    assert all(second[name] != first[name] for name in files)
+
+    pytester.makepyfile(test_feed=TESTS)
+    monkeypatch.setenv("RNNCOV_SIGINT_IN", "render")
+    result = pytester.runpytest_subprocess(*outputs)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(
+        [
+            "RNN coverage report not written to *r.json: interrupted while the reports rendered",
+            "RNN coverage report not written to *r.md: interrupted while the reports rendered",
+            "RNN coverage data written to *d.json",
+            "Required RNN coverage of 1% reached.",
+        ]
+    )
+    assert (pytester.path / "d.json").read_bytes() != second["d.json"]
+    assert all((pytester.path / name).read_bytes() == second[name] for name in files[1:])
+    assert not list(pytester.path.rglob("*.tmp"))
+
+
+def test_control_characters_read_from_a_file_never_reach_the_terminal(measured, tmp_path):
+    """A model name or a message in a data file holding terminal escapes (clear screen,
+    colours, a bidirectional override) is printed escaped, as Python writes it."""
+    state = measured.copy()
+    state.name = "m\x1b[2J\u202eevil"
+    CoverageData(
+        models={state.name: state},
+        track_errors=["test_x: \x1b[31mModelError\x07"],
+        runs=["run-c"],
+    ).save(tmp_path / "a.json")
+    for command in (("report", "a.json", "--rnn-coverage=0.99"), ("show", "a.json")):
+        done = cli(*command, cwd=tmp_path)
+        out = done.stdout + done.stderr
+        assert not any(c in out for c in "\x1b\x07\u202e"), (command, out)
+        assert "m\\x1b[2J\\u202eevil" in out, (command, out)
+    assert "\\x1b[31mModelError\\x07" in cli("report", "a.json", cwd=tmp_path).stdout
+
+
+FED = """
+import pathlib
+
+from conftest import inputs
+
+
+def test_one(tiny):
+    tiny.predict(inputs(1))
+
+
+def test_two(tiny):
+    tiny.predict(inputs(2))
+    pathlib.Path("fed.flag").touch()
+"""
+
+STUCK = """
+import os
+import pathlib
+import signal
+import time
+
+
+def test_stuck():  # once the other worker is done, Ctrl-C reaches the controller only
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for _ in range(600):
+        if pathlib.Path("fed.flag").exists():
+            break
+        time.sleep(0.1)
+    time.sleep(2)
+    os.kill(os.getppid(), signal.SIGINT)
+    time.sleep(8)
+"""
+
+
+def test_an_interrupted_xdist_run_names_the_workers_still_running(pytester):
+    """A worker that had not finished when Ctrl-C stopped the controller sent no data: it is
+    named, and the data file (written, as a stopped session's is) holds what the other
+    worker sent and is partial twice over."""
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_fed=FED, test_stuck=STUCK)
+    result = pytester.runpytest_subprocess(
+        "-n", "2", "--dist", "loadfile", "--rnn-coverage=0.01", "--rnn-data=d.json",
+        "--rnn-report=term", "-W", "ignore",
+    )  # fmt: skip
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(
+        [
+            "tiny   lstm*32  *",  # test_one's and test_two's inputs
+            "RNN coverage data (partial: marked so) written to *d.json",
+            "WARNING RNN coverage is partial: worker gw? (still running when the session "
+            "stopped) sent no coverage data*",
+            "RNN coverage gate not applied: the session stopped after 2 of 3 tests (interrupted)*",
+        ]
+    )
+    data = json.loads((pytester.path / "d.json").read_text())
+    (missing,) = data["missing_workers"]
+    assert missing.endswith("(still running when the session stopped)")
+    assert len(data["stopped"]) == 1 and data["models"]["tiny"]["inputs"] == 32

@@ -81,6 +81,8 @@ class RNNCovPlugin:
         self._current_test: str | None = None
         #: (worker id, payload) of every xdist worker that finished; payload "" = unused
         self._nodes: list[tuple[str, str | None]] = []
+        #: every xdist worker that started: one that never finished is named as missing
+        self._started: list[str] = []
         #: tests whose teardown ran (reported by workers too): an early stop names them
         self._finished = 0
         self.problems: list[str] = []
@@ -204,15 +206,19 @@ class RNNCovPlugin:
             for worker, payload in self._nodes:
                 if payload != "":  # "": a worker that did not use the plugin
                     role.receive(worker, payload)
+            finished = {worker for worker, _ in self._nodes}
+            for worker in self._started:
+                if worker not in finished:  # the session stopped while it ran
+                    role.receive(f"{worker} (still running when the session stopped)", None)
         if role.controller:
-            applied, reason = True, None
+            applied, reason, why = True, None, None
             if stopped is not None:
-                applied, reason = False, self._stopped_reason(session, stopped)
+                why = self._stopped_reason(session, stopped)
             elif session.config.option.collectonly:
                 applied, reason = False, "only collecting (--collect-only)"
             elif session.testscollected == 0:
                 applied, reason = False, "no test was selected"
-            verdict = self.role.decide(applied, reason)  # type: ignore[union-attr]
+            verdict = self.role.decide(applied, reason, why)  # type: ignore[union-attr]
             if verdict.passed is False:
                 session.testsfailed += 1
 
@@ -225,15 +231,17 @@ class RNNCovPlugin:
         else:
             why = f"{type(stopped).__name__}: {stopped}"
         return (
-            f"the session stopped after {self._finished} of {session.testscollected} tests "
-            f"({why}); the coverage shown is from those"
+            f"the session stopped after {self._finished} of {session.testscollected} tests ({why})"
         )
 
-    @pytest.hookimpl(optionalhook=True)  # an xdist hook: unknown where xdist is not installed
+    @pytest.hookimpl(optionalhook=True)  # xdist hooks: unknown where xdist is not installed
+    def pytest_testnodeready(self, node: Any) -> None:
+        self._started.append(_worker_id(node))
+
+    @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         output = getattr(node, "workeroutput", None) or {}
-        worker = str(getattr(getattr(node, "gateway", None), "id", "?"))
-        self._nodes.append((worker, output.get("rnncov")))
+        self._nodes.append((_worker_id(node), output.get("rnncov")))
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
@@ -250,7 +258,9 @@ class RNNCovPlugin:
         except RNNCovError as exc:
             self.problems.append(str(exc))
         self.problems.extend(getattr(role, "problems", ()))
-        if self.problems and session.exitstatus == pytest.ExitCode.OK:
+        if getattr(role, "interrupted", False):
+            session.exitstatus = pytest.ExitCode.INTERRUPTED
+        elif self.problems and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
@@ -280,12 +290,21 @@ class RNNCovPlugin:
             terminalreporter, detail="term-detail" in kinds, coverage=show, samples=tables
         )
         report.sections(data)
+        from ..validation import printable
+
         for line in role.written:
-            terminalreporter.write_line(line)
+            terminalreporter.write_line(printable(line))
         for problem in self.problems:
-            terminalreporter.write_line(f"ERROR pytest-rnncov: {problem}", red=True, bold=True)
+            terminalreporter.write_line(
+                printable(f"ERROR pytest-rnncov: {problem}"), red=True, bold=True
+            )
         if role.verdict is not None:
             report.verdict(role.verdict)
+
+
+def _worker_id(node: Any) -> str:
+    """An xdist node's worker id (gw0, ...)."""
+    return str(getattr(getattr(node, "gateway", None), "id", "?"))
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 
 from ..errors import DataFileError, InvalidArgument, RNNCovError
-from ..files import Output
+from ..files import interrupt_after
 from ..reporting.baseline import (
     Baseline,
     baseline_text,
@@ -23,7 +23,7 @@ from ..reporting.baseline import (
     why_not_saved,
 )
 from ..reporting.data import CoverageData
-from ..reporting.outputs import write_reports
+from ..reporting.outputs import Pending, render_reports, write_all
 from ..reporting.results import Verdict, evaluate
 from .options import SessionOutputs, Settings
 from .session import RNNCovSession
@@ -59,6 +59,10 @@ class Central:
         self.outputs = outputs
         self.received = CoverageData()
         self.verdict: Verdict | None = None
+        #: why the session stopped before all its tests ran (None: it did not)
+        self.stopped: str | None = None
+        #: whether a Ctrl-C stopped the reports from rendering (pytest's exit code says so)
+        self.interrupted = False
         self.written: list[str] = []
         self.problems: list[str] = []
         self.baseline = None if settings.compare is None else load_baseline(settings.compare)
@@ -68,6 +72,8 @@ class Central:
         data = CoverageData()
         data.merge(self.received)
         data.merge(self.engine.data())
+        if self.stopped is not None:
+            data.stopped.append(self.stopped)
         return data
 
     def report_data(self) -> CoverageData:
@@ -84,8 +90,13 @@ class Central:
         self.written.extend(n for n in notes if n not in self.written)
         return view
 
-    def decide(self, applied: bool, reason: str | None) -> Verdict:
-        """Compute the verdict once (the reports render this object)."""
+    def decide(self, applied: bool, reason: str | None, stopped: str | None = None) -> Verdict:
+        """Compute the verdict once (the reports render this object); ``stopped``: why the
+        session stopped before all its tests ran (the gate is then not applied, and the
+        data is marked partial)."""
+        if stopped is not None:
+            self.stopped = stopped
+            applied, reason = False, f"{stopped}; the coverage shown is from those"
         self.verdict = evaluate(
             self.report_data(),
             self.settings.bars,
@@ -108,58 +119,61 @@ class Central:
         except DataFileError:
             return None
 
-    def _write(self, output: Output, text: str, done: str) -> None:
-        try:
-            path = output.write(text)
-        except RNNCovError as exc:
-            self.problems.append(str(exc))
-        else:
-            self.written.append(f"{done} {path}")
-
     def sessionfinish(self, config: pytest.Config) -> None:
         data = self.data()
         verdict = self.verdict or self.decide(False, "the session stopped before the tests ran")
-        # a session that measured nothing leaves an earlier baseline or data file as it was
+        # a session that measured nothing leaves an earlier baseline or data file as it was;
+        # one that stopped early writes what it measured to the data file, marked partial
         unwritten = (
             verdict.skipped_reason
-            if not verdict.applied
+            if not verdict.applied and self.stopped is None
             else None
             if data.models
             else "no model was tracked"
         )
+        pending: list[Pending] = []
         outputs = self.outputs
         if outputs.baseline is not None:
             path = outputs.baseline.path
-            reason = unwritten or why_not_saved(
+            unsaved = unwritten or (verdict.skipped_reason if self.stopped is not None else None)
+            reason = unsaved or why_not_saved(
                 verdict.passed, data, self._existing_baseline(), self.settings.ratchet
             )
             if reason is None:
-                self._write(
-                    outputs.baseline,
-                    baseline_text(data),
-                    "RNN coverage baseline saved to"
-                    if data.complete
-                    else "RNN coverage baseline (partial: marked so) saved to",
+                done = "saved to" if data.complete else "(partial: marked so) saved to"
+                pending.append(
+                    (outputs.baseline, baseline_text(data), f"RNN coverage baseline {done}")
                 )
             elif path.exists():
                 self.written.append(f"RNN coverage baseline {path} kept: {reason}")
             else:
                 self.written.append(f"RNN coverage baseline not saved to {path}: {reason}")
         if outputs.data is not None and unwritten is None:
-            self._write(
-                outputs.data,
-                data.dumps() + "\n",
-                "RNN coverage data written to"
-                if data.complete
-                else "RNN coverage data (partial: marked so) written to",
-            )
+            done = "written to" if data.complete else "(partial: marked so) written to"
+            pending.append((outputs.data, data.dumps() + "\n", f"RNN coverage data {done}"))
         elif outputs.data is not None:
             self.written.append(
                 f"RNN coverage data not written to {outputs.data.path}: {unwritten}"
             )
-        written, problems = write_reports(outputs.reports, self.report_data(), verdict)
-        self.written.extend(written)
+        try:
+            reports, problems = render_reports(outputs.reports, self.report_data(), verdict)
+        except KeyboardInterrupt:  # a second Ctrl-C: keep what was measured, say what is not
+            self.interrupted = True
+            reports, problems = [], []
+            self.written.extend(
+                f"RNN coverage report not written to {output.path}: interrupted while the "
+                "reports rendered"
+                for _, output in outputs.reports
+            )
         self.problems.extend(problems)
+        try:
+            with interrupt_after():  # a Ctrl-C now is raised once every file is written
+                written, failed = write_all(pending + reports)
+                self.written.extend(written)
+                self.problems.extend(failed)
+        except KeyboardInterrupt:
+            self.interrupted = True
+            self.written.append("RNN coverage files: Ctrl-C held until each was written whole")
 
 
 class DistController(Central):

@@ -30,9 +30,10 @@ from ..files import as_path, parse_json, read_bounded, read_envelope, write_atom
 from ..generation.results import CampaignSummary
 
 FORMAT = "pytest-rnncov-data"
-#: version 2 added "runs" (one id per session, so a run is never combined twice)
-VERSION = 2
-READS = (1, 2)
+#: version 2 added "runs" (one id per session, so a run is never combined twice); version 3
+#: "stopped" (sessions that stopped before all their tests ran)
+VERSION = 3
+READS = (1, 2, 3)
 #: the most conditions (summed over every model and metric) one file or one combination
 #: may declare: memory follows this bound, not what a file claims
 MAX_FILE_CONDITIONS = 2**24
@@ -55,6 +56,8 @@ class CoverageData:
     sources: list[str] = field(default_factory=list)
     #: one id per session whose coverage this holds: the same run is never counted twice
     runs: list[str] = field(default_factory=list)
+    #: why sessions whose coverage this holds stopped before all their tests ran
+    stopped: list[str] = field(default_factory=list)
 
     def merge(self, other: "CoverageData") -> None:
         """Union: coverage of the same model combines exactly; lists are concatenated.
@@ -73,10 +76,12 @@ class CoverageData:
         self.missing_workers.extend(other.missing_workers)
         self.sources.extend(other.sources)
         self.runs.extend(other.runs)
+        self.stopped.extend(other.stopped)
 
     @property
     def complete(self) -> bool:
-        return not self.missing_workers
+        """Whether every worker's data arrived and every session ran all its tests."""
+        return not self.missing_workers and not self.stopped
 
     def with_exclusions(self, exclusions: Sequence[Exclusion]) -> tuple["CoverageData", list[str]]:
         """A copy for the verdict and the reports whose metric states carry ``exclusions``
@@ -99,6 +104,7 @@ class CoverageData:
             "missing_workers": self.missing_workers,
             "sources": self.sources,
             "runs": self.runs,
+            "stopped": self.stopped,
         }
 
     def dumps(self) -> str:
@@ -124,6 +130,7 @@ class CoverageData:
                 "sources",
             )
             + (("runs",) if version >= 2 else ())
+            + (("stopped",) if version >= 3 else ())
         )
         models = read_model_states(fields.get("models", dict), where)
         signals = fields.get("signals", dict)
@@ -147,6 +154,7 @@ class CoverageData:
             fields.strings("missing_workers"),
             fields.strings("sources"),
             runs,
+            fields.strings("stopped") if version >= 3 else [],
         )
 
     def save(self, path: str | os.PathLike[str]) -> Path:

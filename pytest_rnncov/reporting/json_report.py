@@ -14,7 +14,8 @@ JSON_FORMAT = "pytest-rnncov-report"
 #: 3: the verdict is stated once, in "verdict" (no top-level "passed", "required",
 #: "gate_metrics", "complete", "missing_workers"); checks say whether a metric had anything
 #: to cover ("measurable"); the baseline part says whether the baseline was complete;
-#: "complete" is false also when a worker's data could not be merged
+#: "complete" is false also when a worker's data could not be merged, or when a session
+#: stopped before all its tests ran ("stopped" says why)
 JSON_VERSION = 3
 
 
@@ -59,7 +60,7 @@ class JsonReport:
         }
 
     def render(self, data: CoverageData, verdict: Verdict) -> str:
-        """The report's text (``reporting.outputs.write_reports`` writes it)."""
+        """The report's text (``reporting.outputs.render_reports`` renders it)."""
         return json.dumps(self.data(data, verdict), indent=1, allow_nan=False) + "\n"
 
 

@@ -2,9 +2,9 @@
 
 Each output is an :class:`~pytest_rnncov.files.Output`: checked before anything runs (it
 never replaces a file that is not an earlier output of the same kind), written atomically,
-and never silently lost to a concurrent writer. :func:`write_reports` writes the JSON,
-Markdown and HTML reports for the plugin and the command line alike; one output that fails does not
-stop the others.
+and never silently lost to a concurrent writer. Reports are rendered first
+(:func:`render_reports`), then written together (:func:`write_all`), for the plugin and
+the command line alike; one output that fails does not stop the others.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from ..config.paths import check_output_dir, check_output_file
 from ..errors import RNNCovError
-from ..files import Output, as_output_path
+from ..files import Output, as_output_path, interrupt_after
 
 if TYPE_CHECKING:  # numpy-free at import: the plugin checks outputs before any test runs
     from .data import CoverageData
@@ -47,12 +47,17 @@ def report_output(kind: str, dest: str, what: str) -> Output:
     return Output(Path(dest) / "index.html", KIND[kind], what)
 
 
-def write_reports(
+#: an output, its content, and the words said when it is written ("... written to PATH")
+Pending = tuple[Output, "str | bytes", str]
+
+
+def render_reports(
     outputs: Sequence[tuple[str, Output]], data: "CoverageData", verdict: "Verdict"
-) -> tuple[list[str], list[str]]:
-    """Render and write each ``(kind, output)`` report; returns (what was written, what
-    went wrong), every output attempted."""
-    written, problems = [], []
+) -> tuple[list[Pending], list[str]]:
+    """Render each ``(kind, output)`` report without writing it; returns what to write
+    and what went wrong, every report attempted."""
+    pending: list[Pending] = []
+    problems = []
     for kind, output in outputs:
         try:
             if kind == "json":
@@ -67,8 +72,33 @@ def write_reports(
                 from .html import HtmlReport
 
                 text = HtmlReport().render(data, verdict)
-            label = {"json": "JSON", "markdown": "Markdown", "html": "HTML"}[kind]
-            written.append(f"RNN coverage {label} written to {output.write(text)}")
+        except RNNCovError as exc:
+            problems.append(str(exc))
+            continue
+        label = {"json": "JSON", "markdown": "Markdown", "html": "HTML"}[kind]
+        pending.append((output, text, f"RNN coverage {label} written to"))
+    return pending, problems
+
+
+def write_all(pending: Sequence[Pending]) -> tuple[list[str], list[str]]:
+    """Write every rendered output; returns (what was written, what went wrong), every
+    output attempted. Callers hold a Ctrl-C until the last is written (``interrupt_after``),
+    so this run's files never sit half-written beside an earlier run's."""
+    written, problems = [], []
+    for output, content, done in pending:
+        try:
+            written.append(f"{done} {output.write(content)}")
         except RNNCovError as exc:
             problems.append(str(exc))
     return written, problems
+
+
+def write_reports(
+    outputs: Sequence[tuple[str, Output]], data: "CoverageData", verdict: "Verdict"
+) -> tuple[list[str], list[str]]:
+    """Render every ``(kind, output)`` report, then write them all, a Ctrl-C held until
+    the last is written."""
+    pending, problems = render_reports(outputs, data, verdict)
+    with interrupt_after():
+        written, failed = write_all(pending)
+    return written, problems + failed

@@ -109,6 +109,8 @@ class Verdict:
     tolerance: float = 0.0
     regressions: tuple[str, ...] = ()
     missing_workers: tuple[str, ...] = ()
+    #: why the sessions this data comes from stopped before all their tests ran
+    stopped: tuple[str, ...] = ()
     n_models: int = 0
     #: the workers a partial baseline missed when it was saved (empty: complete)
     baseline_missing: tuple[str, ...] = ()
@@ -132,7 +134,7 @@ class Verdict:
 
     @property
     def complete(self) -> bool:
-        return not self.missing_workers
+        return not self.missing_workers and not self.stopped
 
     # -- messages --------------------------------------------------------------------------
     def gate_line(self) -> str | None:
@@ -186,6 +188,15 @@ class Verdict:
                     "yellow",
                 )
             )
+        if self.stopped and self.applied:  # not applied: the skipped reason says it
+            out.append(
+                (
+                    "WARNING RNN coverage is partial: "
+                    + "; ".join(self.stopped)
+                    + " (a run that stopped early: the tests that did not run fed nothing)",
+                    "yellow",
+                )
+            )
         if self.baseline_missing and self.applied:
             out.append(
                 (
@@ -236,6 +247,7 @@ class Verdict:
             },
             "complete": self.complete,
             "missing_workers": list(self.missing_workers),
+            "stopped": list(self.stopped),
             "track_errors": list(self.track_errors),
         }
 
@@ -266,6 +278,7 @@ def evaluate(
         tolerance=tolerance,
         regressions=tuple(found),
         missing_workers=tuple(data.missing_workers),
+        stopped=tuple(data.stopped),
         n_models=len(data.models),
         baseline_missing=() if baseline is None else tuple(baseline.missing_workers),
     )

@@ -10,6 +10,7 @@ import numpy as np
 from ..core import sax
 from ..core.names import METRIC_NAMES
 from ..core.state import MetricState, ModelState
+from ..validation import printable
 from .data import CoverageData
 from .results import Verdict, percent
 
@@ -194,7 +195,8 @@ def campaign_notes(campaigns: Sequence[dict[str, Any]]) -> list[str]:
 
 
 class TermReport:
-    """The terminal sections and the verdict lines."""
+    """The terminal sections and the verdict lines (control characters of names read from
+    files escaped)."""
 
     def __init__(
         self, writer: Writer, *, detail: bool = False, coverage: bool = True, samples: bool = True
@@ -213,11 +215,11 @@ class TermReport:
         if self.coverage:
             self.writer.write_sep("-", "RNN coverage")
             for line in coverage_lines(data, self.detail):
-                self.writer.write_line(line)
+                self.writer.write_line(printable(line))
         if data.campaigns and self.samples:
             self.writer.write_sep("-", "RNN adversarial samples")
             for line in adversarial_lines(data.campaigns):
-                self.writer.write_line(line)
+                self.writer.write_line(printable(line))
 
     def verdict(self, verdict: Verdict) -> None:
         for text, style in verdict.lines():
@@ -226,7 +228,7 @@ class TermReport:
                 "green": {"green": True},
                 "yellow": {"yellow": True},
             }[style]
-            self.writer.write_line(text, **markup)
+            self.writer.write_line(printable(text), **markup)
 
 
 class LinesWriter:

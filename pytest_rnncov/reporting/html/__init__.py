@@ -436,7 +436,7 @@ class HtmlReport:
     """Renders ``DIR/index.html``: one self-contained page."""
 
     def render(self, data: CoverageData, verdict: Verdict) -> str:
-        """The page's HTML (``reporting.outputs.write_reports`` writes it)."""
+        """The page's HTML (``reporting.outputs.render_reports`` renders it)."""
         require_html()
         import matplotlib
 
