@@ -40,6 +40,16 @@ class _Parser(argparse.ArgumentParser):
         self.exit(USAGE_ERROR, f"{self.prog}: error: {message}\n")
 
 
+def _metrics(value: str) -> tuple[str, ...]:
+    """``--rnn-metrics``, parsed with the arguments (a bad list is a usage error)."""
+    from .config.values import parse_metrics
+
+    try:
+        return parse_metrics(value)
+    except RNNCovError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _parser() -> _Parser:
     parser = _Parser(
         prog="python -m pytest_rnncov",
@@ -104,6 +114,7 @@ def _parser() -> _Parser:
         command.add_argument(
             "--rnn-metrics",
             default=None,
+            type=_metrics,  # refused with the arguments, before any file is read or written
             metavar="LIST",
             help="metrics a plain bar applies to (default BC,SC,TC)",
         )
@@ -165,11 +176,17 @@ def _err(text: str) -> None:
     print(printable(text, newlines=True), file=sys.stderr)
 
 
-def _print(text: str) -> None:
-    """Print to stdout, control characters escaped (``printable``); a reader that went
-    away (``| head``) is not an error."""
+def _print(text: str | Sequence[str]) -> None:
+    """Print to stdout, control characters escaped (``printable``): a list prints one
+    line per item, any line break inside an item escaped too (a name read from a file
+    cannot forge a line); a reader that went away (``| head``) is not an error."""
+    shown = (
+        printable(text, newlines=True)
+        if isinstance(text, str)
+        else "\n".join(printable(line) for line in text)
+    )
     try:
-        print(printable(text, newlines=True), flush=True)
+        print(shown, flush=True)
     except BrokenPipeError:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # later writes (and exit's flush) go nowhere
@@ -186,10 +203,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             "report": _report,
             "compare": _compare,
         }[args.command]
-        if getattr(args, "rnn_metrics", None) is not None:
-            from .config.values import parse_metrics
-
-            parse_metrics(args.rnn_metrics)  # refused before any file is read or written
         return handler(args)
     except RNNCovError as exc:
         _err(f"python -m pytest_rnncov {args.command}: error: {exc}")
@@ -213,6 +226,8 @@ def _load_array(path: str, key: str | None) -> Any:
     from .errors import DataFileError
 
     source = Path(path)
+    if source.is_dir():
+        raise DataFileError(f"{path!r} is a folder; name the .npy or .npz file inside it")
     if not source.is_file():
         raise DataFileError(f"no file at {path!r}; save the training inputs with numpy.save")
     try:
@@ -237,6 +252,12 @@ def _load_array(path: str, key: str | None) -> Any:
             )
         return data[key]
     except (ValueError, OSError, EOFError, zipfile.BadZipFile, KeyError, MemoryError) as exc:
+        if "pickle" in str(exc) or "Python objects" in str(exc):  # not numpy's advice:
+            raise DataFileError(
+                f"{path!r} is not a numpy .npy/.npz file of numbers: it is no numpy file, or "
+                "holds pickled Python objects, which are never loaded (unpickling runs code "
+                "from the file); save a numeric array with numpy.save"
+            ) from None
         raise DataFileError(f"{path!r} is not a numpy .npy/.npz file of numbers ({exc})") from None
 
 
@@ -260,23 +281,20 @@ def _layer(text: str | None) -> str | int | None:
     return int(text) if text and digits and digits.isascii() and digits.isdigit() else text
 
 
-#: suffixes of the model files ``load_model`` reads
-_MODEL_SUFFIXES = (".keras", ".h5", ".hdf5", ".onnx")
-
-
-def _load(args: argparse.Namespace) -> Any:
-    """The model MODEL names: a Keras or ONNX file, or a PyTorch factory with ``--weights``."""
-    from .adapters.loading import load_model, load_torch_model
+def _model_file(args: argparse.Namespace) -> Path | None:
+    """The model file MODEL names (None: a PyTorch factory), its arguments checked; loads
+    nothing."""
+    from .adapters.loading import MODEL_SUFFIXES, model_path
     from .errors import InvalidArgument
 
     path = Path(args.model)
-    if path.suffix.lower() in _MODEL_SUFFIXES or path.exists():
+    if path.suffix.lower() in MODEL_SUFFIXES or path.exists():
         if args.weights is not None:
             raise InvalidArgument(
                 f"--weights {args.weights!r} is for a PyTorch factory (module:function); "
                 f"the Keras file {args.model!r} holds its own weights: drop --weights"
             )
-        return load_model(path, safe_mode=not args.unsafe_load)
+        return model_path(path)
     if args.weights is None:
         if ":" in args.model:
             raise InvalidArgument(
@@ -292,6 +310,16 @@ def _load(args: argparse.Namespace) -> Any:
             "--unsafe-load is for Keras files; PyTorch weights are always read with "
             "weights_only=True: drop --unsafe-load"
         )
+    return None
+
+
+def _load(args: argparse.Namespace) -> Any:
+    """The model MODEL names: a Keras or ONNX file, or a PyTorch factory with ``--weights``."""
+    from .adapters.loading import load_model, load_torch_model
+
+    path = _model_file(args)
+    if path is not None:
+        return load_model(path, safe_mode=not args.unsafe_load)
     here = os.getcwd()
     if here not in sys.path:  # the factory's module is found as pytest finds a conftest.py
         sys.path.insert(0, here)
@@ -319,8 +347,7 @@ def _profile_fit(args: argparse.Namespace) -> int:
         raise InvalidArgument(
             f"--weights {str(model[1])!r} is a directory; give the state_dict file (torch.save)"
         )
-    if args.weights is None and Path(args.model).suffix.lower() not in _MODEL_SUFFIXES:
-        _load(args)  # names no model file (an .npy, a folder, no file): refused, nothing loads
+    _model_file(args)  # MODEL names no model (an .npy, a folder, no file): refused here
     check_distinct([("--out", target)], [model, ("--x-train", Path(args.x_train))])
     out = Output(target, "pytest-rnncov-profile", "--out", ProfileError)
     if args.x_train_key is not None and not args.x_train.endswith(".npz"):
@@ -371,17 +398,15 @@ def _show(args: argparse.Namespace) -> int:
             if kind == DATA
             else CoverageData(models=load_baseline(path).models)
         )
-        _print("\n".join(coverage_lines(data, detail=kind == DATA)))
+        _print(coverage_lines(data, detail=kind == DATA))
     elif kind == JSON_FORMAT:
         passed, rates = read_report(content, where)
         _print(
-            "\n".join(
-                [f"JSON report, passed: {passed!r}"]
-                + [
-                    f"  {name}: " + ", ".join(f"{m} {r:.1%}" for m, r in metrics.items())
-                    for name, metrics in rates.items()
-                ]
-            )
+            [f"JSON report, passed: {passed!r}"]
+            + [
+                f"  {name}: " + ", ".join(f"{m} {r:.1%}" for m, r in metrics.items())
+                for name, metrics in rates.items()
+            ]
         )
     else:
         raise DataFileError(
@@ -390,7 +415,7 @@ def _show(args: argparse.Namespace) -> int:
     return 0
 
 
-def _profile_text(path: Path) -> str:
+def _profile_text(path: Path) -> list[str]:
     from .core.profile import Profile
 
     profile = Profile.load(path)
@@ -409,7 +434,7 @@ def _profile_text(path: Path) -> str:
         else f"  states: PCA {states.components.shape[0]} x {states.intervals} intervals, "
         f"{len(states.cells)} training cells, {len(states.transitions)} transitions"
     )
-    return "\n".join(lines)
+    return lines
 
 
 # -- combine, report, compare ------------------------------------------------------------
@@ -481,7 +506,7 @@ def _render(
             writer.lines.extend(summary_lines(state))
     writer.lines.extend(written)
     TermReport(writer).verdict(verdict)
-    _print("\n".join(writer.lines))
+    _print(writer.lines)
     for problem in problems:
         _err(f"error: {problem}")
     return problems
@@ -489,11 +514,10 @@ def _render(
 
 def _verdict(args: argparse.Namespace, data: Any) -> Any:
     from .config.bars import Bars
-    from .config.values import parse_metrics
     from .core.names import DEFAULT_METRICS
     from .reporting.results import evaluate
 
-    gate = DEFAULT_METRICS if args.rnn_metrics is None else parse_metrics(args.rnn_metrics)
+    gate = DEFAULT_METRICS if args.rnn_metrics is None else args.rnn_metrics
     bars = None if args.rnn_coverage is None else Bars.parse(",".join(args.rnn_coverage), gate)
     return evaluate(data, bars)
 
@@ -564,5 +588,5 @@ def _compare(args: argparse.Namespace) -> int:
     verdict = evaluate(data, None, baseline=baseline, tolerance=tolerance)
     writer = LinesWriter()
     TermReport(writer).verdict(verdict)
-    _print("\n".join(writer.lines))
+    _print(writer.lines)
     return 1 if verdict.passed is False else 0

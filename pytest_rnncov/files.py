@@ -15,14 +15,17 @@ writers lose one's results.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
 import secrets
 import signal
+import socket
 import stat
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
@@ -241,6 +244,55 @@ def _new_file_mode() -> int:
     return 0o666 & ~mask
 
 
+#: a temporary file of a writer that died is removed once it is this old (seconds)
+ORPHAN_AGE = 600
+
+
+#: the characters of a target's name a temporary file's name repeats (file names stay
+#: within the system's limit however long the target's is)
+_NAME_KEPT = 64
+
+
+def _host() -> str:
+    """This host, as temporary file names carry it (8 hex digits of its name)."""
+    return hashlib.sha256(socket.gethostname().encode("utf-8", "replace")).hexdigest()[:8]
+
+
+def _temporary_prefix(target: Path) -> str:
+    """The start of the name of ``target``'s temporary files written by this process."""
+    return f".{target.name[:_NAME_KEPT]}.{_host()}-{os.getpid()}."
+
+
+def _remove_orphans(target: Path) -> None:
+    """Remove the temporary files of ``target`` left by writers of this host that were
+    killed mid-write (SIGKILL, a lost machine): their process is gone and the file is
+    older than ORPHAN_AGE (a writer on another host that shares the name is long done by
+    then). Never on Windows, where there is no harmless test of a process id."""
+    if os.name == "nt":
+        return
+    pattern = re.compile(
+        re.escape(f".{target.name[:_NAME_KEPT]}.{_host()}-") + r"([0-9]+)\.[a-z0-9_]+\.tmp"
+    )
+    for name in os.listdir(target.parent):
+        match = pattern.fullmatch(name)
+        if match is None or _alive(int(match.group(1))):
+            continue
+        path = target.parent / name
+        if time.time() - path.lstat().st_mtime > ORPHAN_AGE:
+            path.unlink()
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists on this host (unsure: True, so its file stays)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (OSError, OverflowError, ValueError):
+        return True  # another user's process, or no valid pid: left alone
+    return True
+
+
 def write_atomic(
     path: Path, content: str | bytes, what: str, error: type[RNNCovError] = DataFileError
 ) -> Path:
@@ -258,7 +310,7 @@ def write_atomic(
         except FileNotFoundError:
             mode = _new_file_mode()
         handle, temporary = tempfile.mkstemp(
-            dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"
+            dir=target.parent, prefix=_temporary_prefix(target), suffix=".tmp"
         )
         with os.fdopen(handle, "wb") as stream:
             stream.write(data)
@@ -276,19 +328,30 @@ def write_atomic(
         if temporary is not None:
             with contextlib.suppress(OSError):
                 os.unlink(temporary)
+    with contextlib.suppress(OSError):  # the file is written: tidying never fails it
+        _remove_orphans(target)
     return path
 
 
 @contextlib.contextmanager
 def interrupt_after() -> Iterator[None]:
     """Hold a Ctrl-C (SIGINT) that arrives inside the block until the block ends, then
-    raise it: a set of files written together is either all written or none started.
+    raise it: a set of files written together is finished, each whole. A second Ctrl-C
+    raises at once (a write that hangs on a lock or a lost mount can still be stopped).
     Outside the main thread (where signals cannot be handled) the block runs as it is."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
+    previous = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or previous is None:
+        yield  # signals cannot be handled here, or the handler is not Python's to restore
         return
     held: list[tuple[int, Any]] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append((signum, frame)))
+
+    def hold(signum: int, frame: Any) -> None:
+        if held:  # a second Ctrl-C: the user insists (a write hangs): stop now
+            signal.signal(signal.SIGINT, previous)
+            raise KeyboardInterrupt
+        held.append((signum, frame))
+
+    signal.signal(signal.SIGINT, hold)
     try:
         yield
     finally:

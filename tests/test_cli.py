@@ -198,6 +198,20 @@ def test_profile_fit_from_a_model_file_and_a_npy(model_files):
         "profile", "fit", "m.keras", "--x-train", "evil.npy", "--out", "q.json", cwd=tmp_path
     )
     assert refused.returncode == 4 and "is not a numpy .npy/.npz file of numbers" in refused.stderr
+    # numpy's advice (allow_pickle=True: run code from the file) is not passed on; garbage
+    # reads as pickled data to numpy; a folder is named as one
+    (tmp_path / "garbage.npy").write_bytes(b"not an array" * 8)
+    (tmp_path / "dir.npy").mkdir()
+    for name, said in (
+        ("evil.npy", "pickled Python objects, which are never loaded"),
+        ("garbage.npy", "pickled Python objects, which are never loaded"),
+        ("dir.npy", "'dir.npy' is a folder; name the .npy or .npz file inside it"),
+    ):
+        refused = cli(
+            "profile", "fit", "m.keras", "--x-train", name, "--out", "q.json", cwd=tmp_path
+        )
+        assert refused.returncode == 4 and said in refused.stderr, refused.stderr
+        assert "allow_pickle" not in refused.stderr
     bad_window = cli(
         "profile",
         "fit",

@@ -270,6 +270,24 @@ def test_layers_from_foreign_modules_are_refused(tmp_path):
         load_model(_keras_file(tmp_path, config))
 
 
+@pytest.mark.parametrize(
+    ("cell", "said"),
+    [
+        ({"module": "evil.payload", "class_name": "LSTMCell", "config": {"name": "c"}},
+         "layer 'c' from module 'evil.payload'"),
+        ({"class_name": "MyCell", "config": {"name": "mine"}}, "custom layer 'mine'"),
+    ],
+)  # fmt: skip
+def test_the_cells_of_stacked_rnn_cells_are_scanned(tmp_path, cell, said):
+    stacked = {"class_name": "StackedRNNCells", "config": {"name": "s", "cells": [cell]}}
+    config = {
+        "class_name": "Sequential",
+        "config": {"layers": [{"class_name": "RNN", "config": {"name": "r", "cell": stacked}}]},
+    }
+    with pytest.raises(UnsafeModel, match=said):
+        load_model(_keras_file(tmp_path, config))
+
+
 def test_keras2_list_configs_and_any_lambda_type_are_scanned(tmp_path):
     config = {
         "class_name": "Sequential",

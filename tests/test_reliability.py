@@ -35,6 +35,7 @@ from pytest_rnncov.config.bars import Bars
 from pytest_rnncov.core.coverage import Coverage
 from pytest_rnncov.core.state import MAX_COUNT, MetricState, ModelState
 from pytest_rnncov.files import Output, interrupt_after
+from pytest_rnncov.reporting.baseline import load_baseline
 from pytest_rnncov.reporting.data import CoverageData, combine
 from pytest_rnncov.reporting.json_report import JsonReport
 from pytest_rnncov.reporting.results import MarkerOutcome, check_models, evaluate
@@ -812,11 +813,14 @@ import pytest_rnncov.reporting.markdown_report as markdown_report
 
 _write, _render = files.write_atomic, markdown_report.MarkdownReport.render
 WHERE = os.environ.get("RNNCOV_SIGINT_IN", "")
+_calls = []
 
 
 def _ctrl_c_in_write(*args, **kwargs):
-    if WHERE == "write":
-        os.kill(os.getpid(), signal.SIGINT)
+    if WHERE.startswith("write"):  # "write": one Ctrl-C in the first write; "write2": two
+        _calls.append(1)
+        if len(_calls) == 1 or (WHERE == "write2" and len(_calls) == 2):
+            os.kill(os.getpid(), signal.SIGINT)
     return _write(*args, **kwargs)
 
 
@@ -877,12 +881,28 @@ def test_a_ctrl_c_after_the_tests_never_mixes_two_runs_reports(pytester, monkeyp
     assert all((pytester.path / name).read_bytes() == second[name] for name in files[1:])
     assert not list(pytester.path.rglob("*.tmp"))
 
+    third = {name: (pytester.path / name).read_bytes() for name in files}
+    pytester.makepyfile(test_feed=FEW)
+    monkeypatch.setenv("RNNCOV_SIGINT_IN", "write2")  # a second Ctrl-C stops at once
+    result = pytester.runpytest_subprocess(*outputs)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(
+        [
+            "RNN coverage data written to *d.json",
+            "RNN coverage file not written to *r.json: interrupted (a second Ctrl-C)",
+            "RNN coverage file not written to *r.md: interrupted (a second Ctrl-C)",
+        ]
+    )
+    assert (pytester.path / "d.json").read_bytes() != third["d.json"]
+    assert all((pytester.path / name).read_bytes() == third[name] for name in files[1:])
+    assert not list(pytester.path.rglob("*.tmp"))
+
 
 def test_control_characters_read_from_a_file_never_reach_the_terminal(measured, tmp_path):
     """A model name or a message in a data file holding terminal escapes (clear screen,
     colours, a bidirectional override) is printed escaped, as Python writes it."""
     state = measured.copy()
-    state.name = "m\x1b[2J\u202eevil"
+    state.name = "m\x1b[2J\u202eevil\nRequired RNN coverage of 99% reached."
     CoverageData(
         models={state.name: state},
         track_errors=["test_x: \x1b[31mModelError\x07"],
@@ -892,7 +912,8 @@ def test_control_characters_read_from_a_file_never_reach_the_terminal(measured, 
         done = cli(*command, cwd=tmp_path)
         out = done.stdout + done.stderr
         assert not any(c in out for c in "\x1b\x07\u202e"), (command, out)
-        assert "m\\x1b[2J\\u202eevil" in out, (command, out)
+        assert "m\\x1b[2J\\u202eevil\\x0aRequired" in out, (command, out)
+        assert not any(line.startswith("Required") for line in out.splitlines()), out
     assert "\\x1b[31mModelError\\x07" in cli("report", "a.json", cwd=tmp_path).stdout
 
 
@@ -954,3 +975,124 @@ def test_an_interrupted_xdist_run_names_the_workers_still_running(pytester):
     (missing,) = data["missing_workers"]
     assert missing.endswith("(still running when the session stopped)")
     assert len(data["stopped"]) == 1 and data["models"]["tiny"]["inputs"] == 32
+
+
+def test_a_baseline_link_to_nothing_is_named_as_such(tmp_path):
+    """A broken or looping link is no missing baseline: --rnn-save would not mend it."""
+    loop = tmp_path / "loop.json"
+    loop.symlink_to(loop)
+    broken = tmp_path / "broken.json"
+    broken.symlink_to(tmp_path / "gone.json")
+    for link in (loop, broken):
+        with pytest.raises(DataFileError, match="is a symbolic link to nothing readable") as info:
+            load_baseline(link)
+        assert "--rnn-save" not in str(info.value)
+    with pytest.raises(DataFileError, match="create it with --rnn-save"):
+        load_baseline(tmp_path / "absent.json")
+
+
+def test_a_killed_writers_temporary_file_is_removed_by_the_next_write(tmp_path):
+    """SIGKILL mid-write leaves `.NAME.HOST-PID.XXXX.tmp`; the next write of NAME removes
+    it once its writer is gone and it is older than ORPHAN_AGE. A live writer's file, a
+    fresh one and another host's are left alone."""
+    from pytest_rnncov import files
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    dead = int(gone.stdout)
+    host = files._host()
+    old = files.time.time() - files.ORPHAN_AGE - 60
+    live = os.getpid()
+    orphans = {
+        f".d.json.{host}-{dead}.a1_x9.tmp": (old, False),  # removed
+        f".d.json.{host}-{dead}.a2.tmp": (None, True),  # too fresh: maybe another host's
+        f".d.json.{host}-{live}.a3.tmp": (old, True),  # a live writer
+        f".d.json.0badc0de-{dead}.a4.tmp": (old, True),  # another host
+        f".e.json.{host}-{dead}.a5.tmp": (old, True),  # another file's
+        # a live writer's file of the target 'd.json.{host}-{dead}.x' is not d.json's
+        f".d.json.{host}-{dead}.x.{host}-{live}.a6.tmp": (old, True),
+    }
+    for name, (mtime, _) in orphans.items():
+        (tmp_path / name).write_text("part")
+        if mtime is not None:
+            os.utime(tmp_path / name, (mtime, mtime))
+    CoverageData(runs=["r"]).save(tmp_path / "d.json")
+    for name, (_, kept) in orphans.items():
+        assert (tmp_path / name).exists() is kept, name
+    assert CoverageData.load(tmp_path / "d.json").runs == ["r"]
+    long = tmp_path / ("x" * 240 + ".json")  # temporary names stay within 255 bytes
+    CoverageData(runs=["r"]).save(long)
+    assert CoverageData.load(long).runs == ["r"]
+
+
+def test_a_second_ctrl_c_stops_a_held_write_at_once():
+    before = signal.getsignal(signal.SIGINT)
+    done = []
+    with pytest.raises(KeyboardInterrupt):
+        with interrupt_after():
+            os.kill(os.getpid(), signal.SIGINT)
+            done.append("held")
+            os.kill(os.getpid(), signal.SIGINT)
+            done.append("never")
+    assert done == ["held"] and signal.getsignal(signal.SIGINT) is before
+
+
+def test_interrupt_after_outside_the_main_thread_changes_nothing():
+    import threading
+
+    before = signal.getsignal(signal.SIGINT)
+    seen = []
+
+    def write():
+        with interrupt_after():
+            seen.append(signal.getsignal(signal.SIGINT))
+
+    thread = threading.Thread(target=write)
+    thread.start()
+    thread.join()
+    assert seen == [before]
+
+
+def test_a_stopped_run_says_it_is_partial_with_or_without_a_gate(measured):
+    """With no gate and no baseline there is no "gate not applied" line to say why, so the
+    partial warning says it (it once showed nothing outside the JSON report)."""
+    stopped = "the session stopped after 1 of 3 tests (interrupted)"
+    data = CoverageData(models={"m": measured}, stopped=[stopped])
+    reason = f"{stopped}; the coverage shown is from those"
+    plain = evaluate(data, None, applied=False, skipped_reason=reason)
+    assert not plain.complete and plain.to_json()["stopped"] == [stopped]
+    assert [text for text, _ in plain.lines()] == [
+        f"WARNING RNN coverage is partial: {stopped} (a run that stopped early: the tests "
+        "that did not run fed nothing)"
+    ]
+    gated = evaluate(data, Bars.parse("0.1"), applied=False, skipped_reason=reason)
+    assert [text for text, _ in gated.lines()] == [f"RNN coverage gate not applied: {reason}."]
+    combined = evaluate(data, Bars.parse("0.1"))  # combine/report on the stopped run's file
+    assert combined.lines()[0][0].startswith("WARNING RNN coverage is partial: the session")
+
+
+XDIST_STOP = """
+from conftest import inputs
+
+
+def test_one(tiny):
+    tiny.predict(inputs(1))
+
+
+def test_two(tiny):
+    assert False
+"""
+
+
+def test_xdist_stopping_on_a_failure_says_so(pytester):
+    """xdist stops -x with its own KeyboardInterrupt subclass: its reason is kept (it read
+    'interrupted')."""
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_stop=XDIST_STOP)
+    result = pytester.runpytest_subprocess(
+        "-n", "2", "-x", "--rnn-coverage=0.01", "--rnn-report=term", "-W", "ignore"
+    )
+    assert result.ret in (pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.INTERRUPTED)
+    result.stdout.fnmatch_lines(
+        ["RNN coverage gate not applied: the session stopped after * of 2 tests (stopping after*"]
+    )

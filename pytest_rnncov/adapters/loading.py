@@ -63,15 +63,7 @@ def load_model(
     check_bool("safe_mode", safe_mode)
     if custom_objects is not None and not isinstance(custom_objects, Mapping):
         raise InvalidArgument(f"custom_objects={custom_objects!r}; pass a dict of name -> class")
-    if not isinstance(path, (str, os.PathLike)):
-        raise InvalidArgument(f"path={path!r}; pass the path of a .keras, .h5 or .onnx file")
-    source = Path(path)
-    if not source.is_file():
-        what = "a directory" if source.is_dir() else "no file"
-        raise InvalidArgument(
-            f"{str(source)!r} is {what}; pass the path of a .keras or .h5 file (for a "
-            "SavedModel directory, load the model yourself and pass it to RNNModel)"
-        )
+    source = model_path(path)
     suffix = source.suffix.lower()
     custom = dict(custom_objects or {})
     if suffix == ".keras":
@@ -110,19 +102,38 @@ def load_model(
             return tf_keras.models.load_model(source, compile=False, custom_objects=custom or None)
         except Exception as exc:
             raise ModelError(f"tf_keras could not load {str(source)!r}: {exc}") from None
-    if suffix == ".onnx":
-        if custom_objects:
-            raise InvalidArgument(
-                "custom_objects is for Keras files; an ONNX file holds no Python classes: "
-                "drop custom_objects"
-            )
-        from .onnx import read_onnx
+    if custom_objects:  # .onnx: model_path admits no other suffix
+        raise InvalidArgument(
+            "custom_objects is for Keras files; an ONNX file holds no Python classes: "
+            "drop custom_objects"
+        )
+    from .onnx import read_onnx
 
-        return read_onnx(source)
-    raise InvalidArgument(
-        f"cannot load {str(source)!r}: expected a .keras, .h5 or .onnx file; for a SavedModel "
-        "directory, load the model yourself and pass it to RNNModel"
-    )
+    return read_onnx(source)
+
+
+#: the suffixes of the model files load_model reads
+MODEL_SUFFIXES = (".keras", ".h5", ".hdf5", ".onnx")
+
+
+def model_path(path: Any) -> Path:
+    """``path`` as the model file ``load_model`` reads (an existing ``.keras``, ``.h5`` or
+    ``.onnx`` file); anything else is an InvalidArgument saying what to pass. Reads nothing."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise InvalidArgument(f"path={path!r}; pass the path of a .keras, .h5 or .onnx file")
+    source = Path(path)
+    if not source.is_file():
+        what = "a directory" if source.is_dir() else "no file"
+        raise InvalidArgument(
+            f"{str(source)!r} is {what}; pass the path of a .keras or .h5 file (for a "
+            "SavedModel directory, load the model yourself and pass it to RNNModel)"
+        )
+    if source.suffix.lower() not in MODEL_SUFFIXES:
+        raise InvalidArgument(
+            f"cannot load {str(source)!r}: expected a .keras, .h5 or .onnx file; for a "
+            "SavedModel directory, load the model yourself and pass it to RNNModel"
+        )
+    return source
 
 
 def _keras_zip_config(path: Path) -> Any:
@@ -193,8 +204,9 @@ def _layers(node: Any) -> Iterator[dict[str, Any]]:
         if isinstance(config, list):
             yield from _layers(config)
         elif isinstance(config, dict):
-            if isinstance(config.get("layers"), list):
-                yield from _layers(config["layers"])
+            for key in ("layers", "cells"):  # a model's layers; StackedRNNCells' cells
+                if isinstance(config.get(key), list):
+                    yield from _layers(config[key])
             for key in _LAYER_KEYS:
                 if isinstance(config.get(key), dict):
                     yield from _layers(config[key])

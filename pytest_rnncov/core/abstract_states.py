@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterable, Mapping
 import numpy as np
 
 from ..errors import ProfileError
+from .arrays import FLOAT32_MAX
 
 #: Most projected values the second pass keeps in memory (else the states are traced again).
 KEEP_PROJECTIONS = 1 << 25
@@ -209,7 +210,7 @@ class StateModel:
             if (
                 array.shape != shape
                 or not np.isfinite(array).all()
-                or np.abs(array).max(initial=0) > np.finfo(np.float32).max
+                or np.abs(array).max(initial=0) > FLOAT32_MAX
             ):
                 raise fail(
                     f"{key!r} must be finite numbers within float32's range, of shape "

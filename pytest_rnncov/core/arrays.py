@@ -13,6 +13,7 @@ import numpy as np
 from array_api_compat import array_namespace, device, is_jax_array, is_numpy_array
 
 __all__ = [
+    "FLOAT32_MAX",
     "all_finite",
     "array_namespace",
     "in_parts",
@@ -24,6 +25,9 @@ __all__ = [
     "like",
 ]
 
+#: the largest magnitude float32 holds: readers refuse file values beyond it (a model's
+#: activations and a report's figures are float32)
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 #: Arrays of at least this many values are scanned for NaN/inf by several threads (numpy
 #: releases the GIL in its loops); below it one thread is faster than handing work out.
 PARALLEL_SCAN = 1 << 20

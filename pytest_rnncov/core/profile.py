@@ -31,6 +31,7 @@ from ..files import (
 from ..validation import check_int, check_str, check_window, shown
 from .abstract_states import MAX_CELLS, STATE_KEYS, RunningCovariance, StateModel
 from .abstractions import ABSTRACTIONS, Window, resolve_window, signal
+from .arrays import FLOAT32_MAX
 from .source import check_source
 from .trace import CELL_COMPONENTS, Trace, check_component
 
@@ -509,7 +510,7 @@ def _from_dict(cls: type[Profile], data: Any, where: str) -> Profile:
         if (
             array.shape != (length, units)
             or not np.isfinite(array).all()
-            or np.abs(array).max(initial=0) > np.finfo(np.float32).max
+            or np.abs(array).max(initial=0) > FLOAT32_MAX
         ):
             raise fail(
                 f"neurons.{key} must be numbers within float32's range, of shape "

@@ -9,6 +9,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..core.arrays import FLOAT32_MAX
 from ..files import Fields
 
 
@@ -120,8 +121,6 @@ _COUNTS = (
     "shrink_calls",
 )
 _TEXTS = ("model", "distance", "schedule", "objective", "oracle", "mutator")
-#: the largest magnitude of a gallery value (a model input; past it plots break)
-FLOAT32_MAX = float(np.finfo(np.float32).max)
 #: a summary's optional measures and the interval each lies in (diversity, -(1/n^2) times a
 #: sum of n^2 cosines that is a squared norm, lies in [-1, 0])
 _MEASURES = {

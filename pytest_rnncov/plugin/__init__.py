@@ -226,8 +226,8 @@ class RNNCovPlugin:
         """Why the gate is not applied to a session ``stopped`` early, and after what."""
         if isinstance(stopped, (session.Interrupted, session.Failed)):  # -x, --maxfail
             why = str(stopped)
-        elif isinstance(stopped, KeyboardInterrupt):
-            why = "interrupted"
+        elif isinstance(stopped, KeyboardInterrupt):  # xdist's -x: "stopping after ..."
+            why = str(stopped) or "interrupted"
         else:
             why = f"{type(stopped).__name__}: {stopped}"
         return (
@@ -240,8 +240,11 @@ class RNNCovPlugin:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        worker = _worker_id(node)
+        if any(seen == worker for seen, _ in self._nodes):
+            return  # xdist reports some workers down twice, with the same output
         output = getattr(node, "workeroutput", None) or {}
-        self._nodes.append((_worker_id(node), output.get("rnncov")))
+        self._nodes.append((worker, output.get("rnncov")))
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
@@ -253,12 +256,16 @@ class RNNCovPlugin:
         if not self.in_use:
             return
         role = self.role
+        interrupted = False
         try:
             role.sessionfinish(self.config)
         except RNNCovError as exc:
             self.problems.append(str(exc))
+        except KeyboardInterrupt:  # before any file was written (they are held whole)
+            interrupted = True
+            self.problems.append("interrupted (Ctrl-C) before the files were written")
         self.problems.extend(getattr(role, "problems", ()))
-        if getattr(role, "interrupted", False):
+        if interrupted or getattr(role, "interrupted", False):
             session.exitstatus = pytest.ExitCode.INTERRUPTED
         elif self.problems and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED

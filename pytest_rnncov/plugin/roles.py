@@ -166,14 +166,22 @@ class Central:
                 for _, output in outputs.reports
             )
         self.problems.extend(problems)
+        remaining = pending + reports
         try:
             with interrupt_after():  # a Ctrl-C now is raised once every file is written
-                written, failed = write_all(pending + reports)
-                self.written.extend(written)
-                self.problems.extend(failed)
-        except KeyboardInterrupt:
+                while remaining:
+                    written, failed = write_all(remaining[:1])
+                    self.written.extend(written)
+                    self.problems.extend(failed)
+                    remaining.pop(0)
+        except KeyboardInterrupt:  # held until the end, or a second one: at once
             self.interrupted = True
-            self.written.append("RNN coverage files: Ctrl-C held until each was written whole")
+            self.written.extend(
+                f"RNN coverage file not written to {output.path}: interrupted (a second Ctrl-C)"
+                for output, _, _ in remaining
+            )
+            if not remaining:
+                self.written.append("RNN coverage files: Ctrl-C held until each was written whole")
 
 
 class DistController(Central):

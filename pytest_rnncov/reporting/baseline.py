@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -65,7 +66,7 @@ def baseline_text(data: CoverageData) -> str:
         "format": FORMAT,
         "version": VERSION,
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "complete": data.complete,
+        "complete": not data.missing_workers,  # why_not_saved refuses a stopped run
         "missing_workers": list(data.missing_workers),
         "models": {name: state.to_json(tests=False) for name, state in data.models.items()},
     }
@@ -76,6 +77,11 @@ def load_baseline(path: Path) -> Baseline:
     """The baseline file at ``path``, every field checked (DataFileError)."""
     where = f"baseline {str(path)!r}"
     if not path.exists():
+        if path.is_symlink():  # broken, or a loop: --rnn-save would not mend it either
+            raise DataFileError(
+                f"{where} is a symbolic link to nothing readable ({os.readlink(path)!r}, a "
+                "missing file or a loop of links); point it at a baseline file or remove it"
+            )
         raise DataFileError(f"no coverage baseline at {str(path)!r}; create it with --rnn-save")
     raw = read_bounded(path, where)
     fix = "save it again with --rnn-save"
@@ -148,9 +154,11 @@ def why_not_saved(
     """
     if passed is False:
         return "this run failed its verdict, and a baseline is written only from a run that passed"
+    if data.stopped:
+        return f"{'; '.join(data.stopped)}, and a baseline is written only from a whole run"
     if existing is None:
         return None
-    if not data.complete and existing.complete:
+    if data.missing_workers and existing.complete:
         return (
             "this run is partial (worker "
             + ", ".join(data.missing_workers)

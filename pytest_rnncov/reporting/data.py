@@ -21,6 +21,7 @@ from typing import Any, Iterable, Mapping, Sequence, TypeGuard
 
 import numpy as np
 
+from ..core.arrays import FLOAT32_MAX
 from ..core.exclusions import Exclusion, apply_exclusions
 from ..core.metrics import config_problem
 from ..core.state import MetricState, ModelState, merge_models
@@ -257,7 +258,7 @@ def _numeric_array(value: Any, where: str) -> np.ndarray:
         array = np.asarray(value, np.float64)
     except (TypeError, ValueError, OverflowError):
         raise DataFileError(f"{where} is not a numeric array") from None
-    if array.size == 0 or not (np.abs(array) <= np.finfo(np.float32).max).all():  # NaN too
+    if array.size == 0 or not (np.abs(array) <= FLOAT32_MAX).all():  # NaN too
         raise DataFileError(f"{where} must be a non-empty array of numbers within float32's range")
     return array
 

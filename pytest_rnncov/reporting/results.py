@@ -188,7 +188,8 @@ class Verdict:
                     "yellow",
                 )
             )
-        if self.stopped and self.applied:  # not applied: the skipped reason says it
+        gated = self.bars is not None or self.baseline is not None
+        if self.stopped and (self.applied or not gated):  # else the not-applied line says it
             out.append(
                 (
                     "WARNING RNN coverage is partial: "
@@ -207,7 +208,7 @@ class Verdict:
                     "yellow",
                 )
             )
-        if not self.applied and (self.bars is not None or self.baseline is not None):
+        if not self.applied and gated:
             out.append((f"RNN coverage gate not applied: {self.skipped_reason}.", "yellow"))
         baseline = self.baseline_line()
         if baseline is not None:
