@@ -114,6 +114,7 @@ def documents() -> dict[str, dict[str, Any]]:
         sources=["run.json"],
         runs=["0123456789abcdef"],
         stopped=["the session stopped after 1 of 3 tests (interrupted)"],
+        random_tests=["test_m.py::test_drawn"],
     )
     partial = CoverageData(models={"m": state}, missing_workers=["gw1"])
     assert not partial.complete
@@ -192,6 +193,7 @@ _OPTIONAL_KEYS = [
     "weights",
     "runs",
     "stopped",
+    "random_tests",
     "complete",
     "missing_workers",
     "created",
@@ -378,10 +380,12 @@ def test_edited_data_files_are_refused_or_read_back_exactly(folder, data):
     # the documented defaults of ``load``: a file that names no source gets its own path;
     # a file without run ids (version 1 has no 'runs' key; a later file may hold none, as
     # the payload of a worker that sent nothing does) stands for the run of its content; a
-    # file before version 3 has no 'stopped' (no session of it stopped early); what is read
+    # file before version 3 has no 'stopped' (no session of it stopped early) and no
+    # 'random_tests' (no test was recorded as drawing at random); what is read
     # is written back in the current version
     expected = dict(edited, version=DATA_VERSION)
     expected.setdefault("stopped", [])
+    expected.setdefault("random_tests", [])
     if edited.get("sources") == []:
         expected["sources"] = [str(path)]
     if edited.get("runs", []) == []:

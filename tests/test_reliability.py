@@ -1096,3 +1096,62 @@ def test_xdist_stopping_on_a_failure_says_so(pytester):
     result.stdout.fnmatch_lines(
         ["RNN coverage gate not applied: the session stopped after * of 2 tests (stopping after*"]
     )
+
+
+RANDOM_DRAWS = """
+from hypothesis import given, seed, settings, strategies as st
+from conftest import inputs
+
+OWN = dict(max_examples=3, deadline=None, database=None)
+
+
+@settings(derandomize=False, **OWN)
+@given(st.integers(0, 1000))
+def test_random(tiny, k):
+    tiny.predict(inputs(k, n=2))
+
+
+@settings(derandomize=True, **OWN)
+@given(st.integers(0, 1000))
+def test_pinned(tiny, k):
+    tiny.predict(inputs(k, n=2))
+
+
+@seed(5)
+@settings(derandomize=False, **OWN)
+@given(st.integers(0, 1000))
+def test_seeded(tiny, k):
+    tiny.predict(inputs(k, n=2))
+
+
+@settings(derandomize=False, **OWN)
+@given(st.integers(0, 1000))
+def test_random_without_a_model(k):
+    pass
+"""
+
+
+def test_coverage_from_random_hypothesis_draws_is_named(pytester, monkeypatch):
+    """A gate fed by examples Hypothesis draws anew on every run can pass on a retry: the
+    tests that fed such inputs are named in every report (derandomize, @seed and
+    --hypothesis-seed pin the draws; a random test that feeds no model is not named)."""
+    monkeypatch.delenv("CI", raising=False)
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_draws=RANDOM_DRAWS)
+    options = ["--rnn-coverage=0.01", "--rnn-report=term", "--rnn-report=json:r.json"]
+    result = pytester.runpytest_subprocess(*options, "--rnn-data=d.json")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(
+        [
+            "WARNING RNN coverage counts inputs Hypothesis drew at random in 1 test "
+            "(test_draws.py::test_random): another run draws others, *--hypothesis-seed=N*",
+            "Required RNN coverage of 1% reached.",
+        ]
+    )
+    verdict = json.loads((pytester.path / "r.json").read_text())["verdict"]
+    assert verdict["random_tests"] == ["test_draws.py::test_random"]
+    data = json.loads((pytester.path / "d.json").read_text())
+    assert data["random_tests"] == ["test_draws.py::test_random"]
+    pinned = pytester.runpytest_subprocess(*options, "--hypothesis-seed=3")
+    assert pinned.ret == 0 and "drew at random" not in pinned.stdout.str()
+    assert json.loads((pytester.path / "r.json").read_text())["verdict"]["random_tests"] == []

@@ -79,6 +79,7 @@ class RNNCovPlugin:
         self._engine: RNNCovSession | None = None
         self._role: Central | DistWorker | None = None
         self._current_test: str | None = None
+        self._current_random = False
         #: (worker id, payload) of every xdist worker that finished; payload "" = unused
         self._nodes: list[tuple[str, str | None]] = []
         #: every xdist worker that started: one that never finished is named as missing
@@ -107,6 +108,7 @@ class RNNCovPlugin:
                 samples=self.settings.samples,
             )
             self._engine.current_test = self._current_test
+            self._engine.current_random = self._current_random
             from ..generation.strategies import use_session_models
 
             engine = self._engine
@@ -155,14 +157,16 @@ class RNNCovPlugin:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item) -> Generator[None, Any, Any]:
         self._current_test = item.nodeid
+        self._current_random = _draws_at_random(item)
         if self._engine is not None:
             self._engine.current_test = item.nodeid
+            self._engine.current_random = self._current_random
         try:
             return (yield)
         finally:
-            self._current_test = None
+            self._current_test, self._current_random = None, False
             if self._engine is not None:
-                self._engine.current_test = None
+                self._engine.current_test, self._engine.current_random = None, False
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, Any, Any]:
@@ -307,6 +311,21 @@ class RNNCovPlugin:
             )
         if role.verdict is not None:
             report.verdict(role.verdict)
+
+
+def _draws_at_random(item: pytest.Item) -> bool:
+    """Whether ``item`` is a Hypothesis test that draws its examples at random: no
+    ``derandomize`` in its settings, no ``@seed``, no ``--hypothesis-seed`` (another run
+    draws others). Read from what ``@given`` left on the test; Hypothesis is not imported."""
+    test = getattr(item, "obj", None)
+    if not getattr(test, "is_hypothesis_test", False):
+        return False
+    settings = getattr(test, "_hypothesis_internal_use_settings", None)
+    if settings is None or getattr(settings, "derandomize", True):
+        return False
+    if getattr(test, "_hypothesis_internal_use_seed", None) is not None:
+        return False
+    return item.config.getoption("hypothesis_seed", None) is None
 
 
 def _worker_id(node: Any) -> str:

@@ -191,6 +191,7 @@ class TrackedModel:
             test.add(self, observation, len(signals))
         if self.tests is not None and self.session.current_test is not None:
             self.tests.add(self.session.current_test, observation)
+        self.session.note_random_draws()
 
     def _stream(self, x: Any, keep_trace: bool) -> tuple[np.ndarray, list[Trace], dict[str, int]]:
         outputs, traces = [], []
@@ -321,6 +322,10 @@ class RNNCovSession:
         self.test_coverage: _TestCoverage | None = None
         #: the test running now (set by the plugin), for messages
         self.current_test: str | None = None
+        #: whether that test is a Hypothesis test drawing its examples at random
+        self.current_random = False
+        #: the tests that fed inputs Hypothesis drew at random (another run draws others)
+        self.random_tests: list[str] = []
         #: this session's id in its data: a run is never combined twice
         self.run_id = new_run_id()
 
@@ -477,6 +482,12 @@ class RNNCovSession:
         loaded.check(rnn)
         return loaded
 
+    def note_random_draws(self) -> None:
+        """Record that the running test fed inputs Hypothesis drew at random."""
+        test = self.current_test
+        if self.current_random and test is not None and test not in self.random_tests:
+            self.random_tests.append(test)
+
     # -- per-test coverage (for @pytest.mark.rnn_coverage) -------------------------------
     def start_test(self) -> None:
         self.test_coverage = _TestCoverage()
@@ -499,4 +510,5 @@ class RNNCovSession:
             campaigns=list(self.campaigns),
             track_errors=list(self.track_errors),
             runs=[self.run_id],
+            random_tests=list(self.random_tests),
         )

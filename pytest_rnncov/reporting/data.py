@@ -32,7 +32,8 @@ from ..generation.results import CampaignSummary
 
 FORMAT = "pytest-rnncov-data"
 #: version 2 added "runs" (one id per session, so a run is never combined twice); version 3
-#: "stopped" (sessions that stopped before all their tests ran)
+#: "stopped" (sessions that stopped before all their tests ran) and "random_tests" (tests
+#: that fed inputs Hypothesis drew at random)
 VERSION = 3
 READS = (1, 2, 3)
 #: the most conditions (summed over every model and metric) one file or one combination
@@ -59,6 +60,8 @@ class CoverageData:
     runs: list[str] = field(default_factory=list)
     #: why sessions whose coverage this holds stopped before all their tests ran
     stopped: list[str] = field(default_factory=list)
+    #: tests that fed inputs Hypothesis drew at random: another run draws others
+    random_tests: list[str] = field(default_factory=list)
 
     def merge(self, other: "CoverageData") -> None:
         """Union: coverage of the same model combines exactly; lists are concatenated.
@@ -78,6 +81,7 @@ class CoverageData:
         self.sources.extend(other.sources)
         self.runs.extend(other.runs)
         self.stopped.extend(other.stopped)
+        self.random_tests.extend(t for t in other.random_tests if t not in self.random_tests)
 
     @property
     def complete(self) -> bool:
@@ -106,6 +110,7 @@ class CoverageData:
             "sources": self.sources,
             "runs": self.runs,
             "stopped": self.stopped,
+            "random_tests": self.random_tests,
         }
 
     def dumps(self) -> str:
@@ -131,7 +136,7 @@ class CoverageData:
                 "sources",
             )
             + (("runs",) if version >= 2 else ())
-            + (("stopped",) if version >= 3 else ())
+            + (("stopped", "random_tests") if version >= 3 else ())
         )
         models = read_model_states(fields.get("models", dict), where)
         signals = fields.get("signals", dict)
@@ -156,6 +161,7 @@ class CoverageData:
             fields.strings("sources"),
             runs,
             fields.strings("stopped") if version >= 3 else [],
+            fields.strings("random_tests") if version >= 3 else [],
         )
 
     def save(self, path: str | os.PathLike[str]) -> Path:

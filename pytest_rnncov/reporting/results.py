@@ -111,6 +111,8 @@ class Verdict:
     missing_workers: tuple[str, ...] = ()
     #: why the sessions this data comes from stopped before all their tests ran
     stopped: tuple[str, ...] = ()
+    #: tests that fed inputs Hypothesis drew at random (another run draws others)
+    random_tests: tuple[str, ...] = ()
     n_models: int = 0
     #: the workers a partial baseline missed when it was saved (empty: complete)
     baseline_missing: tuple[str, ...] = ()
@@ -198,6 +200,19 @@ class Verdict:
                     "yellow",
                 )
             )
+        if self.random_tests:
+            n = len(self.random_tests)
+            shown = ", ".join(self.random_tests[:3]) + (", ..." if n > 3 else "")
+            out.append(
+                (
+                    f"WARNING RNN coverage counts inputs Hypothesis drew at random in {n} "
+                    f"test{'s' if n != 1 else ''} ({shown}): another run draws others, so "
+                    "the coverage, and the gate, can differ on a retry; make the draws "
+                    "repeatable with derandomize=True in a Hypothesis settings profile, "
+                    "--hypothesis-seed=N or CI=1 (Hypothesis' ci profile)",
+                    "yellow",
+                )
+            )
         if self.baseline_missing and self.applied:
             out.append(
                 (
@@ -249,6 +264,7 @@ class Verdict:
             "complete": self.complete,
             "missing_workers": list(self.missing_workers),
             "stopped": list(self.stopped),
+            "random_tests": list(self.random_tests),
             "track_errors": list(self.track_errors),
         }
 
@@ -280,6 +296,7 @@ def evaluate(
         regressions=tuple(found),
         missing_workers=tuple(data.missing_workers),
         stopped=tuple(data.stopped),
+        random_tests=tuple(data.random_tests),
         n_models=len(data.models),
         baseline_missing=() if baseline is None else tuple(baseline.missing_workers),
     )
