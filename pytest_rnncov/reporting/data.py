@@ -76,12 +76,12 @@ class CoverageData:
         for name, sample in other.signals.items():
             self.signals.setdefault(name, sample)
         self.campaigns.extend(other.campaigns)
-        self.track_errors.extend(e for e in other.track_errors if e not in self.track_errors)
+        _union(self.track_errors, other.track_errors)
         self.missing_workers.extend(other.missing_workers)
         self.sources.extend(other.sources)
         self.runs.extend(other.runs)
         self.stopped.extend(other.stopped)
-        self.random_tests.extend(t for t in other.random_tests if t not in self.random_tests)
+        _union(self.random_tests, other.random_tests)
 
     @property
     def complete(self) -> bool:
@@ -178,6 +178,16 @@ class CoverageData:
         if not data.runs:  # version 1: the content stands for the run (copies are caught)
             data.runs = [f"file-{hashlib.sha256(text).hexdigest()[:16]}"]
         return data
+
+
+def _union(into: list[str], more: Iterable[str]) -> None:
+    """Append the strings of ``more`` that ``into`` lacks, in order (linear time: a file
+    may list a million)."""
+    seen = set(into)
+    for item in more:
+        if item not in seen:
+            seen.add(item)
+            into.append(item)
 
 
 def new_run_id() -> str:
