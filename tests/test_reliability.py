@@ -1158,8 +1158,8 @@ def test_coverage_from_random_hypothesis_draws_is_named(pytester, monkeypatch):
 
 
 def test_merging_long_lists_of_names_is_linear_and_keeps_order():
-    """track_errors and random_tests are unions in order; a file may list many (quadratic
-    merging of 50,000 names each took minutes)."""
+    """track_errors and random_tests are unions in order; a file may list many (the merge
+    once scanned the whole list for each name: quadratic)."""
     first = CoverageData(
         track_errors=[f"e{i}" for i in range(50_000)],
         random_tests=[f"t{i}" for i in range(50_000)],
