@@ -253,26 +253,32 @@ ORPHAN_AGE = 600
 _NAME_KEPT = 64
 
 
+#: the targets whose orphans this process has looked for (once each: a folder of many
+#: samples is not listed again at every file written into it)
+_TIDIED: set[Path] = set()
+
+
 def _host() -> str:
     """This host, as temporary file names carry it (8 hex digits of its name)."""
     return hashlib.sha256(socket.gethostname().encode("utf-8", "replace")).hexdigest()[:8]
 
 
-def _temporary_prefix(target: Path) -> str:
-    """The start of the name of ``target``'s temporary files written by this process."""
-    return f".{target.name[:_NAME_KEPT]}.{_host()}-{os.getpid()}."
+def _temporary_stem(target: Path) -> str:
+    """How the names of ``target``'s temporary files written on this host begin (the
+    writer's process id follows)."""
+    return f".{target.name[:_NAME_KEPT]}.{_host()}-"
 
 
 def _remove_orphans(target: Path) -> None:
     """Remove the temporary files of ``target`` left by writers of this host that were
     killed mid-write (SIGKILL, a lost machine): their process is gone and the file is
     older than ORPHAN_AGE (a writer on another host that shares the name is long done by
-    then). Never on Windows, where there is no harmless test of a process id."""
-    if os.name == "nt":
+    then). Once per target and process; never on Windows, where there is no harmless test
+    of a process id."""
+    if os.name == "nt" or target in _TIDIED:
         return
-    pattern = re.compile(
-        re.escape(f".{target.name[:_NAME_KEPT]}.{_host()}-") + r"([0-9]+)\.[a-z0-9_]+\.tmp"
-    )
+    _TIDIED.add(target)
+    pattern = re.compile(re.escape(_temporary_stem(target)) + r"([0-9]+)\.[a-z0-9_]+\.tmp")
     for name in os.listdir(target.parent):
         match = pattern.fullmatch(name)
         if match is None or _alive(int(match.group(1))):
@@ -310,7 +316,7 @@ def write_atomic(
         except FileNotFoundError:
             mode = _new_file_mode()
         handle, temporary = tempfile.mkstemp(
-            dir=target.parent, prefix=_temporary_prefix(target), suffix=".tmp"
+            dir=target.parent, prefix=f"{_temporary_stem(target)}{os.getpid()}.", suffix=".tmp"
         )
         with os.fdopen(handle, "wb") as stream:
             stream.write(data)

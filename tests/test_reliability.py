@@ -847,55 +847,55 @@ def test_a_ctrl_c_after_the_tests_never_mixes_two_runs_reports(pytester, monkeyp
     monkeypatch.setenv("RNNCOV_SIGINT_IN", "")
     assert pytester.runpytest_subprocess(*outputs).ret == 0
     files = ("d.json", "r.json", "r.md")
-    first = {name: (pytester.path / name).read_bytes() for name in files}
 
-    pytester.makepyfile(test_feed=FEW)  # other inputs: other coverage, other reports
-    monkeypatch.setenv("RNNCOV_SIGINT_IN", "write")
-    result = pytester.runpytest_subprocess(*outputs)
-    assert result.ret == pytest.ExitCode.INTERRUPTED
-    result.stdout.fnmatch_lines(
+    def interrupted(where: str, feed: str, lines: list[str]) -> tuple[dict, dict]:
+        """The files before and after a run fed ``feed`` with Ctrl-C in ``where`` (write:
+        once; write2: twice; render), which exits 2 printing ``lines`` and leaves no
+        temporary file."""
+        before = {name: (pytester.path / name).read_bytes() for name in files}
+        pytester.makepyfile(test_feed=feed)  # other inputs than the run before: other files
+        monkeypatch.setenv("RNNCOV_SIGINT_IN", where)
+        result = pytester.runpytest_subprocess(*outputs)
+        assert result.ret == pytest.ExitCode.INTERRUPTED
+        result.stdout.fnmatch_lines(lines)
+        assert not list(pytester.path.rglob("*.tmp"))
+        return before, {name: (pytester.path / name).read_bytes() for name in files}
+
+    before, after = interrupted(
+        "write",
+        FEW,
         [
             "RNN coverage data written to *d.json",
             "RNN coverage JSON written to *r.json",
             "RNN coverage Markdown written to *r.md",
             "RNN coverage files: Ctrl-C held until each was written whole",
             "FAIL Required RNN coverage of 1% not reached: BC 0% (0/5)*",
-        ]
+        ],
     )
-    second = {name: (pytester.path / name).read_bytes() for name in files}
-    assert all(second[name] != first[name] for name in files)
-
-    pytester.makepyfile(test_feed=TESTS)
-    monkeypatch.setenv("RNNCOV_SIGINT_IN", "render")
-    result = pytester.runpytest_subprocess(*outputs)
-    assert result.ret == pytest.ExitCode.INTERRUPTED
-    result.stdout.fnmatch_lines(
+    assert all(after[name] != before[name] for name in files)
+    before, after = interrupted(
+        "render",
+        TESTS,
         [
             "RNN coverage report not written to *r.json: interrupted while the reports rendered",
             "RNN coverage report not written to *r.md: interrupted while the reports rendered",
             "RNN coverage data written to *d.json",
             "Required RNN coverage of 1% reached.",
-        ]
+        ],
     )
-    assert (pytester.path / "d.json").read_bytes() != second["d.json"]
-    assert all((pytester.path / name).read_bytes() == second[name] for name in files[1:])
-    assert not list(pytester.path.rglob("*.tmp"))
-
-    third = {name: (pytester.path / name).read_bytes() for name in files}
-    pytester.makepyfile(test_feed=FEW)
-    monkeypatch.setenv("RNNCOV_SIGINT_IN", "write2")  # a second Ctrl-C stops at once
-    result = pytester.runpytest_subprocess(*outputs)
-    assert result.ret == pytest.ExitCode.INTERRUPTED
-    result.stdout.fnmatch_lines(
+    assert after["d.json"] != before["d.json"]
+    assert all(after[name] == before[name] for name in files[1:])
+    before, after = interrupted(  # a second Ctrl-C stops at once
+        "write2",
+        FEW,
         [
             "RNN coverage data written to *d.json",
             "RNN coverage file not written to *r.json: interrupted (a second Ctrl-C)",
             "RNN coverage file not written to *r.md: interrupted (a second Ctrl-C)",
-        ]
+        ],
     )
-    assert (pytester.path / "d.json").read_bytes() != third["d.json"]
-    assert all((pytester.path / name).read_bytes() == third[name] for name in files[1:])
-    assert not list(pytester.path.rglob("*.tmp"))
+    assert after["d.json"] != before["d.json"]
+    assert all(after[name] == before[name] for name in files[1:])
 
 
 def test_control_characters_read_from_a_file_never_reach_the_terminal(measured, tmp_path):
@@ -1173,3 +1173,16 @@ def test_merging_long_lists_of_names_is_linear_and_keeps_order():
     first.merge(second)
     assert first.track_errors == [f"e{i}" for i in range(75_000)]
     assert first.random_tests == [f"t{i}" for i in range(50_000)] + ["new"]
+
+
+def test_a_target_is_tidied_once_per_process(tmp_path, monkeypatch):
+    """The folder is listed for orphans at the first write of a target, not at every write
+    (a campaign rewrites its text file at every sample found)."""
+    from pytest_rnncov import files
+
+    listed = []
+    real = files.os.listdir
+    monkeypatch.setattr(files.os, "listdir", lambda folder: listed.append(folder) or real(folder))
+    for _ in range(3):
+        files.write_atomic(tmp_path / "adversarial.txt", "case\n", "the cases")
+    assert len(listed) == 1

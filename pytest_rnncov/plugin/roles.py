@@ -23,7 +23,7 @@ from ..reporting.baseline import (
     why_not_saved,
 )
 from ..reporting.data import CoverageData
-from ..reporting.outputs import Pending, render_reports, write_all
+from ..reporting.outputs import Pending, render_reports, write_each
 from ..reporting.results import Verdict, evaluate
 from .options import SessionOutputs, Settings
 from .session import RNNCovSession
@@ -157,7 +157,7 @@ class Central:
             )
         try:
             reports, problems = render_reports(outputs.reports, self.report_data(), verdict)
-        except KeyboardInterrupt:  # a second Ctrl-C: keep what was measured, say what is not
+        except KeyboardInterrupt:  # while they render: keep what was measured, say what is not
             self.interrupted = True
             reports, problems = [], []
             self.written.extend(
@@ -166,21 +166,19 @@ class Central:
                 for _, output in outputs.reports
             )
         self.problems.extend(problems)
-        remaining = pending + reports
+        files, attempted = pending + reports, 0
         try:
             with interrupt_after():  # a Ctrl-C now is raised once every file is written
-                while remaining:
-                    written, failed = write_all(remaining[:1])
-                    self.written.extend(written)
-                    self.problems.extend(failed)
-                    remaining.pop(0)
+                for ok, line in write_each(files):
+                    (self.written if ok else self.problems).append(line)
+                    attempted += 1
         except KeyboardInterrupt:  # held until the end, or a second one: at once
             self.interrupted = True
             self.written.extend(
                 f"RNN coverage file not written to {output.path}: interrupted (a second Ctrl-C)"
-                for output, _, _ in remaining
+                for output, _, _ in files[attempted:]
             )
-            if not remaining:
+            if attempted == len(files):
                 self.written.append("RNN coverage files: Ctrl-C held until each was written whole")
 
 
