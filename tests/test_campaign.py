@@ -777,3 +777,22 @@ def test_a_campaign_on_a_tracked_model_keeps_its_profile(keras, seq_inputs, tmp_
     same = Profile.load(tmp_path / "same.json")
     assert same is not fit and same.digest() == fit.digest()
     assert Campaign(tracked, seq_inputs[:2], profile=same, **run).coverage.profile is fit
+
+
+def test_time_series_failure_search_keeps_its_cases_within_the_radius(threshold):
+    """TimeSeriesMutator did not move the failure search's offspring back within the
+    oracle's radius (the base ``within`` left them as they were): with a mutation larger
+    than the radius, as ``from_seeds`` gives on short standardised series, every case the
+    sweep bred fell outside it, no case could fail, and the failure search found nothing.
+    Now its cases lie within the radius and it finds failures."""
+    from pytest_rnncov import TimeSeriesMutator
+
+    campaign = failure_campaign(threshold, budget=2000, mutator=TimeSeriesMutator(noise=4.0))
+    ids = []
+    for step in campaign.iterate():
+        if step.target == "failure:sweep":
+            ids.extend(range(campaign.n_cases - step.cases, campaign.n_cases))
+    result = campaign.finish()
+    swept = campaign.cases()[ids] - SEEDS[campaign.seed_indices()[ids]]
+    assert ids and np.linalg.norm(swept.reshape(len(ids), -1), axis=1).max() <= 10.0 + 1e-4
+    assert result.unique >= 1

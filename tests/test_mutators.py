@@ -288,3 +288,24 @@ def test_a_batch_of_no_cases_gets_empty_distances_not_an_error():
     cases[1, 0, 0], cases[1, 1, 1] = 3.0, 4.0
     assert GaussianMutator(clip=None).distance(seeds, cases).tolist() == [0.0, 5.0, 0.0]
     assert GaussianMutator().unchanged(seeds, cases).tolist() == [True, False, True]
+
+
+def test_within_follows_the_distance_a_mutator_measures():
+    """A mutator measured by the default L2 distance (TimeSeriesMutator, a user's own) has
+    its failure-search cases scaled back onto the radius's sphere: (3, 4) from (0, 0)
+    becomes (1.5, 2) within 2.5; one with its own distance keeps them, as the base class
+    cannot know how to move them."""
+    from pytest_rnncov.generation.mutators import Mutator
+
+    class Shift(Mutator):
+        def mutate(self, cases, rng):
+            return np.asarray(cases) + 1.0
+
+    class Manhattan(Shift):
+        def distance(self, seeds, cases):
+            return np.abs(np.asarray(cases) - np.asarray(seeds)).reshape(len(cases), -1).sum(1)
+
+    seeds = np.zeros((1, 2), np.float32)
+    cases = np.array([[3.0, 4.0]], np.float32)
+    np.testing.assert_allclose(Shift().within(seeds, cases, 2.5), [[1.5, 2.0]], rtol=1e-6)
+    assert Manhattan().within(seeds, cases, 2.5) is cases

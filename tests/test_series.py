@@ -177,3 +177,13 @@ def test_seeds_are_checked():
     with pytest.raises(InvalidInput, match=r"shape \(5, 10\)"):
         TimeSeriesMutator.from_seeds(np.zeros((5, 10)))
     assert TimeSeriesMutator().check_seeds(np.zeros((2, 5, 3), np.float64)).dtype == np.float32
+
+
+def test_within_scales_cases_beyond_the_radius_back_onto_the_sphere():
+    """Hand-checked: the case (3, 4) is 5 from the seed (0, 0); within radius 2.5 it is
+    moved to (1.5, 2); the case (0.6, 0.8), 1 away, stays; the dtype is kept."""
+    seeds = np.zeros((2, 2, 1), np.float32)
+    cases = np.array([[[3.0], [4.0]], [[0.6], [0.8]]], np.float32)
+    moved = TimeSeriesMutator().within(seeds, cases, 2.5)
+    assert moved.dtype == np.float32
+    np.testing.assert_allclose(moved[:, :, 0], [[1.5, 2.0], [0.6, 0.8]], rtol=1e-6)

@@ -71,15 +71,30 @@ class Mutator(ABC):
         return type(self).__name__
 
     def within(self, seeds: Cases, cases: Cases, radius: float) -> Cases:
-        """``cases`` moved back within ``radius`` of their seeds where the mutator knows how
-        (the failure search keeps its offspring inside the oracle's radius); by default
-        unchanged."""
+        """``cases`` moved back within ``radius`` of their seeds (the failure search keeps
+        its offspring inside the oracle's radius): array cases measured by the default L2
+        distance are scaled back onto the sphere around their seed; a mutator with its own
+        distance keeps them as they are unless it overrides this."""
+        if self.array_cases and type(self).distance is Mutator.distance:
+            return within_l2(seeds, cases, radius)
         return cases
 
     def concat(self, parts: Sequence[Cases]) -> Cases:
         if self.array_cases:
             return np.concatenate(parts)
         return [c for part in parts for c in part]
+
+
+def within_l2(seeds: Cases, cases: Cases, radius: float) -> np.ndarray:
+    """``cases`` farther than ``radius`` (L2 of the flattened difference) from their seeds
+    scaled back onto the sphere around them, in the cases' dtype."""
+    radius = check_float("radius", radius, minimum=0.0)
+    dtype = np.asarray(cases).dtype
+    seeds, cases = _numeric_pair(seeds, cases)
+    diff = cases - seeds
+    norms = _row_norms(diff)
+    scale = np.where(norms > radius, radius / np.maximum(norms, 1e-300), 1.0)
+    return (seeds + diff * scale.reshape((-1,) + (1,) * (diff.ndim - 1))).astype(dtype)
 
 
 class GaussianMutator(Mutator):
@@ -142,16 +157,10 @@ class GaussianMutator(Mutator):
     def within(self, seeds: Cases, cases: Cases, radius: float) -> np.ndarray:
         """Cases farther than ``radius`` (L2) scaled back onto the sphere around their seed,
         then clipped (the clip box holds the seed, so clipping never moves them away)."""
-        radius = check_float("radius", radius, minimum=0.0)
-        dtype = np.asarray(cases).dtype
-        seeds, cases = _numeric_pair(seeds, cases)
-        diff = cases - seeds
-        norms = _row_norms(diff)
-        scale = np.where(norms > radius, radius / np.maximum(norms, 1e-300), 1.0)
-        moved = seeds + diff * scale.reshape((-1,) + (1,) * (diff.ndim - 1))
+        moved = within_l2(seeds, cases, radius)
         if self.clip is not None:
             moved = np.clip(moved, *self.clip)
-        return moved.astype(dtype)
+        return moved
 
     def check_seeds(self, seeds: Any) -> np.ndarray:
         array = super().check_seeds(seeds)
