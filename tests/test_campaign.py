@@ -796,3 +796,20 @@ def test_time_series_failure_search_keeps_its_cases_within_the_radius(threshold)
     swept = campaign.cases()[ids] - SEEDS[campaign.seed_indices()[ids]]
     assert ids and np.linalg.norm(swept.reshape(len(ids), -1), axis=1).max() <= 10.0 + 1e-4
     assert result.unique >= 1
+
+
+@pytest.mark.parametrize("schedule", ["adaptive", "stall"])
+def test_random_mutation_draws_its_parents_from_the_corpus_in_the_adaptive_schedule(ramp, schedule):
+    """The adaptive schedule's random arm mutates the seeds and the best case of each
+    condition (a fuzzer's queue), not every case so far; the paper's schedule draws from
+    every case. After 20 batches, 100,000 draws hit exactly the corpus (adaptive) or every
+    case (stall)."""
+    campaign = ramp_campaign(ramp, budget=None, goal=1.0, schedule=schedule)
+    steps = campaign.iterate()
+    for _ in range(20):
+        next(steps)
+    metric = next(iter(campaign.coverage.metrics.values()))
+    corpus = set(range(len(SEEDS))) | set(metric.best_input_[metric.best_input_ >= 0].tolist())
+    drawn = set(campaign._random_parents(100_000).tolist())
+    assert len(corpus) < campaign.n_cases
+    assert drawn == (corpus if schedule == "adaptive" else set(range(campaign.n_cases)))

@@ -768,11 +768,25 @@ class Campaign:
         self._unchanged_batches = 0 if len(keep) else self._unchanged_batches + 1
         return self.mutator.take(after, keep), parents[keep]
 
+    def _random_parents(self, size: int) -> np.ndarray:
+        """``size`` parents for random mutation, drawn uniformly: in the adaptive schedule
+        from its corpus (the seeds and the best case of every condition of every metric, as
+        a fuzzer's queue keeps the inputs that reached something), in the others from
+        every case so far (the paper's Alg. 1)."""
+        if self.schedule != "adaptive":
+            return self.rng.integers(0, self.n_cases, size=size)
+        corpus = np.unique(
+            np.concatenate(
+                [np.arange(len(self.seeds))]
+                + [m.best_input_[m.best_input_ >= 0] for m in self.coverage.metrics.values()]
+            )
+        )
+        return corpus[self.rng.integers(0, len(corpus), size=size)]
+
     def _random_batch(self) -> Step | None:
         """One batch of random mutants; None when the mutator changed none."""
         size = int(min(self.batch_size, self._remaining()))
-        parents = self.rng.integers(0, self.n_cases, size=size)
-        cases, parents = self._mutate(parents)
+        cases, parents = self._mutate(self._random_parents(size))
         if len(parents) == 0:
             return None
         return self._evaluate(cases, self._seed_of[parents], "random").step
