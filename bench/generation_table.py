@@ -346,10 +346,11 @@ def main() -> None:
         "mutation only. Targeted: the paper's Alg. 1 (the coverage GA once coverage "
         "stalls). Mixed, Failure, Both: the GA gets a turn after every random batch from "
         "the start, aimed at coverage, failures, or both in turn. Adaptive (the default, "
-        '`schedule="adaptive"`): one pull at a time shared among random mutation, the '
-        "failure sweep, variants of the adversarial samples found and a coverage arm per "
-        "metric (a sweep; for BC a GA turn at the closest condition) by their recent "
-        "yield (see docs/test-generation.md). Every GA turn is "
+        '`schedule="adaptive"`): one pull at a time shared among random mutation of the '
+        "seeds and each condition's best case, the failure sweep, variants of the "
+        "adversarial samples found and a coverage arm per metric (a sweep; for BC a GA "
+        "turn at the closest condition) by their recent yield (see "
+        "docs/test-generation.md). Every GA turn is "
         "bounded (a quarter of the budget; it ends after 3 generations that get no "
         "closer, 5 in the adaptive schedule). Adversarial: failing cases, a case "
         "repeated for the same seed counted once. Found / shrunk: the "

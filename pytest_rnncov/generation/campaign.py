@@ -4,7 +4,8 @@ A :class:`Campaign` mutates seeds at random and runs the genetic targeted mutati
 batched model call per batch or generation. The GA aims at an uncovered condition (the
 paper's Alg. 2) or at a failure (the seed closest to failing the oracle, by the oracle's
 margin and the distance budget). ``schedule="adaptive"`` (the default) shares the cases, one
-pull at a time, among random mutation, a failure sweep over many seeds at once, variants of
+pull at a time, among random mutation of its corpus (the seeds and each condition's best
+case), a failure sweep over many seeds at once, variants of
 the adversarial samples found and a coverage arm per target metric (a sweep over many
 uncovered conditions at once; for BC a GA turn at the closest one), by what each has
 recently yielded; ``schedule="stall"`` is the paper's Alg. 1: random mutation until coverage
