@@ -309,3 +309,21 @@ def test_within_follows_the_distance_a_mutator_measures():
     cases = np.array([[3.0, 4.0]], np.float32)
     np.testing.assert_allclose(Shift().within(seeds, cases, 2.5), [[1.5, 2.0]], rtol=1e-6)
     assert Manhattan().within(seeds, cases, 2.5) is cases
+
+
+def test_within_leaves_no_case_outside_the_radius_after_rounding_to_its_dtype():
+    """Scaled back in float64 to exactly the radius, about half the float32 rows measured
+    just outside it once cast (the oracle then never counted them as failures). Every row
+    now measures within it, in float16, float32 and float64; integer cases round toward
+    their seed ((0) from (5) within 2.5 is (3), not (2))."""
+    from pytest_rnncov.generation.mutators import within_l2
+
+    rng = np.random.default_rng(0)
+    for dtype in (np.float16, np.float32, np.float64):
+        seeds = rng.normal(size=(2000, 20, 3)).astype(dtype)
+        cases = (seeds + 3 * rng.normal(size=seeds.shape)).astype(dtype)
+        moved = within_l2(seeds, cases, 2.5)
+        distances = GaussianMutator(clip=None).distance(seeds, moved)
+        assert moved.dtype == dtype and distances.max() <= 2.5
+        assert np.median(distances) > 2.49  # on the sphere, not pulled in further
+    assert within_l2(np.array([[5]]), np.array([[0]]), 2.5).tolist() == [[3]]

@@ -56,7 +56,6 @@ def test_campaign_raises_coverage(speakers, vowels, oracle, rnncov, tmp_path_fac
     # flips under gentle warps and noise (seed 0: 247 samples from 13 of the 100 seeds;
     # --rnn-seed 1 and 2: 25 and 17 seeds); most utterances keep their speaker.
     assert 5 <= result.unique <= 50
-    assert all(sample.distance <= oracle.radius for sample in result.samples)
 
 
 _, (X_TEST, _) = split()

@@ -24,7 +24,7 @@ test session lives outside the search; ``iterate()`` yields after every model ca
 shrinking or notifying still sets ``result`` and reaches every listener (samples unshrunk,
 and the result says so), then is raised.
 
-Memory is bounded by the budget: the corpus of cases the search picks parents from, and
+Memory is bounded by the budget: the cases the search picks parents from, and
 per-case seed index and distance; coverage statistics are kept incrementally. A campaign
 with ``budget=None`` runs until its ``goal`` is reached, however long that takes: give both
 to bound it.

@@ -87,14 +87,33 @@ class Mutator(ABC):
 
 def within_l2(seeds: Cases, cases: Cases, radius: float) -> np.ndarray:
     """``cases`` farther than ``radius`` (L2 of the flattened difference) from their seeds
-    scaled back onto the sphere around them, in the cases' dtype."""
+    scaled back onto the sphere around them, in the cases' dtype and measured as
+    :meth:`Mutator.distance` measures them: a row that rounding to the dtype leaves just
+    outside is scaled down further (integers: rounded toward the seed); one still outside
+    after that becomes its seed."""
     radius = check_float("radius", radius, minimum=0.0)
     dtype = np.asarray(cases).dtype
     seeds, cases = _numeric_pair(seeds, cases)
     diff = cases - seeds
     norms = _row_norms(diff)
     scale = np.where(norms > radius, radius / np.maximum(norms, 1e-300), 1.0)
-    return (seeds + diff * scale.reshape((-1,) + (1,) * (diff.ndim - 1))).astype(dtype)
+    shape = (-1,) + (1,) * (diff.ndim - 1)
+    if dtype.kind in "iu":
+        return (seeds + np.trunc(diff * scale.reshape(shape))).astype(dtype)
+    if dtype.kind != "f":
+        return (seeds + diff * scale.reshape(shape)).astype(dtype)
+    moved = (seeds + diff * scale.reshape(shape)).astype(dtype)
+    step = 4 * float(np.finfo(dtype).eps)
+    while True:
+        over = _row_norms(moved.astype(np.float64) - seeds) > radius
+        if not over.any():
+            return moved
+        if step >= 1.0:
+            moved[over] = seeds[over].astype(dtype)
+            return moved
+        scale[over] *= 1.0 - step
+        moved[over] = (seeds[over] + diff[over] * scale[over].reshape(shape)).astype(dtype)
+        step *= 2
 
 
 class GaussianMutator(Mutator):
@@ -157,9 +176,9 @@ class GaussianMutator(Mutator):
     def within(self, seeds: Cases, cases: Cases, radius: float) -> np.ndarray:
         """Cases farther than ``radius`` (L2) scaled back onto the sphere around their seed,
         then clipped (the clip box holds the seed, so clipping never moves them away)."""
-        moved = within_l2(seeds, cases, radius)
+        moved = np.asarray(super().within(seeds, cases, radius))
         if self.clip is not None:
-            moved = np.clip(moved, *self.clip)
+            moved = np.clip(moved, *self.clip).astype(moved.dtype)
         return moved
 
     def check_seeds(self, seeds: Any) -> np.ndarray:
