@@ -683,7 +683,7 @@ def test_a_repeated_adversarial_case_counts_once_per_seed(threshold):
 def test_the_adaptive_yield_and_choice_by_hand(threshold):
     """_progress: log(1 + measure) for covered BC conditions, failing seeds and the sum over
     seeds of log(1 + samples), 8 samples per seed at most. _choose: an arm never pulled goes
-    first; then with yields per case (worth 1, 0.3, 0.1) random 0.1/100, failure
+    first; then with yields per case (worth 1, 0.3, 0.05) random 0.1/100, failure
     0.3 * 0.2/100, BC 0.05/50, the shares are 0.1/3 + 0.9 * yield**3 / sum(yield**3):
     0.4395, 0.1210, 0.4395; after 300, 0 and 100 cases of 401 the deficits are -123.8, 48.5
     and 76.2: BC."""

@@ -79,9 +79,11 @@ ADAPTIVE_EXPLORE = 0.1
 #: to the best arm, some to the runners-up)
 ADAPTIVE_SHARPNESS = 3
 #: "adaptive": the weight of the failing seeds' and of the adversarial samples' growth beside
-#: each target metric's (1)
+#: each target metric's (1); adversarial samples 0.05, not 0.1, since the failure search keeps
+#: its cases within the radius: at 0.1 variants took cases from coverage (MNIST, 10 seeds:
+#: 969 samples against the failure schedule's 180, TC .926 against a bar of .927)
 FAILING_SEED_WORTH = 0.3
-ADVERSARIAL_WORTH = 0.1
+ADVERSARIAL_WORTH = 0.05
 #: "adaptive": the adversarial samples of one seed that count toward that growth at most
 VARIANTS_PER_SEED = 8
 #: "adaptive": the metrics whose coverage arm is a GA turn (Alg. 2) at the closest uncovered
