@@ -98,11 +98,11 @@ def within_l2(seeds: Cases, cases: Cases, radius: float) -> np.ndarray:
     norms = _row_norms(diff)
     scale = np.where(norms > radius, radius / np.maximum(norms, 1e-300), 1.0)
     shape = (-1,) + (1,) * (diff.ndim - 1)
-    if dtype.kind in "iu":
+    if dtype.kind in "iu":  # rounded toward the seed, so never past the radius
         return (seeds + np.trunc(diff * scale.reshape(shape))).astype(dtype)
-    if dtype.kind != "f":
-        return (seeds + diff * scale.reshape(shape)).astype(dtype)
     moved = (seeds + diff * scale.reshape(shape)).astype(dtype)
+    if dtype.kind != "f":
+        return moved
     step = 4 * float(np.finfo(dtype).eps)
     while True:
         over = _row_norms(moved.astype(np.float64) - seeds) > radius
