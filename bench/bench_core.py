@@ -13,7 +13,12 @@ second traced, window [4, 24]). For each batch size and metric set it prints med
 and where the tracked time goes: framework call (outputs and the layer's states: h, and
 the gates and cell state a Keras LSTM/GRU emits, or the layer's input where gates are
 computed after the call), gate extraction (Cell.from_states), metrics (the update), each
-as a share of the fastest predict; ``limit`` is one forward pass plus the metric update.
+as a share of the fastest predict, measured one after the other in the tracked path's
+batches; ``limit`` is one forward pass plus the metric update. Where the adapter computes a
+batch's gates beside the next batch's call (PyTorch, ``overlaps_trace``), the tracked time
+is less than the split's sum: the line says "gates overlap the next call"; ``--no-overlap``
+computes them after each call instead, in batches of 2,048 (the path before), for a side by
+side comparison.
 
 Metric sets: ``h`` (BC h/net, SC h/delta_net, TC h/net: the testrnn preset, nothing but h),
 ``paper`` (the paper preset: an LSTM's BC reads the forget gate), ``cell`` (BC on the
@@ -22,6 +27,7 @@ LSTM's cell state c/avg or the GRU's update gate z/avg, SC and TC on h).
     python bench/bench_core.py [--framework keras|torch] [--backend tensorflow|jax|torch]
         [--cell lstm|gru|simple_rnn] [--sets h,paper,cell] [--batches 1000,10000]
         [--repeats 7] [--busy] [--trace-on auto|numpy|device] [--no-reference]
+        [--no-overlap]
 
 ``--busy`` runs a process that keeps one core busy during the measurement. PyTorch's
 OpenMP threads and numpy's OpenBLAS threads sleep when idle (``OMP_WAIT_POLICY=PASSIVE``,
@@ -133,6 +139,11 @@ def main() -> None:
         "path before the pass summed h), for a side-by-side comparison",
     )
     parser.add_argument(
+        "--no-overlap",
+        action="store_true",
+        help="compute each batch's gates after its call, not beside the next one",
+    )
+    parser.add_argument(
         "--chunk",
         type=int,
         default=None,
@@ -173,6 +184,8 @@ def main() -> None:
     rnn = RNNModel(model, layer, **options)
     if args.h_states:
         rnn.gives_sums = lambda components: False
+    if args.no_overlap:
+        rnn.overlaps_trace = False
     reference = RNNModel(model, layer, recompute=True, **options)
     profile = Profile(window=(4, 24)).fit(rnn, x_all[:2000])
     busy = None
@@ -283,9 +296,14 @@ def main() -> None:
                 )
                 for name, value in med.items():
                     print(f"  {name:<18}{value:10.1f}   {value / fastest:5.2f}x")
+                overlap = rnn._overlaps(rnn._plan(names)[2]) and len(x) > rnn.chunk_size(
+                    x, len(names), rnn._plan(names)[2]
+                )
                 print(
                     f"  split: framework call {call_ms / fastest:.2f}x, gates "
-                    f"{gates_ms / fastest:.2f}x, metrics {metrics_ms / fastest:.2f}x; limit "
+                    f"{gates_ms / fastest:.2f}x"
+                    f"{' (gates overlap the next call)' if overlap else ''}, metrics "
+                    f"{metrics_ms / fastest:.2f}x; limit "
                     f"(one pass + metrics) {(fastest + metrics_ms) / fastest:.2f}x; "
                     f"per 1,000 inputs tracked {med['tracked'] / batch * 1e3:.1f} ms"
                 )

@@ -8,6 +8,7 @@ test_keras_adapter.py and test_torch.py; here ``h`` is also checked against them
 from __future__ import annotations
 
 import re
+import threading
 
 import numpy as np
 import pytest
@@ -15,8 +16,8 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
-from pytest_rnncov import Coverage, InvalidArgument, Profile, RNNModel
-from pytest_rnncov.adapters.base import DEVICE_TRACE_BYTES, HOST_BATCH
+from pytest_rnncov import BC, Coverage, InvalidArgument, Profile, RNNModel
+from pytest_rnncov.adapters.base import DEVICE_TRACE_BYTES, HOST_BATCH, OVERLAP_BATCH
 from pytest_rnncov.core.abstractions import ABSTRACTIONS
 from pytest_rnncov.core.activations import Activation
 from pytest_rnncov.core.cells import GRUCell, LSTMCell
@@ -425,13 +426,126 @@ def test_device_batches_are_sized_by_the_trace_they_hold():
     wide = RNNModel(Stack(nn.GRU(300, 5, batch_first=True)).eval(), "rnn", trace_on="device")
     # 7 x 4 x ((2 + 4) x 5 + 2 x 300) = 17,640 bytes: the input's width counts
     assert wide.chunk_size(np.zeros((10, 7, 300), np.float32), 2, True) == 2**31 // 17_640
-    assert RNNModel(model, "rnn.l1").chunk_size(x, 2, True) == HOST_BATCH
+    # PyTorch computes gates beside the next call, in batches of OVERLAP_BATCH (below)
+    assert RNNModel(model, "rnn.l1").chunk_size(x, 2, True) == OVERLAP_BATCH
+    assert RNNModel(model, "rnn.l1").chunk_size(x, 1, False) == HOST_BATCH
     assert RNNModel(model, "rnn.l1", trace_on="device", batch_size=4).chunk_size(x, 2, True) == 4
     many = np.random.default_rng(0).normal(size=(3000, 7, 3)).astype(np.float32)
     assert len(list(device.iter_traces(many))) == 1  # 2,048 a batch on the host path
-    assert len(list(RNNModel(model, "rnn.l1").iter_traces(many))) == 2
+    assert len(list(RNNModel(model, "rnn.l1").iter_traces(many, components=("h",)))) == 2
+    assert len(list(RNNModel(model, "rnn.l1").iter_traces(many))) == 12  # 3,000 / 256
     with pytest.raises(InvalidArgument, match="batch_size"):
         RNNModel(model, "rnn.l1", batch_size=0)
+
+
+def _trace_workers() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("rnncov-trace")]
+
+
+@pytest.mark.parametrize("recompute", [False, True])
+def test_torch_traces_computed_after_the_call_overlap_the_next_call(monkeypatch, recompute):
+    """Where a PyTorch batch's trace is computed on the host after the call (gates from the
+    layer's input, or the layer recomputed), a worker thread computes it while the model
+    runs the next batch with one thread fewer: the same outputs and traces as one batch
+    after the other, in order, and the worker gone afterwards."""
+    torch.manual_seed(3)
+    model = Stack(nn.LSTM(3, 5, batch_first=True, num_layers=2)).eval()
+    x = np.random.default_rng(4).normal(size=(2 * OVERLAP_BATCH + 7, 6, 3)).astype(np.float32)
+    overlapped = RNNModel(model, "rnn.l1", recompute=recompute)
+    serial = RNNModel(model, "rnn.l1", recompute=recompute, batch_size=OVERLAP_BATCH)
+    serial.overlaps_trace = False  # the same batches, one after the other
+    own = torch.get_num_threads()
+    calls: list[tuple[int, int]] = []
+    forward = overlapped._forward
+
+    def counted(batch, *args, **kwargs):
+        calls.append((len(batch), torch.get_num_threads()))
+        return forward(batch, *args, **kwargs)
+
+    monkeypatch.setattr(overlapped, "_forward", counted)
+    traced_in: list[str] = []
+    kernel = LSTMCell.forward if recompute else LSTMCell.from_states
+
+    def noted(self, *args, **kwargs):
+        traced_in.append(threading.current_thread().name)
+        return kernel(self, *args, **kwargs)
+
+    monkeypatch.setattr(LSTMCell, "forward" if recompute else "from_states", noted)
+    parts = list(overlapped.iter_traces(x, components=("c", "f", "h")))
+    expected = list(serial.iter_traces(x, components=("c", "f", "h")))
+    threads = max(1, own - 1)
+    assert calls == [(OVERLAP_BATCH, threads), (OVERLAP_BATCH, threads), (7, threads)]
+    assert torch.get_num_threads() == own
+    assert all(name.startswith("rnncov-trace") for name in traced_in[:3])
+    assert traced_in[3:] == ["MainThread"] * 3  # the serial path's
+    assert [len(out) for out, _ in parts] == [OVERLAP_BATCH, OVERLAP_BATCH, 7]
+    for (out, trace), (out_serial, trace_serial) in zip(parts, expected, strict=True):
+        np.testing.assert_allclose(out, out_serial, atol=1e-6, rtol=0)  # threads may differ
+        assert_same_trace(trace, trace_serial)
+    assert not _trace_workers()
+    if not recompute:  # h alone is read, not computed: batches of HOST_BATCH, no worker
+        traced_in.clear()
+        assert len(list(overlapped.iter_traces(x, components=("h",)))) == 1
+        assert traced_in == ["MainThread"]
+
+
+def test_an_error_beside_the_next_call_stops_the_iteration(monkeypatch):
+    """A failure computing a batch's trace in the worker reaches the caller, after the
+    batches before it; the worker is gone and the framework's threads are restored."""
+    torch.manual_seed(3)
+    model = Stack(nn.LSTM(3, 5, batch_first=True)).eval()
+    x = np.random.default_rng(4).normal(size=(3 * OVERLAP_BATCH, 6, 3)).astype(np.float32)
+    rnn = RNNModel(model)
+    own = torch.get_num_threads()
+    seen = []
+    kernel = LSTMCell.from_states
+
+    def failing(self, *args, **kwargs):
+        seen.append(1)
+        if len(seen) == 2:
+            raise InvalidArgument("the second batch's trace failed")
+        return kernel(self, *args, **kwargs)
+
+    monkeypatch.setattr(LSTMCell, "from_states", failing)
+    taken = []
+    with pytest.raises(InvalidArgument, match="second batch"):
+        for out, _ in rnn.iter_traces(x, components=("c", "h")):
+            taken.append(len(out))
+    assert taken == [OVERLAP_BATCH]
+    assert not _trace_workers()
+    assert torch.get_num_threads() == own
+
+
+def test_an_interrupt_keeps_the_batches_taken(monkeypatch):
+    """Ctrl-C during a later model call: the coverage keeps the batches it took, the worker
+    finishes its batch and is gone, the framework's threads are restored."""
+    torch.manual_seed(3)
+    model = Stack(nn.LSTM(3, 5, batch_first=True)).eval()
+    x = np.random.default_rng(4).normal(size=(4 * OVERLAP_BATCH, 6, 3)).astype(np.float32)
+    rnn = RNNModel(model)
+    rnn.predict(x[:1])  # the lazy head takes its shape
+    profile = Profile(window=(0, 5)).fit(rnn, x[:50])
+    coverage = Coverage(rnn, profile, [BC("c", "avg")])
+    own = torch.get_num_threads()
+    forward, calls = rnn._forward, []
+
+    def interrupted(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return forward(*args, **kwargs)
+
+    monkeypatch.setattr(rnn, "_forward", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        coverage.update(x)
+    assert coverage.n_inputs_ == OVERLAP_BATCH  # the first batch; the second was in the worker
+    assert not _trace_workers()
+    assert torch.get_num_threads() == own
+    closed = rnn.iter_traces(x, components=("c", "h"))
+    next(closed)
+    closed.close()  # a caller that stops early: the worker's batch is waited for
+    assert not _trace_workers()
+    assert torch.get_num_threads() == own
 
 
 def test_jax_arrays_give_the_same_trace_and_signals():

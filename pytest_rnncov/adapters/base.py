@@ -12,6 +12,8 @@ through :class:`~pytest_rnncov.adapters.model.RNNModel`.
 from __future__ import annotations
 
 import hashlib
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Iterator
 
 import numpy as np
@@ -43,6 +45,12 @@ DEVICE_TRACE_BYTES = 1 << 31
 #: (``bench/bench_core.py``), and the model's own batch call is what tracking is measured
 #: against.
 HOST_SUMS_BYTES = 1 << 29
+#: Inputs per framework call where the adapter computes each batch's trace beside the next
+#: call (``Adapter.overlaps_trace``) and ``batch_size`` is not given: small enough that the
+#: first call and the last trace, which nothing overlaps, are short (1,000 inputs make four
+#: batches), and large enough for the framework's per-call cost (bench/bench_core.py,
+#: docs/performance.md).
+OVERLAP_BATCH = 256
 
 #: largest |h - framework h| per compute dtype, documented in docs/definitions.md
 MIXED_PRECISION_NOTE = (
@@ -91,6 +99,12 @@ class Adapter:
     #: whether traces come from the layer's own states in the model's forward pass (else the
     #: layer is recomputed from its weights: ``recompute=True``, or no states to read)
     reads_states: bool = False
+    #: whether a batch's trace computed on the host after the framework call (gates from
+    #: the layer's input, or the layer recomputed) runs in a worker thread while the
+    #: framework runs the next batch with one thread fewer (``_framework_threads``): for
+    #: frameworks whose recurrent kernels use a second core little (PyTorch's fused CPU
+    #: LSTM: 1.13x its two-thread time on one thread here)
+    overlaps_trace: bool = False
 
     def _pick_trace_on(self, option: str, accelerator: bool, supported: bool, why: str) -> str:
         """ "numpy" or "device" for ``trace_on=option`` ("auto": the device path where the
@@ -158,6 +172,11 @@ class Adapter:
         (B, T, 2) float64 per-step sums over units of each of ``components``, in processing
         order)."""
         raise NotImplementedError
+
+    def _framework_threads(self) -> AbstractContextManager[None]:
+        """Around a framework call whose trace work overlaps another batch's: the
+        framework's threads, one fewer than its own setting (the trace has the other core)."""
+        return nullcontext()
 
     def gives(self, components: tuple[str, ...]) -> tuple[str, ...]:
         """Which of ``components`` the forward pass itself gives (beside ``h``)."""
@@ -313,6 +332,8 @@ class Adapter:
         holds within DEVICE_TRACE_BYTES (at least one); for traces of per-step sums
         (``summed``), see HOST_SUMS_BYTES."""
         steps = int(x.shape[1]) if x.ndim > 1 else 1
+        if self.auto_batch and self._overlaps(layer_input) and not summed:
+            return OVERLAP_BATCH
         if self.auto_batch and summed:
             per_input = 4 * steps * (self.units + int(self.cell.kernel.shape[0]))
             return max(HOST_BATCH, HOST_SUMS_BYTES // per_input)
@@ -324,6 +345,10 @@ class Adapter:
         if layer_input:
             per_step += 4 * self.units + 2 * int(self.cell.kernel.shape[0])
         return max(1, DEVICE_TRACE_BYTES // (4 * steps * per_step))
+
+    def _overlaps(self, layer_input: bool) -> bool:
+        """Whether traces computed from the layer's input run beside the next call."""
+        return self.overlaps_trace and layer_input and self.trace_on == "numpy"
 
     def iter_traces(
         self,
@@ -349,17 +374,76 @@ class Adapter:
         if len(x) > size and self._floats_on_device(x) and not all_finite(x):
             # several calls: refused before the first batch is yielded (and absorbed)
             raise not_finite(x)
+        if self._overlaps(layer_input) and len(x) > size:  # one batch: nothing to overlap
+            yield from self._overlapped_traces(x, outputs, until, names, states, size)
+            return
         for start in range(0, len(x), size):
             batch = x[start : start + size]
             out, sequence, mask, found = self._forward(batch, outputs, layer_input, states)
             # numpy arrays run on the host, device arrays stay there
             with numpy_work(batched=states is not None):
-                if states:
-                    trace = self.cell.from_states(sequence, found, mask, until, names)
-                else:
-                    trace = self.cell.forward(sequence, mask, until, names)
+                trace = self._trace_from(sequence, mask, found, until, names, states)
             yield (None if out is None else self._per_input(out, len(batch))), trace
             self._accept(x)  # the caller took the batch (it closes this generator if not)
+
+    def _trace_from(
+        self,
+        sequence: Any,
+        mask: Any,
+        found: Any,
+        until: int | None,
+        names: tuple[str, ...],
+        states: tuple[str, ...] | None,
+    ) -> Trace:
+        """A batch's trace from what its framework call gave: from the layer's states
+        (the gates they lack computed from ``sequence``), else the layer recomputed."""
+        if states:
+            return self.cell.from_states(sequence, found, mask, until, names)
+        return self.cell.forward(sequence, mask, until, names)
+
+    def _overlapped_traces(
+        self,
+        x: np.ndarray,
+        outputs: bool,
+        until: int | None,
+        names: tuple[str, ...],
+        states: tuple[str, ...] | None,
+        size: int,
+    ) -> Iterator[tuple[np.ndarray | None, Trace]]:
+        """``iter_traces`` where each batch's trace is computed in a worker thread while
+        the framework runs the next batch (``overlaps_trace``). Batches come out in order;
+        at most two are held; an error in either thread stops the iteration, and closing
+        it waits for the worker's batch. numpy runs with the configured BLAS threads
+        (``numpy_work``) until the iteration ends."""
+
+        def taken(done: tuple[Any, int, Future[Trace]]) -> tuple[np.ndarray | None, Trace]:
+            out, n, trace = done
+            return (None if out is None else self._per_input(out, n)), trace.result()
+
+        # The BLAS limit is set and restored here, in the caller's thread, once: OpenBLAS
+        # does not take a raised thread count from another thread, and changing it while
+        # the worker's matmuls run is not safe (the metric update's own numpy_work, between
+        # batches, then changes nothing).
+        with numpy_work():
+            worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rnncov-trace")
+            pending: tuple[Any, int, Future[Trace]] | None = None
+            try:
+                for start in range(0, len(x), size):
+                    batch = x[start : start + size]
+                    with self._framework_threads():
+                        out, sequence, mask, found = self._forward(batch, outputs, True, states)
+                    trace = worker.submit(
+                        self._trace_from, sequence, mask, found, until, names, states
+                    )
+                    if pending is not None:
+                        yield taken(pending)
+                        self._accept(x)
+                    pending = (out, len(batch), trace)
+                if pending is not None:
+                    yield taken(pending)
+                    self._accept(x)
+            finally:
+                worker.shutdown(wait=True, cancel_futures=True)
 
     def _summed_traces(
         self, x: np.ndarray, outputs: bool, until: int | None, names: tuple[str, ...]

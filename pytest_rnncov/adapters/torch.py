@@ -6,8 +6,9 @@ works (embeddings, ``PackedSequence`` inputs, ``batch_first`` either way). ``h``
 step is the module's own output; the gates follow in one batched matmul from the module's
 weights, converted from PyTorch's gate layout (LSTM i, f, g, o; GRU r, z, n with the reset
 gate applied to ``W_hn h + b_hn``) to the canonical one (``recompute=True`` runs the whole
-layer again in numpy: the reference kernel). Stacked layers (``num_layers > 1``) are picked
-with a ``.lK`` suffix (``"encoder.rnn.l1"``); when the pass must give a stacked layer's
+layer again in numpy: the reference kernel); that work runs in a worker thread beside the
+next batch's forward pass (``Adapter.overlaps_trace``). Stacked layers (``num_layers > 1``)
+are picked with a ``.lK`` suffix (``"encoder.rnn.l1"``); when the pass must give a stacked layer's
 input or a lower layer's ``h``, the module runs, inside the model's own call, as copies of
 the layers below, the traced one and those above. Models run on whatever device they are
 on, in eval mode and without gradients. torch is imported only when a torch model is
@@ -19,7 +20,8 @@ from __future__ import annotations
 import hashlib
 import re
 import warnings
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -84,6 +86,7 @@ class TorchModel(Adapter):
     """
 
     framework = "torch"
+    overlaps_trace = True
 
     def __init__(
         self,
@@ -326,6 +329,20 @@ class TorchModel(Adapter):
                 "clip the inputs"
             )
         return x
+
+    @contextmanager
+    def _framework_threads(self) -> Iterator[None]:
+        import torch
+
+        own = torch.get_num_threads()
+        if own < 2:
+            yield
+            return
+        torch.set_num_threads(own - 1)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(own)
 
     def _accept(self, x: np.ndarray) -> None:
         if not self._shape_known:

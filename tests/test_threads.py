@@ -1,0 +1,68 @@
+"""numpy's BLAS threads while pytest-rnncov computes (``core/threads.py``): one limit per
+process, shared by the threads that work at once, numpy's own setting restored after."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from threadpoolctl import ThreadpoolController, threadpool_info, threadpool_limits
+
+from pytest_rnncov import InvalidArgument
+from pytest_rnncov.core.threads import numpy_work
+
+
+def blas_threads() -> set[int]:
+    return {p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"}
+
+
+def test_one_limit_while_any_thread_works(monkeypatch):
+    """A worker enters and leaves numpy_work while the caller holds it (a stream of
+    traces computed beside the model calls): the limit is set once, stays one BLAS thread
+    throughout, and numpy's own two come back when the caller, the first to enter, leaves."""
+    monkeypatch.delenv("RNNCOV_BLAS_THREADS", raising=False)
+    seen: dict[str, set[int]] = {}
+    changes = []  # BLAS limits set: changing one while a matmul runs is not safe
+    limit = ThreadpoolController.limit
+
+    def counted(self, *args, **kwargs):
+        changes.append(threading.current_thread().name)
+        return limit(self, *args, **kwargs)
+
+    monkeypatch.setattr(ThreadpoolController, "limit", counted)
+
+    def worker() -> None:
+        with numpy_work():
+            seen["worker"] = blas_threads()
+        seen["worker left"] = blas_threads()
+
+    with threadpool_limits(2, "blas"):
+        assert blas_threads() == {2}
+        with numpy_work():
+            seen["caller"] = blas_threads()
+            thread = threading.Thread(target=worker)
+            thread.start()
+            thread.join(10)
+            with numpy_work():  # nested in the caller's thread: nothing changes either
+                seen["nested"] = blas_threads()
+            seen["nested left"] = blas_threads()
+        assert seen == dict.fromkeys(
+            ["caller", "worker", "worker left", "nested", "nested left"], {1}
+        )
+        assert blas_threads() == {2}
+        assert changes == ["MainThread"]
+
+
+def test_the_configured_threads(monkeypatch):
+    with threadpool_limits(2, "blas"):
+        monkeypatch.setenv("RNNCOV_BLAS_THREADS", "0")  # numpy's own setting
+        with numpy_work():
+            assert blas_threads() == {2}
+        monkeypatch.setenv("RNNCOV_BLAS_THREADS", "1")
+        with numpy_work(batched=True):  # large batched matmuls: numpy's own setting
+            assert blas_threads() == {2}
+        monkeypatch.setenv("RNNCOV_BLAS_THREADS", "two")
+        with pytest.raises(InvalidArgument, match="RNNCOV_BLAS_THREADS='two'"):
+            with numpy_work():
+                pass
+        assert blas_threads() == {2}
