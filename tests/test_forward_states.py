@@ -516,9 +516,33 @@ def test_an_error_beside_the_next_call_stops_the_iteration(monkeypatch):
     assert torch.get_num_threads() == own
 
 
-def test_an_interrupt_keeps_the_batches_taken(monkeypatch):
-    """Ctrl-C during a later model call: the coverage keeps the batches it took, the worker
-    finishes its batch and is gone, the framework's threads are restored."""
+def _failing_at(rnn, call: int, error: BaseException, monkeypatch) -> None:
+    """Make the adapter's ``call``-th framework call raise ``error``."""
+    forward, calls = rnn._forward, []
+
+    def failing(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == call:
+            raise error
+        return forward(*args, **kwargs)
+
+    monkeypatch.setattr(rnn, "_forward", failing)
+
+
+@pytest.mark.parametrize(
+    "error", [KeyboardInterrupt(), RuntimeError("the model failed")], ids=["interrupt", "error"]
+)
+@pytest.mark.parametrize("call", [2, 3])
+def test_a_later_call_that_fails_keeps_the_batches_that_went_through(monkeypatch, error, call):
+    """Ctrl-C or a model error during model call k: the coverage keeps batches 1 to k-1, as
+    one batch after the other would (batch k-1's trace was in the worker and is handed over
+    first); the worker is gone and the framework's threads and numpy's BLAS limit are
+    restored. A caller that stops early waits for the worker's batch."""
+    from threadpoolctl import threadpool_info
+
+    def blas():
+        return [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
+
     torch.manual_seed(3)
     model = Stack(nn.LSTM(3, 5, batch_first=True)).eval()
     x = np.random.default_rng(4).normal(size=(4 * OVERLAP_BATCH, 6, 3)).astype(np.float32)
@@ -526,26 +550,63 @@ def test_an_interrupt_keeps_the_batches_taken(monkeypatch):
     rnn.predict(x[:1])  # the lazy head takes its shape
     profile = Profile(window=(0, 5)).fit(rnn, x[:50])
     coverage = Coverage(rnn, profile, [BC("c", "avg")])
-    own = torch.get_num_threads()
-    forward, calls = rnn._forward, []
-
-    def interrupted(*args, **kwargs):
-        calls.append(1)
-        if len(calls) == 3:
-            raise KeyboardInterrupt
-        return forward(*args, **kwargs)
-
-    monkeypatch.setattr(rnn, "_forward", interrupted)
-    with pytest.raises(KeyboardInterrupt):
+    own, numpy_own = torch.get_num_threads(), blas()
+    _failing_at(rnn, call, error, monkeypatch)
+    with pytest.raises(type(error)):
         coverage.update(x)
-    assert coverage.n_inputs_ == OVERLAP_BATCH  # the first batch; the second was in the worker
+    assert coverage.n_inputs_ == (call - 1) * OVERLAP_BATCH
     assert not _trace_workers()
-    assert torch.get_num_threads() == own
+    assert (torch.get_num_threads(), blas()) == (own, numpy_own)
+    monkeypatch.undo()
     closed = rnn.iter_traces(x, components=("c", "h"))
     next(closed)
     closed.close()  # a caller that stops early: the worker's batch is waited for
     assert not _trace_workers()
-    assert torch.get_num_threads() == own
+    assert (torch.get_num_threads(), blas()) == (own, numpy_own)
+
+
+def test_streams_in_two_threads_restore_every_thread_setting():
+    """The main thread's stream starts first and ends first, another thread's ends last:
+    numpy's BLAS threads are back to its own setting (each stream's worker set and restored
+    its limit), and PyTorch's are lowered only in the main thread, so no thread keeps a
+    lowered setting."""
+    from threadpoolctl import threadpool_info
+
+    def blas():
+        return [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
+
+    x = np.random.default_rng(0).normal(size=(3 * OVERLAP_BATCH, 6, 3)).astype(np.float32)
+
+    def coverage():
+        rnn = RNNModel(Stack(nn.LSTM(3, 5, batch_first=True)).eval())
+        rnn.predict(x[:1])
+        return Coverage(rnn, Profile(window=(0, 5)).fit(rnn, x[:100]), [BC("c", "avg")])
+
+    main, other = coverage(), coverage()
+    own, numpy_own = torch.get_num_threads(), blas()
+    started, main_done = threading.Event(), threading.Event()
+    seen: dict[str, int] = {}
+
+    def background():
+        for i, _ in enumerate(other.stream(x)):
+            seen.setdefault("other's threads", torch.get_num_threads())
+            if i == 0:
+                started.set()
+                main_done.wait(30)
+        seen["other's threads after"] = torch.get_num_threads()
+
+    stream = main.stream(x)
+    next(stream)
+    thread = threading.Thread(target=background)
+    thread.start()
+    assert started.wait(30)
+    for _ in stream:
+        pass
+    main_done.set()
+    thread.join(30)
+    assert (torch.get_num_threads(), blas()) == (own, numpy_own)
+    assert seen == {"other's threads": own, "other's threads after": own}
+    assert main.n_inputs_ == other.n_inputs_ == len(x)
 
 
 def test_jax_arrays_give_the_same_trace_and_signals():

@@ -1,5 +1,6 @@
 """numpy's BLAS threads while pytest-rnncov computes (``core/threads.py``): one limit per
-process, shared by the threads that work at once, numpy's own setting restored after."""
+process, set and restored by one ``numpy_work`` in one thread, work entered meanwhile
+runs under it."""
 
 from __future__ import annotations
 
@@ -17,9 +18,9 @@ def blas_threads() -> set[int]:
 
 
 def test_one_limit_while_any_thread_works(monkeypatch):
-    """A worker enters and leaves numpy_work while the caller holds it (a stream of
-    traces computed beside the model calls): the limit is set once, stays one BLAS thread
-    throughout, and numpy's own two come back when the caller, the first to enter, leaves."""
+    """A worker enters and leaves numpy_work while the caller holds it: the limit is set
+    once, stays one BLAS thread throughout, and numpy's own two come back when the caller,
+    who set it, leaves."""
     monkeypatch.delenv("RNNCOV_BLAS_THREADS", raising=False)
     seen: dict[str, set[int]] = {}
     changes = []  # BLAS limits set: changing one while a matmul runs is not safe
@@ -51,6 +52,32 @@ def test_one_limit_while_any_thread_works(monkeypatch):
         )
         assert blas_threads() == {2}
         assert changes == ["MainThread"]
+
+
+def test_the_thread_that_set_the_limit_restores_it(monkeypatch):
+    """The caller leaves while a worker is still inside: numpy's own setting comes back
+    then, from the caller's thread (OpenBLAS keeps a limit that another thread raises), and
+    the worker's leaving changes nothing."""
+    monkeypatch.delenv("RNNCOV_BLAS_THREADS", raising=False)
+    worker_inside, caller_left = threading.Event(), threading.Event()
+    seen: dict[str, set[int]] = {}
+
+    def worker() -> None:
+        with numpy_work():
+            seen["worker"] = blas_threads()
+            worker_inside.set()
+            caller_left.wait(10)
+            seen["worker, caller gone"] = blas_threads()
+
+    with threadpool_limits(2, "blas"):
+        thread = threading.Thread(target=worker)
+        with numpy_work():
+            thread.start()
+            assert worker_inside.wait(10)
+        caller_left.set()
+        thread.join(10)
+        assert seen == {"worker": {1}, "worker, caller gone": {2}}
+        assert blas_threads() == {2}
 
 
 def test_the_configured_threads(monkeypatch):

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..core.arrays import all_finite, to_host
 from ..core.cells import Cell
-from ..core.threads import numpy_work
+from ..core.threads import blas_threads, numpy_work
 from ..core.trace import Trace, concat_traces, select_components
 from ..errors import InvalidArgument, InvalidInput, ModelError
 from ..validation import check_choice, check_int
@@ -131,7 +131,7 @@ class Adapter:
         #: whether batches are sized by the path (``batch_size=None``), see ``chunk_size``
         self.auto_batch = batch_size is None
         #: inputs per framework call on the host path (the given ``batch_size``, else
-        #: HOST_BATCH)
+        #: HOST_BATCH; ``chunk_size`` gives the size each path uses)
         self.batch_size = (
             HOST_BATCH
             if batch_size is None
@@ -412,38 +412,53 @@ class Adapter:
     ) -> Iterator[tuple[np.ndarray | None, Trace]]:
         """``iter_traces`` where each batch's trace is computed in a worker thread while
         the framework runs the next batch (``overlaps_trace``). Batches come out in order;
-        at most two are held; an error in either thread stops the iteration, and closing
-        it waits for the worker's batch. numpy runs with the configured BLAS threads
-        (``numpy_work``) until the iteration ends."""
+        at most two are held. A failed model call first hands over the batch before it
+        (which went through), then raises; an error in the worker stops the iteration at
+        its batch; closing it waits for the worker's batch. numpy runs with the configured
+        BLAS threads (``numpy_work``) until the iteration ends."""
 
         def taken(done: tuple[Any, int, Future[Trace]]) -> tuple[np.ndarray | None, Trace]:
             out, n, trace = done
             return (None if out is None else self._per_input(out, n)), trace.result()
 
-        # The BLAS limit is set and restored here, in the caller's thread, once: OpenBLAS
-        # does not take a raised thread count from another thread, and changing it while
-        # the worker's matmuls run is not safe (the metric update's own numpy_work, between
-        # batches, then changes nothing).
-        with numpy_work():
-            worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rnncov-trace")
-            pending: tuple[Any, int, Future[Trace]] | None = None
-            try:
-                for start in range(0, len(x), size):
-                    batch = x[start : start + size]
+        blas_threads()  # a wrong RNNCOV_BLAS_THREADS is refused here, not in the worker
+        worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rnncov-trace")
+        # The worker thread sets numpy's BLAS limit for the stream and restores it (OpenBLAS
+        # takes a raised thread count back only from the thread that lowered it); the
+        # metric update between batches runs under it and changes nothing.
+        limit = numpy_work()
+        limited = worker.submit(limit.__enter__)
+        queued: list[Future[Trace]] = []
+        pending: tuple[Any, int, Future[Trace]] | None = None
+        try:
+            for start in range(0, len(x), size):
+                batch = x[start : start + size]
+                try:
                     with self._framework_threads():
                         out, sequence, mask, found = self._forward(batch, outputs, True, states)
-                    trace = worker.submit(
-                        self._trace_from, sequence, mask, found, until, names, states
-                    )
-                    if pending is not None:
-                        yield taken(pending)
+                except BaseException:
+                    if pending is not None:  # the batch before went through: it is kept
+                        done, pending = pending, None
+                        yield taken(done)
                         self._accept(x)
-                    pending = (out, len(batch), trace)
+                    raise
+                trace = worker.submit(self._trace_from, sequence, mask, found, until, names, states)
+                queued.append(trace)
                 if pending is not None:
-                    yield taken(pending)
+                    done, pending = pending, None
+                    yield taken(done)
                     self._accept(x)
-            finally:
-                worker.shutdown(wait=True, cancel_futures=True)
+                pending = (out, len(batch), trace)
+            if pending is not None:
+                done, pending = pending, None
+                yield taken(done)
+                self._accept(x)
+        finally:
+            for trace in queued:
+                trace.cancel()  # not started: not computed
+            if limited.exception() is None:
+                worker.submit(limit.__exit__, None, None, None)
+            worker.shutdown(wait=True)
 
     def _summed_traces(
         self, x: np.ndarray, outputs: bool, until: int | None, names: tuple[str, ...]

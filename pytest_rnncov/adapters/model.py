@@ -26,8 +26,9 @@ class RNNModel(ABC):
     of a multi-output model ``predict`` returns.
     Inputs are fed in batches of ``batch_size``, so any number of inputs runs in bounded
     memory (a framework call has a fixed cost: smaller batches cost more per input); without
-    it, 2,048 on the host and, on the device path (``trace_on``: where the model runs on an
-    accelerator), as many as keep a batch's trace within about 2 GiB.
+    it, 2,048 on the host (256 where a PyTorch layer's gates are computed beside the next
+    call) and, on the device path (``trace_on``: where the model runs on an accelerator),
+    as many as keep a batch's trace within about 2 GiB.
     The trace comes from the model's own forward pass (the layer's ``h``; gates from one
     batched matmul); ``recompute=True`` runs the layer again from its weights instead (the
     reference kernel, for checks). Every adapter is an instance of ``RNNModel``.

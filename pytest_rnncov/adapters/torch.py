@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
 import warnings
 from contextlib import contextmanager
 from typing import Any, Iterator
@@ -332,10 +333,13 @@ class TorchModel(Adapter):
 
     @contextmanager
     def _framework_threads(self) -> Iterator[None]:
+        """One PyTorch thread fewer, in the main thread only: PyTorch's setting is partly
+        per thread (a new thread starts from the last value set anywhere), so lowering it
+        from several threads at once can leave one of them lowered for good."""
         import torch
 
         own = torch.get_num_threads()
-        if own < 2:
+        if own < 2 or threading.current_thread() is not threading.main_thread():
             yield
             return
         torch.set_num_threads(own - 1)

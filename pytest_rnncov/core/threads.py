@@ -8,11 +8,12 @@ the numpy work runs with ``RNNCOV_BLAS_THREADS`` BLAS threads (default 1, measur
 read from the forward pass compute their gates in a few large batched matmuls, which do
 not collapse that way: they run with numpy's own setting (``numpy_work(batched=True)``).
 
-The limit is shared: when numpy_work is entered again while it holds (the metric update
-inside a stream of traces computed beside the model calls, or another thread), nothing
-changes; the first to enter sets it and the last to leave restores numpy's own. Enter it
-first in the thread that will leave last: OpenBLAS takes a raised thread count only from
-some threads (measured: a worker's restore left the caller's limit in place).
+The limit is one per process. The ``numpy_work`` that sets it restores numpy's own setting
+when it ends, in its own thread: OpenBLAS takes a raised thread count back only from the
+thread that lowered it (measured: a limit set in one thread and restored from another
+stayed in force). Work entered meanwhile, in that thread or another (the metric update
+while a stream's worker computes traces beside the model calls), runs under the limit and
+changes nothing, so no limit changes under a running matmul.
 """
 
 from __future__ import annotations
@@ -26,8 +27,7 @@ from ..errors import InvalidArgument
 
 _controller: Any = None
 _lock = threading.Lock()
-_holders = 0  # threads inside a limited numpy_work
-_limiter: Any = None
+_limiter: Any = None  # the limit in force, restored by the numpy_work that set it
 
 
 def blas_threads() -> int:
@@ -48,35 +48,36 @@ def blas_threads() -> int:
 @contextmanager
 def numpy_work(batched: bool = False) -> Iterator[None]:
     """Run the enclosed numpy work with the configured number of BLAS threads (with
-    ``batched``, large batched matmuls only: numpy's own setting). Safe to enter from
-    several threads at once (one shared limit, restored when the last leaves)."""
+    ``batched``, large batched matmuls only: numpy's own setting). Where a limit is in
+    force already (set by this thread or another), the work runs under it."""
     limit = blas_threads()
     if limit == 0 or batched:
         yield
         return
-    _hold(limit)
+    sets = _set(limit)
     try:
         yield
     finally:
-        _release()
+        if sets:
+            _restore()
 
 
-def _hold(limit: int) -> None:
-    global _controller, _holders, _limiter
+def _set(limit: int) -> bool:
+    """Set the limit unless one is in force; whether this call set it."""
+    global _controller, _limiter
     with _lock:
-        if _holders == 0:
-            if _controller is None:
-                from threadpoolctl import ThreadpoolController
+        if _limiter is not None:
+            return False
+        if _controller is None:
+            from threadpoolctl import ThreadpoolController
 
-                _controller = ThreadpoolController()
-            _limiter = _controller.limit(limits=limit, user_api="blas")
-        _holders += 1
+            _controller = ThreadpoolController()
+        _limiter = _controller.limit(limits=limit, user_api="blas")
+        return True
 
 
-def _release() -> None:
-    global _holders, _limiter
+def _restore() -> None:
+    global _limiter
     with _lock:
-        _holders -= 1
-        if _holders == 0:
-            _limiter.restore_original_limits()
-            _limiter = None
+        _limiter.restore_original_limits()
+        _limiter = None
