@@ -516,6 +516,28 @@ def test_an_error_beside_the_next_call_stops_the_iteration(monkeypatch):
     assert torch.get_num_threads() == own
 
 
+def test_an_overlapped_stream_holds_two_batches_at_most():
+    """However many batches stream, at most two traces are alive: the one handed over
+    and the one the worker computes (memory stays bounded)."""
+    import gc
+
+    from pytest_rnncov.core.trace import Trace
+
+    def alive() -> int:
+        gc.collect()
+        return sum(isinstance(o, Trace) for o in gc.get_objects())
+
+    torch.manual_seed(3)
+    model = Stack(nn.LSTM(3, 5, batch_first=True)).eval()
+    x = np.random.default_rng(4).normal(size=(8 * OVERLAP_BATCH, 6, 3)).astype(np.float32)
+    rnn = RNNModel(model)
+    before, counts = alive(), []
+    for _out, _trace in rnn.iter_traces(x, components=("c", "h")):
+        counts.append(alive() - before)
+    assert len(counts) == 8
+    assert max(counts) <= 2, counts
+
+
 def _failing_at(rnn, call: int, error: BaseException, monkeypatch) -> None:
     """Make the adapter's ``call``-th framework call raise ``error``."""
     forward, calls = rnn._forward, []

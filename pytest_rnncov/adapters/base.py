@@ -428,8 +428,9 @@ class Adapter:
         # metric update between batches runs under it and changes nothing.
         limit = numpy_work()
         limited = worker.submit(limit.__enter__)
-        queued: list[Future[Trace]] = []
+        # the batch whose trace the worker computes, not yet handed over (only it is held)
         pending: tuple[Any, int, Future[Trace]] | None = None
+        done: tuple[Any, int, Future[Trace]] | None
         try:
             for start in range(0, len(x), size):
                 batch = x[start : start + size]
@@ -443,19 +444,17 @@ class Adapter:
                         self._accept(x)
                     raise
                 trace = worker.submit(self._trace_from, sequence, mask, found, until, names, states)
-                queued.append(trace)
-                if pending is not None:
-                    done, pending = pending, None
+                done, pending = pending, (out, len(batch), trace)
+                if done is not None:
                     yield taken(done)
                     self._accept(x)
-                pending = (out, len(batch), trace)
             if pending is not None:
                 done, pending = pending, None
                 yield taken(done)
                 self._accept(x)
         finally:
-            for trace in queued:
-                trace.cancel()  # not started: not computed
+            if pending is not None:
+                pending[2].cancel()  # not started: not computed
             if limited.exception() is None:
                 worker.submit(limit.__exit__, None, None, None)
             worker.shutdown(wait=True)
