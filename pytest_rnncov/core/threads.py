@@ -11,9 +11,9 @@ not collapse that way: they run with numpy's own setting (``numpy_work(batched=T
 The limit is one per process. The ``numpy_work`` that sets it restores numpy's own setting
 when it ends, in its own thread: OpenBLAS takes a raised thread count back only from the
 thread that lowered it (measured: a limit set in one thread and restored from another
-stayed in force). Work entered meanwhile, in that thread or another (the metric update
-while a stream's worker computes traces beside the model calls), runs under the limit and
-changes nothing, so no limit changes under a running matmul.
+stayed in force). Work entered meanwhile, in that thread or another, runs under the limit
+and changes nothing: while a stream's worker computes traces beside the model calls it
+holds the limit, so the metric update between batches changes nothing under its matmuls.
 """
 
 from __future__ import annotations
