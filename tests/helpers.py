@@ -1,4 +1,4 @@
-"""Small hand-made traces and profiles for metric tests."""
+"""Small hand-made traces and profiles for metric tests, and what numpy's BLAS is set to."""
 
 from __future__ import annotations
 
@@ -27,3 +27,10 @@ def fit_profile(*traces: Trace, window=None) -> Profile:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RNNCovWarning)
         return Profile(window=window).fit_traces(traces, layer="hand", fingerprint="hand")
+
+
+def blas_threads() -> set[int]:
+    """numpy's BLAS threads now (one number per BLAS library loaded)."""
+    from threadpoolctl import threadpool_info
+
+    return {p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"}

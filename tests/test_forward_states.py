@@ -13,6 +13,7 @@ import threading
 import numpy as np
 import pytest
 import torch
+from helpers import blas_threads
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
@@ -560,11 +561,6 @@ def test_a_later_call_that_fails_keeps_the_batches_that_went_through(monkeypatch
     one batch after the other would (batch k-1's trace was in the worker and is handed over
     first); the worker is gone and the framework's threads and numpy's BLAS limit are
     restored. A caller that stops early waits for the worker's batch."""
-    from threadpoolctl import threadpool_info
-
-    def blas():
-        return [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
-
     torch.manual_seed(3)
     model = Stack(nn.LSTM(3, 5, batch_first=True)).eval()
     x = np.random.default_rng(4).normal(size=(4 * OVERLAP_BATCH, 6, 3)).astype(np.float32)
@@ -572,19 +568,19 @@ def test_a_later_call_that_fails_keeps_the_batches_that_went_through(monkeypatch
     rnn.predict(x[:1])  # the lazy head takes its shape
     profile = Profile(window=(0, 5)).fit(rnn, x[:50])
     coverage = Coverage(rnn, profile, [BC("c", "avg")])
-    own, numpy_own = torch.get_num_threads(), blas()
+    own, numpy_own = torch.get_num_threads(), blas_threads()
     _failing_at(rnn, call, error, monkeypatch)
     with pytest.raises(type(error)):
         coverage.update(x)
     assert coverage.n_inputs_ == (call - 1) * OVERLAP_BATCH
     assert not _trace_workers()
-    assert (torch.get_num_threads(), blas()) == (own, numpy_own)
+    assert (torch.get_num_threads(), blas_threads()) == (own, numpy_own)
     monkeypatch.undo()
     closed = rnn.iter_traces(x, components=("c", "h"))
     next(closed)
     closed.close()  # a caller that stops early: the worker's batch is waited for
     assert not _trace_workers()
-    assert (torch.get_num_threads(), blas()) == (own, numpy_own)
+    assert (torch.get_num_threads(), blas_threads()) == (own, numpy_own)
 
 
 def test_streams_in_two_threads_restore_every_thread_setting():
@@ -592,11 +588,6 @@ def test_streams_in_two_threads_restore_every_thread_setting():
     numpy's BLAS threads are back to its own setting (each stream's worker set and restored
     its limit), and PyTorch's are lowered only in the main thread, so no thread keeps a
     lowered setting."""
-    from threadpoolctl import threadpool_info
-
-    def blas():
-        return [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
-
     x = np.random.default_rng(0).normal(size=(3 * OVERLAP_BATCH, 6, 3)).astype(np.float32)
 
     def coverage():
@@ -605,7 +596,7 @@ def test_streams_in_two_threads_restore_every_thread_setting():
         return Coverage(rnn, Profile(window=(0, 5)).fit(rnn, x[:100]), [BC("c", "avg")])
 
     main, other = coverage(), coverage()
-    own, numpy_own = torch.get_num_threads(), blas()
+    own, numpy_own = torch.get_num_threads(), blas_threads()
     started, main_done = threading.Event(), threading.Event()
     seen: dict[str, int] = {}
 
@@ -626,7 +617,7 @@ def test_streams_in_two_threads_restore_every_thread_setting():
         pass
     main_done.set()
     thread.join(30)
-    assert (torch.get_num_threads(), blas()) == (own, numpy_own)
+    assert (torch.get_num_threads(), blas_threads()) == (own, numpy_own)
     assert seen == {"other's threads": own, "other's threads after": own}
     assert main.n_inputs_ == other.n_inputs_ == len(x)
 

@@ -7,14 +7,11 @@ from __future__ import annotations
 import threading
 
 import pytest
-from threadpoolctl import ThreadpoolController, threadpool_info, threadpool_limits
+from helpers import blas_threads
+from threadpoolctl import ThreadpoolController, threadpool_limits
 
 from pytest_rnncov import InvalidArgument
 from pytest_rnncov.core.threads import numpy_work
-
-
-def blas_threads() -> set[int]:
-    return {p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"}
 
 
 def test_one_limit_while_any_thread_works(monkeypatch):
