@@ -289,16 +289,15 @@ def main() -> None:
                 call_ms, gates_ms, metrics_ms = (
                     statistics.median(s[i] for s in split) * 1e3 for i in range(3)
                 )
+                layer_input = rnn._plan(names)[2]
+                size = rnn.chunk_size(x, len(names), layer_input)
+                overlap = rnn._overlaps(layer_input) and len(x) > size  # as iter_traces decides
                 print(
                     f"batch {batch}, {title} (trace holds {', '.join(names)}; chunks of "
-                    f"{rnn.chunk_size(x, len(names), rnn._plan(names)[2])}), medians of "
-                    f"{args.repeats} (ms):"
+                    f"{size}), medians of {args.repeats} (ms):"
                 )
                 for name, value in med.items():
                     print(f"  {name:<18}{value:10.1f}   {value / fastest:5.2f}x")
-                overlap = rnn._overlaps(rnn._plan(names)[2]) and len(x) > rnn.chunk_size(
-                    x, len(names), rnn._plan(names)[2]
-                )
                 print(
                     f"  split: framework call {call_ms / fastest:.2f}x, gates "
                     f"{gates_ms / fastest:.2f}x"
