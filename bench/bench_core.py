@@ -230,7 +230,10 @@ def main() -> None:
                     spent = [0.0, 0.0, 0.0]
                     _, states, layer_input = rnn._plan(names)  # as iter_traces plans it
                     summed = coverage.sums_only_ and rnn.gives_sums(names)
-                    size = rnn.chunk_size(x, len(names), layer_input, summed)
+                    if summed:  # as _summed_traces sizes them
+                        size = rnn.chunk_size(x, len(names), names != ("h",), True)
+                    else:
+                        size = rnn.chunk_size(x, len(names), layer_input)
                     for start in range(0, len(x), size):
                         batch_x = x[start : start + size]
                         t0 = time.perf_counter()
@@ -290,8 +293,12 @@ def main() -> None:
                     statistics.median(s[i] for s in split) * 1e3 for i in range(3)
                 )
                 layer_input = rnn._plan(names)[2]
-                size = rnn.chunk_size(x, len(names), layer_input)
-                overlap = rnn._overlaps(layer_input) and len(x) > size  # as iter_traces decides
+                summed = coverage.sums_only_ and rnn.gives_sums(names)
+                if summed:  # as _summed_traces sizes them
+                    size = rnn.chunk_size(x, len(names), names != ("h",), True)
+                else:
+                    size = rnn.chunk_size(x, len(names), layer_input)
+                overlap = not summed and rnn._overlaps(layer_input) and len(x) > size
                 print(
                     f"batch {batch}, {title} (trace holds {', '.join(names)}; chunks of "
                     f"{size}), medians of {args.repeats} (ms):"

@@ -215,6 +215,54 @@ for cell in ("LSTM", "GRU", "SimpleRNN"):
             failed.append(f"{cell} {name}: times_ differ between the host and device paths")
         close(a[name].best_fitness_, b[name].best_fitness_, 1e-5, f"{cell} {name} fitness")
     checked.append(f"{cell} device path")
+# JAX's device path sums the gates and cell state it computes from h, and h, in a compiled
+# function: only the sums come to the host, equal to sums of the numpy path's states. Where
+# the metrics read h alone (the SimpleRNN here), h's states come back as before.
+summed_updates = []  # coverages whose gates are summed on the device, for the input check
+for cell, gates in (("LSTM", ("f", "c")), ("GRU", ("z", "n")), ("SimpleRNN", ("h", "h"))):
+    model = seeded(
+        keras.Sequential(
+            [keras.Input((7, 3)), getattr(keras.layers, cell)(6, name="rec"), keras.layers.Dense(2)]
+        )
+    )
+    reference, device = RNNModel(model, trace_on="numpy"), RNNModel(model, trace_on="device")
+    if backend != "jax":  # Keras on torch: the states come back, as before
+        if device.gives_sums((*gates, "h")):
+            failed.append(f"{cell}: the torch backend's device path claims to sum in the pass")
+        continue
+    wide = rng.normal(size=(80, 7, 3)).astype(np.float32)
+    profile = Profile(window=(1, 5)).fit(reference, wide)
+    metrics = (BC(gates[0], "avg"), SC(gates[1], "delta"), TC("h", "net", w=3))
+    summed, states = Coverage(device, profile, metrics), Coverage(reference, profile, metrics)
+    tests = rng.normal(size=(80, 7, 3)).astype(np.float32)
+    (chunk,) = summed.stream(tests)
+    expected = reference.trace(tests)
+    if gates == ("h", "h"):
+        if chunk.trace.sums or "h" not in chunk.trace.components:
+            failed.append(f"{cell} device path: h alone came back summed: {chunk.trace}")
+    elif set(chunk.trace.sums) != {*gates, "h"} or chunk.trace.components:
+        failed.append(f"{cell} device path: {chunk.trace} holds states, not the sums")
+        continue
+    for name in {*gates, "h"} if chunk.trace.sums else ():
+        values = expected.components[name][:, :6].astype(np.float64)
+        sums = chunk.trace.step_sums(name)
+        close(sums[..., 0], values.sum(-1), trace_atol, f"{cell} device sums of {name}")
+        positive = np.maximum(values, 0).sum(-1)
+        close(sums[..., 1], positive, trace_atol, f"{cell} device positive sums of {name}")
+    close(chunk.outputs, keras.ops.convert_to_numpy(model(tests)), 1e-5, f"{cell} outputs")
+    states.update(tests)
+    for name in ("BC", "SC", "TC"):
+        if not np.array_equal(summed[name].times_, states[name].times_):
+            failed.append(f"{cell} {name}: times_ differ between the device sums and the states")
+    checked.append(f"{cell} device path sums")
+    if cell == "LSTM":  # one call, and several (a NaN in any refuses all of them first)
+        summed_updates += [
+            ("update, gates summed", Coverage(device, profile, metrics)),
+            (
+                "update, gates summed in calls of 4",
+                Coverage(RNNModel(model, trace_on="device", batch_size=4), profile, metrics),
+            ),
+        ]
 # the device path checks the inputs for NaN/inf on the device, in the forward pass
 bad = x.copy()
 bad[3, 2, 1] = np.nan
@@ -223,6 +271,7 @@ for what, call in (
     ("trace", device.trace),
     ("predict", device.predict),
     ("update", Coverage(device, profile).update),
+    *((what, coverage.update) for what, coverage in summed_updates),
 ):
     try:
         call(bad)
@@ -230,6 +279,11 @@ for what, call in (
     except InvalidInput as exc:
         if "rows [3, 5]" not in str(exc):
             failed.append(f"device path {what}: the error does not name rows 3 and 5: {exc}")
+for what, coverage in summed_updates:
+    if coverage.n_inputs_:
+        failed.append(
+            f"device path {what}: {coverage.n_inputs_} inputs counted from a refused call"
+        )
 checked.append("device path input check")
 if failed:
     sys.exit(f"{backend}: {len(failed)} checks differ:\n" + "\n".join(failed))

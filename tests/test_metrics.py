@@ -7,7 +7,7 @@ from statistics import NormalDist
 import numpy as np
 import pytest
 from helpers import fit_profile, make_trace
-from hypothesis import example, given
+from hypothesis import assume, example, given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -298,6 +298,12 @@ def assert_evaluate_equals_dense(metric, signals):
         np.testing.assert_array_equal(
             metric.condition_fitness(signals, condition), dense[:, condition]
         )
+    counts_only = metric.evaluate(signals, fitness=False)  # BC, SC: one comparison per bound
+    np.testing.assert_array_equal(counts_only.counts, (dense <= 0).sum(axis=0))
+    rows, conditions = counts_only.hits()
+    np.testing.assert_array_equal(
+        np.sort(rows * dense.shape[1] + conditions), np.flatnonzero(dense <= 0)
+    )
 
 
 @given(batches)
@@ -305,6 +311,47 @@ def test_fast_evaluation_equals_the_dense_fitness(values):
     signals = Signals(as_trace(values), PROFILE.window_)
     for spec in ALL:
         assert_evaluate_equals_dense(spec.bind(PROFILE), signals)
+
+
+def test_step_metric_bounds_by_hand():
+    """f/avg over min 0, max 2: BC(alpha_max=0.5) is covered from v = 1 on (1 / 2 = 0.5
+    exactly; any float below 1 halves exactly to below 0.5); alpha_min=0.25 up to v = 0.5,
+    so the least value not covering it is the float64 after 0.5."""
+    profile = fit_profile(make_trace(f=[[[0.0, 0.0]] * 3, [[2.0, 2.0]] * 3]))
+    bc = BC(alpha_max=0.5, alpha_min=0.25).bind(profile, track_fitness=False)
+    assert bc.bounds_ == [1.0, np.nextafter(0.5, np.inf)]
+    below, above = np.nextafter(np.float32(1), 0), np.nextafter(np.float32(0.5), 1)  # traces
+    f = [[[v, v]] * 3 for v in (1.0, below, 0.5, above, 2.0, 0.0)]
+    assert update(bc, make_trace(f=f), (0, 2)) == 6
+    # rows 0 and 4 reach the top at each of 3 steps, rows 2 and 5 the bottom
+    np.testing.assert_array_equal(bc.times_, [2, 2, 2, 2, 2, 2])
+
+
+@given(
+    st.floats(-1e6, 1e6),
+    st.floats(1e-6, 1e6),
+    st.floats(0.0, 1.0),
+    st.lists(st.floats(-2e6, 2e6), min_size=1, max_size=20),
+)
+def test_step_metric_bounds_split_covering_values_exactly(low, width, alpha, values):
+    """Values at, just below and just above each bound are covered exactly as the dense
+    fitness says (the bisection found the float where coverage starts)."""
+    assume(np.float32(low + width) > np.float32(low))  # traces are float32
+    profile = fit_profile(make_trace(f=[[[low, low]], [[low + width, low + width]]]))
+    metrics = [
+        BC("f", "avg", alpha_max=max(alpha, 1e-9)).bind(profile, track_fitness=False),
+        BC("f", "avg", alpha_max=1.0, alpha_min=min(alpha, 0.99)).bind(
+            profile, track_fitness=False
+        ),
+        SC("f", "avg", alpha_sc=alpha).bind(profile, track_fitness=False),
+    ]
+    for metric in metrics:
+        near = [
+            np.nextafter(b, d) for b in metric.bounds_ if np.isfinite(b) for d in (-np.inf, np.inf)
+        ]
+        near += [b for b in metric.bounds_ if np.isfinite(b)]
+        v = np.array([*values, *near], np.float64)[:, None]
+        np.testing.assert_array_equal(metric._hits(v), metric._block(v) <= 0)
 
 
 def test_kmnc_evaluation_on_section_boundaries_equals_the_dense_fitness():

@@ -330,11 +330,12 @@ class Adapter:
         components (computed, with ``layer_input``, from the layer's input): ``batch_size``
         when given or on the host path; on the device path as many as keep what a batch
         holds within DEVICE_TRACE_BYTES (at least one); for traces of per-step sums
-        (``summed``), see HOST_SUMS_BYTES."""
+        (``summed``) on the host path, see HOST_SUMS_BYTES (on the device path the states
+        summed there bound a batch)."""
         steps = int(x.shape[1]) if x.ndim > 1 else 1
         if self.auto_batch and self._overlaps(layer_input) and not summed:
             return OVERLAP_BATCH
-        if self.auto_batch and summed:
+        if self.auto_batch and summed and self.trace_on != "device":
             per_input = 4 * steps * (self.units + int(self.cell.kernel.shape[0]))
             return max(HOST_BATCH, HOST_SUMS_BYTES // per_input)
         if not self.auto_batch or self.trace_on != "device":
@@ -463,7 +464,10 @@ class Adapter:
         self, x: np.ndarray, outputs: bool, until: int | None, names: tuple[str, ...]
     ) -> Iterator[tuple[np.ndarray | None, Trace]]:
         """``iter_traces`` of the per-step sums of ``names`` the forward pass gives."""
-        size = self.chunk_size(x, summed=True)
+        # on the device path the gates summed there are computed from the layer's input
+        size = self.chunk_size(x, len(names), names != ("h",), summed=True)
+        if len(x) > size and self._floats_on_device(x) and not all_finite(x):
+            raise not_finite(x)  # several calls: refused before the first batch is yielded
         for start in range(0, len(x), size):
             batch = x[start : start + size]
             out, sums = self._forward_sums(batch, outputs, names)

@@ -12,6 +12,8 @@ TensorFlow backend is in use.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 import warnings
 from typing import Any, Callable
@@ -246,19 +248,6 @@ def _sums_tap(layer: Any, components: tuple[str, ...]) -> Any:
     own = components == ("h",)
     lstm = CELLS[type(cell).__name__] == "lstm"
     step = None if own else _formula_step(cell)
-    wide = keras.backend.backend() != "jax" or _jax_x64()
-
-    def split_sums(values: Any) -> tuple[Any, Any]:
-        """(B, U) -> (B, 2) sums (total, positive parts), rounded to float32, and (B, 2)
-        what the rounding lost."""
-        if wide:
-            values = ops.cast(values, "float64")
-            exact = ops.stack(  # relu, not maximum: Keras-on-torch's gives float32
-                [ops.sum(values, axis=-1), ops.sum(ops.relu(values), axis=-1)], axis=-1
-            )
-            high = ops.cast(exact, "float32")
-            return high, ops.cast(exact - ops.cast(high, "float64"), "float32")
-        return _pairwise_two_sum(ops.stack([values, ops.relu(values)], axis=1))
 
     class SummingCell(keras.layers.Layer):
         def __init__(self, **kwargs: Any) -> None:
@@ -277,7 +266,7 @@ def _sums_tap(layer: Any, components: tuple[str, ...]) -> Any:
                 h, parts = step(inputs, states[0], states[1] if lstm else None)
                 parts["h"] = h
                 new_states = [h, parts["c"]] if lstm else [h]
-            split = [split_sums(ops.cast(parts[name], "float32")) for name in components]
+            split = [_split_sums(ops.cast(parts[name], "float32")) for name in components]
             return ops.concatenate([p[0] for p in split] + [p[1] for p in split], -1), new_states
 
     class SumsTap(_cell_tap_base(layer, SummingCell)):  # type: ignore[misc]
@@ -287,6 +276,24 @@ def _sums_tap(layer: Any, components: tuple[str, ...]) -> Any:
             return [*outputs, sums]
 
     return SumsTap(name=f"{layer.name}_sums_tap")
+
+
+def _split_sums(values: Any) -> tuple[Any, Any]:
+    """float32 (..., U) -> (..., 2) sums over units (the total, the positive parts'),
+    rounded to float32, and (..., 2) what the rounding lost: the two add up to the
+    float64 sums. In float64 where the backend has it, else (JAX without 64-bit mode) as
+    error-free pairwise float32 sums."""
+    import keras
+    from keras import ops
+
+    if keras.backend.backend() != "jax" or _jax_x64():
+        values = ops.cast(values, "float64")
+        exact = ops.stack(  # relu, not maximum: Keras-on-torch's gives float32
+            [ops.sum(values, axis=-1), ops.sum(ops.relu(values), axis=-1)], axis=-1
+        )
+        high = ops.cast(exact, "float32")
+        return high, ops.cast(exact - ops.cast(high, "float64"), "float32")
+    return _pairwise_two_sum(ops.stack([values, ops.relu(values)], axis=-2))
 
 
 def _jax_x64() -> bool:
@@ -538,7 +545,9 @@ class KerasModel(Adapter):
                 None: (sequence, mask, None, output)
             }
             self._models: dict[tuple[bool, bool, Any], Any] = {}
-            self._device_calls: dict[int, Callable[[np.ndarray], Any]] = {}
+            self._device_calls: dict[
+                tuple[int, tuple[str, ...] | None], Callable[[np.ndarray], Any]
+            ] = {}
             self._has_mask = mask is not None
             self._predictor = keras.Model(inputs, output) if len(model.outputs) > 1 else model
             return
@@ -593,13 +602,23 @@ class KerasModel(Adapter):
         last state alone goes on (no ``return_sequences``), gives the per-step sums of
         ``h`` and, for an LSTM or GRU, of its gates and cell state from the forward pass
         (``_sums_tap``): no (B, T, U) array of states is written. The tap runs the
-        layer's cell, not the layer's ``call``: a subclass's own ``call`` keeps states."""
+        layer's cell, not the layer's ``call``: a subclass's own ``call`` keeps states.
+
+        On the device path under JAX, where the metrics read gates or the cell state of
+        an unmasked layer, those (computed from the layer's input and ``h``, the layer run
+        as it is) and ``h`` are summed by one compiled function right after the model's
+        call, and only the sums and the outputs come to the host, in one transfer. Where
+        they read ``h`` alone, its states come back as before: on an H200 that measured
+        faster (docs/performance.md)."""
+        if components is None or not self.reads_states:
+            return False
+        if self.trace_on == "device":
+            gates = any(c != "h" for c in components)
+            return self._backend() == "jax" and gates and not self._has_mask
         layer = self.layer
         policy = getattr(layer, "dtype_policy", None)
         return (
-            components is not None
-            and self.reads_states
-            and self.trace_on == "numpy"
+            self.trace_on == "numpy"
             and not self._accelerated
             and self.wrapper is layer
             and type(layer).__module__.startswith("keras.")
@@ -614,10 +633,16 @@ class KerasModel(Adapter):
         self, x: np.ndarray, outputs: bool, components: tuple[str, ...]
     ) -> tuple[Any, dict[str, np.ndarray]]:
         rows, k = len(x), len(components)
-        padded = _padded(x, self.chunk_size(x, summed=True))
-        out, _, _, found, _ = self._call(padded, outputs, False, (SUMS, *components))
+        on_device = self.trace_on == "device"
+        padded = _padded(x, self.batch_size if on_device else self.chunk_size(x, summed=True))
+        out, _, _, found, finite = self._call(padded, outputs, False, (SUMS, *components))
+        if finite is not None and not bool(finite):
+            raise not_finite(x)
         found = _rows(found, rows)
-        sums = found[..., : 2 * k].astype(np.float64) + found[..., 2 * k :]
+        if on_device:  # float32 sums, as the device path's states give (``_unit_sums``)
+            sums = found.astype(np.float64)
+        else:  # the sums rounded to float32, then what the rounding lost
+            sums = found[..., : 2 * k].astype(np.float64) + found[..., 2 * k :]
         return _rows(out, rows), {n: sums[..., 2 * j : 2 * j + 2] for j, n in enumerate(components)}
 
     def _twin_tensors(self, emit: tuple[str, ...]) -> tuple[Any, Any, Any, Any]:
@@ -709,11 +734,16 @@ class KerasModel(Adapter):
         finite = None
         try:
             if self.framework == "keras":
-                model = self._sub_model(outputs, layer_input, emit)
-                if self.trace_on == "device":  # backend tensors stay where the model runs
+                summed = self.trace_on == "device" and emit is not None and emit[:1] == (SUMS,)
+                if summed:  # gates from the layer's input and h, summed: host arrays
+                    assert emit is not None and not layer_input
+                    model = self._sub_model(outputs, True, ())
+                    result, finite = self._device_call(model, emit[1:])(x)
+                elif self.trace_on == "device":  # backend tensors stay where the model runs
+                    model = self._sub_model(outputs, layer_input, emit)
                     result, finite = self._device_call(model)(x)
                 else:
-                    result = model.predict_on_batch(x)
+                    result = self._sub_model(outputs, layer_input, emit).predict_on_batch(x)
                 result = list(result) if isinstance(result, (list, tuple)) else [result]
                 found = iter(result)
                 sequence = next(found) if layer_input else None
@@ -748,13 +778,20 @@ class KerasModel(Adapter):
     def _finite_on_device(self) -> bool:
         return self.trace_on == "device" and self._backend() == "jax"
 
-    def _device_call(self, model: Any) -> Callable[[np.ndarray], tuple[Any, Any]]:
+    def _device_call(
+        self, model: Any, sums: tuple[str, ...] | None = None
+    ) -> Callable[[np.ndarray], tuple[Any, Any]]:
         """A sub-model's call returning the backend's own arrays and whether float inputs
         are all finite (None where not checked here), compiled once per sub-model where
         the backend compiles (JAX: ``jit`` of the stateless call, the variables passed as
         arguments, not baked in as constants, the inputs' check in the same call; torch:
-        eager under ``no_grad``, as Keras predicts)."""
-        if id(model) not in self._device_calls:
+        eager under ``no_grad``, as Keras predicts). With ``sums`` (JAX; a sub-model
+        giving [layer input, h, outputs?]), the (B, T, 2k) float32 per-step sums over
+        units of those components take the place of the layer's input and h: computed by
+        a second compiled function (``_unit_sums``), and every result comes to the host
+        in one transfer."""
+        key = (id(model), sums)
+        if key not in self._device_calls:
             backend = self._backend()
             if backend == "jax":
                 import jax
@@ -766,13 +803,22 @@ class KerasModel(Adapter):
                     return result, jnp.all(jnp.isfinite(x)) if floats else jnp.array(True)
 
                 compiled = jax.jit(stateless)
+                summing = (
+                    None
+                    if sums is None
+                    else jax.jit(functools.partial(self._unit_sums, names=sums))
+                )
 
                 def call(x: np.ndarray) -> tuple[Any, Any]:
-                    return compiled(  # type: ignore[no-any-return]
+                    result, finite = compiled(
                         [v.value for v in model.trainable_variables],
                         [v.value for v in model.non_trainable_variables],
                         x,
                     )
+                    if summing is None:
+                        return result, finite
+                    sequence, h, *rest = result
+                    return jax.device_get(([summing(sequence, h), *rest], finite))  # type: ignore[no-any-return]
 
             else:
                 import torch
@@ -781,8 +827,23 @@ class KerasModel(Adapter):
                     with torch.no_grad():
                         return model(x, training=False), None
 
-            self._device_calls[id(model)] = call
-        return self._device_calls[id(model)]
+            self._device_calls[key] = call
+        return self._device_calls[key]
+
+    def _unit_sums(self, sequence: Any, h: Any, names: tuple[str, ...]) -> Any:
+        """(B, T, 2k) float32 per-step sums over units of ``names`` (the total, the
+        positive parts'), computed from the layer's input ``sequence`` and its ``h``
+        (``Cell.from_states``); in a traced JAX function."""
+        import jax.numpy as jnp
+
+        # a copy of the cell, whose caches then hold no traced values
+        cell = dataclasses.replace(self.cell, cache={})  # type: ignore[type-var]
+        components = cell.from_states(sequence, h, None, None, names).components
+        parts = []
+        for name in names:
+            values = jnp.asarray(components[name], jnp.float32)
+            parts += [jnp.sum(values, axis=-1), jnp.sum(jnp.maximum(values, 0), axis=-1)]
+        return jnp.stack(parts, axis=-1)
 
     def _predict(self, x: np.ndarray) -> np.ndarray:
         try:

@@ -6,14 +6,15 @@ normalised by the profile (docs/definitions.md, "BC" and "SC").
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import functools
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 from ...errors import InvalidArgument
 from ...validation import check_fraction
 from ..abstractions import check_signal
-from ..arrays import array_namespace, to_host
+from ..arrays import array_namespace, is_host, to_host
 from .base import BatchResult, Metric, Signals, best_of, check_cell_component
 
 if TYPE_CHECKING:
@@ -43,6 +44,12 @@ class _StepMetric(Metric):
         self.window_ = profile.window_
         self.min_, self.max_ = profile.minmax(self.component, self.abstraction)
         self.steps_ = np.arange(self.window_[0], self.window_[1] + 1)
+        #: per fitness column block, the least signal value that covers it, or for a
+        #: lower bound (BC's alpha_min) the least that does not (``_hits``)
+        self.bounds_ = [
+            least_value(functools.partial(self._covers_not, column=j, lower=lower))
+            for j, lower in enumerate(self._lower_bounds())
+        ]
 
     @property
     def reads(self) -> tuple[str, ...] | None:
@@ -50,13 +57,49 @@ class _StepMetric(Metric):
 
     def normalised(self, signals: Signals, rows: slice = slice(None)) -> np.ndarray:
         """N_m of the signal at each window step: (rows, |window|)."""
+        return self._normalised(self._values(signals, rows))
+
+    def _values(self, signals: Signals, rows: slice = slice(None)) -> Any:
         assert self.component is not None and self.abstraction is not None
-        values = signals.get(self.component, self.abstraction)[rows]
+        return signals.get(self.component, self.abstraction)[rows]
+
+    def _normalised(self, values: Any) -> Any:
         return (values - self.min_) / (self.max_ - self.min_)
+
+    def fitness(self, signals: Signals, rows: slice = slice(None)) -> np.ndarray:
+        return self._block(self._values(signals, rows))  # type: ignore[no-any-return]
+
+    def _block(self, values: Any) -> Any:
+        """(rows, n_conditions) fitness of (rows, |window|) signal values."""
+        raise NotImplementedError
+
+    def _lower_bounds(self) -> tuple[bool, ...]:
+        """Per |window|-wide block of fitness columns: whether it is covered below a value
+        (BC's alpha_min) rather than above one."""
+        return (False,)
+
+    def _covers_not(self, values: np.ndarray, column: int, lower: bool) -> np.ndarray:
+        """Whether ``values`` (rows, 1) cover fitness block ``column``; for a lower
+        bound, whether they do not (either way false below some value, true from it)."""
+        return (self._block(values)[:, column] <= 0) != lower  # type: ignore[no-any-return]
+
+    def _hits(self, values: np.ndarray) -> np.ndarray:
+        """``_block(values) <= 0`` from one comparison per block with ``bounds_``: the
+        fitness is monotone in the signal value (a subtraction and a division by a
+        positive range, each rounded monotonically), so the values that cover a condition
+        are those from (or, for a lower bound, below) one float64 value, found once."""
+        parts = [
+            values < bound if lower else values >= bound
+            for bound, lower in zip(self.bounds_, self._lower_bounds())
+        ]
+        return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
 
     def evaluate(self, signals: Signals, *, fitness: bool = True) -> BatchResult:
         self._check_bound()
-        block = self.fitness(signals)
+        values = self._values(signals)
+        if not fitness and is_host(values) and values.dtype == np.float64:  # counts alone
+            return BatchResult.from_dense(self._hits(values))
+        block = self._block(values)
         result = BatchResult.from_dense(block <= 0)
         if fitness:
             result.best, result.best_row = best_of(block)
@@ -105,12 +148,15 @@ class BC(_StepMetric):
     def n_conditions(self) -> int:
         return len(self.steps_) * (1 if self.alpha_min is None else 2)
 
-    def fitness(self, signals: Signals, rows: slice = slice(None)) -> np.ndarray:
-        n = self.normalised(signals, rows)
+    def _block(self, values: Any) -> Any:
+        n = self._normalised(values)
         upper = self.alpha_max - n
         if self.alpha_min is None:
             return upper
         return array_namespace(n).concat([upper, n - self.alpha_min], axis=1)
+
+    def _lower_bounds(self) -> tuple[bool, ...]:
+        return (False,) if self.alpha_min is None else (False, True)
 
     def condition_fitness(self, signals: Signals, condition: int) -> np.ndarray:
         steps = len(self.steps_)
@@ -156,8 +202,8 @@ class SC(_StepMetric):
     def n_conditions(self) -> int:
         return len(self.steps_)
 
-    def fitness(self, signals: Signals, rows: slice = slice(None)) -> np.ndarray:
-        return self.alpha_sc - self.normalised(signals, rows)
+    def _block(self, values: Any) -> Any:
+        return self.alpha_sc - self._normalised(values)
 
     def condition_fitness(self, signals: Signals, condition: int) -> np.ndarray:
         return self.alpha_sc - to_host(self.normalised(signals)[:, condition])
@@ -171,3 +217,34 @@ class SC(_StepMetric):
 
     def describe(self) -> str:
         return f"SC({self.component}/{self.abstraction}, alpha_sc={self.alpha_sc:g})"
+
+
+def least_value(true_from: Callable[[np.ndarray], Any]) -> float:
+    """The least float64 ``v`` (from -inf to +inf) with ``true_from(v)`` true, for a
+    predicate false below some value and true from it on (+inf where it is never true
+    for a finite value): a bisection over the floats in their order, 64 steps at most.
+    ``true_from`` takes a (1, 1) array and returns a one-element array."""
+
+    def holds(key: int) -> bool:
+        return bool(np.asarray(true_from(np.array([[_from_key(key)]])), bool).ravel()[0])
+
+    low, high = _to_key(-np.inf), _to_key(np.inf)
+    if holds(low):
+        return -np.inf
+    if not holds(high):
+        return np.inf
+    while high - low > 1:  # holds(high) and not holds(low)
+        middle = (low + high) // 2
+        low, high = (low, middle) if holds(middle) else (middle, high)
+    return _from_key(high)
+
+
+def _to_key(value: float) -> int:
+    """An integer that orders float64 values as they compare (-0.0 just below +0.0)."""
+    bits = int(np.array(value, np.float64).view(np.int64))
+    return bits if bits >= 0 else -(bits & 0x7FFF_FFFF_FFFF_FFFF) - 1
+
+
+def _from_key(key: int) -> float:
+    bits = key if key >= 0 else -(key + 1) | -0x8000_0000_0000_0000
+    return float(np.array(bits, np.int64).view(np.float64))
