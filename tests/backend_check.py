@@ -219,6 +219,7 @@ for cell in ("LSTM", "GRU", "SimpleRNN"):
 # function: only the sums come to the host, equal to sums of the numpy path's states. Where
 # the metrics read h alone (the SimpleRNN here), h's states come back as before.
 summed_updates = []  # coverages whose gates are summed on the device, for the input check
+jax_x64 = backend == "jax" and bool(__import__("jax").config.read("jax_enable_x64"))
 for cell, gates in (("LSTM", ("f", "c")), ("GRU", ("z", "n")), ("SimpleRNN", ("h", "h"))):
     model = seeded(
         keras.Sequential(
@@ -237,6 +238,9 @@ for cell, gates in (("LSTM", ("f", "c")), ("GRU", ("z", "n")), ("SimpleRNN", ("h
     tests = rng.normal(size=(80, 7, 3)).astype(np.float32)
     (chunk,) = summed.stream(tests)
     expected = reference.trace(tests)
+    if chunk.trace.sums and jax_x64:  # sums of the device path's own h, both in float64
+        h = device.trace(tests).to_host().h[:, :6].astype(np.float64)
+        close(chunk.trace.step_sums("h")[..., 0], h.sum(-1), 1e-12, f"{cell} x64 sums of h")
     if gates == ("h", "h"):
         if chunk.trace.sums or "h" not in chunk.trace.components:
             failed.append(f"{cell} device path: h alone came back summed: {chunk.trace}")
@@ -287,4 +291,6 @@ for what, coverage in summed_updates:
 checked.append("device path input check")
 if failed:
     sys.exit(f"{backend}: {len(failed)} checks differ:\n" + "\n".join(failed))
-print(f"OK {backend}: {len(checked)} cells checked without TensorFlow")
+print(
+    f"OK {backend}{' (64-bit)' if jax_x64 else ''}: {len(checked)} cells checked without TensorFlow"
+)

@@ -13,9 +13,12 @@ import pytest
 CHECK = Path(__file__).with_name("backend_check.py")
 
 
-@pytest.mark.parametrize("backend", ["jax", "torch"])
+@pytest.mark.parametrize("backend", ["jax", "jax-x64", "torch"])
 def test_keras3_backend_without_tensorflow(backend):
-    env = dict(os.environ, KERAS_BACKEND=backend)
+    """``jax-x64``: JAX in 64-bit mode, where the device path's sums are float64 sums."""
+    x64 = backend == "jax-x64"
+    backend = backend.removesuffix("-x64")
+    env = dict(os.environ, KERAS_BACKEND=backend, JAX_ENABLE_X64="1" if x64 else "0")
     done = subprocess.run(
         [sys.executable, "-W", "ignore", str(CHECK)],
         env=env,
@@ -25,4 +28,5 @@ def test_keras3_backend_without_tensorflow(backend):
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     checks = {"jax": 26, "torch": 23}[backend]  # JAX: and the device path's sums, 3 cells
-    assert f"OK {backend}: {checks} cells checked without TensorFlow" in done.stdout
+    mode = " (64-bit)" if x64 else ""
+    assert f"OK {backend}{mode}: {checks} cells checked without TensorFlow" in done.stdout

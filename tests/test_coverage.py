@@ -170,3 +170,23 @@ def test_kept_best_inputs_are_copies(rnn, profile, seq_inputs):
     assert kept is not None and kept.base is None  # owns its memory: pins no batch
     x[:] = 0
     assert np.abs(kept).sum() > 0
+
+
+def test_a_result_is_reused_only_for_the_same_exact_parameters(rnn, profile, seq_inputs):
+    """BC(alpha_max=n) and BC(alpha_max=the float after n) read alike ("alpha_max=...",
+    six digits) but differ on an input whose N is n: a coverage handed the other's
+    observation recomputes it instead of reusing it."""
+    signals = Signals(rnn.trace(seq_inputs), profile.window_)
+    n = BC("h", "net").bind(profile).normalised(signals)
+    inside = np.sort(n[(n > 0) & (n < 1)])
+    alpha = float(inside[len(inside) // 2])  # an N some input has
+    above = float(np.nextafter(alpha, 1.0))
+    first = Coverage(rnn, profile, (BC("h", "net", alpha_max=alpha),), track_fitness=False)
+    second = Coverage(rnn, profile, (BC("h", "net", alpha_max=above),), track_fitness=False)
+    assert first["BC"].describe() == second["BC"].describe()
+    _, observation = first.update_signals(signals)
+    second.update_signals(signals, reuse=observation)
+    own = Coverage(rnn, profile, (BC("h", "net", alpha_max=above),), track_fitness=False)
+    own.update_signals(signals)
+    np.testing.assert_array_equal(second["BC"].times_, own["BC"].times_)
+    assert (first["BC"].times_ > own["BC"].times_).any()  # the inputs at N = alpha

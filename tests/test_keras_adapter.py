@@ -270,3 +270,46 @@ def test_load_model_errors(tmp_path):
     other.write_text("x")
     with pytest.raises(InvalidArgument, match=r"expected a \.keras, \.h5 or \.onnx file"):
         load_model(other)
+
+
+def test_two_threads_making_a_models_first_calls_at_once_agree(keras):
+    """The sequence tap switches its shared layer's ``return_sequences`` on for its call;
+    two threads tracing one cold model at once restored each other's switch mid-call (h
+    came back (B, U): an error in one thread about half the time). Three fresh models,
+    two threads each: no error, and each coverage equals the reference kernel's."""
+    import threading
+
+    from pytest_rnncov import Coverage, Profile
+    from pytest_rnncov.core.metrics import SC
+
+    rng = np.random.default_rng(3)
+    xs = [rng.normal(size=(40, 7, 3)).astype(np.float32) for _ in range(2)]
+    for trial in range(3):
+        keras.utils.set_random_seed(trial)
+        model = keras.Sequential(
+            [keras.Input((7, 3)), keras.layers.LSTM(6, name="rec"), keras.layers.Dense(2)]
+        )
+        reference = RNNModel(model, "rec", recompute=True)  # fits without warming `cold`
+        profile = Profile(window=(1, 5)).fit(reference, rng.normal(size=(60, 7, 3)))
+        cold = RNNModel(model, "rec")
+        metrics = ("NC", SC("h", "delta"))
+        coverages = [Coverage(cold, profile, metrics) for _ in xs]
+        errors: list[BaseException] = []
+
+        def feed(i: int) -> None:
+            try:
+                coverages[i].update(xs[i])
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=feed, args=(i,)) for i in range(len(xs))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert not errors, errors
+        for coverage, x in zip(coverages, xs):
+            expected = Coverage(reference, profile, metrics)
+            expected.update(x)
+            for name in expected.metrics:
+                np.testing.assert_array_equal(coverage[name].times_, expected[name].times_)

@@ -327,6 +327,29 @@ def test_step_metric_bounds_by_hand():
     np.testing.assert_array_equal(bc.times_, [2, 2, 2, 2, 2, 2])
 
 
+def test_step_metrics_count_alike_where_the_profile_range_overflows():
+    """A float64 profile from -1e308 to 1e308 has a range of inf: N is then 0 for finite
+    values (NaN at +-inf), not monotone, so no bound is taken and the counts are the
+    fitness path's (BC's alpha_min condition and SC at alpha_sc=0 hold for 0.5)."""
+    from pytest_rnncov.core.trace import Trace
+
+    def trace(values):
+        return Trace({"h": np.array(values, np.float64).reshape(-1, 3, 1)}, cell="simple_rnn")
+
+    with np.errstate(over="ignore", invalid="ignore"):  # the profile's other statistics
+        profile = fit_profile(trace([[1e308] * 3, [-1e308] * 3]))
+    tests = trace([[0.5] * 3] * 4)
+    counts = {}
+    for track in (True, False):
+        bc = BC("h", "avg", alpha_max=0.8, alpha_min=0.2).bind(profile, track_fitness=track)
+        sc = SC("h", "avg", alpha_sc=0.0).bind(profile, track_fitness=track)
+        assert (bc.bounds_, sc.bounds_) == (None, None)
+        for metric in (bc, sc):
+            update(metric, tests, (0, 2))
+        counts[track] = (bc.times_.tolist(), sc.times_.tolist())
+    assert counts[True] == counts[False] == ([0, 0, 0, 4, 4, 4], [4, 4, 4])
+
+
 @given(
     st.floats(-1e6, 1e6),
     st.floats(1e-6, 1e6),

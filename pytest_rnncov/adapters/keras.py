@@ -15,13 +15,14 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import threading
 import warnings
 from typing import Any, Callable
 
 import numpy as np
 
 from ..core.activations import Activation
-from ..core.arrays import all_finite
+from ..core.arrays import all_finite, wide_float
 from ..core.cells import Cell, GRUCell, LSTMCell, SimpleRNNCell
 from ..errors import InvalidArgument, ModelError, RNNCovWarning
 from .base import MIXED_PRECISION_NOTE, Adapter, framework_of, model_error_from, not_finite
@@ -117,6 +118,12 @@ def _cell_tap_base(layer: Any, cell_class: Any) -> Any:
     return CellTap
 
 
+#: Held while a sequence tap switches its shared layer's ``return_sequences`` and
+#: ``return_state`` on for a call: two threads tracing taps of one layer at once would
+#: otherwise restore each other's switch mid-call (h came back as (B, U)).
+_LAYER_SWITCH = threading.RLock()
+
+
 def _sequence_tap(layer: Any, traced: Any) -> Any:
     """A Keras layer calling ``layer`` as the model does, returning ``[its output..., h]``:
     ``h`` (B, T, U) is ``traced``'s output at every step, from the framework's own kernel.
@@ -126,15 +133,16 @@ def _sequence_tap(layer: Any, traced: Any) -> Any:
 
     class SequenceTap(_tap_base(layer)):  # type: ignore[misc]
         def call(self, *args: Any, **kwargs: Any) -> Any:
-            own = (traced.return_sequences, traced.return_state)
-            if traced is not layer:
-                result = layer(*args, **kwargs)
-                outputs = list(result) if isinstance(result, (list, tuple)) else [result]
-            traced.return_sequences, traced.return_state = True, True
-            try:
-                sequence, *states = traced(*args, **kwargs)
-            finally:
-                traced.return_sequences, traced.return_state = own
+            with _LAYER_SWITCH:
+                own = (traced.return_sequences, traced.return_state)
+                if traced is not layer:
+                    result = layer(*args, **kwargs)
+                    outputs = list(result) if isinstance(result, (list, tuple)) else [result]
+                traced.return_sequences, traced.return_state = True, True
+                try:
+                    sequence, *states = traced(*args, **kwargs)
+                finally:
+                    traced.return_sequences, traced.return_state = own
             if traced is layer:
                 last = sequence if own[0] else states[0]  # states[0] is h after the last step
                 outputs = [last, *states] if own[1] else [last]
@@ -639,7 +647,7 @@ class KerasModel(Adapter):
         if finite is not None and not bool(finite):
             raise not_finite(x)
         found = _rows(found, rows)
-        if on_device:  # float32 sums, as the device path's states give (``_unit_sums``)
+        if on_device:  # summed as the device path sums states (``_unit_sums``)
             sums = found.astype(np.float64)
         else:  # the sums rounded to float32, then what the rounding lost
             sums = found[..., : 2 * k].astype(np.float64) + found[..., 2 * k :]
@@ -786,8 +794,8 @@ class KerasModel(Adapter):
         the backend compiles (JAX: ``jit`` of the stateless call, the variables passed as
         arguments, not baked in as constants, the inputs' check in the same call; torch:
         eager under ``no_grad``, as Keras predicts). With ``sums`` (JAX; a sub-model
-        giving [layer input, h, outputs?]), the (B, T, 2k) float32 per-step sums over
-        units of those components take the place of the layer's input and h: computed by
+        giving [layer input, h, outputs?]), the (B, T, 2k) per-step sums over units of
+        those components take the place of the layer's input and h: computed by
         a second compiled function (``_unit_sums``), and every result comes to the host
         in one transfer."""
         key = (id(model), sums)
@@ -831,9 +839,10 @@ class KerasModel(Adapter):
         return self._device_calls[key]
 
     def _unit_sums(self, sequence: Any, h: Any, names: tuple[str, ...]) -> Any:
-        """(B, T, 2k) float32 per-step sums over units of ``names`` (the total, the
-        positive parts'), computed from the layer's input ``sequence`` and its ``h``
-        (``Cell.from_states``); in a traced JAX function."""
+        """(B, T, 2k) per-step sums over units of ``names`` (the total, the positive
+        parts'), computed from the layer's input ``sequence`` and its ``h``
+        (``Cell.from_states``), accumulated as the device path sums states (float64 in
+        JAX's 64-bit mode, else float32); in a traced JAX function."""
         import jax.numpy as jnp
 
         # a copy of the cell, whose caches then hold no traced values
@@ -842,7 +851,11 @@ class KerasModel(Adapter):
         parts = []
         for name in names:
             values = jnp.asarray(components[name], jnp.float32)
-            parts += [jnp.sum(values, axis=-1), jnp.sum(jnp.maximum(values, 0), axis=-1)]
+            wide = wide_float(jnp)
+            parts += [
+                jnp.sum(values, axis=-1, dtype=wide),
+                jnp.sum(jnp.maximum(values, 0), axis=-1, dtype=wide),
+            ]
         return jnp.stack(parts, axis=-1)
 
     def _predict(self, x: np.ndarray) -> np.ndarray:

@@ -262,7 +262,8 @@ class Coverage:
         """Each metric's result for one batch, reusing results of equal configuration."""
         out: Observation = {}
         for key, metric in self.metrics.items():
-            describe = f"{id(self.profile)}|{metric.describe()}"
+            # the exact configuration: describe() rounds parameters for reading
+            describe = f"{id(self.profile)}|{metric.describe()}|{metric.config()!r}"
             previous = None if reuse is None else reuse.get(key)
             needs_fitness = self.track_fitness
             if (

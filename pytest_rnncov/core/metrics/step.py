@@ -45,11 +45,16 @@ class _StepMetric(Metric):
         self.min_, self.max_ = profile.minmax(self.component, self.abstraction)
         self.steps_ = np.arange(self.window_[0], self.window_[1] + 1)
         #: per fitness column block, the least signal value that covers it, or for a
-        #: lower bound (BC's alpha_min) the least that does not (``_hits``)
-        self.bounds_ = [
-            least_value(functools.partial(self._covers_not, column=j, lower=lower))
-            for j, lower in enumerate(self._lower_bounds())
-        ]
+        #: lower bound (BC's alpha_min) the least that does not (``_hits``); None where
+        #: the profile's range overflows (its fitness is then not monotone: NaN at +-inf)
+        self.bounds_ = (
+            [
+                least_value(functools.partial(self._covers_not, column=j, lower=lower))
+                for j, lower in enumerate(self._lower_bounds())
+            ]
+            if np.isfinite(self.max_ - self.min_)
+            else None
+        )
 
     @property
     def reads(self) -> tuple[str, ...] | None:
@@ -88,6 +93,7 @@ class _StepMetric(Metric):
         fitness is monotone in the signal value (a subtraction and a division by a
         positive range, each rounded monotonically), so the values that cover a condition
         are those from (or, for a lower bound, below) one float64 value, found once."""
+        assert self.bounds_ is not None
         parts = [
             values < bound if lower else values >= bound
             for bound, lower in zip(self.bounds_, self._lower_bounds())
@@ -97,7 +103,8 @@ class _StepMetric(Metric):
     def evaluate(self, signals: Signals, *, fitness: bool = True) -> BatchResult:
         self._check_bound()
         values = self._values(signals)
-        if not fitness and is_host(values) and values.dtype == np.float64:  # counts alone
+        fast = self.bounds_ is not None and is_host(values) and values.dtype == np.float64
+        if fast and not fitness:  # counts alone
             return BatchResult.from_dense(self._hits(values))
         block = self._block(values)
         result = BatchResult.from_dense(block <= 0)
