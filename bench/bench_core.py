@@ -220,6 +220,13 @@ def main() -> None:
                 coverage = Coverage(rnn, profile, metrics, track_fitness=False)
                 slow = Coverage(reference, profile, metrics, track_fitness=False)
                 names = coverage.components_
+                _, states, layer_input = rnn._plan(names)  # as iter_traces plans it
+                summed = coverage.sums_only_ and rnn.gives_sums(names)
+                if summed:  # as _summed_traces sizes them
+                    size = rnn._summed_chunk_size(x, names)
+                else:
+                    size = rnn.chunk_size(x, len(names), layer_input)
+                overlap = not summed and rnn._overlaps(layer_input) and len(x) > size
 
                 def run(cov):
                     for chunk in cov.stream(x, keep_inputs=False):
@@ -228,12 +235,6 @@ def main() -> None:
                 def parts():
                     """The tracked path split: framework call, gates, metrics (seconds)."""
                     spent = [0.0, 0.0, 0.0]
-                    _, states, layer_input = rnn._plan(names)  # as iter_traces plans it
-                    summed = coverage.sums_only_ and rnn.gives_sums(names)
-                    if summed:  # as _summed_traces sizes them
-                        size = rnn.chunk_size(x, len(names), names != ("h",), True)
-                    else:
-                        size = rnn.chunk_size(x, len(names), layer_input)
                     for start in range(0, len(x), size):
                         batch_x = x[start : start + size]
                         t0 = time.perf_counter()
@@ -292,13 +293,6 @@ def main() -> None:
                 call_ms, gates_ms, metrics_ms = (
                     statistics.median(s[i] for s in split) * 1e3 for i in range(3)
                 )
-                layer_input = rnn._plan(names)[2]
-                summed = coverage.sums_only_ and rnn.gives_sums(names)
-                if summed:  # as _summed_traces sizes them
-                    size = rnn.chunk_size(x, len(names), names != ("h",), True)
-                else:
-                    size = rnn.chunk_size(x, len(names), layer_input)
-                overlap = not summed and rnn._overlaps(layer_input) and len(x) > size
                 print(
                     f"batch {batch}, {title} (trace holds {', '.join(names)}; chunks of "
                     f"{size}), medians of {args.repeats} (ms):"

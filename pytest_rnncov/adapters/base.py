@@ -347,6 +347,11 @@ class Adapter:
             per_step += 4 * self.units + 2 * int(self.cell.kernel.shape[0])
         return max(1, DEVICE_TRACE_BYTES // (4 * steps * per_step))
 
+    def _summed_chunk_size(self, x: np.ndarray, names: tuple[str, ...]) -> int:
+        """``chunk_size`` of traces of the per-step sums of ``names`` (on the device path
+        the gates summed there are computed from the layer's input)."""
+        return self.chunk_size(x, len(names), names != ("h",), summed=True)
+
     def _overlaps(self, layer_input: bool) -> bool:
         """Whether traces computed from the layer's input run beside the next call."""
         return self.overlaps_trace and layer_input and self.trace_on == "numpy"
@@ -464,8 +469,7 @@ class Adapter:
         self, x: np.ndarray, outputs: bool, until: int | None, names: tuple[str, ...]
     ) -> Iterator[tuple[np.ndarray | None, Trace]]:
         """``iter_traces`` of the per-step sums of ``names`` the forward pass gives."""
-        # on the device path the gates summed there are computed from the layer's input
-        size = self.chunk_size(x, len(names), names != ("h",), summed=True)
+        size = self._summed_chunk_size(x, names)
         if len(x) > size and self._floats_on_device(x) and not all_finite(x):
             raise not_finite(x)  # several calls: refused before the first batch is yielded
         for start in range(0, len(x), size):

@@ -21,8 +21,9 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..core.abstractions import step_positive, step_total
 from ..core.activations import Activation
-from ..core.arrays import all_finite, wide_float
+from ..core.arrays import all_finite
 from ..core.cells import Cell, GRUCell, LSTMCell, SimpleRNNCell
 from ..errors import InvalidArgument, ModelError, RNNCovWarning
 from .base import MIXED_PRECISION_NOTE, Adapter, framework_of, model_error_from, not_finite
@@ -848,14 +849,11 @@ class KerasModel(Adapter):
         # a copy of the cell, whose caches then hold no traced values
         cell = dataclasses.replace(self.cell, cache={})  # type: ignore[type-var]
         components = cell.from_states(sequence, h, None, None, names).components
+        every_step = (0, int(h.shape[1]) - 1)
         parts = []
         for name in names:
             values = jnp.asarray(components[name], jnp.float32)
-            wide = wide_float(jnp)
-            parts += [
-                jnp.sum(values, axis=-1, dtype=wide),
-                jnp.sum(jnp.maximum(values, 0), axis=-1, dtype=wide),
-            ]
+            parts += [step_total(values, every_step), step_positive(values, every_step)]
         return jnp.stack(parts, axis=-1)
 
     def _predict(self, x: np.ndarray) -> np.ndarray:
