@@ -18,7 +18,7 @@ import argparse
 import os
 import statistics
 
-from bench_core import keras_model, metric_set, timed
+from bench_core import CELLS, keras_model, metric_set, timed
 
 
 def main() -> None:
@@ -27,6 +27,12 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--inputs", type=int, default=10_000)
     args = parser.parse_args()
+    unknown = sorted(set(args.cells.split(",")) - set(CELLS))
+    if unknown or args.repeats < 1 or args.inputs < 1:
+        parser.error(
+            f"--cells {args.cells} --repeats {args.repeats} --inputs {args.inputs}: cells are "
+            f"{', '.join(sorted(CELLS))}; pass 1 or more repeats and inputs"
+        )
     os.environ.setdefault("KERAS_BACKEND", "jax")
     import numpy as np
 
