@@ -480,12 +480,29 @@ def _render(
     tests: bool = False,
 ) -> list[str]:
     """Write the report files and print the terminal report (or, with ``markdown``, the
-    Markdown report on stdout and the notes on stderr); returns the problems."""
+    Markdown report on stdout and the notes on stderr); returns the problems. A Ctrl-C
+    during the writes is raised once the lines saying which files were written print."""
     from .reporting.outputs import write_reports
+
+    written, problems, interrupted = write_reports(files, data, verdict)
+    _print_report(kinds, written, problems, data, verdict, markdown, tests)
+    if interrupted:
+        raise KeyboardInterrupt
+    return problems
+
+
+def _print_report(
+    kinds: list[str],
+    written: list[str],
+    problems: list[str],
+    data: Any,
+    verdict: Any,
+    markdown: bool,
+    tests: bool,
+) -> None:
+    """The printing half of ``_render``."""
     from .reporting.terminal import LinesWriter, TermReport
 
-    writer = LinesWriter()
-    written, problems = write_reports(files, data, verdict)
     if markdown:
         from .reporting.markdown_report import MarkdownReport
 
@@ -494,7 +511,8 @@ def _render(
             _err(line)
         for problem in problems:
             _err(f"error: {problem}")
-        return problems
+        return
+    writer = LinesWriter()
     TermReport(
         writer, detail="term-detail" in kinds, coverage=bool(set(kinds) & {"term", "term-detail"})
     ).sections(data)
@@ -509,7 +527,6 @@ def _render(
     _print(writer.lines)
     for problem in problems:
         _err(f"error: {problem}")
-    return problems
 
 
 def _verdict(args: argparse.Namespace, data: Any) -> Any:

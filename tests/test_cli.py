@@ -676,3 +676,31 @@ def test_per_test_attribution_through_xdist_and_the_report(runs):
     assert sorted(summary["minimal"] + summary["adds_nothing"]) == sorted(alone)
     markdown = cli("report", "ctx.json", "--tests", "--format", "markdown", cwd=runs)
     assert "### RNN coverage by test\n\n```text\ntiny: 2 tests recorded" in markdown.stdout
+
+
+def test_a_ctrl_c_while_report_writes_says_which_files_were_written(runs, monkeypatch, capsys):
+    """The command holds a Ctrl-C until its last file is written whole, prints the report
+    and which files it wrote, then exits 2 (it once exited printing neither)."""
+    import os
+    import signal
+
+    from pytest_rnncov import cli as command
+    from pytest_rnncov import files
+
+    real, calls = files.write_atomic, []
+
+    def ctrl_c_in_the_first_write(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            os.kill(os.getpid(), signal.SIGINT)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(files, "write_atomic", ctrl_c_in_the_first_write)
+    monkeypatch.chdir(runs)
+    reports = ["--report", "json:held.json", "--report", "markdown:held.md"]
+    assert command.main(["report", "whole.json", *reports]) == command.INTERRUPTED
+    out, err = capsys.readouterr()
+    assert "RNN coverage JSON written to" in out and "RNN coverage Markdown written to" in out
+    assert "RNN coverage files: Ctrl-C held until each was written whole" in out
+    assert err.strip().endswith("report: interrupted")
+    assert json.loads((runs / "held.json").read_text())  # whole, not half-written

@@ -328,16 +328,18 @@ def test_step_metric_bounds_by_hand():
 
 
 def test_step_metrics_count_alike_where_the_profile_range_overflows():
-    """A float64 profile from -1e308 to 1e308 has a range of inf: N is then 0 for finite
+    """A profile from -1e308 to 1e308 (built in memory: neither a fit nor a profile file
+    gives one) has a range of inf: N is then 0 for finite
     values (NaN at +-inf), not monotone, so no bound is taken and the counts are the
     fitness path's (BC's alpha_min condition and SC at alpha_sc=0 hold for 0.5)."""
+    from pytest_rnncov.core.profile import SignalStats
     from pytest_rnncov.core.trace import Trace
 
     def trace(values):
         return Trace({"h": np.array(values, np.float64).reshape(-1, 3, 1)}, cell="simple_rnn")
 
-    with np.errstate(over="ignore", invalid="ignore"):  # the profile's other statistics
-        profile = fit_profile(trace([[1e308] * 3, [-1e308] * 3]))
+    profile = fit_profile(trace([[1.0] * 3, [-1.0] * 3]))
+    profile.signals_["h/avg"] = SignalStats(-1e308, 1e308, 0.0, 1.0)
     tests = trace([[0.5] * 3] * 4)
     counts = {}
     for track in (True, False):

@@ -39,6 +39,8 @@ def test_bad_oracles():
         Oracle(task="regression")
     with pytest.raises(InvalidArgument, match="radius=-1"):
         Oracle(radius=-1)
+    with pytest.raises(InvalidArgument, match=r"radius=0.0 must be > 0"):
+        Oracle(radius=0)  # only unchanged inputs would count: it could never find a failure
     with pytest.raises(InvalidArgument, match="task='ranking'"):
         Oracle(task="ranking")
     with pytest.raises(InvalidArgument, match=r"radius='3' \(str\) must be a number"):
@@ -73,6 +75,9 @@ def test_calibrated_radius_by_hand():
     assert regression.radius == 1.5
     with pytest.raises(InvalidInput, match="every seed is decided alike"):
         Oracle.calibrate(seeds, np.ones((4, 2)))
+    # a distance blind to the change between two seeds decided differently: radius 0
+    with pytest.raises(InvalidInput, match="is 0 .*no radius can be calibrated"):
+        Oracle.calibrate(seeds, outputs, quantile=0.0, distance=lambda a, b: np.zeros(len(a)))
 
 
 def test_check_explains_the_failure():

@@ -210,3 +210,24 @@ def test_a_stale_profile_file_is_named_with_the_fix(
         rf"delete '{path}' so that rnncov.track",
     ):
         Profile.load(path).check(RNNModel(changed, "lstm_b"))
+
+
+@pytest.mark.filterwarnings("error")  # no numpy overflow warning leaks out either
+@pytest.mark.parametrize("scale", [1e39, 1e154, 1e307])
+def test_traces_beyond_float32_are_refused_before_their_statistics_overflow(scale, tmp_path):
+    """Hand-made float64 traces beyond float32's range are refused by name: their
+    statistics would overflow float64 from about 1e154 on (an eigenvalue LinAlgError and
+    numpy's warnings before), and a profile file holds no such values. Just within the
+    range a profile is fitted, saved and loaded."""
+    from pytest_rnncov import Trace
+    from pytest_rnncov.core.trace import CELL_COMPONENTS
+
+    def trace(values):
+        return Trace({n: values for n in CELL_COMPONENTS["gru"]}, cell="gru")
+
+    values = np.random.default_rng(0).uniform(0.5, 1.0, (4, 5, 3))
+    with pytest.raises(InvalidArgument, match=r"holds values beyond float32's range"):
+        Profile().fit_traces([trace(values * scale)], layer="l", fingerprint="f")
+    within = Profile().fit_traces([trace(values * 3e38)], layer="l", fingerprint="f")
+    within.save(tmp_path / "p.json")
+    assert Profile.load(tmp_path / "p.json").stats("h", "pos") == within.stats("h", "pos")

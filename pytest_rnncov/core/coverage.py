@@ -368,7 +368,9 @@ class Coverage:
         self.merge_state(other.state())
 
     def merge_state(self, state: ModelState) -> None:
-        """Union a state produced elsewhere (another process, a data file)."""
+        """Union a state produced elsewhere (another process, a data file). The covered
+        conditions are a union, but counts add up: a state merged twice counts its inputs
+        twice (``python -m pytest_rnncov combine`` refuses a run given twice)."""
         if not isinstance(state, ModelState):
             raise InvalidArgument(
                 f"merge_state takes a ModelState (coverage.state()), got {type(state).__name__}"

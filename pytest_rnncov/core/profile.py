@@ -60,6 +60,20 @@ class SignalStats:
     std: float
 
 
+def _check_float32_range(trace: Trace) -> None:
+    """Refuse a training trace holding values beyond float32's range (hand-made float64
+    traces): a recurrent layer's states cannot, a profile file holds none (its statistics
+    would overflow float64 from about 1e154 on: non-finite, or numpy's warnings)."""
+    for name, values in trace.components.items():
+        if values.dtype.itemsize > 4 and not (np.abs(values) <= FLOAT32_MAX).all():
+            raise InvalidArgument(
+                f"the training traces' {name} holds values beyond float32's range (or NaN), "
+                "which a recurrent layer's states cannot hold and a profile file cannot "
+                "record; check the traces passed to fit_traces, or fit on the model's own "
+                "traces with fit()"
+            )
+
+
 class _Running:
     """Streaming min / max / mean / M2 (Chan et al.) of a float array, in float64."""
 
@@ -174,6 +188,7 @@ class Profile:
                     f"training traces have {trace.n_steps} and {n_steps} steps; pad the "
                     "training inputs to one length"
                 )
+            _check_float32_range(trace)
             for name, stats in running.items():
                 component, abstraction = name.split("/")
                 values = signal(trace, component, abstraction, window)

@@ -110,7 +110,13 @@ class Oracle:
         self.radius = (
             None
             if radius is None
-            else check_float("radius", radius, minimum=0.0, example="3.0 (or None for no radius)")
+            else check_float(
+                "radius",
+                radius,
+                minimum=0.0,
+                exclusive_minimum=True,  # 0 would admit only unchanged inputs: nothing found
+                example="3.0 (or None for no radius)",
+            )
         )
         if task == "regression":
             if tolerance is None:
@@ -224,6 +230,13 @@ class Oracle:
                 raise InvalidArgument(f"{problem}; pass a smaller fraction, e.g. fraction=0.5")
             raise InvalidInput(
                 f"{problem}: the seeds lie too far apart to measure; scale them down"
+            )
+        if not oracle.radius > 0:
+            raise InvalidInput(
+                f"the {quantile_:.0%} quantile of the {what} between seeds decided differently "
+                "is 0 (seeds at distance 0 decided differently: a distance that ignores "
+                "some change?), so no radius can be calibrated; check the distance or pass "
+                "a higher quantile"
             )
         oracle.calibration = (
             f"radius {oracle.radius:.4g} = {fraction_:g} x the {quantile_:.0%} quantile "

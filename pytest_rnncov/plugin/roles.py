@@ -14,7 +14,6 @@ from __future__ import annotations
 import pytest
 
 from ..errors import DataFileError, InvalidArgument, RNNCovError
-from ..files import interrupt_after
 from ..reporting.baseline import (
     Baseline,
     baseline_text,
@@ -23,7 +22,7 @@ from ..reporting.baseline import (
     why_not_saved,
 )
 from ..reporting.data import CoverageData
-from ..reporting.outputs import Pending, render_reports, write_each
+from ..reporting.outputs import Pending, render_reports, write_all
 from ..reporting.results import Verdict, evaluate
 from .options import SessionOutputs, Settings
 from .session import RNNCovSession
@@ -166,20 +165,10 @@ class Central:
                 for _, output in outputs.reports
             )
         self.problems.extend(problems)
-        files, attempted = pending + reports, 0
-        try:
-            with interrupt_after():  # a Ctrl-C now is raised once every file is written
-                for ok, line in write_each(files):
-                    (self.written if ok else self.problems).append(line)
-                    attempted += 1
-        except KeyboardInterrupt:  # held until the end, or a second one: at once
-            self.interrupted = True
-            self.written.extend(
-                f"RNN coverage file not written to {output.path}: interrupted (a second Ctrl-C)"
-                for output, _, _ in files[attempted:]
-            )
-            if attempted == len(files):
-                self.written.append("RNN coverage files: Ctrl-C held until each was written whole")
+        written, problems, interrupted = write_all(pending + reports)
+        self.written.extend(written)
+        self.problems.extend(problems)
+        self.interrupted = self.interrupted or interrupted
 
 
 class DistController(Central):

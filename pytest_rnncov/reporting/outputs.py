@@ -93,14 +93,33 @@ def write_each(pending: Sequence[Pending]) -> Iterator[tuple[bool, str]]:
             yield False, str(exc)
 
 
+def write_all(pending: Sequence[Pending]) -> tuple[list[str], list[str], bool]:
+    """Write every rendered output, a Ctrl-C held until the last is written (a second one
+    stops at once); returns (what was written, what went wrong, whether a Ctrl-C came).
+    The files a second Ctrl-C left unwritten are named among what was written."""
+    written: list[str] = []
+    problems: list[str] = []
+    attempted = 0
+    try:
+        with interrupt_after():
+            for ok, line in write_each(pending):
+                (written if ok else problems).append(line)
+                attempted += 1
+    except KeyboardInterrupt:  # held until the end, or a second one: at once
+        written.extend(
+            f"RNN coverage file not written to {output.path}: interrupted (a second Ctrl-C)"
+            for output, _, _ in pending[attempted:]
+        )
+        if attempted == len(pending):
+            written.append("RNN coverage files: Ctrl-C held until each was written whole")
+        return written, problems, True
+    return written, problems, False
+
+
 def write_reports(
     outputs: Sequence[tuple[str, Output]], data: "CoverageData", verdict: "Verdict"
-) -> tuple[list[str], list[str]]:
-    """Render every ``(kind, output)`` report, then write them all, a Ctrl-C held until
-    the last is written; returns (what was written, what went wrong)."""
+) -> tuple[list[str], list[str], bool]:
+    """Render every ``(kind, output)`` report, then :func:`write_all` of them."""
     pending, problems = render_reports(outputs, data, verdict)
-    written: list[str] = []
-    with interrupt_after():
-        for ok, line in write_each(pending):
-            (written if ok else problems).append(line)
-    return written, problems
+    written, failed, interrupted = write_all(pending)
+    return written, problems + failed, interrupted
