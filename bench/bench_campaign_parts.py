@@ -23,7 +23,9 @@ unset, PyTorch loaded before the generation table would set it), ``--rounds`` ti
 with ``OPENBLAS_THREAD_TIMEOUT=4`` unless set, and prints every run and each policy's
 median speed. ``POLICY/N`` runs PyTorch on N threads (``torch.set_num_threads``, as a
 conftest would set it; the predict rate is then measured on N threads too): ``--policies
-PASSIVE,PASSIVE/1``.
+PASSIVE,PASSIVE/1``. ``POLICY/own`` runs the model's calls on PyTorch's own setting, as
+before the adapter chose between it and one thread per call size (``ThreadChoice``):
+``--policies PASSIVE,PASSIVE/own`` compares the two.
 
     NLTK_DATA=../shared/data/nltk_data python bench/bench_campaign_parts.py
         [--example vowels|mnist|sentiment|molecules] [--seed 0]
@@ -111,7 +113,13 @@ def compare(args: argparse.Namespace) -> None:
     for _ in range(args.rounds):
         for policy in args.policies.split(","):
             wait, _, threads = policy.partition("/")
-            label = f"OMP_WAIT_POLICY={wait}" + (f", PyTorch threads {threads}" if threads else "")
+            label = f"OMP_WAIT_POLICY={wait}" + (
+                ", no thread choice"
+                if threads == "own"
+                else f", PyTorch threads {threads}"
+                if threads
+                else ""
+            )
             env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
             # numpy loads with PyTorch in a default run: OpenBLAS's setting alike in both
             env.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
@@ -122,7 +130,9 @@ def compare(args: argparse.Namespace) -> None:
             command = [sys.executable, __file__, "--example", args.example]
             if args.busy:
                 command.append("--busy")
-            if threads:
+            if threads == "own":
+                command.append("--own-threads")
+            elif threads:
                 command += ["--torch-threads", threads]
             out = subprocess.run(
                 [*command, "--seed", str(args.seed)], env=env, capture_output=True, text=True
@@ -148,6 +158,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--busy", action="store_true")
     parser.add_argument("--torch-threads", type=int, default=None)
+    parser.add_argument("--own-threads", action="store_true")
     args = parser.parse_args()
     if args.policies:
         compare(args)
@@ -168,10 +179,15 @@ def measure(args: argparse.Namespace) -> None:
         import torch
 
         torch.set_num_threads(args.torch_threads)
+    if args.own_threads:  # every call as PyTorch is set, none timed (ThreadChoice's None)
+        from pytest_rnncov.adapters.torch import ThreadChoice
+
+        ThreadChoice.threads = lambda self, key: None  # type: ignore[method-assign]
     print(
         f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '(unset)')}, "
         f"OPENBLAS_THREAD_TIMEOUT={os.environ.get('OPENBLAS_THREAD_TIMEOUT', '(unset)')}, "
         f"PyTorch threads {args.torch_threads or 'as PyTorch sets them'}"
+        + (", no thread choice" if args.own_threads else "")
     )
     rnn, seeds, mutator, oracle, budget, _ = generation_table.example(args.example)
     profile = Profile.load(

@@ -810,3 +810,76 @@ def test_a_stream_feeds_only_a_coverage_of_the_same_profile(keras, seq_inputs):
             next(coverage.stream(seq_inputs, feeds=feeds))
     (chunk,) = coverage.stream(seq_inputs, feeds=Coverage(rnn, profile, ("NC",)))
     assert "h" in chunk.trace.components  # NC reads single units: states, not sums
+
+
+def test_thread_choice_times_both_counts_then_keeps_the_faster():
+    """After one untimed call of a size, the calls alternate between PyTorch's own threads
+    and one: one call each decides a clear case (a small GRU on 200 inputs, two sleeping
+    threads: 7.4 against 1.6 ms), three each a close one, by the medians (one slow call
+    does not decide it)."""
+    from pytest_rnncov.adapters.torch import ThreadChoice
+
+    key = ThreadChoice.key(200, 2, "predict")
+    assert key == (256, 2, "predict") and ThreadChoice.key(256, 2) == (256, 2)
+    for own_times, one_times, order, chosen in (
+        ([7.4], [1.6], [2, 1], 1),
+        ([1.6], [7.4], [2, 1], 2),
+        ([5.0, 100.0, 5.0], [6.0, 6.0, 6.0], [2, 1, 2, 1, 2, 1], 2),
+        ([5.0, 5.0, 5.0], [4.0, 9.0, 4.5], [2, 1, 2, 1, 2, 1], 1),
+    ):
+        choice, taken = ThreadChoice(), []
+        assert choice.threads(key) is None  # what loads once is not timed
+        times = {2: iter(own_times), 1: iter(one_times)}
+        while not choice.chosen(key):
+            threads = choice.threads(key)
+            taken.append(threads)
+            choice.record(key, threads, next(times[threads]))
+        assert taken == order and choice.threads(key) == chosen
+        assert choice.threads(ThreadChoice.key(1000, 2, "predict")) is None  # another size
+
+
+def test_torch_cpu_calls_run_on_the_faster_thread_count_and_set_it_back(monkeypatch):
+    """A model's CPU calls from the main thread time both thread counts, then keep the
+    faster (one, under a clock where one thread is faster); PyTorch's own setting is back
+    after every call, the outputs are the model's own, and another thread's calls run on
+    PyTorch's setting untouched."""
+    from pytest_rnncov.adapters import torch as torch_adapter
+
+    own = torch.get_num_threads()
+    torch.set_num_threads(max(own, 2))
+    try:
+        threads = torch.get_num_threads()
+        torch.manual_seed(3)
+        model = Stack(nn.GRU(3, 5, batch_first=True)).eval()
+        x = np.random.default_rng(4).normal(size=(20, 6, 3)).astype(np.float32)
+        seen: list[int] = []
+        clock = [0.0]
+
+        def ran(module, args):
+            seen.append(torch.get_num_threads())
+            clock[0] += 1.0 if torch.get_num_threads() == 1 else 5.0
+
+        class Clock:
+            @staticmethod
+            def perf_counter() -> float:
+                return clock[0]
+
+        monkeypatch.setattr(torch_adapter, "time", Clock)
+        model.register_forward_pre_hook(ran)
+        rnn = RNNModel(model)
+        with torch.no_grad():
+            expected = model(torch.from_numpy(x)).numpy()
+        seen.clear()
+        after = []
+        for _ in range(5):
+            np.testing.assert_array_equal(rnn.predict(x), expected)
+            after.append(torch.get_num_threads())
+        assert seen == [threads, threads, 1, 1, 1]  # untimed, timed on each, then the faster
+        assert after == [threads] * 5
+        seen.clear()
+        worker = threading.Thread(target=rnn.predict, args=(x,))
+        worker.start()
+        worker.join()
+        assert seen == [threads]  # PyTorch's setting is partly per thread: left alone there
+    finally:
+        torch.set_num_threads(own)
