@@ -15,7 +15,7 @@ part's seconds and share of the campaign:
 
 Beside it: the model's own predictions per second at a batch of 1,000 (the speed column's
 reference), and the model alone called on batches of the sizes the campaign called it with
-(no project code), which is what the campaign's model calls cost at best.
+(no project code, on PyTorch's own threads: a tracked model runs its small calls on one).
 
 OpenMP reads ``OMP_WAIT_POLICY`` when PyTorch loads, so ``--policies default,PASSIVE`` runs
 the measurement in fresh processes, alternating the policies (``default``: the variable
@@ -23,9 +23,9 @@ unset, PyTorch loaded before the generation table would set it), ``--rounds`` ti
 with ``OPENBLAS_THREAD_TIMEOUT=4`` unless set, and prints every run and each policy's
 median speed. ``POLICY/N`` runs PyTorch on N threads (``torch.set_num_threads``, as a
 conftest would set it; the predict rate is then measured on N threads too): ``--policies
-PASSIVE,PASSIVE/1``. ``POLICY/own`` runs the model's calls on PyTorch's own setting, as
-before the adapter chose between it and one thread per call size (``ThreadChoice``):
-``--policies PASSIVE,PASSIVE/own`` compares the two.
+PASSIVE,PASSIVE/1``. ``POLICY/own`` runs every model call on PyTorch's own setting, as
+before small CPU calls ran on one thread (``SMALL_CALL_WORK``): ``--policies
+PASSIVE,PASSIVE/own`` compares the two.
 
     NLTK_DATA=../shared/data/nltk_data python bench/bench_campaign_parts.py
         [--example vowels|mnist|sentiment|molecules] [--seed 0]
@@ -114,7 +114,7 @@ def compare(args: argparse.Namespace) -> None:
         for policy in args.policies.split(","):
             wait, _, threads = policy.partition("/")
             label = f"OMP_WAIT_POLICY={wait}" + (
-                ", no thread choice"
+                ", every call on PyTorch's threads"
                 if threads == "own"
                 else f", PyTorch threads {threads}"
                 if threads
@@ -179,15 +179,15 @@ def measure(args: argparse.Namespace) -> None:
         import torch
 
         torch.set_num_threads(args.torch_threads)
-    if args.own_threads:  # every call as PyTorch is set, none timed (ThreadChoice's None)
-        from pytest_rnncov.adapters.torch import ThreadChoice
+    if args.own_threads:  # no call is small: every call as PyTorch is set
+        from pytest_rnncov.adapters import torch as torch_adapter
 
-        ThreadChoice.threads = lambda self, key: None  # type: ignore[method-assign]
+        torch_adapter.SMALL_CALL_WORK = 0
     print(
         f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '(unset)')}, "
         f"OPENBLAS_THREAD_TIMEOUT={os.environ.get('OPENBLAS_THREAD_TIMEOUT', '(unset)')}, "
         f"PyTorch threads {args.torch_threads or 'as PyTorch sets them'}"
-        + (", no thread choice" if args.own_threads else "")
+        + (", every call on PyTorch's threads" if args.own_threads else "")
     )
     rnn, seeds, mutator, oracle, budget, _ = generation_table.example(args.example)
     profile = Profile.load(

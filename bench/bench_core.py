@@ -160,7 +160,6 @@ def main() -> None:
     import numpy as np
 
     from pytest_rnncov import Coverage, Profile, RNNModel
-    from pytest_rnncov.adapters.torch import THREAD_TRIALS
     from pytest_rnncov.core.arrays import to_host
     from pytest_rnncov.core.threads import numpy_work
     from pytest_rnncov.core.trace import Trace
@@ -271,11 +270,8 @@ def main() -> None:
 
                 for call in calls.values():  # warm up every path
                     call()
-                # a PyTorch model's CPU calls time both thread counts first (ThreadChoice):
-                # until each call size has chosen, the tracked paths run untimed
-                for _ in range(1 + 2 * THREAD_TRIALS if args.framework == "torch" else 1):
-                    run(coverage)
-                    coverage.update(x)
+                run(coverage)
+                coverage.update(x)
                 parts()
                 if not args.no_reference:
                     run(slow)

@@ -478,17 +478,16 @@ def _render(
     verdict: Any,
     markdown: bool = False,
     tests: bool = False,
-) -> list[str]:
+) -> tuple[list[str], bool]:
     """Write the report files and print the terminal report (or, with ``markdown``, the
-    Markdown report on stdout and the notes on stderr); returns the problems. A Ctrl-C
-    during the writes is raised once the lines saying which files were written print."""
+    Markdown report on stdout and the notes on stderr); returns the problems and whether
+    a Ctrl-C came while the files were written (the caller raises it once its own lines
+    are printed)."""
     from .reporting.outputs import write_reports
 
     written, problems, interrupted = write_reports(files, data, verdict)
     _print_report(kinds, written, problems, data, verdict, markdown, tests)
-    if interrupted:
-        raise KeyboardInterrupt
-    return problems
+    return problems, interrupted
 
 
 def _print_report(
@@ -570,7 +569,9 @@ def _combine(args: argparse.Namespace) -> int:
             out.write(data.dumps() + "\n")  # what was measured: exclusions apart
         except RNNCovError as exc:
             failed = str(exc)
-    problems = _render(kinds, files, view, verdict, args.format == "markdown", args.tests)
+    problems, interrupted = _render(
+        kinds, files, view, verdict, args.format == "markdown", args.tests
+    )
     if failed is not None:
         _err(f"error: {failed}")
     elif out is not None:
@@ -580,6 +581,8 @@ def _combine(args: argparse.Namespace) -> int:
             _err(note)
         else:
             _print(note)
+    if interrupted:
+        raise KeyboardInterrupt
     return 1 if verdict.passed is False or problems or failed else 0
 
 
@@ -587,7 +590,11 @@ def _report(args: argparse.Namespace) -> int:
     kinds, files, _ = _outputs(args, _data_inputs(args))  # before reading anything
     data = _excluded(args, _combined(args.data))
     verdict = _verdict(args, data)
-    problems = _render(kinds, files, data, verdict, args.format == "markdown", args.tests)
+    problems, interrupted = _render(
+        kinds, files, data, verdict, args.format == "markdown", args.tests
+    )
+    if interrupted:
+        raise KeyboardInterrupt
     return 1 if verdict.passed is False or problems else 0
 
 

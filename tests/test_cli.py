@@ -687,15 +687,15 @@ def test_a_ctrl_c_while_report_writes_says_which_files_were_written(runs, monkey
     from pytest_rnncov import cli as command
     from pytest_rnncov import files
 
-    real, calls = files.write_atomic, []
+    real, calls, ctrl_c_in = files.write_atomic, [], [1]
 
-    def ctrl_c_in_the_first_write(*args, **kwargs):
+    def ctrl_c_in_a_write(*args, **kwargs):
         calls.append(1)
-        if len(calls) == 1:
+        if len(calls) == ctrl_c_in[0]:
             os.kill(os.getpid(), signal.SIGINT)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(files, "write_atomic", ctrl_c_in_the_first_write)
+    monkeypatch.setattr(files, "write_atomic", ctrl_c_in_a_write)
     monkeypatch.chdir(runs)
     reports = ["--report", "json:held.json", "--report", "markdown:held.md"]
     assert command.main(["report", "whole.json", *reports]) == command.INTERRUPTED
@@ -704,3 +704,11 @@ def test_a_ctrl_c_while_report_writes_says_which_files_were_written(runs, monkey
     assert "RNN coverage files: Ctrl-C held until each was written whole" in out
     assert err.strip().endswith("report: interrupted")
     assert json.loads((runs / "held.json").read_text())  # whole, not half-written
+    calls.clear()  # combine, a Ctrl-C in the report's write: its --out, written before
+    ctrl_c_in[0] = 2  # the reports, is named too
+    combine = ["combine", "a.json", "b.json", "--out", "held-ab.json", "--report", "json:h2.json"]
+    assert command.main(combine) == command.INTERRUPTED
+    out, err = capsys.readouterr()
+    assert "RNN coverage JSON written to" in out and "held until each was written whole" in out
+    assert "combined data of 2 runs written to held-ab.json" in out
+    assert err.strip().endswith("combine: interrupted")

@@ -812,74 +812,44 @@ def test_a_stream_feeds_only_a_coverage_of_the_same_profile(keras, seq_inputs):
     assert "h" in chunk.trace.components  # NC reads single units: states, not sums
 
 
-def test_thread_choice_times_both_counts_then_keeps_the_faster():
-    """After one untimed call of a size, the calls alternate between PyTorch's own threads
-    and one: one call each decides a clear case (a small GRU on 200 inputs, two sleeping
-    threads: 7.4 against 1.6 ms), three each a close one, by the medians (one slow call
-    does not decide it)."""
-    from pytest_rnncov.adapters.torch import ThreadChoice
-
-    key = ThreadChoice.key(200, 2, "predict")
-    assert key == (256, 2, "predict") and ThreadChoice.key(256, 2) == (256, 2)
-    for own_times, one_times, order, chosen in (
-        ([7.4], [1.6], [2, 1], 1),
-        ([1.6], [7.4], [2, 1], 2),
-        ([5.0, 100.0, 5.0], [6.0, 6.0, 6.0], [2, 1, 2, 1, 2, 1], 2),
-        ([5.0, 5.0, 5.0], [4.0, 9.0, 4.5], [2, 1, 2, 1, 2, 1], 1),
-    ):
-        choice, taken = ThreadChoice(), []
-        assert choice.threads(key) is None  # what loads once is not timed
-        times = {2: iter(own_times), 1: iter(one_times)}
-        while not choice.chosen(key):
-            threads = choice.threads(key)
-            taken.append(threads)
-            choice.record(key, threads, next(times[threads]))
-        assert taken == order and choice.threads(key) == chosen
-        assert choice.threads(ThreadChoice.key(1000, 2, "predict")) is None  # another size
-
-
-def test_torch_cpu_calls_run_on_the_faster_thread_count_and_set_it_back(monkeypatch):
-    """A model's CPU calls from the main thread time both thread counts, then keep the
-    faster (one, under a clock where one thread is faster); PyTorch's own setting is back
-    after every call, the outputs are the model's own, and another thread's calls run on
-    PyTorch's setting untouched."""
+def test_small_torch_cpu_calls_run_on_one_thread_and_set_it_back(monkeypatch):
+    """A model's CPU call from the main thread whose rows x parameters are below
+    SMALL_CALL_WORK runs on one PyTorch thread, a larger one on PyTorch's setting, which
+    is back after every call; the outputs are the model's own. Another thread's calls, and
+    calls while the gates of the batch before are computed beside them (one thread fewer
+    already), run as PyTorch is set."""
     from pytest_rnncov.adapters import torch as torch_adapter
 
     own = torch.get_num_threads()
-    torch.set_num_threads(max(own, 2))
+    torch.set_num_threads(3)
     try:
-        threads = torch.get_num_threads()
         torch.manual_seed(3)
-        model = Stack(nn.GRU(3, 5, batch_first=True)).eval()
-        x = np.random.default_rng(4).normal(size=(20, 6, 3)).astype(np.float32)
-        seen: list[int] = []
-        clock = [0.0]
-
-        def ran(module, args):
-            seen.append(torch.get_num_threads())
-            clock[0] += 1.0 if torch.get_num_threads() == 1 else 5.0
-
-        class Clock:
-            @staticmethod
-            def perf_counter() -> float:
-                return clock[0]
-
-        monkeypatch.setattr(torch_adapter, "time", Clock)
-        model.register_forward_pre_hook(ran)
+        model = Stack(nn.LSTM(3, 5, batch_first=True)).eval()
+        x = np.random.default_rng(4).normal(size=(2 * OVERLAP_BATCH, 6, 3)).astype(np.float32)
+        seen: list[tuple[int, int]] = []
+        model.register_forward_pre_hook(
+            lambda module, args: seen.append((len(args[0]), torch.get_num_threads()))
+        )
         rnn = RNNModel(model)
         with torch.no_grad():
             expected = model(torch.from_numpy(x)).numpy()
+        weights = sum(p.numel() for p in model.parameters())
+        monkeypatch.setattr(torch_adapter, "SMALL_CALL_WORK", 100 * weights + 1)
         seen.clear()
         after = []
-        for _ in range(5):
-            np.testing.assert_array_equal(rnn.predict(x), expected)
+        for rows in (100, 101, 100):  # 100 x the parameters: small; 101: not
+            np.testing.assert_array_equal(rnn.predict(x[:rows]), expected[:rows])
             after.append(torch.get_num_threads())
-        assert seen == [threads, threads, 1, 1, 1]  # untimed, timed on each, then the faster
-        assert after == [threads] * 5
+        assert seen == [(100, 1), (101, 3), (100, 1)] and after == [3, 3, 3]
         seen.clear()
-        worker = threading.Thread(target=rnn.predict, args=(x,))
+        worker = threading.Thread(target=rnn.predict, args=(x[:100],))
         worker.start()
         worker.join()
-        assert seen == [threads]  # PyTorch's setting is partly per thread: left alone there
+        assert seen == [(100, 3)]  # PyTorch's setting is partly per thread: left alone there
+        seen.clear()
+        monkeypatch.setattr(torch_adapter, "SMALL_CALL_WORK", 10**12)
+        list(rnn.iter_traces(x, components=("c", "h")))  # gates beside the next call
+        assert seen == [(OVERLAP_BATCH, 2), (OVERLAP_BATCH, 2)]  # one fewer, not one
+        assert torch.get_num_threads() == 3
     finally:
         torch.set_num_threads(own)

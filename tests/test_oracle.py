@@ -75,6 +75,9 @@ def test_calibrated_radius_by_hand():
     assert regression.radius == 1.5
     with pytest.raises(InvalidInput, match="every seed is decided alike"):
         Oracle.calibrate(seeds, np.ones((4, 2)))
+    # far from the origin the Gram matrix would cancel a distance of 1 to 0: centred first
+    far = Oracle.calibrate(np.array([[1e8, 0.0], [1e8 + 1, 0.0]]), np.eye(2), quantile=0.0)
+    assert far.radius == 0.5
     # a distance blind to the change between two seeds decided differently: radius 0
     with pytest.raises(InvalidInput, match="is 0 .*no radius can be calibrated"):
         Oracle.calibrate(seeds, outputs, quantile=0.0, distance=lambda a, b: np.zeros(len(a)))

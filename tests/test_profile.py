@@ -231,3 +231,18 @@ def test_traces_beyond_float32_are_refused_before_their_statistics_overflow(scal
     within = Profile().fit_traces([trace(values * 3e38)], layer="l", fingerprint="f")
     within.save(tmp_path / "p.json")
     assert Profile.load(tmp_path / "p.json").stats("h", "pos") == within.stats("h", "pos")
+
+
+def test_values_beyond_float32_outside_the_window_are_not_read():
+    """The check reads the steps the statistics read (the window and the step before it):
+    a hand-made float64 trace with NaN or 1e39 elsewhere fits, as before the check."""
+    from pytest_rnncov import Trace
+    from pytest_rnncov.core.trace import CELL_COMPONENTS
+
+    values = np.random.default_rng(0).uniform(0.5, 1.0, (4, 6, 3))
+    values[:, 0], values[:, 5] = 1e39, np.nan
+    trace = Trace({n: values for n in CELL_COMPONENTS["gru"]}, cell="gru")
+    profile = Profile(window=(2, 4)).fit_traces([trace], layer="l", fingerprint="f")
+    assert profile.window_ == (2, 4) and np.isfinite(profile.stats("h", "avg").mean)
+    with pytest.raises(InvalidArgument, match="beyond float32's range"):
+        Profile(window=(1, 4)).fit_traces([trace], layer="l", fingerprint="f")  # reads step 0

@@ -18,9 +18,9 @@ wrapped.
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import threading
-import time
 import warnings
 from contextlib import contextmanager
 from typing import Any, Iterator
@@ -75,63 +75,9 @@ def _shape(value: Any) -> tuple[int, ...]:
     return tuple(int(d) for d in value)
 
 
-#: timed model calls per thread count before a call size's thread count is chosen
-THREAD_TRIALS = 3
-#: a ratio of the two counts' times that decides after one call on each
-CLEAR_GAIN = 2.0
-
-
-class ThreadChoice:
-    """Whether PyTorch's own number of threads or one thread runs a model's CPU calls of a
-    given size faster, chosen from the first such calls' own timings (as cuDNN's benchmark
-    mode picks a kernel). On 2 cores with OpenMP's threads asleep between calls
-    (``OMP_WAIT_POLICY=PASSIVE``, as the plugin sets it), the vowels example's small GRU
-    spent 0.58 s in its 104 calls of a default campaign on two threads and 0.17 s on one,
-    while a two-layer LSTM of 128 units on 1,000 inputs took 80 ms on two and 126 ms on
-    one. So per call size (the rows rounded up to a power of two, and what the call
-    computes), after one untimed call, the calls alternate between the two counts,
-    ``THREAD_TRIALS`` each (one each where one count is ``CLEAR_GAIN`` times faster), and
-    the count with the lower median time runs every later call of that size. Only the
-    time changes: the calls compute the same numbers."""
-
-    def __init__(self) -> None:
-        self._times: dict[tuple[Any, ...], dict[int, list[float]]] = {}
-        self._chosen: dict[tuple[Any, ...], int] = {}
-
-    @staticmethod
-    def key(rows: int, own: int, *what: Any) -> tuple[Any, ...]:
-        """The size class of a call of ``rows`` inputs under ``own`` threads."""
-        return (1 << max(rows - 1, 0).bit_length(), own, *what)
-
-    def threads(self, key: tuple[Any, ...]) -> int | None:
-        """The threads to run the next call of ``key`` on (None: untimed, as set)."""
-        if key in self._chosen:
-            return self._chosen[key]
-        times = self._times.get(key)
-        if times is None:
-            self._times[key] = {}
-            return None  # the first call of a size pays for what loads once
-        own = key[1]
-        return own if len(times.get(own, ())) <= len(times.get(1, ())) else 1
-
-    def chosen(self, key: tuple[Any, ...]) -> bool:
-        """Whether the threads for calls of ``key`` are chosen (no more timing)."""
-        return key in self._chosen
-
-    def record(self, key: tuple[Any, ...], threads: int, seconds: float) -> None:
-        """The time a call of ``key`` took on ``threads``; chooses once both counts have
-        ``THREAD_TRIALS`` timings, or one timing each ``CLEAR_GAIN`` apart."""
-        times = self._times.setdefault(key, {})
-        times.setdefault(threads, []).append(seconds)
-        own = key[1]
-        timed = {n: sorted(times.get(n, ())) for n in (own, 1)}
-        if len(timed[own]) != len(timed[1]):
-            return  # a pair is complete after each call on one thread
-        fastest = timed[own][0] / max(timed[1][0], 1e-9)
-        if len(timed[own]) >= THREAD_TRIALS or not CLEAR_GAIN**-1 < fastest < CLEAR_GAIN:
-            middle = len(timed[own]) // 2
-            self._chosen[key] = 1 if timed[1][middle] < timed[own][middle] else own
-            del self._times[key]
+#: a CPU call whose work per step (its rows x the model's parameters, at least the
+#: multiply-adds of one step of its recurrent modules) is below this runs on one thread
+SMALL_CALL_WORK = 1 << 25
 
 
 class TorchModel(Adapter):
@@ -220,7 +166,8 @@ class TorchModel(Adapter):
         self._produced: list[Any] = []
         self._stop: str | None = None  # where a forward pass may stop: "before"/"after" it
         self._runs_once = False
-        self._thread_choice = ThreadChoice()
+        self._step_work: int | None = None  # ``_work_per_row``, once known
+        self._threads_lowered = False  # while ``_framework_threads`` holds one fewer
         self._device = next((p.device for p in model.parameters()), torch.device("cpu"))
         #: what float inputs are cast to: the dtype of the model's first float parameter
         self._float_dtype = next(
@@ -403,10 +350,12 @@ class TorchModel(Adapter):
         if own < 2 or threading.current_thread() is not threading.main_thread():
             yield
             return
-        torch.set_num_threads(own - 1)
-        try:
+        try:  # set inside: an interrupt between the two lines still sets it back
+            torch.set_num_threads(own - 1)
+            self._threads_lowered = True
             yield
         finally:
+            self._threads_lowered = False
             torch.set_num_threads(own)
 
     def _accept(self, x: np.ndarray) -> None:
@@ -486,7 +435,7 @@ class TorchModel(Adapter):
                 if tensor.is_floating_point():
                     finite = torch.isfinite(tensor).all() if self._finite_on_device() else None
                     tensor = tensor.to(self._float_dtype)
-                out = self._timed_call(tensor, (self._stop, split, states))
+                out = self._call_model(tensor)
         except _LayerReached:
             pass
         except ModelError:
@@ -514,35 +463,42 @@ class TorchModel(Adapter):
             )
         return out, self._captured[0], self._produced[0] if top else None
 
-    def _timed_call(self, tensor: Any, what: tuple[Any, ...]) -> Any:
-        """``self.model(tensor)``, on the CPU from the main thread on the number of
-        PyTorch threads that ``ThreadChoice`` found faster for calls of its size (set back
-        after the call); elsewhere as PyTorch is set."""
+    def _work_per_row(self) -> float:
+        """The model's parameters: at least the multiply-adds per input and step of its
+        recurrent modules (an embedding table counts whole: such a call is not small);
+        inf while a lazy module's parameters are not yet initialised."""
+        import torch
+
+        if self._step_work is None:
+            parameters = list(self.model.parameters())
+            if any(isinstance(p, torch.nn.parameter.UninitializedParameter) for p in parameters):
+                return math.inf
+            self._step_work = sum(p.numel() for p in parameters)
+        return self._step_work
+
+    def _call_model(self, tensor: Any) -> Any:
+        """``self.model(tensor)``; a small call (``SMALL_CALL_WORK``) on the CPU from the
+        main thread on one PyTorch thread, set back afterwards. With OpenMP's threads
+        asleep between calls (``OMP_WAIT_POLICY=PASSIVE``, as the plugin sets it) each
+        parallel region wakes one, which costs more than a small call's share of the
+        work. Which calls are small depends on their size alone: a rerun makes the same
+        calls on the same threads."""
         import torch
 
         own = torch.get_num_threads()
         if (
             own < 2
+            or self._threads_lowered
             or self._device.type != "cpu"
+            or int(tensor.shape[0]) * self._work_per_row() >= SMALL_CALL_WORK
             or threading.current_thread() is not threading.main_thread()
         ):
             return self.model(tensor)
-        key = ThreadChoice.key(int(tensor.shape[0]), own, *what)
-        choice = self._thread_choice
-        threads = choice.threads(key)
-        if threads is None:
+        try:  # set inside: an interrupt between the two lines still sets it back
+            torch.set_num_threads(1)
             return self.model(tensor)
-        timing = not choice.chosen(key)
-        if threads != own:
-            torch.set_num_threads(threads)
-        start = time.perf_counter()
-        try:
-            return self.model(tensor)
-        finally:  # an early stop (``_LayerReached``) is a timed call too
-            if threads != own:
-                torch.set_num_threads(own)
-            if timing:
-                choice.record(key, threads, time.perf_counter() - start)
+        finally:
+            torch.set_num_threads(own)
 
     def _prediction(self, out: Any) -> np.ndarray:
         if isinstance(out, (tuple, list)):

@@ -60,12 +60,14 @@ class SignalStats:
     std: float
 
 
-def _check_float32_range(trace: Trace) -> None:
+def _check_float32_range(trace: Trace, window: Window) -> None:
     """Refuse a training trace holding values beyond float32's range (hand-made float64
-    traces): a recurrent layer's states cannot, a profile file holds none (its statistics
-    would overflow float64 from about 1e154 on: non-finite, or numpy's warnings)."""
+    traces) at the steps the statistics read (``window`` and the step before it): a
+    recurrent layer's states cannot, a profile file holds none (its statistics would
+    overflow float64 from about 1e154 on: non-finite, or numpy's warnings)."""
+    steps = slice(max(window[0] - 1, 0), window[1] + 1)
     for name, values in trace.components.items():
-        if values.dtype.itemsize > 4 and not (np.abs(values) <= FLOAT32_MAX).all():
+        if values.dtype.itemsize > 4 and not (np.abs(values[:, steps]) <= FLOAT32_MAX).all():
             raise InvalidArgument(
                 f"the training traces' {name} holds values beyond float32's range (or NaN), "
                 "which a recurrent layer's states cannot hold and a profile file cannot "
@@ -188,7 +190,7 @@ class Profile:
                     f"training traces have {trace.n_steps} and {n_steps} steps; pad the "
                     "training inputs to one length"
                 )
-            _check_float32_range(trace)
+            _check_float32_range(trace, window)
             for name, stats in running.items():
                 component, abstraction = name.split("/")
                 values = signal(trace, component, abstraction, window)

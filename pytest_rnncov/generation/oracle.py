@@ -204,7 +204,10 @@ class Oracle:
             flat = x.reshape(n, -1).astype(np.float64)
             if not np.isfinite(flat).all():
                 raise InvalidInput("seeds hold NaN or inf; calibrate needs finite seeds")
-            # scaled by a power of two (exact) so that the Gram matrix cannot overflow
+            # centred (distances do not move; a Gram matrix of large offsets would cancel
+            # small differences to 0), then scaled by a power of two (exact) so that the
+            # Gram matrix cannot overflow
+            flat = flat - flat.mean(axis=0)
             scale = float(np.ldexp(1.0, int(np.frexp(np.abs(flat).max())[1])))
             flat = flat / scale
             squares = np.einsum("ij,ij->i", flat, flat)
