@@ -246,3 +246,25 @@ def test_values_beyond_float32_outside_the_window_are_not_read():
     assert profile.window_ == (2, 4) and np.isfinite(profile.stats("h", "avg").mean)
     with pytest.raises(InvalidArgument, match="beyond float32's range"):
         Profile(window=(1, 4)).fit_traces([trace], layer="l", fingerprint="f")  # reads step 0
+
+
+def test_empty_training_batches_add_nothing(monkeypatch):
+    """An empty trace among the training traces adds nothing, on either pass of the state
+    model (its second pass traces again when the states exceed KEEP_STATES); only empty
+    ones are refused by name (a numpy "zero-size array" ValueError before)."""
+    from pytest_rnncov import Trace
+    from pytest_rnncov.core import profile as profile_module
+    from pytest_rnncov.core.trace import CELL_COMPONENTS
+
+    def trace(rows, seed=0):
+        values = np.random.default_rng(seed).normal(size=(rows, 5, 3)).astype(np.float32)
+        return Trace({n: values for n in CELL_COMPONENTS["gru"]}, cell="gru")
+
+    full = Profile(state_components=2).fit_traces([trace(8)], layer="l", fingerprint="f")
+    monkeypatch.setattr(profile_module, "KEEP_STATES", 0)  # the second pass traces again
+    for traces in ([trace(0), trace(8)], [trace(8), trace(0)]):
+        fitted = Profile(state_components=2).fit_traces(traces, layer="l", fingerprint="f")
+        assert fitted.n_samples_ == 8 and fitted.signals_ == full.signals_
+        np.testing.assert_array_equal(fitted.states_.cells, full.states_.cells)
+    with pytest.raises(InvalidArgument, match="no training inputs"):
+        Profile().fit_traces([trace(0)], layer="l", fingerprint="f")

@@ -178,6 +178,8 @@ class Profile:
         kept_size = 0
         for trace in traces():
             trace = trace.to_host()  # statistics are kept on the host, in float64
+            if not trace.batch_size:
+                continue  # an empty batch adds nothing (none at all: refused below)
             if window is None:
                 cell, n_steps, units = trace.cell, trace.n_steps, trace.units
                 window = resolve_window(self.window, n_steps)
@@ -229,7 +231,7 @@ class Profile:
         def states() -> Iterable[np.ndarray]:
             if kept is not None:
                 return kept
-            return (t.to_host().h[:, t1 : t2 + 1] for t in traces())
+            return (t.to_host().h[:, t1 : t2 + 1] for t in traces() if t.batch_size)
 
         try:
             self.states_: StateModel | None = StateModel.fit(
