@@ -153,3 +153,14 @@ def test_margin_and_check_refuse_outputs_that_do_not_pair(call, message):
     empty outputs raised numpy's argmax error; both now say what is wrong, as changed()."""
     with pytest.raises(InvalidInput, match=message):
         call()
+
+
+def test_decision_texts_of_a_batch():
+    """One text per row: the class (arg-max, or one output against the threshold), or the
+    regression value; the first row's is ``decision_text``."""
+    outputs = np.array([[0.1, 0.9], [0.8, 0.2], [0.5, 0.5]])
+    assert Oracle().decision_texts(outputs) == ["1", "0", "0"]  # a tie: the first class
+    assert Oracle().decision_text(outputs[1:]) == "0"
+    assert Oracle(threshold=0.3).decision_texts(np.array([[0.2], [0.4]])) == ["0", "1"]
+    regression = Oracle(task="regression", tolerance=0.5)
+    assert regression.decision_texts(np.array([[1.23456], [-0.000123]])) == ["1.23", "-0.000123"]

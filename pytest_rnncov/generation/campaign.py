@@ -930,24 +930,35 @@ class Campaign:
         """Adversarial samples of the cases ``ids``: ``found`` their distances as found,
         ``distances`` as reported (after shrinking; default: as found)."""
         assert self._seed_outputs is not None
-        seeds = self.mutator.take(self.seeds, seed_index)
+        if not len(ids):
+            return []
         seed_outputs = self._seed_outputs[seed_index]
         distances = found if distances is None else distances
+        # per batch, not per sample: the rows, the decisions' texts, the numbers
+        case_rows = self._rows(cases)
+        seed_rows = self._rows(self.mutator.take(self.seeds, seed_index))
+        seed_texts = self.oracle.decision_texts(seed_outputs)
+        case_texts = self.oracle.decision_texts(outputs)
         return [
-            AdversarialSample(
-                int(case_id),
-                int(seed_index[k]),
-                self.mutator.take(cases, [k])[0],
-                self.mutator.take(seeds, [k])[0],
-                np.asarray(seed_outputs[k]),
-                np.asarray(outputs[k]),
-                self.oracle.decision_text(seed_outputs[k][None]),
-                self.oracle.decision_text(outputs[k][None]),
-                float(distances[k]),
-                float(found[k]),
+            AdversarialSample(*fields)
+            for fields in zip(
+                np.asarray(ids).tolist(),
+                np.asarray(seed_index).tolist(),
+                case_rows,
+                seed_rows,
+                list(np.array(seed_outputs)),
+                list(np.array(outputs)),
+                seed_texts,
+                case_texts,
+                np.asarray(distances, np.float64).tolist(),
+                np.asarray(found, np.float64).tolist(),
+                strict=True,
             )
-            for k, case_id in enumerate(np.asarray(ids).tolist())
         ]
+
+    def _rows(self, cases: Any) -> list[Any]:
+        """The cases of a batch one by one (array cases: rows of a copy of their own)."""
+        return list(np.array(cases)) if self.mutator.array_cases else list(cases)
 
     def _found_samples(self) -> list[AdversarialSample]:
         """Every adversarial sample as found, in the order found."""

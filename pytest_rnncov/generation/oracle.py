@@ -273,9 +273,13 @@ class Oracle:
 
     def decision_text(self, outputs: np.ndarray) -> str:
         """The decision for the first row of ``outputs`` as text (class, or value)."""
+        return self.decision_texts(outputs)[0]
+
+    def decision_texts(self, outputs: np.ndarray) -> list[str]:
+        """The decision for each row of ``outputs`` as text (class, or value)."""
         if self.task == "regression":
-            return f"{float(output_rows(outputs, 'outputs')[0, 0]):.3g}"
-        return str(int(self.decisions(outputs)[0]))
+            return [f"{v:.3g}" for v in output_rows(outputs, "outputs")[:, 0].tolist()]
+        return [str(d) for d in self.decisions(outputs).tolist()]
 
     def check(
         self,
