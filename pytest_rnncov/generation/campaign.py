@@ -946,8 +946,8 @@ class Campaign:
                 np.asarray(seed_index).tolist(),
                 case_rows,
                 seed_rows,
-                list(np.array(seed_outputs)),
-                list(np.array(outputs)),
+                list(seed_outputs),  # rows of the copy indexing made, as before
+                list(np.asarray(outputs)),
                 seed_texts,
                 case_texts,
                 np.asarray(distances, np.float64).tolist(),

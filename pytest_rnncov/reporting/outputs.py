@@ -3,14 +3,14 @@
 Each output is an :class:`~pytest_rnncov.files.Output`: checked before anything runs (it
 never replaces a file that is not an earlier output of the same kind), written atomically,
 and never silently lost to a concurrent writer. Reports are rendered first
-(:func:`render_reports`), then written together (:func:`write_each`), for the plugin and
+(:func:`render_reports`), then written together (:func:`write_all`), for the plugin and
 the command line alike; one output that fails does not stop the others.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from ..config.paths import check_output_dir, check_output_file
 from ..errors import RNNCovError
@@ -80,30 +80,22 @@ def render_reports(
     return pending, problems
 
 
-def write_each(pending: Sequence[Pending]) -> Iterator[tuple[bool, str]]:
-    """Write the rendered outputs in turn, yielding for each (True, what was written) or
-    (False, what went wrong), so a caller stopped part-way knows which were written. One
-    that fails does not stop the others. Callers hold a Ctrl-C until the last is written
-    (``interrupt_after``), so this run's files never sit half-written beside an earlier
-    run's."""
-    for output, content, done in pending:
-        try:
-            yield True, f"{done} {output.write(content)}"
-        except RNNCovError as exc:
-            yield False, str(exc)
-
-
 def write_all(pending: Sequence[Pending]) -> tuple[list[str], list[str], bool]:
-    """Write every rendered output, a Ctrl-C held until the last is written (a second one
-    stops at once); returns (what was written, what went wrong, whether a Ctrl-C came).
-    The files a second Ctrl-C left unwritten are named among what was written."""
+    """Write the rendered outputs in turn, a Ctrl-C held until the last is written (so
+    this run's files never sit half-written beside an earlier run's; a second Ctrl-C
+    stops at once); one that fails does not stop the others. Returns (what was written,
+    what went wrong, whether a Ctrl-C came); the files a second Ctrl-C left unwritten are
+    named among what was written."""
     written: list[str] = []
     problems: list[str] = []
     attempted = 0
     try:
         with interrupt_after():
-            for ok, line in write_each(pending):
-                (written if ok else problems).append(line)
+            for output, content, done in pending:
+                try:
+                    written.append(f"{done} {output.write(content)}")
+                except RNNCovError as exc:
+                    problems.append(str(exc))
                 attempted += 1
     except KeyboardInterrupt:  # held until the end, or a second one: at once
         written.extend(
