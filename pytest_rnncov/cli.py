@@ -217,6 +217,18 @@ MAX_ARRAY_BYTES = 4 * 1024**3
 
 
 # -- profile fit -------------------------------------------------------------------------
+def _array_file(path: str) -> Path:
+    """``path`` of the training inputs, which must be a file."""
+    from .errors import DataFileError
+
+    source = Path(path)
+    if source.is_dir():
+        raise DataFileError(f"{path!r} is a folder; name the .npy or .npz file inside it")
+    if not source.is_file():
+        raise DataFileError(f"no file at {path!r}; save the training inputs with numpy.save")
+    return source
+
+
 def _load_array(path: str, key: str | None) -> Any:
     """The training inputs from a .npy (memory-mapped) or .npz file, never unpickled."""
     import zipfile
@@ -225,11 +237,7 @@ def _load_array(path: str, key: str | None) -> Any:
 
     from .errors import DataFileError
 
-    source = Path(path)
-    if source.is_dir():
-        raise DataFileError(f"{path!r} is a folder; name the .npy or .npz file inside it")
-    if not source.is_file():
-        raise DataFileError(f"no file at {path!r}; save the training inputs with numpy.save")
+    source = _array_file(path)
     try:
         # .npy is memory-mapped: a header that claims more data than the file holds fails
         data = np.load(source, mmap_mode="r", allow_pickle=False)  # never runs file code
@@ -348,7 +356,7 @@ def _profile_fit(args: argparse.Namespace) -> int:
             f"--weights {str(model[1])!r} is a directory; give the state_dict file (torch.save)"
         )
     _model_file(args)  # MODEL names no model (an .npy, a folder, no file): refused here
-    check_distinct([("--out", target)], [model, ("--x-train", Path(args.x_train))])
+    check_distinct([("--out", target)], [model, ("--x-train", _array_file(args.x_train))])
     out = Output(target, "pytest-rnncov-profile", "--out", ProfileError)
     if args.x_train_key is not None and not args.x_train.endswith(".npz"):
         raise InvalidArgument(

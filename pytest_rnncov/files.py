@@ -113,6 +113,11 @@ def parse_json(
     except RecursionError:
         raise error(f"{where} nests JSON too deeply to be one of our files{suffix}") from None
     except ValueError as exc:  # JSONDecodeError, constants, integers too long to convert
+        if "integer string conversion" in str(exc):  # Python's advice is no fix here
+            raise error(
+                f"{where} holds an integer of thousands of digits, which no pytest-rnncov "
+                f"file does{suffix}"
+            ) from None
         raise error(f"{where} is not valid JSON ({exc}){suffix}") from None
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,7 +28,7 @@ from pytest_rnncov import (
     SampleWriter,
 )
 from pytest_rnncov.generation.results import CampaignSummary
-from pytest_rnncov.reporting.samples import MARKER
+from pytest_rnncov.reporting.samples import FOLDER_BYTES, MARKER, samples_folder
 
 STEPS, FEATURES = 5, 64
 
@@ -165,6 +167,56 @@ def test_a_reused_sample_folder_holds_only_the_last_campaigns_files(ramp, tmp_pa
         campaign.run()
     assert sorted(p.name for p in folder.iterdir()) == [MARKER, "notes.md", "summary.json"]
     assert json.loads((folder / "summary.json").read_text())["test_cases"] == 0
+
+
+def test_samples_folders_stay_inside_the_root_and_within_name_limits(tmp_path):
+    """A model named ".." once put its samples beside the --rnn-samples folder, and a test
+    id of 90 CJK characters made a 300-byte folder name the file system refused; long
+    names cut short stay apart by a hash of the whole."""
+    taken: set[Path] = set()
+    for model in ("..", ".", "a/../../b", "..\\x"):
+        folder = samples_folder(tmp_path, model, "test_a.py::test_x", taken)
+        assert folder.resolve().is_relative_to(tmp_path) and ".." not in folder.parts
+    assert samples_folder(tmp_path, "m", "..", taken) == tmp_path / "m" / "session"
+    long_a = samples_folder(tmp_path, "m", "test_u.py::test_" + "\u6d4b" * 90, taken)
+    long_b = samples_folder(tmp_path, "m", "test_u.py::test_" + "\u6d4b" * 91, taken)
+    assert long_a != long_b and long_a.parent == long_b.parent == tmp_path / "m"
+    for folder in (long_a, long_b):
+        assert len(folder.name.encode()) <= FOLDER_BYTES
+        folder.mkdir(parents=True)  # the file system takes it
+    short = samples_folder(tmp_path, "mnist", "test_a.py::test_x[1-2]", taken)
+    assert short == tmp_path / "mnist" / "test_a.py__test_x_1-2_"
+
+
+def test_an_earlier_campaigns_file_that_cannot_go_keeps_that_campaign_whole(tmp_path, monkeypatch):
+    """One of the earlier campaign's files cannot be removed (immutable, open in a viewer
+    on Windows): at the new campaign's first file a DataFileError names it and the fix,
+    and the earlier campaign's files are all there as they were (a bare PermissionError
+    once left its summary beside part of its images); once it can go, all go."""
+    folder = tmp_path / "adv"
+    folder.mkdir()
+    earlier = ["adv_00001_seed0_0to1.png", "adv_00002_seed1_0to1.png", "adversarial.npz"]
+    for name in earlier:
+        (folder / name).write_text(name)
+    (folder / "summary.json").write_text('{"format": "pytest-rnncov-campaign"}')
+    kept = {p.name: p.read_text() for p in folder.iterdir()}
+    stuck = folder / "adv_00002_seed1_0to1.png"
+    replace = os.replace
+
+    def refuse(src, dst):
+        if Path(src) == stuck:
+            raise PermissionError(1, "Operation not permitted")
+        replace(src, dst)
+
+    writer = SampleWriter(folder)
+    monkeypatch.setattr(os, "replace", refuse)
+    with pytest.raises(DataFileError, match="cannot replace .*adv_00002.*Operation not perm"):
+        writer._ready()
+    assert sorted(p.name for p in folder.iterdir()) == sorted([*kept, MARKER])
+    assert all((folder / name).read_text() == text for name, text in kept.items())
+    monkeypatch.undo()
+    writer._ready()
+    assert [p.name for p in folder.iterdir()] == [MARKER]
 
 
 def test_statistics_and_saved_samples(stacked_model, seq_inputs, tmp_path):

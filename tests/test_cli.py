@@ -92,6 +92,21 @@ def test_combine_applies_the_gate(runs):
     assert "FAIL Required RNN coverage (TC:0.99) not reached: TC" in done.stdout
 
 
+def test_combine_refuses_runs_that_tracked_other_metrics(runs):
+    """A metric tracked in one run only was once added to the union and shown and gated
+    over every run's inputs (NC at 60% over 40 inputs it saw 20 of)."""
+    done = pytest_run("-k", "two", "--rnn-data=b_nc.json", "--rnn-metrics=BC,SC,TC,NC", cwd=runs)
+    assert done.returncode == 0, done.stdout[-2000:]
+    done = cli("combine", "a.json", "b_nc.json", "--out", "mixed.json", cwd=runs)
+    assert done.returncode == 4, done.stdout
+    assert (
+        "cannot combine coverage of model 'tiny': this data tracked BC, NC, SC, TC, the data "
+        "already combined BC, SC, TC; a metric tracked in only some runs would count only "
+        "their inputs: give every run the same metrics"
+    ) in done.stderr
+    assert not (runs / "mixed.json").exists()
+
+
 def test_an_empty_metric_list_is_refused_not_read_as_the_default(runs):
     for command in (("report", "whole.json"), ("combine", "a.json", "b.json", "--out", "c.json")):
         done = cli(*command, "--rnn-metrics", "", "--rnn-coverage=0.01", cwd=runs)
@@ -206,6 +221,7 @@ def test_profile_fit_from_a_model_file_and_a_npy(model_files):
         ("evil.npy", "pickled Python objects, which are never loaded"),
         ("garbage.npy", "pickled Python objects, which are never loaded"),
         ("dir.npy", "'dir.npy' is a folder; name the .npy or .npz file inside it"),
+        (".", "'.' is a folder; name the .npy or .npz file inside it"),  # not "overwrite"
     ):
         refused = cli(
             "profile", "fit", "m.keras", "--x-train", name, "--out", "q.json", cwd=tmp_path

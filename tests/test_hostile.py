@@ -63,7 +63,7 @@ def torch_model():
         (b"[" * 100_000 + b"]" * 100_000, "nests JSON too deeply"),
         (b'{"a": NaN}', "NaN is not a number JSON allows"),
         (b"\xff\xfe", "is not UTF-8 text"),
-        (b'{"a": ' + b"9" * 5000 + b"}", "is not valid JSON"),
+        (b'{"a": ' + b"9" * 5000 + b"}", "holds an integer of thousands of digits"),
         # json keeps the last of a repeated key; another reader may take the first
         (b'{"m": {"rate": 0.2, "rate": 0.9}}', "key 'rate' is given twice in one object"),
     ],

@@ -562,7 +562,7 @@ def test_a_stopped_session_says_after_how_many_tests_and_keeps_their_coverage(
     )
     assert result.ret == status
     stopped = f"the session stopped after {ran} of 3 tests ({why})"
-    reason = f"{stopped}; the coverage shown is from those"
+    reason = f"{stopped}; the coverage shown is from the tests that ran"
     result.stdout.fnmatch_lines(
         [
             "tiny   lstm*16  *",  # test_one's 16 inputs
@@ -582,8 +582,55 @@ def test_a_stopped_session_says_after_how_many_tests_and_keeps_their_coverage(
     )
     assert report.ret == 0, report.stdout.str()
     report.stdout.fnmatch_lines(
-        [f"WARNING RNN coverage is partial: {stopped} (a run that stopped early: *"]
+        [f"WARNING RNN coverage is partial: {stopped} (the tests that did not run fed nothing)"]
     )
+
+
+def test_x_failing_the_last_test_stops_nothing(pytester):
+    """-x whose failure is the last test: pytest raises its stop after every test ran, so
+    the run is complete (it once read "stopped after 3 of 3 tests", kept no baseline and
+    applied no gate)."""
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_last=TESTS + "\n\ndef test_three(tiny):\n    raise AssertionError\n")
+    result = pytester.runpytest_subprocess(
+        "-x", "--rnn-coverage=0.01", "--rnn-data=d.json", "--rnn-save=b.json"
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        ["*RNN coverage baseline saved to *b.json", "Required RNN coverage of 1% reached."]
+    )
+    assert "partial" not in result.stdout.str()
+    assert json.loads((pytester.path / "d.json").read_text())["stopped"] == []
+    assert json.loads((pytester.path / "b.json").read_text())["complete"] is True
+
+
+def test_files_that_did_not_collect_make_the_run_partial(pytester):
+    """--continue-on-collection-errors: a test file that failed to import ran none of its
+    tests, so the run is partial like a stopped one (it once saved a baseline marked
+    complete and printed no warning)."""
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(
+        test_fine=FEW,
+        test_broken="import module_that_does_not_exist\n\ndef test_two(tiny):\n    pass\n",
+    )
+    result = pytester.runpytest_subprocess(
+        "--continue-on-collection-errors",
+        "--rnn-coverage=0.01",
+        "--rnn-data=d.json",
+        "--rnn-save=b.json",
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    why = "1 test file could not be collected (test_broken.py), so its tests did not run"
+    reason = f"{why}; the coverage shown is from the tests that ran"
+    result.stdout.fnmatch_lines(
+        [
+            f"RNN coverage baseline not saved to *b.json: {reason}",
+            "RNN coverage data (partial: marked so) written to *d.json",
+            f"RNN coverage gate not applied: {reason}.",
+        ]
+    )
+    assert not (pytester.path / "b.json").exists()
+    assert json.loads((pytester.path / "d.json").read_text())["stopped"] == [why]
 
 
 FEW = """
@@ -626,6 +673,15 @@ def test_compare_with_a_missing_baseline_is_a_usage_error(project):
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         ["*--rnn-compare: no coverage baseline at *nothing.json*; create it with --rnn-save*"]
+    )
+    # a ratchet's first run: --rnn-save is there already, so the advice is the first run
+    ratchet = project.runpytest("--rnn-compare=nothing", "--rnn-save=nothing")
+    assert ratchet.ret == pytest.ExitCode.USAGE_ERROR
+    ratchet.stderr.fnmatch_lines(
+        [
+            "*no coverage baseline at *nothing.json* yet: a ratchet compares with it before it "
+            "saves; create it with one run with --rnn-save alone*"
+        ]
     )
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import re
 import resource
 import signal
 import subprocess
@@ -608,6 +609,29 @@ def test_a_copy_of_a_data_file_is_not_combined_twice(shard, tmp_path):
     assert again.returncode == 4 and "holds run run-a again" in again.stderr
 
 
+def test_a_data_file_listing_no_run_is_refused(shard, tmp_path):
+    """A file whose "runs" was emptied passed for a new run, so combined with its original
+    its inputs counted twice; pytest-rnncov writes at least one run id."""
+    content = json.loads((shard / "a.json").read_text())
+    (tmp_path / "a.json").write_text(json.dumps(content))
+    (tmp_path / "copy.json").write_text(json.dumps(content | {"runs": []}))
+    done = cli("combine", "a.json", "copy.json", "--out", "ab.json", cwd=tmp_path)
+    assert done.returncode == 4 and not (tmp_path / "ab.json").exists()
+    assert "data file 'copy.json': 'runs' lists no run" in done.stderr
+
+
+def test_an_integer_of_thousands_of_digits_gets_a_plain_message(shard, tmp_path):
+    """Python's own message advised sys.set_int_max_str_digits(), no fix for a user."""
+    text = (shard / "a.json").read_text()
+    inputs = json.loads(text)["models"]["m"]["inputs"]
+    huge = re.sub(rf'"inputs": ?{inputs}\b', '"inputs": ' + "9" * 5000, text, count=1)
+    assert huge != text
+    (tmp_path / "big.json").write_text(huge)
+    done = cli("report", "big.json", cwd=tmp_path)
+    assert done.returncode == 4 and "set_int_max_str_digits" not in done.stderr
+    assert "holds an integer of thousands of digits, which no pytest-rnncov file" in done.stderr
+
+
 def test_compare_refuses_a_data_file_named_twice(shard, tmp_path):
     (tmp_path / "d.json").write_bytes((shard / "a.json").read_bytes())
     done = cli("compare", "d.json", "d.json", "--baseline", "b.json", cwd=tmp_path)
@@ -1058,12 +1082,11 @@ def test_a_stopped_run_says_it_is_partial_with_or_without_a_gate(measured):
     partial warning says it (it once showed nothing outside the JSON report)."""
     stopped = "the session stopped after 1 of 3 tests (interrupted)"
     data = CoverageData(models={"m": measured}, stopped=[stopped])
-    reason = f"{stopped}; the coverage shown is from those"
+    reason = f"{stopped}; the coverage shown is from the tests that ran"
     plain = evaluate(data, None, applied=False, skipped_reason=reason)
     assert not plain.complete and plain.to_json()["stopped"] == [stopped]
     assert [text for text, _ in plain.lines()] == [
-        f"WARNING RNN coverage is partial: {stopped} (a run that stopped early: the tests "
-        "that did not run fed nothing)"
+        f"WARNING RNN coverage is partial: {stopped} (the tests that did not run fed nothing)"
     ]
     gated = evaluate(data, Bars.parse("0.1"), applied=False, skipped_reason=reason)
     assert [text for text, _ in gated.lines()] == [f"RNN coverage gate not applied: {reason}."]
@@ -1086,15 +1109,19 @@ def test_two(tiny):
 
 def test_xdist_stopping_on_a_failure_says_so(pytester):
     """xdist stops -x with its own KeyboardInterrupt subclass: its reason is kept (it read
-    'interrupted')."""
+    'interrupted'). Eight slow tests follow the failing one, so the stop leaves some unrun
+    (a stop after every test ran is no stop)."""
     pytester.makeconftest(CONFTEST)
-    pytester.makepyfile(test_stop=XDIST_STOP)
+    later = "".join(
+        f"\n\ndef test_later_{k}(tiny):\n    __import__('time').sleep(1)\n" for k in range(8)
+    )
+    pytester.makepyfile(test_stop=XDIST_STOP + later)
     result = pytester.runpytest_subprocess(
         "-n", "2", "-x", "--rnn-coverage=0.01", "--rnn-report=term", "-W", "ignore"
     )
     assert result.ret in (pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.INTERRUPTED)
     result.stdout.fnmatch_lines(
-        ["RNN coverage gate not applied: the session stopped after * of 2 tests (stopping after*"]
+        ["RNN coverage gate not applied: the session stopped after * of 10 tests (stopping after*"]
     )
 
 

@@ -414,8 +414,17 @@ class ModelState:
             )
 
     def merge(self, other: "ModelState") -> None:
-        """Union another state of the same model (metrics tracked only there are added)."""
+        """Union another state of the same model, tracking the same metrics (one tracked in
+        only some runs would be shown and gated over inputs it never saw)."""
         self.check_compatible(other)
+        if set(other.metrics) != set(self.metrics):
+            raise InvalidArgument(
+                f"cannot combine coverage of model {other.name!r}: this data tracked "
+                f"{', '.join(sorted(other.metrics))}, the data already combined "
+                f"{', '.join(sorted(self.metrics))}; a metric tracked in only some runs "
+                "would count only their inputs: give every run the same metrics "
+                "(--rnn-metrics, the rnn_metrics ini key)"
+            )
         index = {test: i for i, test in enumerate(self.tests)}
         for test in other.tests:
             if test not in index:
@@ -423,9 +432,6 @@ class ModelState:
                 self.tests.append(test)
         where = np.array([index[t] for t in other.tests], np.int32)  # their index -> ours
         for key, state in other.metrics.items():
-            if key not in self.metrics:
-                self.metrics[key] = state.copy()
-                self.metrics[key].contexts = self.metrics[key].test_counts = None
             self.metrics[key].merge(state, where)
         self.n_inputs = min(self.n_inputs + other.n_inputs, MAX_COUNT)
 

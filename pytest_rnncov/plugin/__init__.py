@@ -86,6 +86,8 @@ class RNNCovPlugin:
         self._started: list[str] = []
         #: tests whose teardown ran (reported by workers too): an early stop names them
         self._finished = 0
+        #: files or other collectors that failed to collect (--continue-on-collection-errors)
+        self._uncollected: list[str] = []
         self.problems: list[str] = []
         if settings.explicit:  # asked for: set up now (an unreadable baseline stops the run)
             self.role  # noqa: B018
@@ -189,6 +191,10 @@ class RNNCovPlugin:
         if report.when == "teardown":
             self._finished += 1
 
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:  # its tests never run: the coverage is from the others
+            self._uncollected.append(report.nodeid or ".")
+
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, Any, Any]:
         try:
@@ -216,8 +222,12 @@ class RNNCovPlugin:
                     role.receive(f"{worker} (still running when the session stopped)", None)
         if role.controller:
             applied, reason, why = True, None, None
+            if stopped is not None and 0 < session.testscollected <= self._finished:
+                stopped = None  # -x failing the last test: every test ran
             if stopped is not None:
                 why = self._stopped_reason(session, stopped)
+            elif self._uncollected:
+                why = _uncollected_reason(self._uncollected)
             elif session.config.option.collectonly:
                 applied, reason = False, "only collecting (--collect-only)"
             elif session.testscollected == 0:
@@ -311,6 +321,17 @@ class RNNCovPlugin:
             )
         if role.verdict is not None:
             report.verdict(role.verdict)
+
+
+def _uncollected_reason(nodeids: list[str]) -> str:
+    """Why the gate is not applied to a session in which ``nodeids`` failed to collect
+    (``--continue-on-collection-errors``): their tests did not run."""
+    n = len(nodeids)
+    shown = ", ".join(nodeids[:3]) + (", ..." if n > 3 else "")
+    return (
+        f"{n} test file{'s' if n != 1 else ''} could not be collected ({shown}), so "
+        f"{'their' if n != 1 else 'its'} tests did not run"
+    )
 
 
 def _draws_at_random(item: pytest.Item) -> bool:

@@ -64,7 +64,11 @@ class Central:
         self.interrupted = False
         self.written: list[str] = []
         self.problems: list[str] = []
-        self.baseline = None if settings.compare is None else load_baseline(settings.compare)
+        self.baseline = (
+            None
+            if settings.compare is None
+            else load_baseline(settings.compare, ratchet=settings.ratchet)
+        )
 
     def data(self) -> CoverageData:
         """The session's data: this process's plus what workers sent."""
@@ -95,7 +99,7 @@ class Central:
         data is marked partial)."""
         if stopped is not None:
             self.stopped = stopped
-            applied, reason = False, f"{stopped}; the coverage shown is from those"
+            applied, reason = False, f"{stopped}; the coverage shown is from the tests that ran"
         self.verdict = evaluate(
             self.report_data(),
             self.settings.bars,

@@ -73,14 +73,20 @@ def baseline_text(data: CoverageData) -> str:
     return json.dumps(content, indent=1, allow_nan=False) + "\n"
 
 
-def load_baseline(path: Path) -> Baseline:
-    """The baseline file at ``path``, every field checked (DataFileError)."""
+def load_baseline(path: Path, ratchet: bool = False) -> Baseline:
+    """The baseline file at ``path``, every field checked (DataFileError); ``ratchet``:
+    read for ``--rnn-compare=X --rnn-save=X``, which says how to start one."""
     where = f"baseline {str(path)!r}"
     if not path.exists():
         if path.is_symlink():  # broken, or a loop: --rnn-save would not mend it either
             raise DataFileError(
                 f"{where} is a symbolic link to nothing readable ({os.readlink(path)!r}, a "
                 "missing file or a loop of links); point it at a baseline file or remove it"
+            )
+        if ratchet:  # --rnn-save is given already: say what the first run is
+            raise DataFileError(
+                f"no coverage baseline at {str(path)!r} yet: a ratchet compares with it "
+                "before it saves; create it with one run with --rnn-save alone"
             )
         raise DataFileError(f"no coverage baseline at {str(path)!r}; create it with --rnn-save")
     raw = read_bounded(path, where)

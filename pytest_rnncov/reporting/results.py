@@ -196,7 +196,7 @@ class Verdict:
                 (
                     "WARNING RNN coverage is partial: "
                     + "; ".join(self.stopped)
-                    + " (a run that stopped early: the tests that did not run fed nothing)",
+                    + " (the tests that did not run fed nothing)",
                     "yellow",
                 )
             )

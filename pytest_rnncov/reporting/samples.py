@@ -4,6 +4,8 @@ writes nothing."""
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import io
 import json
 import os
@@ -107,9 +109,9 @@ class SampleWriter:
         marker = self.directory / MARKER
         if not marker.exists():
             write_atomic(marker, "written by pytest-rnncov: campaign samples\n", "the marker")
-        for path in self.directory.iterdir():  # only our names: _check_replaceable saw them
-            if _written_here(path.name) and path.is_file():
-                path.unlink(missing_ok=True)
+        _remove_all(
+            sorted(p for p in self.directory.iterdir() if _written_here(p.name) and p.is_file())
+        )  # only our names: _check_replaceable saw them
         self._started = True
         return self.directory
 
@@ -158,7 +160,7 @@ class SampleWriter:
         for index, sample in enumerate(samples):
             name = self._image(campaign, index, sample)
             if names[index] is not None and names[index] != name:  # the decision moved
-                (self.directory / str(names[index])).unlink(missing_ok=True)
+                _remove_all([self.directory / str(names[index])])
             names[index] = name
         self._names = names
 
@@ -183,6 +185,31 @@ class SampleWriter:
         write_atomic(folder / SUMMARY, json.dumps(summary, indent=1) + "\n", "the summary")
 
 
+def _remove_all(paths: list[Path]) -> None:
+    """Remove ``paths`` (an earlier campaign's files) all or none: each is first renamed
+    aside, and if one cannot be (read-only, immutable, open on Windows) those already moved
+    are put back and DataFileError names it, so the earlier campaign stays whole."""
+    moved: list[tuple[Path, Path]] = []
+    for path in paths:
+        aside = path.with_name(f".{path.name}.removed")
+        try:
+            os.replace(path, aside)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            for original, renamed in reversed(moved):
+                os.replace(renamed, original)
+            raise DataFileError(
+                f"cannot replace {str(path)!r}, a file an earlier campaign wrote there: "
+                f"{exc.strerror}; make it writable (or close the program holding it), "
+                "or give the campaign another folder"
+            ) from None
+        moved.append((path, aside))
+    for _, aside in moved:
+        with contextlib.suppress(OSError):  # renamed aside already: a leftover is hidden
+            aside.unlink(missing_ok=True)
+
+
 def _written_here(name: str) -> bool:
     """Whether ``name`` is one of the files a SampleWriter writes."""
     return name in (SUMMARY, ARRAYS, TEXT) or (
@@ -195,12 +222,28 @@ def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
 
 
+#: the longest folder name ``samples_folder`` makes, in UTF-8 bytes (file systems allow 255)
+FOLDER_BYTES = 120
+
+
+def _folder_name(text: str, fallback: str) -> str:
+    """``text`` made one folder name: no separators, no leading or trailing dots (``..``
+    would climb out of the folder), at most FOLDER_BYTES in UTF-8; a name cut short ends in
+    a hash of the whole, so two long names stay apart."""
+    name = _safe(text).strip(".")
+    if len(name.encode()) > FOLDER_BYTES:
+        digest = hashlib.sha256(text.encode()).hexdigest()[:10]
+        head = name.encode()[: FOLDER_BYTES - len(digest) - 1].decode(errors="ignore")
+        name = f"{head.rstrip('.')}-{digest}"
+    return name or fallback
+
+
 def samples_folder(root: Path, model: str, test: str | None, taken: set[Path]) -> Path:
     """Where a campaign saves its samples under ``--rnn-samples`` ``root``:
-    ``root/<model>/<test>`` (node id made a file name, at most 120 characters), with
-    ``-2``, ``-3``... for further campaigns of the same test; ``taken`` holds the folders
-    this session gave out already."""
-    base = root / (_safe(model)[:120] or "model") / (_safe(test or "session")[:120].strip("."))
+    ``root/<model>/<test>`` (model name and node id made folder names, ``_folder_name``),
+    with ``-2``, ``-3``... for further campaigns of the same test; ``taken`` holds the
+    folders this session gave out already."""
+    base = root / _folder_name(model, "model") / _folder_name(test or "session", "session")
     folder, n = base, 1
     while folder in taken:
         n += 1
