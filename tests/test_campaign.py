@@ -332,6 +332,9 @@ def test_bad_campaigns(ramp, tmp_path):
         make(SEEDS, profile=None)
     with pytest.raises(InvalidArgument, match="budget=0"):
         make(SEEDS, budget=0)
+    for name in (5, ""):  # a name is the campaign's row in every report
+        with pytest.raises(InvalidArgument, match="name=.* must be a non-empty string"):
+            make(SEEDS, name=name)
     with pytest.raises(InvalidArgument, match="k=0"):
         GAConfig(k=0)
     with pytest.raises(InvalidArgument, match=r"ga=\(4, 8, 10\); pass GAConfig"):

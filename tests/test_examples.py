@@ -62,3 +62,36 @@ def test_main_command_fails_when_the_bar_is_above_what_it_reaches():
     assert re.search(
         r"FAIL Required RNN coverage of 100% not reached: .*TC \d+% \(\d+/243\)", done.stdout
     )
+
+
+def test_readme_snippet_runs_as_written_on_the_mnist_model(tmp_path):
+    """README's "Use it in your project" code, copied as a newcomer copies it, with only
+    what it calls yours filled in (the data fixture, the model file: the MNIST example's):
+    both tests pass (its bars once failed on this very model) and the gate line prints."""
+    text = (ROOT / "README.md").read_text()
+    section = text.split("## Use it in your project", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    conftest, tests = code.split("# test_model.py\n")
+    data = (
+        "\n\nimport sys\nsys.path.insert(0, {root!r})\n\n\n"
+        '@pytest.fixture(scope="session")\ndef data():\n'
+        "    from examples.mnist.data import split\n\n    return split()\n"
+    ).format(root=str(ROOT))
+    (tmp_path / "conftest.py").write_text(conftest + data)
+    (tmp_path / "test_model.py").write_text(tests)
+    (tmp_path / "model.keras").write_bytes(
+        (ROOT / "examples" / "mnist" / "artifacts" / "model.keras").read_bytes()
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rnn-coverage=0.5"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "2 passed" in done.stdout
+    assert "RNN coverage profile fitted from x_train and written to tests/rnn-profile.json" in (
+        done.stdout
+    )
+    assert "Required RNN coverage of 50% reached." in done.stdout

@@ -477,6 +477,15 @@ class Returns(Net):
         return {"dict": {"y": out}, "scalar": out.sum(), "one row": out[:1]}[self.kind]
 
 
+def test_a_generator_of_inputs_is_named_as_such(stacked_model, seq_inputs):
+    """A generator (or a dict) was refused as "inputs have shape ()" (PyTorch) or "dtype
+    object ... encode text first" (Keras): the wrong fix."""
+    for rnn in (RNNModel(Net()), RNNModel(stacked_model, "lstm_b")):
+        for given, kind in (((row for row in seq_inputs), "generator"), ({"x": 1}, "dict")):
+            with pytest.raises(InvalidInput, match=f"inputs are a {kind}, not an array; pass"):
+                rnn.predict(given)
+
+
 @pytest.mark.parametrize("trace_on", ["numpy", "device"])
 def test_torch_inputs_and_outputs_that_cannot_be_read_are_refused(trace_on):
     x = np.random.default_rng(0).normal(size=(5, 6, 3)).astype(np.float32)

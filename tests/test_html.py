@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import io
+import re
 from html.parser import HTMLParser
 
 import keras  # noqa: F401  (loaded once: pytester's in-process runs must not re-import TF)
@@ -106,6 +107,24 @@ def test_text_gallery_marks_the_changes(tmp_path):
     assert "<del>movie</del> <ins>moving picture</ins>" in page
     assert "&lt;b&gt;" in page and "<b>" not in page  # text is escaped
     assert "<del>CC</del>O<ins>CC</ins>" in page or "<ins>" in page.split("CCO")[-1]
+
+
+def test_direction_overrides_and_control_characters_are_shown_escaped(tmp_path):
+    """A name or sample text holding U+202E (right-to-left override) reversed what the page
+    showed after it (the window and input count), and the terminal escaped it already;
+    every value on the page is now shown as the terminal shows it."""
+    item = {
+        "seed_index": 0,
+        "seed": "fine \u202emovie",
+        "case": "fine \u202emoving\x1b[31m picture",
+        "seed_decision": "1",
+        "case_decision": "0\u2066",
+        "distance": 0.5,
+        "clip": [],
+    }
+    page = render(tmp_path, [item])
+    assert not re.search("[\u202a-\u202e\u2066-\u2069\x1b]", page)
+    assert "\\u202emovie" in page and "\\x1b[31m" in page and "0\\u2066" in page
 
 
 def test_time_series_samples_are_drawn_as_curves(tmp_path):

@@ -263,9 +263,15 @@ def test_token_model_refuses_fractional_ids(keras):
     assert RNNModel(model).trace(np.ones((1, 4))).n_steps == 4
 
 
-def test_load_model_errors(tmp_path):
-    with pytest.raises(InvalidArgument, match="is no file"):
+def test_load_model_errors(tmp_path, monkeypatch):
+    with pytest.raises(InvalidArgument, match="is no file; pass the path"):
         load_model(tmp_path / "missing.keras")
+    monkeypatch.chdir(tmp_path)  # a relative path: where it was looked for, and the fix
+    with pytest.raises(
+        InvalidArgument, match=r"is no file \(a relative path is read from the current direc"
+    ) as refused:
+        load_model("model.keras")
+    assert repr(str(tmp_path)) in str(refused.value) and "Path(__file__)" in str(refused.value)
     other = tmp_path / "model.pb"
     other.write_text("x")
     with pytest.raises(InvalidArgument, match=r"expected a \.keras, \.h5 or \.onnx file"):

@@ -163,6 +163,8 @@ def test_kmnc_top_of_range_is_in_the_last_section():
         (lambda: make_metric("BC", preset="tool"), "preset='tool'"),
         (lambda: NBC(lower=1, upper=0), "must be below"),
         (lambda: NBC(bounds="wide"), "bounds='wide'"),
+        # its lower side could never be covered (a rate capped at 50%, an inf fitness)
+        (lambda: NBC(lower=-float("inf"), upper=-10), r"lower=-inf leaves half .*use SNAC\(upper"),
     ],
 )
 def test_bad_parameters(make, message):

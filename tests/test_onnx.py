@@ -526,6 +526,40 @@ def test_external_data_outside_the_folder_is_refused(tmp_path, location):
         load_model(path)
 
 
+def test_external_data_in_a_local_function_is_refused_wherever_it_points(tmp_path, monkeypatch):
+    """A tensor inside one of the model's local functions (ModelProto.functions) escaped
+    the check: ONNX loads no external data there, and ONNX Runtime read it from the current
+    directory into the outputs (a file's bytes leaked into predict)."""
+    folder, cwd = tmp_path / "model", tmp_path / "cwd"
+    folder.mkdir()
+    cwd.mkdir()
+    (cwd / "secret.bin").write_bytes(bytes(range(1, 65)))
+    (folder / "secret.bin").write_bytes(bytes(64))  # beside the model: refused as well
+    model = hand_model("GRU", lengths=False)
+    leak = TensorProto(name="leak", data_type=TensorProto.UINT8, dims=[64])
+    leak.data_location = TensorProto.EXTERNAL
+    for key, value in (("location", "secret.bin"), ("length", "64")):
+        entry = leak.external_data.add()
+        entry.key, entry.value = key, value
+    model.functions.append(
+        helper.make_function(
+            "evil.local",
+            "Leak",
+            ["x"],
+            ["y"],
+            [helper.make_node("Constant", [], ["y"], value=leak)],
+            opset_imports=[helper.make_opsetid("", 17)],
+        )
+    )
+    path = folder / "gru.onnx"
+    path.write_bytes(model.SerializeToString())
+    monkeypatch.chdir(cwd)
+    with pytest.raises(UnsafeModel, match="tensor 'leak' in its function 'Leak' keeps its data"):
+        RNNModel(path)
+    with pytest.raises(ModelError, match="keeps tensor 'leak' in an external file"):
+        RNNModel(model)
+
+
 def test_external_data_inside_the_folder_loads(tmp_path, x):
     model = hand_model("GRU", lengths=False)
     path = tmp_path / "gru.onnx"

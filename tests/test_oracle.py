@@ -83,6 +83,40 @@ def test_calibrated_radius_by_hand():
         Oracle.calibrate(seeds, outputs, quantile=0.0, distance=lambda a, b: np.zeros(len(a)))
 
 
+def test_calibrate_with_a_distance_takes_texts_and_measures_pairs_in_parts(monkeypatch):
+    """distance= is for seeds L2 cannot measure, such as texts, which 1-D seeds once could
+    never be (refused as "at least two seeds"); and it once measured every pair at once
+    (2,000 MNIST seeds: gigabytes of pair rows), now CALIBRATION_PAIRS at a time."""
+    import pytest_rnncov.generation.oracle as oracle_module
+
+    texts = ["good movie", "great film", "bad movie", "awful plot here"]
+    outputs = np.array([[1, 0], [1, 0], [0, 1], [0, 1]], float)
+
+    def words_changed(a, b):  # the number of word positions that differ, by hand
+        return np.array(
+            [
+                sum(x != y for x, y in zip(s.split(), t.split()))
+                + abs(len(s.split()) - len(t.split()))
+                for s, t in zip(a, b)
+            ],
+            float,
+        )
+
+    # pairs decided differently: good movie-bad movie 1, good movie-awful plot here 3,
+    # great film-bad movie 2, great film-awful plot here 3
+    assert Oracle.calibrate(texts, outputs, quantile=0.0, distance=words_changed).radius == 0.5
+    seen = []
+
+    def counted(a, b):
+        seen.append(len(a))
+        return np.linalg.norm(a - b, axis=1)
+
+    monkeypatch.setattr(oracle_module, "CALIBRATION_PAIRS", 3)
+    seeds = np.array([[0.0], [1.0], [4.0], [10.0]])
+    oracle = Oracle.calibrate(seeds, outputs, quantile=0.5, fraction=1.0, distance=counted)
+    assert oracle.radius == 6.5 and max(seen) <= 3 and sum(seen) == 4  # as by L2, in parts
+
+
 def test_check_explains_the_failure():
     oracle = Oracle(radius=3.0)
     oracle.check(np.array([[0.9, 0.1]]), np.array([[0.8, 0.2]]), 2.0)  # same class: passes

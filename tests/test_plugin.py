@@ -586,6 +586,27 @@ def test_a_stopped_session_says_after_how_many_tests_and_keeps_their_coverage(
     )
 
 
+@pytest.mark.parametrize("workers", [(), ("-n", "2")])
+def test_a_profile_track_fitted_and_wrote_is_named_once(pytester, workers):
+    """track(profile=PATH) fits a missing profile and writes it, for the team to commit:
+    the report says so (it once said nothing), once however many workers ran; a run that
+    loads it says nothing."""
+    pytester.makeconftest(
+        CONFTEST.replace(
+            'window=(1, 5), name="tiny"', 'window=(1, 5), name="tiny", profile="prof/p.json"'
+        )
+    )
+    pytester.makepyfile(test_feed=TESTS)
+    line = "RNN coverage profile fitted from x_train and written to prof/p.json: commit it*"
+    first = pytester.runpytest_subprocess(*workers, "--rnn-coverage=0.01")
+    assert first.ret == 0
+    first.stdout.fnmatch_lines([line])
+    assert first.stdout.str().count("fitted from x_train and written to") == 1
+    assert (pytester.path / "prof" / "p.json").is_file()
+    again = pytester.runpytest_subprocess(*workers, "--rnn-coverage=0.01")
+    assert again.ret == 0 and "fitted from x_train" not in again.stdout.str()
+
+
 def test_x_failing_the_last_test_stops_nothing(pytester):
     """-x whose failure is the last test: pytest raises its stop after every test ran, so
     the run is complete (it once read "stopped after 3 of 3 tests", kept no baseline and

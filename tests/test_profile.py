@@ -268,3 +268,17 @@ def test_empty_training_batches_add_nothing(monkeypatch):
         np.testing.assert_array_equal(fitted.states_.cells, full.states_.cells)
     with pytest.raises(InvalidArgument, match="no training inputs"):
         Profile().fit_traces([trace(0)], layer="l", fingerprint="f")
+
+
+def test_a_nan_weight_is_named_as_a_suspect_not_only_the_inputs():
+    """The inputs are finite (checked before the pass), so a NaN signal comes from the
+    model: the message once pointed at the training inputs alone."""
+    import torch
+
+    torch.manual_seed(0)
+    model = torch.nn.LSTM(3, 4, batch_first=True)
+    with torch.no_grad():
+        model.weight_hh_l0[0, 0] = float("nan")
+    x = np.random.default_rng(0).normal(size=(8, 5, 3)).astype(np.float32)
+    with pytest.raises(InvalidArgument, match="holds NaN or inf; check the model's weights"):
+        Profile().fit(RNNModel(model), x)

@@ -52,6 +52,16 @@ HOST_SUMS_BYTES = 1 << 29
 #: docs/performance.md).
 OVERLAP_BATCH = 256
 
+
+def check_not_a_scalar_object(x: Any, array: np.ndarray) -> None:
+    """Refuse inputs numpy could only wrap as one object (a generator, a dict, ...)."""
+    if array.dtype == object and array.ndim == 0:
+        raise InvalidInput(
+            f"inputs are a {type(x).__name__}, not an array; pass a numpy array or a tensor "
+            "of shape (batch, ...) (np.stack a generator's items first)"
+        )
+
+
 #: largest |h - framework h| per compute dtype, documented in docs/definitions.md
 MIXED_PRECISION_NOTE = (
     "traces are recomputed in float32 while the layer computes in {dtype}: "
@@ -236,6 +246,7 @@ class Adapter:
             array = np.asarray(x)
         except (TypeError, ValueError) as exc:
             raise InvalidInput(f"inputs cannot be read as an array: {exc}") from None
+        check_not_a_scalar_object(x, array)
         expected = self.input_shape
         shown = "(batch, " + ", ".join("any" if d is None else str(d) for d in expected) + ")"
         if array.dtype.kind not in "biuf":

@@ -124,9 +124,15 @@ def model_path(path: Any) -> Path:
     source = Path(path)
     if not source.is_file():
         what = "a directory" if source.is_dir() else "no file"
+        relative = (
+            ""
+            if source.is_absolute() or source.is_dir()
+            else f" (a relative path is read from the current directory, {os.getcwd()!r}; "
+            "from a conftest, Path(__file__).parent / NAME finds the file wherever pytest runs)"
+        )
         raise InvalidArgument(
-            f"{str(source)!r} is {what}; pass the path of a .keras or .h5 file (for a "
-            "SavedModel directory, load the model yourself and pass it to RNNModel)"
+            f"{str(source)!r} is {what}{relative}; pass the path of a .keras or .h5 file (for "
+            "a SavedModel directory, load the model yourself and pass it to RNNModel)"
         )
     if source.suffix.lower() not in MODEL_SUFFIXES:
         raise InvalidArgument(

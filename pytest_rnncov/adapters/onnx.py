@@ -67,24 +67,39 @@ def _tensors(graph: Any) -> Any:
     for sparse in graph.sparse_initializer:
         yield sparse.values
         yield sparse.indices
-    for node in graph.node:
+    yield from _node_tensors(graph.node)
+
+
+def _node_tensors(nodes: Any) -> Any:
+    """Every tensor in the attributes of ``nodes`` (their subgraphs included)."""
+    for node in nodes:
         for attribute in node.attribute:
             if attribute.HasField("t"):
                 yield attribute.t
             yield from attribute.tensors
+            sparse = list(attribute.sparse_tensors)
+            if attribute.HasField("sparse_tensor"):
+                sparse.append(attribute.sparse_tensor)
+            for tensor in sparse:
+                yield tensor.values
+                yield tensor.indices
             if attribute.HasField("g"):
                 yield from _tensors(attribute.g)
             for sub in attribute.graphs:
                 yield from _tensors(sub)
 
 
-def _external(proto: Any) -> list[tuple[str, str]]:
-    """(tensor name, location) of every tensor whose data lies in another file."""
+def _external(proto: Any) -> list[tuple[str, str, str | None]]:
+    """(tensor name, location, the local function holding it or None) of every tensor whose
+    data lies in another file."""
     found = []
-    for tensor in _tensors(proto.graph):
-        if tensor.data_location == 1:  # TensorProto.EXTERNAL
-            where = {entry.key: entry.value for entry in tensor.external_data}
-            found.append((tensor.name, where.get("location", "")))
+    places: list[tuple[str | None, Any]] = [(None, _tensors(proto.graph))]
+    places += [(f.name, _node_tensors(f.node)) for f in proto.functions]
+    for function, tensors in places:
+        for tensor in tensors:
+            if tensor.data_location == 1:  # TensorProto.EXTERNAL
+                where = {entry.key: entry.value for entry in tensor.external_data}
+                found.append((tensor.name, where.get("location", ""), function))
     return found
 
 
@@ -143,7 +158,14 @@ def read_onnx(path: Path) -> Any:
     external = _external(proto)
     if external:
         folder = path.resolve().parent
-        for name, location in external:
+        for name, location, function in external:
+            if function is not None:  # ONNX loads none of these; ONNX Runtime would, from
+                raise UnsafeModel(  # the current directory: refused wherever they point
+                    f"{shown}: tensor {name!r} in its function {function!r} keeps its data "
+                    f"in another file ({location!r}), which ONNX does not load and ONNX "
+                    "Runtime would read from the current directory; save the model with "
+                    "that tensor's data inside it"
+                )
             target = (folder / location).resolve()
             if (
                 not location

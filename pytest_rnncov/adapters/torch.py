@@ -32,7 +32,14 @@ from ..core.arrays import all_finite
 from ..core.cells import Cell, GRUCell, LSTMCell, SimpleRNNCell
 from ..errors import InvalidArgument, InvalidInput, ModelError, RNNCovWarning
 from ..validation import check_choice
-from .base import MIXED_PRECISION_NOTE, Adapter, model_error_from, not_finite, rows_holding
+from .base import (
+    MIXED_PRECISION_NOTE,
+    Adapter,
+    check_not_a_scalar_object,
+    model_error_from,
+    not_finite,
+    rows_holding,
+)
 
 KINDS = {"LSTM": "lstm", "GRU": "gru", "RNN": "simple_rnn"}
 
@@ -308,6 +315,7 @@ class TorchModel(Adapter):
                 f"inputs cannot be read as an array ({type(exc).__name__}: {exc}); pass a "
                 "numpy array or a CPU/GPU tensor of shape (batch, ...)"
             ) from None
+        check_not_a_scalar_object(x, array)
         if array.ndim < 2:
             raise InvalidInput(f"inputs have shape {array.shape}; pass a batch (x[None] for one)")
         if self._shape_known:

@@ -233,19 +233,19 @@ class StateModel:
         if n_cells > MAX_CELLS:
             raise fail(f"has {intervals}**{k} cells, too many to index their transitions")
 
-        def ids(key: str, limit: int) -> np.ndarray:
+        def ids(key: str, limit: int, what: str = "ids") -> np.ndarray:
             values = data[key]
             if not isinstance(values, list) or not all(
                 isinstance(v, int) and not isinstance(v, bool) for v in values
             ):
                 raise fail(f"{key!r} must be a list of integers")
             if not all(0 <= v < limit for v in values):  # before numpy: ids may be huge
-                raise fail(f"{key!r} holds ids outside [0, {limit})")
+                raise fail(f"{key!r} holds {what} outside [0, {limit})")
             return np.asarray(values, np.int64)
 
         cells = ids("cells", n_cells)
         transitions = ids("transitions", n_cells * n_cells)
-        counts = ids("transition_counts", 2**62)
+        counts = ids("transition_counts", 2**62, "counts")
         if len(counts) != len(transitions) or (len(counts) and counts.min() < 1):
             raise fail("'transition_counts' must give a count >= 1 per transition")
         for key, array in (("cells", cells), ("transitions", transitions)):

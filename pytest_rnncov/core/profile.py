@@ -199,7 +199,8 @@ class Profile:
                 if not np.isfinite(values).all():
                     raise InvalidArgument(
                         f"the {name} signal of the training inputs holds NaN or inf; check "
-                        "the training inputs (values beyond float32's range?)"
+                        "the model's weights (a NaN or inf weight in the traced layer or "
+                        "below it?) and the training inputs (values beyond float32's range?)"
                     )
                 stats.add(values, axis=None)
             h = trace.h[:, window[0] : window[1] + 1]

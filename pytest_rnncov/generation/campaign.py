@@ -45,7 +45,7 @@ from ..core.coverage import Coverage, Observation
 from ..core.metrics import BC, DEFAULT_METRICS, Metric, Signals
 from ..core.profile import Profile
 from ..errors import InvalidArgument, RNNCovWarning
-from ..validation import check_bool, check_choice, check_fraction, check_int
+from ..validation import check_bool, check_choice, check_fraction, check_int, check_str
 from .cases import CaseStore
 from .ga import GAConfig, evolve
 from .mutators import Mutator, checked_mutate
@@ -201,6 +201,8 @@ class Campaign:
         shrink: bool = True,
         stop_after_failing_seeds: int | None = None,
     ) -> None:
+        if name is not None:
+            check_str("name", name)
         if isinstance(model, TrackedLike):
             self.tracked: TrackedLike | None = model
             self.rnn = model.rnn

@@ -12,6 +12,9 @@ from ..validation import check_choice, check_float, check_int
 
 #: Most seeds Oracle.calibrate compares pairwise (a seeded sample of them above this).
 CALIBRATION_SEEDS = 2000
+#: ``Oracle.calibrate(distance=...)`` measures this many seed pairs per call, so that
+#: memory stays bounded (2,000 seeds make up to 2 million pairs)
+CALIBRATION_PAIRS = 4096
 
 
 def _numeric(outputs: Any, what: str) -> np.ndarray:
@@ -175,8 +178,8 @@ class Oracle:
                 f"seeds are not one array ({exc}); pass a batch of equal-shaped seeds"
             ) from None
         out = output_rows(outputs, "outputs")
-        if x.ndim < 2 or len(x) != len(out) or len(x) < 2:
-            raise InvalidInput(
+        if x.ndim < (1 if distance is not None else 2) or len(x) != len(out) or len(x) < 2:
+            raise InvalidInput(  # with distance=, seeds may be texts (one row each)
                 f"calibrate needs at least two seeds with one output row each; "
                 f"got seeds {x.shape} and outputs {out.shape}"
             )
@@ -220,7 +223,15 @@ class Oracle:
                     f"distance={distance!r} must be a function f(a, b) "
                     "returning the distance of each row-aligned pair"
                 )
-            d = _distances(distance(x[a], x[b]), len(a), "distance(a, b)")
+            d = np.concatenate(  # in parts: a seed pair's rows are held for a part only
+                [
+                    _distances(distance(x[i], x[j]), len(i), "distance(a, b)")
+                    for i, j in zip(
+                        np.array_split(a, -(-len(a) // CALIBRATION_PAIRS)),
+                        np.array_split(b, -(-len(b) // CALIBRATION_PAIRS)),
+                    )
+                ]
+            )
             what = "distances"
         gap = float(np.quantile(d, quantile_))
         oracle.radius = fraction_ * gap

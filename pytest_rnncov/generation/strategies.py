@@ -7,6 +7,7 @@ database and shrinks toward its seed (zero generations is the seed itself).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
@@ -232,7 +233,8 @@ def _bred(
             f"seed {index}, bred toward {label} for {len(path) - 1} generations "
             f"(best fitness per generation: {' -> '.join(path)}; <= 0 {reached})"
         )
-        target(-float(scores[best]), label=f"-fitness {label.split(':')[0]}")
+        if math.isfinite(float(scores[best])):  # Hypothesis takes finite observations only
+            target(-float(scores[best]), label=f"-fitness {label.split(':')[0]}")
         return Mutant(
             mutator.take(population, [best])[0],
             seed[0],

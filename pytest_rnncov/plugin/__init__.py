@@ -86,6 +86,8 @@ class RNNCovPlugin:
         self._started: list[str] = []
         #: tests whose teardown ran (reported by workers too): an early stop names them
         self._finished = 0
+        #: profile files the xdist workers' track() fitted and wrote
+        self._worker_profiles: list[str] = []
         #: files or other collectors that failed to collect (--continue-on-collection-errors)
         self._uncollected: list[str] = []
         self.problems: list[str] = []
@@ -216,6 +218,7 @@ class RNNCovPlugin:
             for worker, payload in self._nodes:
                 if payload != "":  # "": a worker that did not use the plugin
                     role.receive(worker, payload)
+            role.worker_profiles = self._worker_profiles
             finished = {worker for worker, _ in self._nodes}
             for worker in self._started:
                 if worker not in finished:  # the session stopped while it ran
@@ -259,6 +262,9 @@ class RNNCovPlugin:
             return  # xdist reports some workers down twice, with the same output
         output = getattr(node, "workeroutput", None) or {}
         self._nodes.append((worker, output.get("rnncov")))
+        profiles = output.get("rnncov_profiles")
+        if isinstance(profiles, list):
+            self._worker_profiles.extend(str(p) for p in profiles)
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:

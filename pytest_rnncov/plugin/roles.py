@@ -45,6 +45,7 @@ class DistWorker:
             reason = f"{worker} ({type(exc).__name__}: {exc})"
             payload = CoverageData(missing_workers=[reason]).dumps()
         config.workeroutput["rnncov"] = payload  # type: ignore[attr-defined]
+        config.workeroutput["rnncov_profiles"] = self.engine.profiles_written  # type: ignore[attr-defined]
 
 
 class Central:
@@ -64,6 +65,8 @@ class Central:
         self.interrupted = False
         self.written: list[str] = []
         self.problems: list[str] = []
+        #: profile files the workers' track() fitted and wrote (said with this process's)
+        self.worker_profiles: list[str] = []
         self.baseline = (
             None
             if settings.compare is None
@@ -123,6 +126,11 @@ class Central:
             return None
 
     def sessionfinish(self, config: pytest.Config) -> None:
+        for profile in dict.fromkeys([*self.engine.profiles_written, *self.worker_profiles]):
+            self.written.append(
+                f"RNN coverage profile fitted from x_train and written to {profile}: commit "
+                "it (later runs load it)"
+            )
         data = self.data()
         verdict = self.verdict or self.decide(False, "the session stopped before the tests ran")
         # a session that measured nothing leaves an earlier baseline or data file as it was;

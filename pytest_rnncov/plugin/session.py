@@ -328,6 +328,8 @@ class RNNCovSession:
         self.random_tests: list[str] = []
         #: this session's id in its data: a run is never combined twice
         self.run_id = new_run_id()
+        #: the profile files track() fitted and wrote (the report names them: commit them)
+        self.profiles_written: list[str] = []
 
     def rng(self, salt: int | str = 0) -> np.random.Generator:
         """A numpy generator derived from the session seed (``--rnn-seed``) and ``salt``
@@ -433,8 +435,7 @@ class RNNCovSession:
         self.models[key] = TrackedModel(self, key, rnn, coverage, specs, preset)
         return self.models[key]
 
-    @staticmethod
-    def _profile(rnn: Adapter, profile: Any, x_train: Any, window: Any) -> Profile:
+    def _profile(self, rnn: Adapter, profile: Any, x_train: Any, window: Any) -> Profile:
         if isinstance(profile, Profile):
             return profile
         if profile is None:
@@ -471,6 +472,7 @@ class RNNCovSession:
                 if not path.exists():
                     fitted = Profile(window=window).fit(rnn, x_train)
                     fitted.save(path)
+                    self.profiles_written.append(str(path))
                     return fitted
         loaded = Profile.load(path)
         if window is not None and resolve_window(window, loaded.n_steps_) != tuple(loaded.window_):

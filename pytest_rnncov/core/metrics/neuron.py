@@ -275,8 +275,14 @@ class NBC(_NeuronMetric):
 
     def __init__(self, lower: float = -0.7, upper: float = 0.7, bounds: str = "fixed") -> None:
         check_choice("bounds", bounds, ("fixed", "profile"))
-        self.lower = check_float("lower", lower, allow_infinite=True)
+        self.lower = check_float("lower", lower, allow_infinite=True)  # SNAC's: no lower side
         self.upper = check_float("upper", upper)
+        if "lower" in self.sides and not math.isfinite(self.lower):
+            raise InvalidArgument(
+                f"lower={self.lower!r} leaves half of NBC's conditions (h < lower) "
+                "uncoverable, so its rate could not pass 50%; for the upper side alone use "
+                "SNAC(upper=...)"
+            )
         if not self.lower < self.upper:
             raise InvalidArgument(f"lower={self.lower!r} must be below upper={self.upper!r}")
         self.bounds = bounds

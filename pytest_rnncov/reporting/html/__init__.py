@@ -23,6 +23,7 @@ from ...config.bars import percent, percent_bar
 from ...core import sax
 from ...core.state import MetricState, ModelState
 from ...errors import MissingResource
+from ...validation import printable
 from ..attribution import coverage_by_test
 from ..data import CoverageData
 from ..images import png_bytes, side_by_side, to_gray8
@@ -444,7 +445,13 @@ class HtmlReport:
         import jinja2
 
         folder = resources.files(__name__)
-        environment = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
+        environment = jinja2.Environment(  # every value escaped: markup and control
+            autoescape=True,  # characters, direction overrides included (as the terminal)
+            undefined=jinja2.StrictUndefined,
+            finalize=lambda value: (
+                printable(value, newlines=True) if isinstance(value, str) else value
+            ),
+        )
         template = environment.from_string(folder.joinpath("report.html.jinja").read_text("utf-8"))
         return template.render(
             page=page_data(data, verdict), css=folder.joinpath("report.css").read_text("utf-8")
