@@ -625,6 +625,32 @@ def test_x_failing_the_last_test_stops_nothing(pytester):
     assert json.loads((pytester.path / "b.json").read_text())["complete"] is True
 
 
+RERUNS = """
+
+
+def pytest_runtest_protocol(item, nextitem):  # each test run 3 times, as rerun plugins do
+    from _pytest.runner import runtestprotocol
+
+    item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+    for _ in range(3):
+        runtestprotocol(item, nextitem=nextitem, log=True)
+    item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+    return True
+"""
+
+
+def test_a_test_run_again_counts_once_toward_the_tests_that_ran(pytester):
+    """A test run three times (pytest-rerunfailures) sent three teardown reports: -x after
+    1 of 3 tests once read as "every test ran" (3 teardowns for 3 tests)."""
+    pytester.makeconftest(CONFTEST + RERUNS)
+    pytester.makepyfile(test_stop=STOPPING.format(error="AssertionError"))
+    result = pytester.runpytest_subprocess("-x", "--rnn-coverage=0.01", "--rnn-data=d.json")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        ["RNN coverage gate not applied: the session stopped after 2 of 3*"]
+    )
+
+
 def test_files_that_did_not_collect_make_the_run_partial(pytester):
     """--continue-on-collection-errors: a test file that failed to import ran none of its
     tests, so the run is partial like a stopped one (it once saved a baseline marked

@@ -85,7 +85,7 @@ class RNNCovPlugin:
         #: every xdist worker that started: one that never finished is named as missing
         self._started: list[str] = []
         #: tests whose teardown ran (reported by workers too): an early stop names them
-        self._finished = 0
+        self._finished: set[str] = set()
         #: profile files the xdist workers' track() fitted and wrote
         self._worker_profiles: list[str] = []
         #: files or other collectors that failed to collect (--continue-on-collection-errors)
@@ -191,7 +191,7 @@ class RNNCovPlugin:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "teardown":
-            self._finished += 1
+            self._finished.add(report.nodeid)  # a rerun (pytest-rerunfailures) counts once
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:  # its tests never run: the coverage is from the others
@@ -225,7 +225,7 @@ class RNNCovPlugin:
                     role.receive(f"{worker} (still running when the session stopped)", None)
         if role.controller:
             applied, reason, why = True, None, None
-            if stopped is not None and 0 < session.testscollected <= self._finished:
+            if stopped is not None and 0 < session.testscollected <= len(self._finished):
                 stopped = None  # -x failing the last test: every test ran
             if stopped is not None:
                 why = self._stopped_reason(session, stopped)
@@ -248,7 +248,8 @@ class RNNCovPlugin:
         else:
             why = f"{type(stopped).__name__}: {stopped}"
         return (
-            f"the session stopped after {self._finished} of {session.testscollected} tests ({why})"
+            f"the session stopped after {len(self._finished)} of {session.testscollected} "
+            f"tests ({why})"
         )
 
     @pytest.hookimpl(optionalhook=True)  # xdist hooks: unknown where xdist is not installed
