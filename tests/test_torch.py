@@ -188,8 +188,13 @@ def test_torch_errors(x):
     model = Wrapped(nn.LSTM(3, 4, num_layers=2, batch_first=True))
     with pytest.raises(ModelError, match=r"has 2 stacked layers, .l0 to .l1"):
         RNNModel(model, "encoder.rnn.l2")
-    with pytest.raises(ModelError, match=r"'encoder.rnn' \(LSTM, index 0, 2 layers\)"):
+    with pytest.raises(
+        ModelError,
+        match=r"'encoder.rnn' \(LSTM, index 0, 2 stacked layers: 'encoder.rnn.l1' for the second",
+    ):
         RNNModel(model, "decoder")
+    with pytest.raises(ModelError, match="is not a recurrent module"):  # a full-width 1
+        RNNModel(model, "encoder.rnn.l\uff11")
     rnn = RNNModel(model)
     rnn.trace(x)
     with pytest.raises(InvalidInput, match=r"expects \(batch, 6, 3\)"):

@@ -202,8 +202,12 @@ class TorchModel(Adapter):
             if type(m) in (torch.nn.LSTM, torch.nn.GRU, torch.nn.RNN)
         ]
         listing = ", ".join(
-            f"{n!r} ({type(m).__name__}, index {i}, {m.num_layers} layer"
-            f"{'s' if m.num_layers > 1 else ''})"
+            f"{n!r} ({type(m).__name__}, index {i}, "
+            + (
+                f"{m.num_layers} stacked layers: {n + '.l1'!r} for the second)"
+                if m.num_layers > 1
+                else "1 layer)"
+            )
             for i, (n, m) in enumerate(candidates)
         )
         if not candidates:
@@ -219,7 +223,7 @@ class TorchModel(Adapter):
         for candidate, module in candidates:  # a module's own name first: it may end in .lK
             if candidate == layer:
                 return candidate, module, 0
-        match = re.fullmatch(r"(.*?)(?:\.l(\d+))?", layer)
+        match = re.fullmatch(r"(.*?)(?:\.l([0-9]+))?", layer)  # ASCII digits only
         assert match is not None
         name, depth = match.group(1), int(match.group(2) or 0)
         for candidate, module in candidates:
