@@ -178,6 +178,8 @@ def test_samples_folders_stay_inside_the_root_and_within_name_limits(tmp_path):
         folder = samples_folder(tmp_path, model, "test_a.py::test_x", taken)
         assert folder.resolve().is_relative_to(tmp_path) and ".." not in folder.parts
     assert samples_folder(tmp_path, "m", "..", taken) == tmp_path / "m" / "session"
+    for device in ("nul", "Con", "aux.txt", "COM1"):  # devices on Windows, whatever follows
+        assert samples_folder(tmp_path, device, None, taken).parent.name == f"_{device}"
     long_a = samples_folder(tmp_path, "m", "test_u.py::test_" + "\u6d4b" * 90, taken)
     long_b = samples_folder(tmp_path, "m", "test_u.py::test_" + "\u6d4b" * 91, taken)
     assert long_a != long_b and long_a.parent == long_b.parent == tmp_path / "m"
@@ -214,7 +216,19 @@ def test_an_earlier_campaigns_file_that_cannot_go_keeps_that_campaign_whole(tmp_
         writer._ready()
     assert sorted(p.name for p in folder.iterdir()) == sorted([*kept, MARKER])
     assert all((folder / name).read_text() == text for name, text in kept.items())
+    # a file that cannot be put back either is named, not lost in a bare OSError
+    first_aside = folder / ".adv_00001_seed0_0to1.png.removed"
+
+    def refuse_twice(src, dst):
+        if Path(src) == first_aside:
+            raise PermissionError(1, "Operation not permitted")
+        refuse(src, dst)
+
+    monkeypatch.setattr(os, "replace", refuse_twice)
+    with pytest.raises(DataFileError, match=r"could not be put back: \.adv_00001_seed0_0to1"):
+        writer._ready()
     monkeypatch.undo()
+    os.replace(first_aside, folder / "adv_00001_seed0_0to1.png")
     writer._ready()
     assert [p.name for p in folder.iterdir()] == [MARKER]
 

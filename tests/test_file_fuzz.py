@@ -486,6 +486,26 @@ def test_edits_the_fuzzing_found_are_refused_by_name(folder, kind, path, value, 
     assert str(target) in str(info.value)
 
 
+def test_an_nbc_without_a_lower_bound_from_the_release_before_is_read():
+    """NBC(lower=-inf) is refused now (half its conditions uncoverable), but the release
+    before wrote it into data files and baselines (as lower: null): they still load."""
+    rng = np.random.default_rng(0)
+    h = rng.normal(size=(20, 6, 3))
+    trace = make_trace(h=h, f=rng.uniform(size=h.shape))
+    profile = Profile().fit_traces([trace], layer="l", fingerprint="f")
+    bound = NBC(lower=-1.0).bind(profile, track_fitness=False)
+    state = ModelState("m", "l", "lstm", profile.window_, "f", 0, {"NBC": bound.state_})
+    content = json.loads(CoverageData(models={"m": state}, runs=["r"]).dumps())
+    metric = content["models"]["m"]["metrics"]["NBC"]
+    metric["config"]["lower"] = None
+    metric["describe"] = "NBC(h, LB=-inf, UB=0.7)"
+    loaded = CoverageData.loads(json.dumps(content)).models["m"].metrics["NBC"]
+    assert loaded.config["lower"] is None and loaded.describe == "NBC(h, LB=-inf, UB=0.7)"
+    metric["describe"] = "NBC(h, LB=-1, UB=0.7)"  # the description must still match
+    with pytest.raises(DataFileError, match="does not match its fields"):
+        CoverageData.loads(json.dumps(content))
+
+
 @pytest.mark.parametrize(
     ("profile_options", "metric"),
     [

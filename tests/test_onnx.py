@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from typing import Any
 
 import numpy as np
 import pytest
@@ -526,21 +527,25 @@ def test_external_data_outside_the_folder_is_refused(tmp_path, location):
         load_model(path)
 
 
-def test_external_data_in_a_local_function_is_refused_wherever_it_points(tmp_path, monkeypatch):
+def _external_tensor(name: str, location: str, data_type: int, dims: list[int]) -> Any:
+    tensor = TensorProto(name=name, data_type=data_type, dims=dims)
+    tensor.data_location = TensorProto.EXTERNAL
+    for key, value in (("location", location), ("length", str(4 * int(np.prod(dims))))):
+        entry = tensor.external_data.add()
+        entry.key, entry.value = key, value
+    return tensor
+
+
+def test_external_data_of_a_local_function_comes_from_the_models_folder(tmp_path, monkeypatch):
     """A tensor inside one of the model's local functions (ModelProto.functions) escaped
-    the check: ONNX loads no external data there, and ONNX Runtime read it from the current
-    directory into the outputs (a file's bytes leaked into predict)."""
+    the location check, and ONNX Runtime read its file from the current directory into the
+    outputs: now it is checked like the graph's, and read from the model's folder."""
     folder, cwd = tmp_path / "model", tmp_path / "cwd"
     folder.mkdir()
     cwd.mkdir()
-    (cwd / "secret.bin").write_bytes(bytes(range(1, 65)))
-    (folder / "secret.bin").write_bytes(bytes(64))  # beside the model: refused as well
+    (cwd / "secret.bin").write_bytes(np.arange(1, 17, dtype=np.float32).tobytes())
     model = hand_model("GRU", lengths=False)
-    leak = TensorProto(name="leak", data_type=TensorProto.UINT8, dims=[64])
-    leak.data_location = TensorProto.EXTERNAL
-    for key, value in (("location", "secret.bin"), ("length", "64")):
-        entry = leak.external_data.add()
-        entry.key, entry.value = key, value
+    leak = _external_tensor("leak", "secret.bin", TensorProto.FLOAT, [16])
     model.functions.append(
         helper.make_function(
             "evil.local",
@@ -554,10 +559,35 @@ def test_external_data_in_a_local_function_is_refused_wherever_it_points(tmp_pat
     path = folder / "gru.onnx"
     path.write_bytes(model.SerializeToString())
     monkeypatch.chdir(cwd)
-    with pytest.raises(UnsafeModel, match="tensor 'leak' in its function 'Leak' keeps its data"):
+    with pytest.raises(ModelError, match="'secret.bin', which does not exist in"):
+        RNNModel(path)  # once: read from cwd
+    (folder / "secret.bin").write_bytes(np.zeros(16, np.float32).tobytes())
+    loaded = load_model(path)
+    read = numpy_helper.to_array(loaded.functions[0].node[0].attribute[0].t)
+    np.testing.assert_array_equal(read, np.zeros(16, np.float32))  # the folder's, not cwd's
+    model.functions[0].node[0].attribute[0].t.external_data[0].value = "../cwd/secret.bin"
+    path.write_bytes(model.SerializeToString())
+    with pytest.raises(UnsafeModel, match="outside the model's folder"):
         RNNModel(path)
-    with pytest.raises(ModelError, match="keeps tensor 'leak' in an external file"):
-        RNNModel(model)
+
+
+def test_external_data_onnx_does_not_load_is_refused(tmp_path, monkeypatch):
+    """ONNX loads no sparse tensor's external data, and ONNX Runtime read it from the
+    current directory: whatever stays external after loading is refused."""
+    folder, cwd = tmp_path / "model", tmp_path / "cwd"
+    folder.mkdir()
+    cwd.mkdir()
+    for where in (folder, cwd):
+        (where / "s.bin").write_bytes(np.full(4, 1000, np.float32).tobytes())
+    model = hand_model("GRU", lengths=False)
+    values = _external_tensor("s_values", "s.bin", TensorProto.FLOAT, [4])
+    indices = numpy_helper.from_array(np.arange(4, dtype=np.int64), "s_indices")
+    model.graph.sparse_initializer.append(helper.make_sparse_tensor(values, indices, [4]))
+    path = folder / "gru.onnx"
+    path.write_bytes(model.SerializeToString())
+    monkeypatch.chdir(cwd)
+    with pytest.raises(UnsafeModel, match="tensor 's_values' keeps its data in 's.bin', which"):
+        RNNModel(path)
 
 
 def test_external_data_inside_the_folder_loads(tmp_path, x):

@@ -625,6 +625,17 @@ def test_x_failing_the_last_test_stops_nothing(pytester):
     assert json.loads((pytester.path / "b.json").read_text())["complete"] is True
 
 
+def test_the_reason_names_files_or_collectors_that_did_not_collect():
+    from pytest_rnncov.plugin import _uncollected_reason
+
+    assert _uncollected_reason(["a.py", "b.py"]) == (
+        "2 test files could not be collected (a.py, b.py), so their tests did not run"
+    )
+    assert _uncollected_reason(["a.py::test_f"]) == (  # a parametrize error, say
+        "1 test collector could not be collected (a.py::test_f), so its tests did not run"
+    )
+
+
 RERUNS = """
 
 

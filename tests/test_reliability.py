@@ -609,15 +609,42 @@ def test_a_copy_of_a_data_file_is_not_combined_twice(shard, tmp_path):
     assert again.returncode == 4 and "holds run run-a again" in again.stderr
 
 
-def test_a_data_file_listing_no_run_is_refused(shard, tmp_path):
-    """A file whose "runs" was emptied passed for a new run, so combined with its original
-    its inputs counted twice; pytest-rnncov writes at least one run id."""
-    content = json.loads((shard / "a.json").read_text())
-    (tmp_path / "a.json").write_text(json.dumps(content))
-    (tmp_path / "copy.json").write_text(json.dumps(content | {"runs": []}))
-    done = cli("combine", "a.json", "copy.json", "--out", "ab.json", cwd=tmp_path)
-    assert done.returncode == 4 and not (tmp_path / "ab.json").exists()
-    assert "data file 'copy.json': 'runs' lists no run" in done.stderr
+def test_data_saved_without_run_ids_is_named_by_its_content(shard, tmp_path, measured):
+    """Data made in code has no run id: it is written with one derived from its content
+    (so a copy of its file is caught by combine), and a file of the release before, which
+    wrote "runs": [], is still read, named by its content."""
+    made = CoverageData(models={"m": measured})
+    (tmp_path / "made.json").write_text(made.dumps())
+    (tmp_path / "copy.json").write_text(made.dumps())
+    assert json.loads(made.dumps())["runs"][0].startswith("content-")
+    done = cli("combine", "made.json", "copy.json", cwd=tmp_path)
+    assert done.returncode == 4 and "again (a copy of a file already combined?)" in done.stderr
+    older = json.loads(made.dumps()) | {"runs": []}
+    (tmp_path / "older.json").write_text(json.dumps(older))
+    assert CoverageData.load(tmp_path / "older.json").runs[0].startswith("file-")
+    both = cli("combine", "older.json", "made.json", "--out", "both.json", cwd=tmp_path)
+    assert both.returncode == 0, both.stderr
+
+
+def test_a_worker_that_cannot_send_its_data_sends_its_own_run_id(measured):
+    """Its fallback data (naming it as missing) once had no run id, so written with one
+    derived from its content it was the same in every session where that worker failed the
+    same way, and combining two such shards was refused as a copy."""
+    from types import SimpleNamespace
+
+    from pytest_rnncov.plugin.roles import DistWorker
+
+    def broken():
+        raise ValueError("cannot serialise this")
+
+    sent = []
+    for run_id in ("run-1", "run-2"):
+        engine = SimpleNamespace(data=broken, run_id=run_id, profiles_written=[])
+        config = SimpleNamespace(workerinput={"workerid": "gw0"}, workeroutput={})
+        DistWorker(None, engine).sessionfinish(config)  # type: ignore[arg-type]
+        sent.append(CoverageData.loads(config.workeroutput["rnncov"]))
+    assert [data.runs for data in sent] == [["run-1"], ["run-2"]]
+    assert sent[0].missing_workers == ["gw0 (ValueError: cannot serialise this)"]
 
 
 def test_an_integer_of_thousands_of_digits_gets_a_plain_message(shard, tmp_path):

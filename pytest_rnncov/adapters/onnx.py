@@ -89,17 +89,15 @@ def _node_tensors(nodes: Any) -> Any:
                 yield from _tensors(sub)
 
 
-def _external(proto: Any) -> list[tuple[str, str, str | None]]:
-    """(tensor name, location, the local function holding it or None) of every tensor whose
-    data lies in another file."""
+def _external(proto: Any) -> list[tuple[str, str]]:
+    """(tensor name, location) of every tensor whose data lies in another file: in the
+    graph, its subgraphs and the model's local functions, sparse ones included."""
+    tensors = [_tensors(proto.graph), *(_node_tensors(f.node) for f in proto.functions)]
     found = []
-    places: list[tuple[str | None, Any]] = [(None, _tensors(proto.graph))]
-    places += [(f.name, _node_tensors(f.node)) for f in proto.functions]
-    for function, tensors in places:
-        for tensor in tensors:
-            if tensor.data_location == 1:  # TensorProto.EXTERNAL
-                where = {entry.key: entry.value for entry in tensor.external_data}
-                found.append((tensor.name, where.get("location", ""), function))
+    for tensor in (t for group in tensors for t in group):
+        if tensor.data_location == 1:  # TensorProto.EXTERNAL
+            where = {entry.key: entry.value for entry in tensor.external_data}
+            found.append((tensor.name, where.get("location", "")))
     return found
 
 
@@ -158,14 +156,7 @@ def read_onnx(path: Path) -> Any:
     external = _external(proto)
     if external:
         folder = path.resolve().parent
-        for name, location, function in external:
-            if function is not None:  # ONNX loads none of these; ONNX Runtime would, from
-                raise UnsafeModel(  # the current directory: refused wherever they point
-                    f"{shown}: tensor {name!r} in its function {function!r} keeps its data "
-                    f"in another file ({location!r}), which ONNX does not load and ONNX "
-                    "Runtime would read from the current directory; save the model with "
-                    "that tensor's data inside it"
-                )
+        for name, location in external:
             target = (folder / location).resolve()
             if (
                 not location
@@ -187,6 +178,12 @@ def read_onnx(path: Path) -> Any:
             onnx.load_external_data_for_model(proto, str(folder))
         except Exception as exc:
             raise ModelError(f"{shown}: its external data cannot be read ({exc})") from None
+        for name, location in _external(proto):  # what ONNX did not load (sparse tensors,
+            raise UnsafeModel(  # functions' in older onnx): ONNX Runtime would read it
+                f"{shown}: tensor {name!r} keeps its data in {location!r}, which ONNX "
+                "does not load here, and ONNX Runtime would read it from the current "
+                "directory; save the model with that tensor's data inside it"
+            )
     check_onnx(proto, shown)
     return proto
 

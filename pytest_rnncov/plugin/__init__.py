@@ -229,10 +229,10 @@ class RNNCovPlugin:
                 stopped = None  # -x failing the last test: every test ran
             if stopped is not None:
                 why = self._stopped_reason(session, stopped)
-            elif self._uncollected:
-                why = _uncollected_reason(self._uncollected)
             elif session.config.option.collectonly:
                 applied, reason = False, "only collecting (--collect-only)"
+            elif self._uncollected:
+                why = _uncollected_reason(self._uncollected)
             elif session.testscollected == 0:
                 applied, reason = False, "no test was selected"
             verdict = self.role.decide(applied, reason, why)  # type: ignore[union-attr]
@@ -335,8 +335,9 @@ def _uncollected_reason(nodeids: list[str]) -> str:
     (``--continue-on-collection-errors``): their tests did not run."""
     n = len(nodeids)
     shown = ", ".join(nodeids[:3]) + (", ..." if n > 3 else "")
+    noun = "test file" if all("::" not in nodeid for nodeid in nodeids) else "test collector"
     return (
-        f"{n} test file{'s' if n != 1 else ''} could not be collected ({shown}), so "
+        f"{n} {noun}{'s' if n != 1 else ''} could not be collected ({shown}), so "
         f"{'their' if n != 1 else 'its'} tests did not run"
     )
 

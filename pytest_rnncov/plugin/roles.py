@@ -43,7 +43,7 @@ class DistWorker:
         except Exception as exc:  # the controller names this worker and the reason
             worker = config.workerinput["workerid"]  # type: ignore[attr-defined]
             reason = f"{worker} ({type(exc).__name__}: {exc})"
-            payload = CoverageData(missing_workers=[reason]).dumps()
+            payload = CoverageData(missing_workers=[reason], runs=[self.engine.run_id]).dumps()
         config.workeroutput["rnncov"] = payload  # type: ignore[attr-defined]
         config.workeroutput["rnncov_profiles"] = self.engine.profiles_written  # type: ignore[attr-defined]
 

@@ -162,11 +162,6 @@ class CoverageData:
         runs = fields.strings("runs") if version >= 2 else []
         if len(set(runs)) != len(runs):
             raise fields.fail("'runs' names a run twice")
-        if version >= 2 and not runs:  # it would pass for a new run: counted twice
-            raise fields.fail(
-                "'runs' lists no run (pytest-rnncov writes at least one); write the file "
-                "again with --rnn-data"
-            )
         return cls(
             models,
             dict(signals),

@@ -187,22 +187,30 @@ class SampleWriter:
 
 def _remove_all(paths: list[Path]) -> None:
     """Remove ``paths`` (an earlier campaign's files) all or none: each is first renamed
-    aside, and if one cannot be (read-only, immutable, open on Windows) those already moved
-    are put back and DataFileError names it, so the earlier campaign stays whole."""
+    aside, and if one cannot be (immutable, or open in another program on Windows) those
+    already moved are put back and DataFileError names it, so the earlier campaign stays
+    whole."""
     moved: list[tuple[Path, Path]] = []
     for path in paths:
         aside = path.with_name(f".{path.name}.removed")
+        with contextlib.suppress(OSError):  # a leftover of a run that could not remove it
+            aside.unlink(missing_ok=True)
         try:
             os.replace(path, aside)
         except FileNotFoundError:
             continue
         except OSError as exc:
+            unrestored = []
             for original, renamed in reversed(moved):
-                os.replace(renamed, original)
+                try:
+                    os.replace(renamed, original)
+                except OSError:
+                    unrestored.append(f"{renamed.name} (was {original.name})")
+            kept = f"; these could not be put back: {', '.join(unrestored)}" if unrestored else ""
             raise DataFileError(
                 f"cannot replace {str(path)!r}, a file an earlier campaign wrote there: "
                 f"{exc.strerror}; make it writable (or close the program holding it), "
-                "or give the campaign another folder"
+                f"or give the campaign another folder{kept}"
             ) from None
         moved.append((path, aside))
     for _, aside in moved:
@@ -222,15 +230,22 @@ def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
 
 
-#: the longest folder name ``samples_folder`` makes, in UTF-8 bytes (file systems allow 255)
+#: the longest folder name ``samples_folder`` makes, in UTF-8 bytes (file systems allow 255),
+#: before a ``-2``, ``-3``... for further campaigns of one test
 FOLDER_BYTES = 120
+#: names Windows gives to devices, in any case and with any extension (``nul.txt``)
+WINDOWS_DEVICES = frozenset(
+    ["CON", "PRN", "AUX", "NUL"] + [f"{d}{i}" for d in ("COM", "LPT") for i in range(1, 10)]
+)
 
 
 def _folder_name(text: str, fallback: str) -> str:
     """``text`` made one folder name: no separators, no leading or trailing dots (``..``
-    would climb out of the folder), at most FOLDER_BYTES in UTF-8; a name cut short ends in
-    a hash of the whole, so two long names stay apart."""
+    would climb out of the folder), none of Windows' device names, at most FOLDER_BYTES in
+    UTF-8; a name cut short ends in a hash of the whole, so two long names stay apart."""
     name = _safe(text).strip(".")
+    if name.split(".")[0].upper() in WINDOWS_DEVICES:
+        name = f"_{name}"
     if len(name.encode()) > FOLDER_BYTES:
         digest = hashlib.sha256(text.encode()).hexdigest()[:10]
         head = name.encode()[: FOLDER_BYTES - len(digest) - 1].decode(errors="ignore")

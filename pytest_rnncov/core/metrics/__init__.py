@@ -177,10 +177,15 @@ def config_problem(metric: str, config: Any, total: int, describe: str) -> str |
         return f"it implies {implied} conditions, not {total}"
     parameters = inspect.signature(kind.__init__).parameters
     arguments = {k: config[k] for k in parameters if k in config}
+    legacy = metric == "NBC" and arguments.get("lower", 0) is None
     if "lower" in arguments and arguments["lower"] is None:
         arguments["lower"] = -math.inf  # written as null: JSON has no -inf
     try:
-        rebuilt = kind(**arguments)
+        if legacy:  # NBC(lower=-inf), written before NBC refused it: read as it was
+            rebuilt = kind(**arguments | {"lower": math.nextafter(arguments["upper"], -math.inf)})
+            vars(rebuilt)["lower"] = -math.inf  # as the constructor once kept it
+        else:
+            rebuilt = kind(**arguments)
     except InvalidArgument as exc:
         return str(exc)
     try:

@@ -448,8 +448,10 @@ class HtmlReport:
         environment = jinja2.Environment(  # every value escaped: markup and control
             autoescape=True,  # characters, direction overrides included (as the terminal)
             undefined=jinja2.StrictUndefined,
-            finalize=lambda value: (
-                printable(value, newlines=True) if isinstance(value, str) else value
+            finalize=lambda value: (  # Markup is the page's own: kept as it is
+                printable(value, newlines=True)
+                if isinstance(value, str) and not isinstance(value, jinja2.runtime.Markup)
+                else value
             ),
         )
         template = environment.from_string(folder.joinpath("report.html.jinja").read_text("utf-8"))
