@@ -53,6 +53,13 @@ HOST_SUMS_BYTES = 1 << 29
 OVERLAP_BATCH = 256
 
 
+#: largest |h - framework h| per compute dtype, documented in docs/definitions.md
+MIXED_PRECISION_NOTE = (
+    "traces are recomputed in float32 while the layer computes in {dtype}: "
+    "expect differences up to about 4e-3 (float16) / 2e-2 (bfloat16)"
+)
+
+
 def check_not_a_scalar_object(x: Any, array: np.ndarray) -> None:
     """Refuse inputs numpy could only wrap as one object (a generator, a dict, ...)."""
     if array.dtype == object and array.ndim == 0:
@@ -60,13 +67,6 @@ def check_not_a_scalar_object(x: Any, array: np.ndarray) -> None:
             f"inputs are a {type(x).__name__}, not an array; pass a numpy array or a tensor "
             "of shape (batch, ...) (np.stack a generator's items first)"
         )
-
-
-#: largest |h - framework h| per compute dtype, documented in docs/definitions.md
-MIXED_PRECISION_NOTE = (
-    "traces are recomputed in float32 while the layer computes in {dtype}: "
-    "expect differences up to about 4e-3 (float16) / 2e-2 (bfloat16)"
-)
 
 
 def framework_of(model: Any) -> str:

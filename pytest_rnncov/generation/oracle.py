@@ -223,15 +223,11 @@ class Oracle:
                     f"distance={distance!r} must be a function f(a, b) "
                     "returning the distance of each row-aligned pair"
                 )
-            d = np.concatenate(  # in parts: a seed pair's rows are held for a part only
-                [
-                    _distances(distance(x[i], x[j]), len(i), "distance(a, b)")
-                    for i, j in zip(
-                        np.array_split(a, -(-len(a) // CALIBRATION_PAIRS)),
-                        np.array_split(b, -(-len(b) // CALIBRATION_PAIRS)),
-                    )
-                ]
-            )
+            parts = []
+            for start in range(0, len(a), CALIBRATION_PAIRS):  # one part's pair rows at a time
+                i, j = a[start : start + CALIBRATION_PAIRS], b[start : start + CALIBRATION_PAIRS]
+                parts.append(_distances(distance(x[i], x[j]), len(i), "distance(a, b)"))
+            d = np.concatenate(parts)
             what = "distances"
         gap = float(np.quantile(d, quantile_))
         oracle.radius = fraction_ * gap
