@@ -104,12 +104,19 @@ def test_tc_by_hand():
     assert tc.covered_ids() == [5]
 
 
-def test_tc_w_larger_than_window_is_refused():
-    profile = fit_profile(make_trace(h=[[[1.0]] * 4, [[3.0]] * 4]))
-    with pytest.raises(
-        InvalidArgument, match=r"w=5 is larger than the window \[0, 3\] \(4 steps\)"
-    ):
-        TC(w=5).bind(profile)
+def test_tc_w_larger_than_the_window_by_hand():
+    # training h/net over the window (1, 3): 0, 2, 0 and 2, 0, 2 -> mu 1, sigma 1
+    train = [[[1.5, 1.5], [0, 0], [1, 1], [0, 0]], [[1.5, 1.5], [1, 1], [0, 0], [1, 1]]]
+    profile = fit_profile(make_trace(h=train), window=(1, 3))
+    tc = TC(w=5).bind(profile)  # 3 steps, 5 segments: each step spans 5/3 segments
+    assert tc.total == 243
+    # test h/net 0, 2, 2 -> z = -1, 1, 1; each repeated 5 times, blocks of 3:
+    # (-1-1-1)/3, (-1-1+1)/3, 1, 1, 1 = -1, -1/3, 1, 1, 1 -> a b c c c
+    test = make_trace(h=[[[5, 5], [0, 0], [1, 1], [1, 1]]])
+    np.testing.assert_allclose(tc.paa(Signals(test, (1, 3))), [[-1, -1 / 3, 1, 1, 1]], atol=1e-12)
+    update(tc, test, (1, 3))
+    assert tc.covered_ids() == [0 * 81 + 1 * 27 + 2 * 9 + 2 * 3 + 2]
+    assert tc.label(53) == "abccc"
 
 
 # -- neuron metrics -------------------------------------------------------------------------
@@ -141,6 +148,38 @@ def test_kmnc_top_of_range_is_in_the_last_section():
     kmnc = KMNC(k=4).bind(profile)
     update(kmnc, make_trace(h=[[[1.0]], [[0.5]], [[1.5]]]), (0, 0))
     assert kmnc.covered_ids() == [2, 3]
+
+
+def test_kmnc_maximum_is_in_the_last_section_whatever_the_rounding():
+    # (max - min) * (10 / (max - min)) rounds to 10.000000000000002 for this range: the
+    # training maximum itself was counted above the range, covering nothing
+    lo, hi = np.float32(-0.2585725486278534), np.float32(0.3289696276187897)
+    assert (np.float64(hi) - np.float64(lo)) * (10 / (np.float64(hi) - np.float64(lo))) > 10
+    profile = fit_profile(make_trace(h=[[[lo]], [[hi]]]))
+    for value, covered in [(hi, [9]), (np.nextafter(hi, np.float32(np.inf)), []), (lo, [0])]:
+        kmnc = KMNC(k=10).bind(profile)
+        update(kmnc, make_trace(h=[[[value]]]), (0, 0))
+        assert kmnc.covered_ids() == covered, value
+        assert (kmnc.fitness(Signals(make_trace(h=[[[value]]]), (0, 0)))[0] <= 0).sum() == len(
+            covered
+        )
+
+
+@given(
+    bounds=st.lists(
+        st.floats(-1e3, 1e3, width=32, allow_subnormal=False), min_size=2, max_size=2, unique=True
+    ),
+    k=st.integers(1, 13),
+)
+def test_kmnc_covers_a_section_exactly_for_values_inside_the_range(bounds, k):
+    lo, hi = np.float32(min(bounds)), np.float32(max(bounds))
+    profile = fit_profile(make_trace(h=[[[lo]], [[hi]]]))
+    inside = [lo, hi, np.nextafter(hi, lo), np.nextafter(lo, hi)]
+    outside = [np.nextafter(hi, np.float32(np.inf)), np.nextafter(lo, np.float32(-np.inf))]
+    kmnc = KMNC(k=k).bind(profile)
+    fitness = kmnc.fitness(Signals(make_trace(h=[[[v]] for v in inside + outside]), (0, 0)))
+    assert ((fitness <= 0).sum(axis=1) == [1, 1, 1, 1, 0, 0]).all()
+    assert fitness[0, 0] <= 0 and fitness[1, k - 1] <= 0  # min: first section, max: last
 
 
 # -- parameters and profiles ----------------------------------------------------------------

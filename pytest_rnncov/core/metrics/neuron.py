@@ -138,9 +138,13 @@ class KMNC(_NeuronMetric):
         computed on the host (the bucketing needs numpy)."""
         v = signals.host().neurons("h")[rows]
         v = v.astype(np.float64) if self.all_active_ else v[:, self.active_].astype(np.float64)
-        v -= self.lo_
-        v *= self.scale_
-        return v
+        u = v - self.lo_
+        u *= self.scale_
+        # the range decides, not the rounding: the maximum can land a hair above k and a
+        # value just above it on k (lo gives 0 exactly; below it stays below 0)
+        np.minimum(u, self.k, out=u, where=v <= self.hi_)
+        np.maximum(u, np.nextafter(float(self.k), np.inf), out=u, where=v > self.hi_)
+        return u
 
     def fitness(self, signals: Signals, rows: slice = slice(None)) -> np.ndarray:
         u = self._coordinates(signals, rows)

@@ -56,11 +56,6 @@ class TC(Metric):
         check_cell_component(self, profile, self.component)
         t1, t2 = profile.window_
         length = t2 - t1 + 1
-        if self.w > length:
-            raise InvalidArgument(
-                f"TC w={self.w} is larger than the window {list(profile.window_)} "
-                f"({length} steps); use w <= {length} or a wider window"
-            )
         self.window_ = profile.window_
         self.mu_, self.sigma_ = profile.zscore(self.component, self.abstraction)
         self.paa_ = sax.paa_matrix(length, self.w)
