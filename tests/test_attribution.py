@@ -53,6 +53,8 @@ def test_recorded_tests_survive_the_file_and_bad_ones_are_refused():
     for edit, says in [
         (lambda d: d["metrics"]["TC"]["tests"]["first"][0].append(7), "test indices below 3"),
         (lambda d: d["metrics"]["TC"]["tests"]["first"][0].append(0), "distinct"),
+        (lambda d: d["metrics"]["TC"]["tests"]["first"].__setitem__(0, [[0]]), "test indices"),
+        (lambda d: d["metrics"]["TC"]["tests"]["first"].__setitem__(0, [{}]), "test indices"),
         (lambda d: d["tests"].append("a"), "names a test twice"),
         (lambda d: d["metrics"]["TC"]["tests"]["counts"].append(1), "counts 4 tests"),
     ]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -177,9 +178,10 @@ def test_samples_folders_stay_inside_the_root_and_within_name_limits(tmp_path):
     for model in ("..", ".", "a/../../b", "..\\x"):
         folder = samples_folder(tmp_path, model, "test_a.py::test_x", taken)
         assert folder.resolve().is_relative_to(tmp_path) and ".." not in folder.parts
-    assert samples_folder(tmp_path, "m", "..", taken) == tmp_path / "m" / "session"
+    dots = samples_folder(tmp_path, "m", "..", taken)
+    assert dots.parent == tmp_path / "m" and dots.name.startswith("session-")
     for device in ("nul", "Con", "aux.txt", "COM1"):  # devices on Windows, whatever follows
-        assert samples_folder(tmp_path, device, None, taken).parent.name == f"_{device}"
+        assert samples_folder(tmp_path, device, None, taken).parent.name.startswith(f"_{device}-")
     long_a = samples_folder(tmp_path, "m", "test_u.py::test_" + "\u6d4b" * 90, taken)
     long_b = samples_folder(tmp_path, "m", "test_u.py::test_" + "\u6d4b" * 91, taken)
     assert long_a != long_b and long_a.parent == long_b.parent == tmp_path / "m"
@@ -187,7 +189,25 @@ def test_samples_folders_stay_inside_the_root_and_within_name_limits(tmp_path):
         assert len(folder.name.encode()) <= FOLDER_BYTES
         folder.mkdir(parents=True)  # the file system takes it
     short = samples_folder(tmp_path, "mnist", "test_a.py::test_x[1-2]", taken)
-    assert short == tmp_path / "mnist" / "test_a.py__test_x_1-2_"
+    digest = hashlib.sha256(b"test_a.py::test_x[1-2]").hexdigest()[:10]
+    assert short == tmp_path / "mnist" / f"test_a.py__test_x_1-2_-{digest}"
+    assert samples_folder(tmp_path, "mnist", None, taken) == tmp_path / "mnist" / "session"
+    long_safe = "x" * 300  # no sign to replace, but too long: cut and hashed
+    assert len(samples_folder(tmp_path, long_safe, None, taken).parent.name.encode()) <= 120
+
+
+def test_tests_whose_ids_make_the_same_name_get_their_own_folders(tmp_path):
+    """Parameters "a/b" and "a_b" made one folder name; in one process the second got a
+    -2, but pytest-xdist workers cannot see each other's folders, so two campaigns wrote
+    into one folder and one's summary and arrays were lost. A name that changed in the
+    making now ends in a hash of the node id, whichever process makes it."""
+    first = samples_folder(tmp_path, "m", "test_gen.py::test_generate[a/b]", set())
+    second = samples_folder(tmp_path, "m", "test_gen.py::test_generate[a_b]", set())
+    assert first != second
+    assert first == samples_folder(tmp_path, "m", "test_gen.py::test_generate[a/b]", set())
+    assert samples_folder(tmp_path, "a/b", None, set()) != samples_folder(
+        tmp_path, "a_b", None, set()
+    )
 
 
 def test_an_earlier_campaigns_file_that_cannot_go_keeps_that_campaign_whole(tmp_path, monkeypatch):

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
 
 import keras  # noqa: F401  (loaded once here: pytester's in-process runs must not re-import TF)
+import numpy as np
 import pytest
 
 from pytest_rnncov.core.metrics import METRICS
@@ -946,6 +948,32 @@ def test_own_folder(tiny, rnncov):
 """
 
 
+def test_xdist_workers_never_share_a_samples_folder(pytester):
+    """Parameters "a/b" and "a_b" made one folder name; each worker gave it out, so two
+    campaigns wrote into one folder and one campaign's summary and arrays were lost."""
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(
+        test_pair="""
+import pytest
+from test_samples import run
+
+@pytest.mark.parametrize("k", ["a/b", "a_b"])
+def test_generate(tiny, rnncov, k):
+    assert run(tiny, rnncov).adversarial > 0
+"""
+    )
+    pytester.makepyfile(test_samples=SAMPLE_TESTS.split("def test_kept")[0])
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-n", "2", "--rnn-samples=out", "test_pair.py"
+    )
+    assert result.ret == 0, result.stdout.str()[-2000:]
+    folders = sorted((pytester.path / "out" / "tiny").iterdir())
+    assert len(folders) == 2
+    for folder in folders:
+        summary = json.loads((folder / "summary.json").read_text())
+        assert summary["adversarial"] == len(np.load(folder / "adversarial.npz")["cases"]) > 0
+
+
 def test_samples_folder_keeps_every_campaigns_samples_for_ci(pytester):
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_samples=SAMPLE_TESTS)
@@ -954,7 +982,11 @@ def test_samples_folder_keeps_every_campaigns_samples_for_ci(pytester):
     assert result.ret == 0, result.stdout.str()[-2000:]
     root = pytester.path / "artifacts" / "samples" / "tiny"
     folders = sorted(p.name for p in root.iterdir())
-    assert folders == ["test_samples.py__test_kept", "test_samples.py__test_kept-2"]
+    digest = hashlib.sha256(b"test_samples.py::test_kept").hexdigest()[:10]
+    assert folders == [
+        f"test_samples.py__test_kept-{digest}",
+        f"test_samples.py__test_kept-{digest}-2",
+    ]
     for name in folders:
         assert (root / name / "summary.json").is_file()
         assert (root / name / "adversarial.npz").is_file()

@@ -983,6 +983,57 @@ def test_two(tiny):
     pathlib.Path("fed.flag").touch()
 """
 
+FLAKY = """
+import pathlib
+
+from conftest import inputs
+
+
+def test_big(tiny):
+    tiny.predict(inputs(1, n=40))
+    assert not pathlib.Path("FLAKE").exists()
+
+
+def test_other(tiny):
+    tiny.predict(inputs(2, n=10))
+"""
+
+
+@pytest.mark.parametrize("workers", [(), ("-n", "2")])
+def test_a_last_failed_retry_is_partial_and_keeps_the_whole_runs_baseline(pytester, workers):
+    """A CI retry of the failed tests only (--lf) replaced the whole run's baseline and
+    data file with its part's coverage, marked complete: the bar dropped without a word.
+    The part is now marked partial everywhere and saves no baseline; the gate is applied
+    (a part's coverage is at most the whole's, so a retry cannot pass where the whole
+    failed)."""
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_flaky=FLAKY)
+    (pytester.path / "FLAKE").touch()
+    options = ("--rnn-coverage=0.05", "--rnn-save=main", "--rnn-data=d.json", "-W", "ignore")
+    first = pytester.runpytest_subprocess(*workers, *options)
+    assert first.ret == pytest.ExitCode.TESTS_FAILED  # test_big failed; the gate passed
+    baseline = (pytester.path / ".rnncov" / "main.json").read_text()
+    assert json.loads(baseline)["models"]["tiny"]["inputs"] == 50
+    (pytester.path / "FLAKE").unlink()
+    retry = pytester.runpytest_subprocess(*workers, "--lf", *options)
+    assert retry.ret == pytest.ExitCode.OK, retry.stdout.str()[-3000:]
+    retry.stdout.fnmatch_lines(
+        [
+            "*RNN coverage baseline * kept: --lf ran only the 1 test that failed last time, "
+            "and a baseline is written only from a whole run*",
+            "WARNING RNN coverage is partial: --lf ran only the 1 test that failed last time*",
+            "Required RNN coverage of 5% reached.",
+        ]
+    )
+    assert (pytester.path / ".rnncov" / "main.json").read_text() == baseline
+    data = json.loads((pytester.path / "d.json").read_text())
+    assert data["stopped"] == ["--lf ran only the 1 test that failed last time"]
+    assert data["models"]["tiny"]["inputs"] == 40
+    whole = pytester.runpytest_subprocess(*workers, *options)  # without --lf: whole again
+    assert whole.ret == pytest.ExitCode.OK
+    assert json.loads((pytester.path / "d.json").read_text())["stopped"] == []
+
+
 STUCK = """
 import os
 import pathlib

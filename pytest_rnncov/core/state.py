@@ -349,8 +349,8 @@ def _read_tests(fields: Fields, total: int, times: np.ndarray) -> tuple[np.ndarr
         if (
             not isinstance(row, list)
             or not 0 < len(row) <= TESTS_PER_CONDITION
-            or len(set(row)) != len(row)
             or not all(type(t) is int and 0 <= t < len(counts) for t in row)
+            or len(set(row)) != len(row)  # after the type check: a nested list is unhashable
         ):
             raise f.fail(
                 f"the tests of condition {c} must be 1 to {TESTS_PER_CONDITION} distinct "

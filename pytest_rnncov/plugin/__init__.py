@@ -90,6 +90,8 @@ class RNNCovPlugin:
         self._worker_profiles: list[str] = []
         #: files or other collectors that failed to collect (--continue-on-collection-errors)
         self._uncollected: list[str] = []
+        #: the tests --lf restricted the xdist workers' runs to (0: it did not)
+        self._worker_last_failed = 0
         self.problems: list[str] = []
         if settings.explicit:  # asked for: set up now (an unreadable baseline stops the run)
             self.role  # noqa: B018
@@ -224,7 +226,7 @@ class RNNCovPlugin:
                 if worker not in finished:  # the session stopped while it ran
                     role.receive(f"{worker} (still running when the session stopped)", None)
         if role.controller:
-            applied, reason, why = True, None, None
+            applied, reason, why, partial = True, None, None, None
             if stopped is not None and 0 < session.testscollected <= len(self._finished):
                 stopped = None  # -x failing the last test: every test ran
             if stopped is not None:
@@ -235,9 +237,22 @@ class RNNCovPlugin:
                 why = _uncollected_reason(self._uncollected)
             elif session.testscollected == 0:
                 applied, reason = False, "no test was selected"
-            verdict = self.role.decide(applied, reason, why)  # type: ignore[union-attr]
+            elif rerun := self._last_failed_only() or self._worker_last_failed:
+                partial = (
+                    f"--lf ran only the {rerun} test{'s' if rerun != 1 else ''} that failed "
+                    "last time"
+                )
+            verdict = self.role.decide(applied, reason, why, partial)  # type: ignore[union-attr]
             if verdict.passed is False:
                 session.testsfailed += 1
+
+    def _last_failed_only(self) -> int:
+        """How many tests ``--lf`` restricted this process's run to (0: it did not; pytest
+        leaves the count at 0 when none of the selected tests failed last time)."""
+        if not self.config.getoption("lf", False):
+            return 0
+        last_failed = self.config.pluginmanager.get_plugin("lfplugin")
+        return int(getattr(last_failed, "_previously_failed_count", 0) or 0)
 
     def _stopped_reason(self, session: pytest.Session, stopped: BaseException) -> str:
         """Why the gate is not applied to a session ``stopped`` early, and after what."""
@@ -266,11 +281,16 @@ class RNNCovPlugin:
         profiles = output.get("rnncov_profiles")
         if isinstance(profiles, list):
             self._worker_profiles.extend(str(p) for p in profiles)
+        last_failed = output.get("rnncov_last_failed")
+        if type(last_failed) is int:
+            self._worker_last_failed = max(self._worker_last_failed, last_failed)
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         from ..errors import RNNCovError
 
+        if self.worker:  # the controller collects nothing: it learns of --lf from here
+            self.config.workeroutput["rnncov_last_failed"] = self._last_failed_only()  # type: ignore[attr-defined]
         if self.worker and not self.in_use:
             self.config.workeroutput["rnncov"] = ""  # type: ignore[attr-defined]
             return

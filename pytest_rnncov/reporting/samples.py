@@ -242,15 +242,16 @@ WINDOWS_DEVICES = frozenset(
 def _folder_name(text: str, fallback: str) -> str:
     """``text`` made one folder name: no separators, no leading or trailing dots (``..``
     would climb out of the folder), none of Windows' device names, at most FOLDER_BYTES in
-    UTF-8; a name cut short ends in a hash of the whole, so two long names stay apart."""
-    name = _safe(text).strip(".")
+    UTF-8. A name that changed in the making ends in a hash of ``text``, so two texts never
+    share a folder (``a/b`` and ``a_b``: pytest-xdist workers cannot see each other's)."""
+    name = _safe(text).strip(".") or fallback
     if name.split(".")[0].upper() in WINDOWS_DEVICES:
         name = f"_{name}"
-    if len(name.encode()) > FOLDER_BYTES:
-        digest = hashlib.sha256(text.encode()).hexdigest()[:10]
-        head = name.encode()[: FOLDER_BYTES - len(digest) - 1].decode(errors="ignore")
-        name = f"{head.rstrip('.')}-{digest}"
-    return name or fallback
+    if name == text and len(name.encode()) <= FOLDER_BYTES:
+        return name
+    digest = hashlib.sha256(text.encode()).hexdigest()[:10]
+    head = name.encode()[: FOLDER_BYTES - len(digest) - 1].decode(errors="ignore")
+    return f"{head.rstrip('.')}-{digest}"
 
 
 def samples_folder(root: Path, model: str, test: str | None, taken: set[Path]) -> Path:
