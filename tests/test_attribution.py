@@ -33,6 +33,18 @@ def test_the_minimal_set_is_the_greedy_cover_without_redundant_members():
     assert "adding no coverage the others do not give:" in lines and "  a" in lines
 
 
+def test_the_minimal_set_does_not_depend_on_the_order_tests_were_recorded():
+    """Two tests covering the same conditions: which joined the set followed the order
+    the xdist workers happened to report them in (README's --tests output changed between
+    runs); a tie now goes to the first test by node id."""
+    # "one" and "again" cover {0, 1}; "two" covers {2}
+    reported = state(["one", "two", "again"], [[0, 2], [0, 2], [1], []], [2, 1, 2])
+    swapped = state(["again", "two", "one"], [[0, 2], [0, 2], [1], []], [2, 1, 2])
+    for summary in (coverage_by_test(reported), coverage_by_test(swapped)):
+        assert summary.minimal == ["again", "two"] and summary.adds_nothing == ["one"]
+        assert list(summary.covered) == ["again", "one", "two"]  # listed by node id
+
+
 def test_merging_remaps_test_indices_and_keeps_the_first_five_per_condition():
     mine = state(["t0", "t1", "t2", "t3"], [[0, 1, 2, 3], [], [], []], [1, 1, 1, 1])
     theirs = state(["t3", "x", "y"], [[1, 0, 2], [1], [], []], [1, 2, 0])

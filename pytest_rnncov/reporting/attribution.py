@@ -39,8 +39,13 @@ def coverage_by_test(state: ModelState) -> CoverageByTest | None:
         rows.append(metric.contexts[cond, slot].astype(np.int64))
         conditions.append(cond.astype(np.int64) + offset)
         offset += metric.total
+    # tests in node-id order, not in the order xdist's workers happened to report them: a
+    # tie goes to the first by name, and the lists come out the same in every run
+    order = np.array(sorted(range(len(state.tests)), key=state.tests.__getitem__), np.int64)
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
     suite = MinimalSuite(offset)
-    suite.add(np.arange(len(state.tests)), np.concatenate(rows), np.concatenate(conditions))
+    suite.add(order, rank[np.concatenate(rows)], np.concatenate(conditions))
     members = set(suite.members().tolist())
     covered = {
         test: {
@@ -49,7 +54,7 @@ def coverage_by_test(state: ModelState) -> CoverageByTest | None:
             else 0
             for key, m in recorded.items()
         }
-        for i, test in enumerate(state.tests)
+        for i, test in ((i, state.tests[i]) for i in order.tolist())
     }
     unattributed = {
         key: int((m.covered_mask & ~(m.contexts >= 0).any(axis=1)).sum())
@@ -59,8 +64,8 @@ def coverage_by_test(state: ModelState) -> CoverageByTest | None:
     unattributed.update({k: m.n_covered for k, m in state.metrics.items() if k not in recorded})
     return CoverageByTest(
         covered,
-        [t for i, t in enumerate(state.tests) if i in members],
-        [t for i, t in enumerate(state.tests) if i not in members],
+        [state.tests[i] for i in order.tolist() if i in members],
+        [state.tests[i] for i in order.tolist() if i not in members],
         {k: v for k, v in unattributed.items() if v},
     )
 

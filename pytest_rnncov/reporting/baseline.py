@@ -144,7 +144,7 @@ def regressions(baseline: Baseline, current: dict[str, ModelState], tolerance: f
                     f"{percent(before.rate)} "
                     f"({after.n_covered}/{after.n_counted} vs "
                     f"{before.n_covered}/{before.n_counted}; "
-                    f"{lost} conditions lost)"
+                    f"{lost} condition{'s' if lost != 1 else ''} lost)"
                 )
     return found
 
