@@ -772,10 +772,12 @@ def test_a_repeated_adversarial_case_counts_once_per_seed(threshold):
 def test_the_adaptive_yield_and_choice_by_hand(threshold):
     """_progress: log(1 + measure) for covered BC conditions, failing seeds and the sum over
     seeds of log(1 + samples), 8 samples per seed at most. _choose: an arm never pulled goes
-    first; then with yields per case (worth 1, 0.3, 0.05) random 0.1/100, failure
-    0.3 * 0.2/100, BC 0.05/50, the shares are 0.1/3 + 0.9 * yield**3 / sum(yield**3):
-    0.4395, 0.1210, 0.4395; after 300, 0 and 100 cases of 401 the deficits are -123.8, 48.5
-    and 76.2: BC."""
+    first; then with yields per case (worth 3 for BC, a GA-turn metric, 0.3, 0.05) random
+    3 * 0.1/100, failure 0.3 * 0.2/100, BC 3 * 0.05/50, the shares are 0.1/3 + 0.9 *
+    yield**3 / sum(yield**3): 0.4815, 0.0369, 0.4815; after 300, 10 and 100 cases of 411
+    the deficits are -102.1, 5.2 and 97.9: BC. An arm below half its exploration share
+    (0.5 * 0.1/3 * 411 = 6.85 cases) goes first: with 0 cases, failure, although BC's
+    deficit (93.1 of 401) is larger than its 14.8."""
     campaign, _ = failure_run(threshold, budget=900)
     covered = int(campaign.coverage["BC"].covered_.sum())
     per_seed = np.bincount(
@@ -790,10 +792,12 @@ def test_the_adaptive_yield_and_choice_by_hand(threshold):
         "failure": [(np.array([0.0, 0.2, 0.0]), 100)],
         "BC": [(np.array([0.05, 0.0, 0.0]), 50)],
     }
-    spent = {"random": 300, "failure": 0, "BC": 100}
+    spent = {"random": 300, "failure": 10, "BC": 100}
     assert campaign._choose(arms, recent, spent) == "BC"
     assert campaign._choose(arms, {**recent, "failure": []}, spent) == "failure"
-    spent = {"random": 300, "failure": 100, "BC": 300}  # of 701: 8.1, -15.2, 8.1; a tie
+    assert campaign._choose(arms, recent, {**spent, "failure": 0}) == "failure"  # the floor
+    assert campaign._choose(arms, recent, {**spent, "failure": 7}) == "BC"  # above 6.85
+    spent = {"random": 300, "failure": 100, "BC": 300}  # of 701: 37.6, -74.1, 37.6; a tie
     assert campaign._choose(arms, recent, spent) == "random"  # goes to the arm listed first
 
 
