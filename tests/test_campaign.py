@@ -180,7 +180,7 @@ def test_samples_folders_stay_inside_the_root_and_within_name_limits(tmp_path):
         assert folder.resolve().is_relative_to(tmp_path) and ".." not in folder.parts
     dots = samples_folder(tmp_path, "m", "..", taken)
     assert dots.parent == tmp_path / "m" and dots.name.startswith("session-")
-    for device in ("nul", "Con", "aux.txt", "COM1"):  # devices on Windows, whatever follows
+    for device in ("nul", "Con", "aux.txt", "COM1", "com\u00b9", "LPT\u00b3.keras"):  # Windows
         assert samples_folder(tmp_path, device, None, taken).parent.name.startswith(f"_{device}-")
     long_a = samples_folder(tmp_path, "m", "test_u.py::test_" + "\u6d4b" * 90, taken)
     long_b = samples_folder(tmp_path, "m", "test_u.py::test_" + "\u6d4b" * 91, taken)

@@ -1034,6 +1034,43 @@ def test_a_last_failed_retry_is_partial_and_keeps_the_whole_runs_baseline(pytest
     assert json.loads((pytester.path / "d.json").read_text())["stopped"] == []
 
 
+STEPWISE = """
+import pathlib
+
+from conftest import inputs
+
+
+def test_other(tiny):
+    tiny.predict(inputs(2, n=10))
+
+
+def test_big(tiny):
+    tiny.predict(inputs(1, n=40))
+    assert not pathlib.Path("FLAKE").exists()
+"""
+
+
+def test_a_stepwise_retry_is_partial_and_keeps_the_whole_runs_baseline(pytester):
+    """--sw goes on from the test that failed last time, leaving out those that passed
+    before it: its run is a part, as a --lf retry's is (it replaced the baseline with one
+    test's coverage)."""
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_steps=STEPWISE)
+    options = ("--rnn-coverage=0.05", "--rnn-save=main", "--rnn-data=d.json", "-W", "ignore")
+    (pytester.path / "FLAKE").touch()
+    stops = pytester.runpytest_subprocess("--sw", *options)  # stops at test_big's failure
+    assert stops.ret in (pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.INTERRUPTED)
+    baseline = (pytester.path / ".rnncov" / "main.json").read_text()  # both tests ran
+    assert json.loads(baseline)["models"]["tiny"]["inputs"] == 50
+    (pytester.path / "FLAKE").unlink()
+    retry = pytester.runpytest_subprocess("--sw", *options)  # test_big alone
+    assert retry.ret == pytest.ExitCode.OK, retry.stdout.str()[-3000:]
+    reason = "--sw skipped the 1 test that passed before the one that failed last time"
+    retry.stdout.fnmatch_lines([f"WARNING RNN coverage is partial: {reason}*"])
+    assert (pytester.path / ".rnncov" / "main.json").read_text() == baseline
+    assert json.loads((pytester.path / "d.json").read_text())["stopped"] == [reason]
+
+
 STUCK = """
 import os
 import pathlib
@@ -1170,6 +1207,13 @@ def test_a_stopped_run_says_it_is_partial_with_or_without_a_gate(measured):
     assert [text for text, _ in gated.lines()] == [f"RNN coverage gate not applied: {reason}."]
     combined = evaluate(data, Bars.parse("0.1"))  # combine/report on the stopped run's file
     assert combined.lines()[0][0].startswith("WARNING RNN coverage is partial: the session")
+    passed = evaluate(data, Bars.parse("0.01"))
+    assert passed.passed and "gate the whole" not in passed.lines()[0][0]  # nothing to explain
+    failed = evaluate(data, Bars.parse("1.0"))  # a gate applied to a part fails: say why
+    assert failed.lines()[0][0].endswith(
+        "(the tests that did not run fed nothing; the gate saw only their inputs: run every "
+        "test to gate the whole)"
+    )
 
 
 XDIST_STOP = """

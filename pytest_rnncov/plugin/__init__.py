@@ -4,6 +4,7 @@ PyTorch, RDKit or NLTK: models are wrapped only when a test uses the ``rnncov`` 
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any, Generator
 
 import pytest
@@ -90,8 +91,8 @@ class RNNCovPlugin:
         self._worker_profiles: list[str] = []
         #: files or other collectors that failed to collect (--continue-on-collection-errors)
         self._uncollected: list[str] = []
-        #: the tests --lf restricted the xdist workers' runs to (0: it did not)
-        self._worker_last_failed = 0
+        #: why the xdist workers ran only the tests a retry option picked (--lf, --sw)
+        self._worker_retry: str | None = None
         self.problems: list[str] = []
         if settings.explicit:  # asked for: set up now (an unreadable baseline stops the run)
             self.role  # noqa: B018
@@ -237,22 +238,33 @@ class RNNCovPlugin:
                 why = _uncollected_reason(self._uncollected)
             elif session.testscollected == 0:
                 applied, reason = False, "no test was selected"
-            elif rerun := self._last_failed_only() or self._worker_last_failed:
-                partial = (
-                    f"--lf ran only the {rerun} test{'s' if rerun != 1 else ''} that failed "
-                    "last time"
-                )
+            else:
+                partial = self._retry_reason() or self._worker_retry
             verdict = self.role.decide(applied, reason, why, partial)  # type: ignore[union-attr]
             if verdict.passed is False:
                 session.testsfailed += 1
 
-    def _last_failed_only(self) -> int:
-        """How many tests ``--lf`` restricted this process's run to (0: it did not; pytest
-        leaves the count at 0 when none of the selected tests failed last time)."""
-        if not self.config.getoption("lf", False):
-            return 0
-        last_failed = self.config.pluginmanager.get_plugin("lfplugin")
-        return int(getattr(last_failed, "_previously_failed_count", 0) or 0)
+    def _retry_reason(self) -> str | None:
+        """Why this process ran only the tests a retry option picked (None: it did not):
+        ``--lf`` the tests that failed last time (pytest counts none when no selected test
+        did), ``--sw`` those from the one that failed last time on."""
+        config = self.config
+        if config.getoption("lf", False):
+            plugin = config.pluginmanager.get_plugin("lfplugin")
+            n = int(getattr(plugin, "_previously_failed_count", 0) or 0)
+            if n:
+                return f"--lf ran only the {n} test{'s' if n != 1 else ''} that failed last time"
+        if config.getoption("stepwise", False):
+            plugin = config.pluginmanager.get_plugin("stepwiseplugin")
+            for status in getattr(plugin, "report_status", ()):
+                skipped = re.match(r"skipping (\d+) already passed", str(status))
+                if skipped and int(skipped.group(1)):
+                    n = int(skipped.group(1))
+                    return (
+                        f"--sw skipped the {n} test{'s' if n != 1 else ''} that passed before "
+                        "the one that failed last time"
+                    )
+        return None
 
     def _stopped_reason(self, session: pytest.Session, stopped: BaseException) -> str:
         """Why the gate is not applied to a session ``stopped`` early, and after what."""
@@ -281,16 +293,16 @@ class RNNCovPlugin:
         profiles = output.get("rnncov_profiles")
         if isinstance(profiles, list):
             self._worker_profiles.extend(str(p) for p in profiles)
-        last_failed = output.get("rnncov_last_failed")
-        if type(last_failed) is int:
-            self._worker_last_failed = max(self._worker_last_failed, last_failed)
+        retry = output.get("rnncov_retry")
+        if isinstance(retry, str) and retry and self._worker_retry is None:
+            self._worker_retry = retry
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         from ..errors import RNNCovError
 
         if self.worker:  # the controller collects nothing: it learns of --lf from here
-            self.config.workeroutput["rnncov_last_failed"] = self._last_failed_only()  # type: ignore[attr-defined]
+            self.config.workeroutput["rnncov_retry"] = self._retry_reason() or ""  # type: ignore[attr-defined]
         if self.worker and not self.in_use:
             self.config.workeroutput["rnncov"] = ""  # type: ignore[attr-defined]
             return

@@ -192,11 +192,16 @@ class Verdict:
             )
         gated = self.bars is not None or self.baseline is not None
         if self.stopped and (self.applied or not gated):  # else the not-applied line says it
+            hint = (
+                "; the gate saw only their inputs: run every test to gate the whole"
+                if self.applied and gated and self.passed is False
+                else ""
+            )
             out.append(
                 (
                     "WARNING RNN coverage is partial: "
                     + "; ".join(self.stopped)
-                    + " (the tests that did not run fed nothing)",
+                    + f" (the tests that did not run fed nothing{hint})",
                     "yellow",
                 )
             )

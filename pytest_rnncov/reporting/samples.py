@@ -233,9 +233,11 @@ def _safe(name: str) -> str:
 #: the longest folder name ``samples_folder`` makes, in UTF-8 bytes (file systems allow 255),
 #: before a ``-2``, ``-3``... for further campaigns of one test
 FOLDER_BYTES = 120
-#: names Windows gives to devices, in any case and with any extension (``nul.txt``)
+#: names Windows gives to devices, in any case and with any extension (``nul.txt``); the
+#: superscript digits count too (``COM¹``)
 WINDOWS_DEVICES = frozenset(
-    ["CON", "PRN", "AUX", "NUL"] + [f"{d}{i}" for d in ("COM", "LPT") for i in range(1, 10)]
+    ["CON", "PRN", "AUX", "NUL"]
+    + [f"{d}{i}" for d in ("COM", "LPT") for i in [*range(1, 10), "\u00b9", "\u00b2", "\u00b3"]]
 )
 
 

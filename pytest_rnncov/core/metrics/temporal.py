@@ -8,11 +8,12 @@ by the standard normal's equiprobable breakpoints; every word of ``a**w`` is a c
 
 from __future__ import annotations
 
+import warnings
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...errors import InvalidArgument
+from ...errors import InvalidArgument, RNNCovWarning
 from ...validation import check_int
 from .. import sax
 from ..abstractions import check_signal
@@ -56,6 +57,15 @@ class TC(Metric):
         check_cell_component(self, profile, self.component)
         t1, t2 = profile.window_
         length = t2 - t1 + 1
+        if self.w > length:
+            warnings.warn(
+                f"TC w={self.w} over a window of {length} step{'s' if length != 1 else ''}: "
+                f"the PAA repeats steps, so many of the {self.a**self.w:,} words cannot "
+                f"occur and a high TC bar cannot be met; TC(w={length}) measures every "
+                "pattern the window can form",
+                RNNCovWarning,
+                stacklevel=2,
+            )
         self.window_ = profile.window_
         self.mu_, self.sigma_ = profile.zscore(self.component, self.abstraction)
         self.paa_ = sax.paa_matrix(length, self.w)
