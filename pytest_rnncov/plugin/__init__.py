@@ -301,7 +301,7 @@ class RNNCovPlugin:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         from ..errors import RNNCovError
 
-        if self.worker:  # the controller collects nothing: it learns of --lf from here
+        if self.worker:  # the controller collects nothing: it learns of --lf/--sw here
             self.config.workeroutput["rnncov_retry"] = self._retry_reason() or ""  # type: ignore[attr-defined]
         if self.worker and not self.in_use:
             self.config.workeroutput["rnncov"] = ""  # type: ignore[attr-defined]

@@ -105,9 +105,9 @@ class Central:
     ) -> Verdict:
         """Compute the verdict once (the reports render this object); ``stopped``: why the
         session stopped before all its tests ran (the gate is then not applied, and the
-        data is marked partial); ``partial``: why it ran only some tests by design (--lf):
-        the data is marked partial, and the gate applied, as a part's coverage is at most
-        the whole's, so it cannot pass where the whole run failed."""
+        data is marked partial); ``partial``: why it ran only some tests by design (--lf,
+        --sw): the data is marked partial, and the gate applied, as a part's coverage is at
+        most the whole's, so it cannot pass where the whole run failed."""
         if stopped is not None:
             self.stopped = stopped
             applied, reason = False, f"{stopped}; the coverage shown is from the tests that ran"
