@@ -8,6 +8,8 @@ is announced with an :class:`RNNCovWarning`.
 
 from __future__ import annotations
 
+import os
+
 __all__ = [
     "RNNCovError",
     "InvalidArgument",
@@ -76,3 +78,23 @@ class AdversarialFailure(AssertionError):
 
 class RNNCovWarning(UserWarning):
     """pytest-rnncov fell back to something other than what was asked for."""
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+
+
+def user_stacklevel() -> int:
+    """The ``warnings.warn`` stacklevel, for the function calling this one, that names the
+    first frame outside pytest-rnncov: the user's call, however deep inside the package
+    the warning arises (``TC().bind(profile)``, ``Coverage(...)``, ``rnncov.track(...)``)."""
+    import inspect
+
+    here = inspect.currentframe()
+    frame, level = (here.f_back if here is not None else None), 1
+    while (
+        frame is not None
+        and frame.f_back is not None
+        and frame.f_code.co_filename.startswith(_PACKAGE)
+    ):
+        frame, level = frame.f_back, level + 1
+    return level

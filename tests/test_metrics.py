@@ -109,8 +109,9 @@ def test_tc_w_larger_than_the_window_by_hand():
     # training h/net over the window (1, 3): 0, 2, 0 and 2, 0, 2 -> mu 1, sigma 1
     train = [[[1.5, 1.5], [0, 0], [1, 1], [0, 0]], [[1.5, 1.5], [1, 1], [0, 0], [1, 1]]]
     profile = fit_profile(make_trace(h=train), window=(1, 3))
-    with pytest.warns(RNNCovWarning, match=r"TC w=5 over a window of 3 steps: .* TC\(w=3\)"):
+    with pytest.warns(RNNCovWarning, match=r"TC w=5 over a window of 3 steps: .* TC\(w=3\)") as w:
         tc = TC(w=5).bind(profile)  # 3 steps, 5 segments: each step spans 5/3 segments
+    assert w[0].filename == __file__  # the warning names the user's call, not the package
     assert tc.total == 243
     # test h/net 0, 2, 2 -> z = -1, 1, 1; each repeated 5 times, blocks of 3:
     # (-1-1-1)/3, (-1-1+1)/3, 1, 1, 1 = -1, -1/3, 1, 1, 1 -> a b c c c

@@ -1050,6 +1050,18 @@ def test_big(tiny):
 """
 
 
+def test_the_stepwise_status_is_read_as_every_pytest_writes_it():
+    """pytest 7.4-8.3 keep the stepwise status as one string, 8.4 on as a list of lines: a
+    loop over the string read single characters, so --sw retries went unmarked there."""
+    from pytest_rnncov.plugin import _stepwise_skipped
+
+    status = "skipping 3 already passed items (cache from 0:00:02 ago, use --sw-reset to discard)."
+    assert _stepwise_skipped(status) == 3
+    assert _stepwise_skipped(["previously failed test not found, not skipping.", status]) == 3
+    assert _stepwise_skipped("no previously failed tests, not skipping.") == 0
+    assert _stepwise_skipped(()) == 0
+
+
 def test_a_stepwise_retry_is_partial_and_keeps_the_whole_runs_baseline(pytester):
     """--sw goes on from the test that failed last time, leaving out those that passed
     before it: its run is a part, as a --lf retry's is (it replaced the baseline with one
@@ -1211,8 +1223,8 @@ def test_a_stopped_run_says_it_is_partial_with_or_without_a_gate(measured):
     assert passed.passed and "gate the whole" not in passed.lines()[0][0]  # nothing to explain
     failed = evaluate(data, Bars.parse("1.0"))  # a gate applied to a part fails: say why
     assert failed.lines()[0][0].endswith(
-        "(the tests that did not run fed nothing; the gate saw only their inputs: run every "
-        "test to gate the whole)"
+        "(the tests that did not run fed nothing; the gate saw only the inputs of the tests "
+        "that ran: run every test to gate the whole)"
     )
 
 

@@ -256,14 +256,12 @@ class RNNCovPlugin:
                 return f"--lf ran only the {n} test{'s' if n != 1 else ''} that failed last time"
         if config.getoption("stepwise", False):
             plugin = config.pluginmanager.get_plugin("stepwiseplugin")
-            for status in getattr(plugin, "report_status", ()):
-                skipped = re.match(r"skipping (\d+) already passed", str(status))
-                if skipped and int(skipped.group(1)):
-                    n = int(skipped.group(1))
-                    return (
-                        f"--sw skipped the {n} test{'s' if n != 1 else ''} that passed before "
-                        "the one that failed last time"
-                    )
+            n = _stepwise_skipped(getattr(plugin, "report_status", ()))
+            if n:
+                return (
+                    f"--sw skipped the {n} test{'s' if n != 1 else ''} that passed before the "
+                    "one that failed last time"
+                )
         return None
 
     def _stopped_reason(self, session: pytest.Session, stopped: BaseException) -> str:
@@ -360,6 +358,17 @@ class RNNCovPlugin:
             )
         if role.verdict is not None:
             report.verdict(role.verdict)
+
+
+def _stepwise_skipped(report_status: Any) -> int:
+    """How many tests pytest's stepwise plugin skipped, read from its status: a list of
+    lines, one string before pytest 8.4 (0: none, or a status this does not know)."""
+    lines = [report_status] if isinstance(report_status, str) else report_status
+    for line in lines:
+        skipped = re.match(r"skipping (\d+) already passed", str(line))
+        if skipped:
+            return int(skipped.group(1))
+    return 0
 
 
 def _uncollected_reason(nodeids: list[str]) -> str:

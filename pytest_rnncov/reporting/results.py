@@ -193,7 +193,8 @@ class Verdict:
         gated = self.bars is not None or self.baseline is not None
         if self.stopped and (self.applied or not gated):  # else the not-applied line says it
             hint = (
-                "; the gate saw only their inputs: run every test to gate the whole"
+                "; the gate saw only the inputs of the tests that ran: run every test to gate "
+                "the whole"
                 if self.applied and gated and self.passed is False
                 else ""
             )

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...errors import InvalidArgument, RNNCovWarning
+from ...errors import InvalidArgument, RNNCovWarning, user_stacklevel
 from ...validation import check_int
 from .. import sax
 from ..abstractions import check_signal
@@ -64,7 +64,7 @@ class TC(Metric):
                 f"occur and a high TC bar cannot be met; TC(w={length}) measures every "
                 "pattern the window can form",
                 RNNCovWarning,
-                stacklevel=2,
+                stacklevel=user_stacklevel(),
             )
         self.window_ = profile.window_
         self.mu_, self.sigma_ = profile.zscore(self.component, self.abstraction)
