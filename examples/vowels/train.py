@@ -51,6 +51,30 @@ def load(folder: Path = ARTIFACTS):
     return model.eval()
 
 
+def fit(model, x_train: np.ndarray, y_train: np.ndarray, epochs: int, lr: float, rng) -> None:
+    """Train a PyTorch classifier in place: Adam on the cross-entropy, batches of 32 in a new
+    order each epoch (drawn from ``rng``), on one thread (batches of 32 short series:
+    threads only add overhead, 20x on 2 cores). bench/generation_unseen.py trains with it
+    too."""
+    import torch
+
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    loss_of = torch.nn.CrossEntropyLoss()
+    inputs, targets = torch.from_numpy(x_train), torch.from_numpy(y_train)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        model.train()
+        for _ in range(epochs):
+            for batch in np.array_split(rng.permutation(len(x_train)), max(1, len(x_train) // 32)):
+                index = torch.from_numpy(batch)
+                optimizer.zero_grad()
+                loss_of(model(inputs[index]), targets[index]).backward()
+                optimizer.step()
+    finally:
+        torch.set_num_threads(threads)
+
+
 def train(out: Path = ARTIFACTS, epochs: int = 40, seed: int = 0, hidden: int = 32) -> dict:
     import torch
 
@@ -63,24 +87,8 @@ def train(out: Path = ARTIFACTS, epochs: int = 40, seed: int = 0, hidden: int = 
     (x_train, y_train), (x_test, y_test) = split()
     classes = int(y_train.max()) + 1
     model = build(CHANNELS, hidden, classes)
-    optimizer = torch.optim.Adam(model.parameters(), lr=5e-3)
-    loss_of = torch.nn.CrossEntropyLoss()
-    inputs, targets = torch.from_numpy(x_train), torch.from_numpy(y_train)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(
-        1
-    )  # batches of 32 short series: threads only add overhead (20x on 2 cores)
     start = time.perf_counter()
-    try:
-        model.train()
-        for _ in range(epochs):
-            for batch in np.array_split(rng.permutation(len(x_train)), len(x_train) // 32):
-                index = torch.from_numpy(batch)
-                optimizer.zero_grad()
-                loss_of(model(inputs[index]), targets[index]).backward()
-                optimizer.step()
-    finally:
-        torch.set_num_threads(threads)
+    fit(model, x_train, y_train, epochs, 5e-3, rng)
     seconds = time.perf_counter() - start
     model.eval()
     with torch.no_grad():

@@ -52,7 +52,6 @@ HOST_SUMS_BYTES = 1 << 29
 #: docs/performance.md).
 OVERLAP_BATCH = 256
 
-
 #: largest |h - framework h| per compute dtype, documented in docs/definitions.md
 MIXED_PRECISION_NOTE = (
     "traces are recomputed in float32 while the layer computes in {dtype}: "

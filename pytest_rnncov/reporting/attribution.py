@@ -41,20 +41,21 @@ def coverage_by_test(state: ModelState) -> CoverageByTest | None:
         offset += metric.total
     # tests in node-id order, not in the order xdist's workers happened to report them: a
     # tie goes to the first by name, and the lists come out the same in every run
-    order = np.array(sorted(range(len(state.tests)), key=state.tests.__getitem__), np.int64)
+    ordered = sorted(range(len(state.tests)), key=state.tests.__getitem__)
+    order = np.array(ordered, np.int64)
     rank = np.empty_like(order)
     rank[order] = np.arange(len(order))
     suite = MinimalSuite(offset)
     suite.add(order, rank[np.concatenate(rows)], np.concatenate(conditions))
     members = set(suite.members().tolist())
     covered = {
-        test: {
+        state.tests[i]: {
             key: int(m.test_counts[i])
             if m.test_counts is not None and i < len(m.test_counts)
             else 0
             for key, m in recorded.items()
         }
-        for i, test in ((i, state.tests[i]) for i in order.tolist())
+        for i in ordered
     }
     unattributed = {
         key: int((m.covered_mask & ~(m.contexts >= 0).any(axis=1)).sum())
@@ -64,8 +65,8 @@ def coverage_by_test(state: ModelState) -> CoverageByTest | None:
     unattributed.update({k: m.n_covered for k, m in state.metrics.items() if k not in recorded})
     return CoverageByTest(
         covered,
-        [state.tests[i] for i in order.tolist() if i in members],
-        [state.tests[i] for i in order.tolist() if i not in members],
+        [state.tests[i] for i in ordered if i in members],
+        [state.tests[i] for i in ordered if i not in members],
         {k: v for k, v in unattributed.items() if v},
     )
 
