@@ -787,10 +787,11 @@ def test_the_adaptive_yield_and_choice_by_hand(threshold):
     expected = np.log1p([covered, len(SEEDS), np.log1p(np.minimum(per_seed, 8)).sum()])
     np.testing.assert_allclose(campaign._progress(), expected)
     arms = ["random", "failure", "BC"]
+    now = campaign.generated
     recent = {
-        "random": [(np.array([0.1, 0.0, 0.0]), 100)],
-        "failure": [(np.array([0.0, 0.2, 0.0]), 100)],
-        "BC": [(np.array([0.05, 0.0, 0.0]), 50)],
+        "random": [(np.array([0.1, 0.0, 0.0]), 100, now)],
+        "failure": [(np.array([0.0, 0.2, 0.0]), 100, now)],
+        "BC": [(np.array([0.05, 0.0, 0.0]), 50, now)],
     }
     spent = {"random": 300, "failure": 10, "BC": 100}
     assert campaign._choose(arms, recent, spent) == "BC"
@@ -799,6 +800,28 @@ def test_the_adaptive_yield_and_choice_by_hand(threshold):
     assert campaign._choose(arms, recent, {**spent, "failure": 7}) == "BC"  # above 6.85
     spent = {"random": 300, "failure": 100, "BC": 300}  # of 701: 37.6, -74.1, 37.6; a tie
     assert campaign._choose(arms, recent, spent) == "random"  # goes to the arm listed first
+
+
+def test_an_arms_yield_forgets_its_old_pulls(threshold):
+    """A pull weighs 0.5 ** (cases since / (ADAPTIVE_HALF_LIFE batches)): with batches of
+    10 and a half-life of 5, a pull 50 cases back weighs 1/2 and one 100 back 1/4. An arm
+    whose old pull covered much (gain 0.3 in 100 cases, 100 back) and whose new one nothing
+    (100 cases): (0.25 * 0.3) / (0.25 * 100 + 100) = 0.0006 per case, not 0.3 / 200 =
+    0.0015; the same pulls the other way round: 0.3 / 125 = 0.0024. A gain that shrank
+    counts 0."""
+    from pytest_rnncov.generation import campaign as campaign_module
+
+    campaign, _ = failure_run(threshold, budget=900, batch_size=10)
+    assert campaign.batch_size == 10 and campaign_module.ADAPTIVE_HALF_LIFE == 5
+    now, worth = campaign.generated, np.array([1.0, 0.3, 0.05])
+    covered, nothing = np.array([0.3, 0.0, 0.0]), np.zeros(3)
+    old_gain = [(covered, 100, now - 100), (nothing, 100, now)]
+    assert campaign._arm_yield(old_gain, worth) == pytest.approx(0.0006)
+    new_gain = [(nothing, 100, now - 100), (covered, 100, now)]
+    assert campaign._arm_yield(new_gain, worth) == pytest.approx(0.0024)
+    half = [(np.array([0.0, 1.0, 0.0]), 50, now - 50)]
+    assert campaign._arm_yield(half, worth) == pytest.approx(0.3 / 50)  # one pull: its rate
+    assert campaign._arm_yield([(-covered, 100, now)], worth) == 0.0
 
 
 def test_sweeps_rotate_past_what_stopped_getting_closer():
