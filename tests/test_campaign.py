@@ -822,6 +822,12 @@ def test_an_arms_yield_forgets_its_old_pulls(threshold):
     half = [(np.array([0.0, 1.0, 0.0]), 50, now - 50)]
     assert campaign._arm_yield(half, worth) == pytest.approx(0.3 / 50)  # one pull: its rate
     assert campaign._arm_yield([(-covered, 100, now)], worth) == 0.0
+    # an arm not pulled for 10 million cases (batches of 1: a half-life of 5 cases; a long
+    # GA turn elsewhere): its weights counted from now underflow to 0 (0 / 0); counted from
+    # its latest pull, a pull 5 cases before it weighs 1/2: 0.5 * 0.3 / (50 + 100) = 0.001
+    campaign.batch_size = 1
+    long_ago = [(covered, 100, now - 10**7 - 5), (nothing, 100, now - 10**7)]
+    assert campaign._arm_yield(long_ago, worth) == pytest.approx(0.001)
 
 
 def test_sweeps_rotate_past_what_stopped_getting_closer():

@@ -685,9 +685,12 @@ class Campaign:
     def _arm_yield(self, pulls: list[Pull], worth: np.ndarray) -> float:
         """An arm's yield: the worth-weighted growth of the progress per case over its
         ``pulls``, each pull weighing 0.5 ** (cases generated since / (ADAPTIVE_HALF_LIFE
-        batches)); 0 when it shrank."""
+        batches)); 0 when it shrank. The ages are counted from the arm's latest pull: the
+        factor that counting from now adds to every weight cancels in the ratio, and an arm
+        not pulled for long (a long GA turn elsewhere) would see its weights underflow to 0."""
         half_life = ADAPTIVE_HALF_LIFE * self.batch_size
-        weights = [0.5 ** ((self.generated - at) / half_life) for _, _, at in pulls]
+        latest = max(at for _, _, at in pulls)
+        weights = [0.5 ** ((latest - at) / half_life) for _, _, at in pulls]
         gain = sum(w * float(g @ worth) for w, (g, _, _) in zip(weights, pulls))
         cases = sum(w * c for w, (_, c, _) in zip(weights, pulls))
         return max(0.0, gain / cases)
