@@ -712,15 +712,107 @@ def test_configurations_are_compared_to_the_last_digit():
 
 
 def test_a_mutator_that_overflows_is_named(torch_model):
+    """A mutator whose mutants leave float32's range (here a float64 one) is named."""
+    from pytest_rnncov import Campaign
+
+    class Float64Noise(GaussianMutator):
+        def mutate(self, cases, rng):
+            return np.asarray(cases, np.float64) * 1e300
+
+    rnn, profile, x = torch_model
+    wild = Float64Noise(variance=1.0, clip=None)
+    campaign = Campaign(rnn, x[:4], wild, Oracle(), profile=profile, budget=8, batch_size=4)
+    with pytest.raises(InvalidArgument, match="Float64Noise.mutate produced NaN, inf .* variance"):
+        campaign.run()
+
+
+def test_shrinking_integer_cases_moves_them_toward_their_seed():
+    """uint8 seed 10, case 5 (fails: the decision flips at <= 5 and at >= 100). The step
+    toward the seed was computed in uint8, where 5 - 10 wraps to 251: bisection walked
+    away from the seed and kept 100 (distance 90) as "shrunk". Now the case stays at the
+    only failing value between them, 5."""
+    from pytest_rnncov import Mutator
+    from pytest_rnncov.generation.shrinking import shrink
+
+    class Same(Mutator):
+        def mutate(self, cases, rng):
+            return cases
+
+    def predict(x):
+        v = np.asarray(x, np.float64).reshape(len(x), -1)[:, 0]
+        flip = (v <= 5) | (v >= 100)
+        return np.stack([~flip, flip], 1).astype(np.float32)
+
+    seeds, cases = np.array([[[10]]], np.uint8), np.array([[[5]]], np.uint8)
+    out = shrink(Same(), Oracle(), predict, seeds, predict(seeds), cases, predict(cases))
+    assert out.cases.dtype == np.uint8 and out.cases.ravel().tolist() == [5]
+    assert out.distances.tolist() == [5.0]
+
+
+def test_a_huge_radius_moves_nothing_and_warns_nothing():
+    """radius / norm overflowed float64 for rows inside a radius of 1e308 (a numpy
+    RuntimeWarning, an error under -W error); only rows outside are divided now. Hand-
+    checked: a row at distance 2 from its seed, radius 1, lands at distance 1."""
+    import warnings
+
+    from pytest_rnncov.generation.mutators import within_l2
+
+    seeds = np.zeros((2, 3, 1), np.float32)
+    cases = np.array([[[1e-5], [0], [0]], [[0], [2.0], [0]]], np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_array_equal(within_l2(seeds, cases, 1e308), cases)
+        moved = within_l2(seeds, cases, 1.0)
+    np.testing.assert_array_equal(moved[0], cases[0])
+    assert moved[1].ravel().tolist() == [0.0, 1.0, 0.0]
+
+
+def test_a_campaign_runs_once_and_its_result_keeps_its_growth(torch_model):
+    """A second run() re-evaluated the seeds (counted again), and an interrupted
+    campaign's second run still said interrupted: it is refused now. A result from
+    finish() mid-run kept the campaign's own growth list, which grew after it."""
     from pytest_rnncov import Campaign
 
     rnn, profile, x = torch_model
-    wild = GaussianMutator(variance=1e300, clip=None)
-    campaign = Campaign(rnn, x[:4], wild, Oracle(), profile=profile, budget=8, batch_size=4)
+
+    def campaign():
+        mutator = GaussianMutator(0.05, clip=None)
+        return Campaign(
+            rnn, x[:8], mutator, Oracle(radius=1.0), profile=profile, budget=60, batch_size=10
+        )
+
+    ran = campaign()
+    result = ran.run()
+    for again in (ran.run, ran.iterate):
+        with pytest.raises(InvalidArgument, match="a campaign runs once"):
+            again()
+    assert ran.result is result and not result.interrupted and ran.generated == 60
+
+    steps = campaign()
+    it = steps.iterate()
+    for _ in range(3):
+        next(it)
+    early = steps.finish()
+    points = [dict(point) for point in early.growth]
+    for _ in it:
+        pass
+    assert early.growth == points and len(steps.growth) > len(points)
+    with pytest.raises(InvalidArgument, match=r"batch_size=65537 must be an integer <= 65536"):
+        Campaign(rnn, x[:4], GaussianMutator(), Oracle(), profile=profile, batch_size=65537)
+
+
+def test_gaussian_noise_beyond_the_cases_dtype_is_refused_by_name():
+    """A direct caller gets an error, not inf: noise of standard deviation 1e5 takes
+    float16 zeros (largest finite 65504) out of range; float32 holds them."""
+    wild = GaussianMutator(variance=1e10, clip=None)
     with pytest.raises(
-        InvalidArgument, match="GaussianMutator.mutate produced NaN, inf .* variance"
+        InvalidArgument, match=r"variance up to 1e\+10 took \d+ values beyond float16"
     ):
-        campaign.run()
+        wild.mutate(np.zeros((4, 8), np.float16), np.random.default_rng(0))
+    wide = wild.mutate(np.zeros((4, 8), np.float32), np.random.default_rng(0))
+    assert wide.dtype == np.float32 and np.isfinite(wide).all()
+    clipped = GaussianMutator(variance=1e10, clip=(-1.0, 1.0))
+    assert np.abs(clipped.mutate(np.zeros((4, 8), np.float16), np.random.default_rng(0))).max() == 1
 
 
 def test_public_mutator_methods_check_their_arguments():

@@ -29,14 +29,18 @@ def unit_seeds(seq_inputs):
     return (seq_inputs[:4] - seq_inputs.min()) / (seq_inputs.max() - seq_inputs.min())
 
 
-def test_targeted_mutants_feed_the_tracked_coverage_and_replay_the_same(tracked, seq_inputs):
-    strategy = targeted_mutants(
+def tc_mutants(tracked, seq_inputs):
+    return targeted_mutants(
         tracked,
         unit_seeds(seq_inputs),
         GaussianMutator(),
         metric="TC",
         ga=GAConfig(k=2, n=3, gamma=2),
     )
+
+
+def test_targeted_mutants_feed_the_tracked_coverage_and_replay_the_same(tracked, seq_inputs):
+    strategy = tc_mutants(tracked, seq_inputs)
     runs: list[list[tuple]] = []
     for _ in range(2):
         seen: list[tuple] = []
@@ -64,6 +68,51 @@ def test_targeted_mutants_feed_the_tracked_coverage_and_replay_the_same(tracked,
         assert tracked.coverage.n_inputs_ > before  # every bred input was observed
         runs.append(seen)
     assert runs[0] == runs[1]  # a pure function of the draws
+
+
+def test_a_test_may_draw_targeted_mutants_of_one_metric_several_times(tracked, seq_inputs):
+    """Three draws of one metric in a test case each report their fitness, the later ones
+    under labels of their own (Hypothesis refuses one label twice in a test case: the
+    plain call raised its InvalidArgument). A draw of 0 generations reports nothing."""
+    from hypothesis import strategies as st
+    from hypothesis.control import current_build_context
+
+    labels: list[set[str]] = []
+
+    @settings(model_settings, max_examples=5, derandomize=True, database=None)
+    @given(st.lists(tc_mutants(tracked, seq_inputs), min_size=3, max_size=3))
+    def check(mutants):
+        bred = sum(m.generations > 0 for m in mutants)
+        labels.append(set(current_build_context().data.target_observations))
+        expected = ["-fitness TC", "-fitness TC (2)", "-fitness TC (3)"][:bred]
+        assert labels[-1] == set(expected)
+
+    check()
+    assert any(len(seen) > 1 for seen in labels)
+
+
+def test_the_target_labels_of_one_test_case_are_numbered():
+    """Hand-checked: three reports under one label in one test case become "x", "x (2)"
+    and "x (3)"; a report outside a test is still Hypothesis' own error."""
+    from hypothesis import errors, find
+    from hypothesis import strategies as st
+
+    from pytest_rnncov.generation import strategies
+
+    labels: list[tuple[str, ...]] = []
+
+    def reports_three(value):
+        for observation in (1.0, 2.0, 3.0):
+            strategies._target(observation, "x")
+        from hypothesis.control import current_build_context
+
+        labels.append(tuple(current_build_context().data.target_observations))
+        return True
+
+    find(st.integers(), reports_three, settings=settings(database=None, max_examples=1))
+    assert labels[0] == ("x", "x (2)", "x (3)")
+    with pytest.raises(errors.InvalidArgument, match="outside of a test"):
+        strategies._target(1.0, "x")
 
 
 def test_failing_example_replays_from_the_database_and_shrinks_toward_its_seed(tracked, seq_inputs):

@@ -47,7 +47,7 @@ from ..core.profile import Profile
 from ..errors import InvalidArgument, RNNCovWarning
 from ..validation import check_bool, check_choice, check_fraction, check_int, check_str
 from .cases import CaseStore
-from .ga import GAConfig, evolve
+from .ga import MAX_GENERATION, GAConfig, evolve
 from .mutators import Mutator, checked_mutate
 from .oracle import Oracle
 from .results import AdversarialSample, CampaignResult, Step
@@ -260,7 +260,9 @@ class Campaign:
             None if budget is None else check_int("budget", budget, minimum=1, example="1000")
         )
         self.goal = check_fraction("goal", goal, allow_none=True)
-        self.batch_size = check_int("batch_size", batch_size, minimum=1, example="100")
+        self.batch_size = check_int(  # as a GA generation: cases bred for one model call
+            "batch_size", batch_size, minimum=1, maximum=MAX_GENERATION, example="100"
+        )
         self.patience = check_int("patience", patience, minimum=1, example="2")
         if not isinstance(ga, GAConfig):
             raise InvalidArgument(
@@ -357,6 +359,7 @@ class Campaign:
         self.discarded = 0
         self._unchanged_batches = 0  # batches in a row the mutator left unchanged
         self.interrupted = False
+        self._started = False
         self.result: CampaignResult | None = None
 
     # -- bookkeeping -----------------------------------------------------------------------
@@ -505,7 +508,19 @@ class Campaign:
         return self.objective == "coverage" and all(r >= 1.0 for r in rates)
 
     def iterate(self) -> Iterator[Step]:
-        """Run the campaign, yielding after every model call."""
+        """Run the campaign, yielding after every model call. A campaign runs once: a
+        second ``iterate()`` or ``run()`` is refused (its seeds would count again)."""
+        if self._started:
+            raise InvalidArgument(
+                "this campaign has run already (run() or iterate() was called); a campaign "
+                "runs once: its result is campaign.result (or campaign.finish()), and a new "
+                "Campaign(...) runs again"
+            )
+        self._started = True
+        return self._steps()
+
+    def _steps(self) -> Iterator[Step]:
+        """The campaign's steps: the seeds, then the schedule's."""
         yield self._evaluate(self.seeds, np.arange(len(self.seeds)), "seeds").step
         if self.schedule == "adaptive":
             yield from self._adaptive()
@@ -935,8 +950,9 @@ class Campaign:
     def run(self) -> CampaignResult:
         """Run to the end; on an interrupt or error, keep and report what was found, then
         re-raise."""
+        steps = self.iterate()
         try:
-            for _ in self.iterate():
+            for _ in steps:
                 pass
         except BaseException:
             self.interrupted = True
@@ -1088,7 +1104,7 @@ class Campaign:
             coverage_times={k: m.times_.tolist() for k, m in self.coverage.metrics.items()},
             minimal_suite=self._suite.members().tolist(),
             diversity=None if self._diversity is None else self._diversity.mean(),
-            growth=self.growth,
+            growth=[dict(point) for point in self.growth],  # not the campaign's own list
             discarded=self.discarded,
             interrupted=self.interrupted,
             adversarial_ids=adversarial.tolist(),

@@ -96,7 +96,9 @@ def within_l2(seeds: Cases, cases: Cases, radius: float) -> np.ndarray:
     seeds, cases = _numeric_pair(seeds, cases)
     diff = cases - seeds
     norms = _row_norms(diff)
-    scale = np.where(norms > radius, radius / np.maximum(norms, 1e-300), 1.0)
+    outside = norms > radius
+    scale = np.ones_like(norms)  # divided only where outside: radius / norm <= 1 there
+    scale[outside] = radius / norms[outside]
     shape = (-1,) + (1,) * (diff.ndim - 1)
     if dtype.kind in "iu":  # rounded toward the seed, so never past the radius
         return (seeds + np.trunc(diff * scale.reshape(shape))).astype(dtype)
@@ -167,8 +169,17 @@ class GaussianMutator(Mutator):
         mutated = cases + rng.normal(0.0, sigma, cases.shape)
         if self.clip is not None:
             mutated = np.clip(mutated, *self.clip)
-        with np.errstate(over="ignore"):  # an overflow is refused by name after the call
-            return mutated.astype(cases.dtype if cases.dtype.kind == "f" else np.float32)
+        dtype = cases.dtype if cases.dtype.kind == "f" else np.dtype(np.float32)
+        with np.errstate(over="ignore"):
+            out = mutated.astype(dtype)
+        overflowed = np.isinf(out) & np.isfinite(mutated)
+        if overflowed.any():
+            raise InvalidArgument(
+                f"Gaussian noise of variance up to {self.variance[1]:g} took "
+                f"{int(overflowed.sum())} values beyond {dtype}'s range (largest finite "
+                f"{float(np.finfo(dtype).max):g}); lower the variance or set clip="
+            )
+        return out
 
     def encode(self, cases: Cases) -> np.ndarray:
         return np.asarray(cases, np.float32)

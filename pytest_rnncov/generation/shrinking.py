@@ -122,7 +122,8 @@ def _shrink_arrays(
         low = np.zeros(len(bisected))  # the seed (alpha 0) passes, the case (alpha 1) fails
         high = np.ones(len(bisected))
         base = seeds[bisected]
-        delta = (cases[bisected] - base).astype(np.float64)
+        # in float64: an integer dtype's own subtraction wraps (uint8: 5 - 10 is 251)
+        delta = cases[bisected].astype(np.float64) - base.astype(np.float64)
         shape = (-1,) + (1,) * (cases.ndim - 1)
         for _ in range(BISECTION_STEPS):
             middle = (low + high) / 2

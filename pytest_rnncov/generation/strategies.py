@@ -101,6 +101,27 @@ def _tracked(name: str) -> TrackedLike:
     )
 
 
+#: draws of targeted mutants per test case whose fitness ``hypothesis.target`` reports (each
+#: under a label of its own); later draws in the same test case are noted, not targeted
+MAX_TARGET_LABELS = 64
+
+
+def _target(observation: float, label: str) -> None:
+    """``hypothesis.target(observation, label)``; where this test case already reported
+    one under ``label`` (a test drawing from the strategy twice), under ``label (2)``,
+    ``label (3)``, ... (Hypothesis refuses a label twice in one test case)."""
+    from hypothesis.errors import InvalidArgument as HypothesisInvalidArgument
+
+    for k in range(1, MAX_TARGET_LABELS + 1):
+        try:
+            target(observation, label=label if k == 1 else f"{label} ({k})")
+            return
+        except HypothesisInvalidArgument as exc:
+            if "would overwrite" not in str(exc):
+                raise
+    note(f"{label}: not targeted, more than {MAX_TARGET_LABELS} draws in this test case")
+
+
 def targeted_mutants(
     model: TrackedLike | str,
     seeds: Any,
@@ -234,7 +255,7 @@ def _bred(
             f"(best fitness per generation: {' -> '.join(path)}; <= 0 {reached})"
         )
         if math.isfinite(float(scores[best])):  # Hypothesis takes finite observations only
-            target(-float(scores[best]), label=f"-fitness {label.split(':')[0]}")
+            _target(-float(scores[best]), f"-fitness {label.split(':')[0]}")
         return Mutant(
             mutator.take(population, [best])[0],
             seed[0],
