@@ -248,24 +248,38 @@ def test_pairwise_two_sum_keeps_what_float32_rounds_away(keras):
 
 @pytest.mark.parametrize(
     "case",
-    ["sequences", "masked", "bidirectional", "recompute", "neurons", "float64", "subclass"],
+    [
+        "sequences",
+        "masked",
+        "bidirectional",
+        "recompute",
+        "neurons",
+        "float64",
+        "subclass",
+        "subclass gates",
+    ],
 )
 def test_keras_states_where_the_pass_cannot_sum(keras, seq_inputs, token_inputs, case):
     """h's states come back (and the host sums them) where the pass cannot give the sums:
     the sequence goes on, masked steps, a Bidirectional half, the reference kernel, a
     metric that reads single units, a layer computing in another dtype (the tap's RNN
     would start from float32 states) or a subclass with its own ``call`` (the tap runs
-    the cell, not the layer); the outputs are the model's, the coverage the reference
-    path's."""
+    the cell, not the layer; with a gate metric too, where the gate tap ran the cell's
+    formula instead of the subclass's call and the outputs were off by 0.1); the outputs
+    are the model's, the coverage the reference path's."""
+    from pytest_rnncov.core.metrics import BC
+
     keras.utils.set_random_seed(6)
     x, metrics = seq_inputs, signal_metrics()
+    if case == "subclass gates":
+        metrics = (BC("f", "avg"), *metrics[1:])
     head = [keras.Input((7, 3))]
     if case == "masked":
         x = token_inputs
         head = [keras.Input((8,), dtype="int32"), keras.layers.Embedding(30, 3, mask_zero=True)]
     dtype = {"dtype": "float64"} if case == "float64" else {}
     kind = keras.layers.LSTM
-    if case == "subclass":
+    if case.startswith("subclass"):
 
         class Doubling(keras.layers.LSTM):
             def call(self, sequences, initial_state=None, mask=None, training=False):
@@ -286,12 +300,59 @@ def test_keras_states_where_the_pass_cannot_sum(keras, seq_inputs, token_inputs,
     (chunk,) = coverage.stream(x)
     assert not chunk.trace.sums and "h" in chunk.trace.components
     np.testing.assert_allclose(chunk.outputs, model.predict_on_batch(x), atol=1e-5)
-    if case == "subclass":  # the reference kernel recomputes the cell, not the layer's call
+    if case.startswith("subclass"):  # the reference recomputes the cell, not the layer's call
         return
     reference = Coverage(RNNModel(model, "traced", recompute=True), profile, metrics)
     reference.update(x)
     for name in coverage.metrics:
         np.testing.assert_array_equal(coverage[name].covered_, reference[name].covered_)
+
+
+@pytest.mark.parametrize(
+    ("cell", "options"),
+    [
+        ("SimpleRNN", {}),
+        ("LSTM", {}),
+        ("LSTM", {"return_sequences": True}),
+        ("GRU", {"go_backwards": True}),
+        ("GRU", {"return_sequences": True, "go_backwards": True}),
+    ],
+)
+def test_zero_output_for_mask_gives_the_models_outputs(keras, seq_inputs, cell, options):
+    """A layer with ``zero_output_for_mask`` outputs zeros at masked steps, and as its last
+    output where the last step is masked; the taps gave the carried state there instead
+    (outputs off by up to 1.8, silently). Rows whose last steps (first, backwards) are
+    masked; h metrics and, for an LSTM or GRU, a gate metric (the gate tap)."""
+    from pytest_rnncov.core.metrics import BC, SC, TC
+
+    keras.utils.set_random_seed(3)
+    x = seq_inputs.copy()
+    x[0, 5:] = 0  # masked at the end
+    x[1, :2] = 0  # masked at the start
+    layer = getattr(keras.layers, cell)(4, zero_output_for_mask=True, name="traced", **options)
+    model = keras.Sequential(
+        [
+            keras.Input((7, 3)),
+            keras.layers.Masking(0.0),
+            layer,
+            keras.layers.Flatten(),
+            keras.layers.Dense(2),
+        ]
+    )
+    expected = model.predict_on_batch(x)
+    fast, reference = both_paths(model, "traced")
+    outputs, trace = fast.run(x)
+    np.testing.assert_allclose(outputs, expected, atol=1e-6)
+    np.testing.assert_allclose(trace.h, reference.trace(x).h, atol=1e-5)
+    gate = {"LSTM": "f", "GRU": "z"}.get(cell, "h")
+    metrics = (BC(gate, "avg"), SC("h", "delta"), TC("h", "net", w=3))
+    profile = Profile(window=(1, 5)).fit(reference, x)
+    a, b = Coverage(fast, profile, metrics), Coverage(reference, profile, metrics)
+    streamed = np.concatenate([chunk.outputs for chunk in a.stream(x)])
+    np.testing.assert_allclose(streamed, expected, atol=1e-6)
+    b.update(x)
+    for name in ("BC", "SC", "TC"):
+        np.testing.assert_array_equal(a[name].covered_, b[name].covered_)
 
 
 def test_summed_batches_are_sized_by_what_the_framework_holds(keras, seq_inputs):

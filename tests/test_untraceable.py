@@ -46,6 +46,105 @@ def test_a_multi_output_model_needs_output(keras, seq_inputs):
         RNNModel(model, output=2)
 
 
+def test_a_dict_output_is_named_by_its_keys(keras, seq_inputs):
+    """A model whose output is a dict: its keys name the outputs (as predict returns them),
+    beside the output layers' names; the refusal lists the keys with their indices."""
+    inputs = keras.Input((7, 3))
+    h = keras.layers.GRU(4, name="gru")(inputs)
+    outputs = {
+        "score": keras.layers.Dense(2, name="d1")(h),
+        "aux": keras.layers.Dense(3, name="d2")(h),
+    }
+    model = keras.Model(inputs, outputs)
+    with pytest.raises(ModelError, match=r"2 outputs \(score \(index 1\), aux \(index 0\)\)"):
+        RNNModel(model)
+    rnn = RNNModel(model, output="score")
+    assert rnn.output_index == RNNModel(model, output="d1").output_index == 1
+    np.testing.assert_allclose(
+        rnn.predict(seq_inputs), model.predict_on_batch(seq_inputs)["score"], atol=1e-6
+    )
+    with pytest.raises(InvalidArgument, match=r"output='nope'; the outputs are score \(index 1\)"):
+        RNNModel(model, output="nope")
+
+
+def test_a_layer_called_twice_is_refused(keras):
+    """One layer applied twice: the trace is of one call (the fast path traced the second,
+    the reference the first), so it is refused, naming the fix."""
+    inputs = keras.Input((7, 3))
+    shared = keras.layers.SimpleRNN(4, name="shared")
+    twice = keras.layers.Concatenate()(
+        [shared(inputs), shared(keras.layers.Rescaling(2.0)(inputs))]
+    )
+    model = keras.Model(inputs, keras.layers.Dense(2)(twice))
+    with pytest.raises(ModelError, match="layer 'shared' is called 2 times .* a layer of its own"):
+        RNNModel(model, "shared")
+
+
+def test_a_layer_first_called_in_another_model_is_traced_at_this_models_call(keras, seq_inputs):
+    """The layer's first call belongs to another model: its call in this one is traced
+    (the first call's node was taken: a bare Keras ValueError)."""
+    keras.utils.set_random_seed(2)
+    layer = keras.layers.LSTM(4, name="lstm")
+    first = keras.Input((7, 3))
+    keras.Model(first, layer(first))
+    inputs = keras.Input((7, 3))
+    model = keras.Model(inputs, keras.layers.Dense(2)(layer(keras.layers.Dense(3)(inputs))))
+    rnn = RNNModel(model, "lstm")
+    outputs, trace = rnn.run(seq_inputs)
+    np.testing.assert_allclose(outputs, model.predict_on_batch(seq_inputs), atol=1e-6)
+    reference = RNNModel(model, "lstm", recompute=True).trace(seq_inputs)
+    np.testing.assert_allclose(trace.h, reference.h, atol=1e-5)
+
+
+def test_an_unbuilt_model_is_refused(keras):
+    """A Sequential without an Input, never built or called, has no inputs yet (a bare
+    AttributeError from Keras 3, a TypeError from tf_keras)."""
+    import tf_keras
+
+    for library in (keras, tf_keras):
+        model = library.Sequential([library.layers.LSTM(4), library.layers.Dense(2)])
+        with pytest.raises(ModelError, match=r"is not built.*model.build\(\(None, steps"):
+            RNNModel(model)
+
+
+def test_a_subclassed_keras_model_is_refused_unless_functional(keras, seq_inputs):
+    """A keras.Model subclass with its own call() has no layer graph: refused as one (it
+    was told to load a Keras model); a subclass built by the functional API is traced."""
+
+    class Called(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.rnn, self.head = keras.layers.LSTM(4), keras.layers.Dense(2)
+
+        def call(self, x):
+            return self.head(self.rnn(x))
+
+    called = Called()
+    called(seq_inputs[:1])
+    with pytest.raises(ModelError, match="subclasses keras.Model with its own call.*functional"):
+        RNNModel(called)
+
+    class Built(keras.Model):
+        def __init__(self):
+            inputs = keras.Input((7, 3))
+            super().__init__(inputs, keras.layers.Dense(2)(keras.layers.GRU(4, name="gru")(inputs)))
+
+    built = Built()
+    outputs, _ = RNNModel(built, "gru").run(seq_inputs)
+    np.testing.assert_allclose(outputs, built.predict_on_batch(seq_inputs), atol=1e-6)
+
+
+def test_an_rnn_of_cells_it_cannot_trace_is_named(keras):
+    cells = [keras.layers.LSTMCell(4), keras.layers.LSTMCell(3)]
+    model = keras.Sequential(
+        [keras.Input((7, 3)), keras.layers.RNN(keras.layers.StackedRNNCells(cells), name="r")]
+    )
+    with pytest.raises(
+        ModelError, match=r"'r' \(an RNN of StackedRNNCells\) runs a cell it cannot"
+    ):
+        RNNModel(model)
+
+
 def test_mixed_precision_is_announced(keras):
     keras.mixed_precision.set_global_policy("mixed_float16")
     try:

@@ -75,14 +75,24 @@ def framework_of(model: Any) -> str:
         return "tf_keras"
     if module.startswith("keras"):
         return "keras"
-    try:
-        import sys
+    import sys
 
+    try:
         torch = sys.modules.get("torch")
         if torch is not None and isinstance(model, torch.nn.Module):
             return "torch"
     except AttributeError:
         pass
+    for library in ("keras", "tf_keras"):  # a user's subclass of a Keras model
+        base = getattr(sys.modules.get(library), "Model", None)
+        if isinstance(base, type) and isinstance(model, base):
+            if library == "keras" and hasattr(model, "_nodes_by_depth"):
+                return "keras"  # built of Keras layers (the functional API): a graph
+            raise ModelError(
+                f"model {type(model).__name__} subclasses {library}.Model with its own call(): "
+                "it has no layer graph to trace; build the same layers with the functional "
+                "API or Sequential (and copy the weights with set_weights)"
+            )
     raise InvalidArgument(
         f"RNNModel needs a Keras or PyTorch model or an ONNX one (a .onnx path or an "
         f"onnx.ModelProto), got {type(model).__module__}.{type(model).__name__}; load it "

@@ -70,6 +70,12 @@ def _numpy_activation(fn: Callable[..., Any], framework: str) -> Activation:
 PAD_ROWS = 32
 
 
+def _keras_own(layer: Any) -> bool:
+    """Whether ``layer`` is of Keras' own classes: a subclass may have its own ``call``,
+    which a tap running the layer's cell (or its formula) would not run."""
+    return type(layer).__module__.startswith("keras.")
+
+
 def _padded(x: np.ndarray, cap: int) -> np.ndarray:
     """``x`` with copies of its first row appended up to a multiple of PAD_ROWS (<= cap)."""
     rows = len(x)
@@ -110,6 +116,7 @@ def _cell_tap_base(layer: Any, cell_class: Any) -> Any:
                 return_sequences=True,
                 return_state=True,
                 go_backwards=layer.go_backwards,
+                zero_output_for_mask=bool(getattr(layer, "zero_output_for_mask", False)),
                 dtype=policy,
             )
 
@@ -145,7 +152,10 @@ def _sequence_tap(layer: Any, traced: Any) -> Any:
                 finally:
                     traced.return_sequences, traced.return_state = own
             if traced is layer:
-                last = sequence if own[0] else states[0]  # states[0] is h after the last step
+                # states[0] is h after the last step; with zero_output_for_mask the output
+                # is the sequence's last step, zeros where the last step was masked
+                zeroed = getattr(layer, "zero_output_for_mask", False)
+                last = sequence if own[0] else sequence[:, -1] if zeroed else states[0]
                 outputs = [last, *states] if own[1] else [last]
             return [*outputs, sequence]
 
@@ -230,7 +240,12 @@ def _gate_tap(layer: Any, emit: tuple[str, ...]) -> Any:
         def call(self, sequences: Any, mask: Any = None, training: Any = None) -> Any:
             sequence, emitted, *cell_state = self.rnn(sequences, mask=mask, training=training)
             h = emitted[..., :units]  # h after the last step
-            last = sequence[..., :units] if layer.return_sequences else h
+            if layer.return_sequences:
+                last = sequence[..., :units]
+            elif getattr(layer, "zero_output_for_mask", False):  # zeros if masked at the end
+                last = sequence[:, -1, :units]
+            else:
+                last = h
             outputs = [last, h, *cell_state] if layer.return_state else [last]
             return [*outputs, sequence]
 
@@ -352,6 +367,16 @@ class KerasModel(Adapter):
         self.framework = framework_of(model)
         self._init_common(model, direction, batch_size, recompute)
         self.name = str(model.name)
+        try:
+            inputs = model.inputs
+        except AttributeError:  # Keras 3: a Sequential without Input, never built
+            inputs = None
+        if inputs is None:  # tf_keras: the same
+            raise ModelError(
+                f"model {self.name!r} is not built: it has no inputs yet; start it with "
+                "keras.Input(shape=(steps, features)), or call model.build((None, steps, "
+                "features)) before tracking it"
+            )
         if len(model.inputs) != 1:
             raise ModelError(
                 f"model {self.name!r} has {len(model.inputs)} inputs; pytest-rnncov supports "
@@ -402,14 +427,22 @@ class KerasModel(Adapter):
 
     # -- choosing -----------------------------------------------------------------------
     def _pick_output(self, output: str | int | None) -> int:
+        """The index in ``model.outputs`` of ``output``: an index, an output layer's name,
+        or the key of a model whose output is a dict."""
         outputs = list(self.model.outputs)
         names = [str(n) for n in getattr(self.model, "output_names", None) or []]
         if len(names) != len(outputs):
             names = [str(i) for i in range(len(outputs))]
+        keys: dict[str, int] = {}
+        structure = getattr(self.model, "output", None)
+        if isinstance(structure, dict):  # its keys name the outputs, as predict returns them
+            index = {id(tensor): i for i, tensor in enumerate(outputs)}
+            keys = {str(k): index[id(t)] for k, t in structure.items() if id(t) in index}
+        shown_names = ", ".join([f"{k} (index {i})" for k, i in keys.items()] or names)
         if output is None:
             if len(outputs) > 1:
                 raise ModelError(
-                    f"model {self.name!r} has {len(outputs)} outputs ({', '.join(names)}); pass "
+                    f"model {self.name!r} has {len(outputs)} outputs ({shown_names}); pass "
                     "output=INDEX (or a name) to say which one predict() and the oracle use"
                 )
             return 0
@@ -421,8 +454,10 @@ class KerasModel(Adapter):
                     f"output={output}; model {self.name!r} has outputs 0..{len(outputs) - 1}"
                 )
             return output
+        if output in keys:
+            return keys[output]
         if output not in names:
-            raise InvalidArgument(f"output={output!r}; the outputs are {', '.join(names)}")
+            raise InvalidArgument(f"output={output!r}; the outputs are {shown_names}")
         return names.index(output)
 
     def _find_layer(self, layer: str | int | None) -> Any:
@@ -441,6 +476,17 @@ class KerasModel(Adapter):
                 if nested
                 else ""
             )
+            other = [
+                f"{lay.name!r} (an RNN of {type(lay.cell).__name__})"
+                for lay in layers
+                if getattr(lay, "cell", None) is not None and hasattr(lay, "go_backwards")
+            ]
+            if other:
+                hint += (
+                    f"; {', '.join(other)} runs a cell it cannot trace: build it of "
+                    "LSTM, GRU or SimpleRNN cells, one layer per cell (StackedRNNCells: "
+                    "stacked layers)"
+                )
             raise ModelError(
                 f"model {self.name!r} has no recurrent layer (layers: "
                 f"{', '.join(repr(lay.name) for lay in layers)}); pytest-rnncov traces LSTM, "
@@ -527,6 +573,25 @@ class KerasModel(Adapter):
         return None
 
     # -- running the model --------------------------------------------------------------
+    def _only_call(self) -> Any:
+        """The node of the model's graph that calls the traced layer (Keras 3), refusing a
+        layer the model calls more than once (a trace is of one call)."""
+        graph = getattr(self.model, "_functional", None) or self.model
+        nodes = [
+            node
+            for depth in graph._nodes_by_depth.values()
+            for node in depth
+            if node.operation is self.wrapper
+        ]
+        if len(nodes) != 1:
+            raise ModelError(
+                f"layer {self.wrapper.name!r} is called {len(nodes)} times in model "
+                f"{self.name!r}; pytest-rnncov traces a layer the model calls once: give each "
+                "call a layer of its own (the same weights: a copy from get_config() and "
+                "set_weights())"
+            )
+        return nodes[0]
+
     def _build_probe(self) -> None:
         """Sub-models that share the model's layers: one stops at the traced layer's input
         (traces alone), one also returns the model's output (one call for both)."""
@@ -534,7 +599,7 @@ class KerasModel(Adapter):
         if self.framework == "keras":
             import keras
 
-            node = wrapper._inbound_nodes[0]
+            node = self._only_call()
             args, kwargs = node.arguments.args, node.arguments.kwargs
             if kwargs.get("initial_state") is not None or len(args) > 1:
                 raise ModelError(
@@ -601,6 +666,7 @@ class KerasModel(Adapter):
             self.wrapper is not self.layer
             or self.cell.kind == "simple_rnn"
             or self.trace_on == "device"
+            or not _keras_own(self.layer)
         ):
             return ()
         return tuple(c for c in components if c != "h")
@@ -630,7 +696,7 @@ class KerasModel(Adapter):
             self.trace_on == "numpy"
             and not self._accelerated
             and self.wrapper is layer
-            and type(layer).__module__.startswith("keras.")
+            and _keras_own(layer)
             and str(getattr(policy, "compute_dtype", "")) == "float32"
             and str(getattr(policy, "variable_dtype", "")) == "float32"
             and not layer.return_sequences
