@@ -10,7 +10,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
-from pytest_rnncov import Coverage, InvalidInput, ModelError, Profile, RNNModel
+from pytest_rnncov import Coverage, InvalidInput, ModelError, Profile, RNNCovWarning, RNNModel
 from pytest_rnncov.adapters import base as adapter_base
 
 H_TOL = 1e-5
@@ -322,3 +322,137 @@ def test_the_device_path_with_packed_sequences():
     assert_same_coverage(
         numpy_path, device_path, profile, ids, metrics=("BC", "SC", "TC", "NC", "NBC", "SNAC")
     )
+
+
+# -- unusual models (a hostile pass): the layer's own values, or a refusal naming the fix ----
+class Then(nn.Module):
+    """``rnn`` (an LSTM or a stacked GRU), then ``after`` applied to its output sequence."""
+
+    def __init__(self, rnn: nn.Module, after: nn.Module) -> None:
+        super().__init__()
+        self.rnn, self.after, self.head = rnn, after, nn.Linear(rnn.hidden_size, 2)
+
+    def forward(self, x):
+        out, _ = self.rnn(x)
+        return self.head(self.after(out)[:, -1])
+
+
+@pytest.mark.parametrize("layers", [1, 2])
+def test_a_model_changing_the_layers_output_in_place_is_traced_from_the_layers_own(layers):
+    """``ReLU(inplace=True)`` after the layer: the hooks kept the tensor the model then
+    changed, so the trace read the clipped h (off by 0.3; 0.45 for a stacked layer's split
+    pass). Now the pass is run again keeping copies, and every later pass keeps them."""
+    torch.manual_seed(0)
+    x = np.random.default_rng(0).normal(size=(8, 5, 3)).astype(np.float32)
+    rnn = (nn.LSTM if layers == 1 else nn.GRU)(3, 4, num_layers=layers, batch_first=True)
+    model = Then(rnn, nn.ReLU(inplace=True))
+    expected, _ = reference(rnn, x, layers - 1)
+    with torch.no_grad():
+        own = model(torch.from_numpy(x)).numpy()
+    tracked = RNNModel(model, "rnn" if layers == 1 else "rnn.l1")
+    for _ in range(2):  # the first pass is run again; the second keeps copies at once
+        outputs, trace = tracked.run(x)
+        np.testing.assert_allclose(trace.h, expected, atol=H_TOL)
+        np.testing.assert_allclose(outputs, own, atol=1e-6)
+    assert (trace.h < 0).any()  # what the ReLU clipped in the model's own copy
+
+
+def test_the_users_own_output_hook_does_not_change_the_trace():
+    """A forward hook of the user's that returns a new output (2 h): the trace is the
+    layer's own h (it was 2 h, and the gates were computed from it)."""
+    torch.manual_seed(0)
+    x = np.random.default_rng(0).normal(size=(8, 5, 3)).astype(np.float32)
+    rnn = nn.GRU(3, 4, batch_first=True)
+    model = Then(rnn, nn.Identity())
+    expected, _ = reference(rnn, x, 0)
+    rnn.register_forward_hook(lambda module, args, out: (out[0] * 2, out[1]))
+    trace = RNNModel(model, "rnn").trace(x)
+    np.testing.assert_allclose(trace.h, expected, atol=H_TOL)
+    np.testing.assert_allclose(
+        trace.z, RNNModel(model, "rnn", recompute=True).trace(x).z, atol=H_TOL
+    )
+
+
+def test_a_stacked_layer_called_with_input_as_a_keyword_is_traced():
+    """``rnn(input=x)``: the stacked module's split forward took ``sequences``, so the
+    call failed inside the plugin, reported as the framework's."""
+
+    class Keyword(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = nn.GRU(3, 4, num_layers=2, batch_first=True)
+
+        def forward(self, x):
+            return self.rnn(input=x)[0][:, -1]
+
+    torch.manual_seed(0)
+    x = np.random.default_rng(0).normal(size=(4, 6, 3)).astype(np.float32)
+    model = Keyword()
+    expected, _ = reference(model.rnn, x, 1)
+    np.testing.assert_allclose(RNNModel(model, "rnn.l1").trace(x).h, expected, atol=H_TOL)
+
+
+def test_autocast_inside_forward_is_announced():
+    class Autocast(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = nn.LSTM(3, 4, batch_first=True)
+
+        def forward(self, x):
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                out = self.rnn(x)[0]
+            return out[:, -1].float()
+
+    x = np.random.default_rng(0).normal(size=(8, 5, 3)).astype(np.float32)
+    rnn = RNNModel(Autocast(), "rnn")
+    with pytest.warns(RNNCovWarning, match="runs under torch.autocast.*bfloat16"):
+        rnn.trace(x)
+
+
+def test_unusual_modules_are_refused_naming_the_fix():
+    """Each was a bare torch error, an error about internal arguments, or a refusal that
+    said there was no recurrent module."""
+    from torch.nn.utils import parametrizations
+    from torch.nn.utils.rnn import pack_padded_sequence
+
+    x = np.random.default_rng(0).normal(size=(4, 6, 3)).astype(np.float32)
+
+    class Calls(nn.Module):
+        def __init__(self, call, rnn=None):
+            super().__init__()
+            self.rnn, self.call = rnn or nn.GRU(3, 4, batch_first=True), call
+
+        def forward(self, x):
+            return self.call(self, x)
+
+    def longer(self, x):  # a learned start step prepended, then packed
+        lengths = torch.full((len(x),), x.shape[1] + 1)
+        z = torch.cat([torch.zeros(len(x), 1, 3), x], 1)
+        return self.rnn(pack_padded_sequence(z, lengths, batch_first=True))[1][-1]
+
+    def unbatched(self, x):
+        return torch.stack([self.rnn(seq)[0][-1] for seq in x])
+
+    def last(self, x):
+        return self.rnn(x)[0][:, -1]
+
+    with torch.device("meta"):
+        meta = Calls(last)
+    shared = Calls(last)
+    shared.alias = shared.rnn
+    cases = [
+        (Calls(longer), "rnn", "PackedSequence of 7 steps on inputs of 6"),
+        (Calls(unbatched), "rnn", r"unbatched \(steps, features\) input.*call it on"),
+        (meta, "rnn", "meta device.*to_empty"),
+        (shared, "alias", "layer='alias' is the module the model also holds as 'rnn'"),
+        (
+            Calls(
+                last, parametrizations.weight_norm(nn.GRU(3, 4, batch_first=True), "weight_hh_l0")
+            ),
+            "rnn",
+            r"'rnn' \(ParametrizedGRU\) is not one.*remove_parametrizations",
+        ),
+    ]
+    for model, layer, message in cases:
+        with pytest.raises(ModelError, match=message):
+            RNNModel(model, layer).trace(x)

@@ -49,6 +49,15 @@ def _numpy(tensor: Any) -> np.ndarray:
     return np.array(tensor.detach().cpu().float().numpy())  # a copy, not the weights' memory
 
 
+def _version(tensor: Any) -> int:
+    """A tensor's version counter (every in-place change bumps it); -1 where torch keeps
+    none (an inference-mode tensor)."""
+    try:
+        return int(tensor._version)
+    except RuntimeError:
+        return -1
+
+
 class _LayerReached(BaseException):
     """Raised by the forward pre-hook to stop a forward pass at the traced module (a
     BaseException, so that a model's own ``except Exception`` does not swallow it)."""
@@ -120,6 +129,12 @@ class TorchModel(Adapter):
         self._init_common(model, direction, batch_size, recompute)
         self.reads_states = not self.recompute
         self.name = type(model).__name__
+        if any(p.is_meta for p in model.parameters()):
+            raise ModelError(
+                f"model {self.name} has parameters on the meta device, which hold no values; "
+                "load its weights first (model.to_empty(device='cpu'), then "
+                "model.load_state_dict(...))"
+            )
         self.module_name, self.module, self.depth = self._find(layer)
         kind = type(self.module).__name__
         self.direction = (
@@ -171,6 +186,12 @@ class TorchModel(Adapter):
             self.id_range = (0, max(int(e.num_embeddings) for e in embeddings))
         self._captured: list[Any] = []
         self._produced: list[Any] = []
+        #: the tensors the hooks kept in this pass, with their version counters then
+        self._kept: list[tuple[Any, int]] = []
+        #: whether the hooks keep copies: set once a model was seen changing the traced
+        #: layer's input or output in place after the call (ReLU(inplace=True) after it)
+        self._keep_copies = False
+        self._autocast_warned = False
         self._stop: str | None = None  # where a forward pass may stop: "before"/"after" it
         self._runs_once = False
         self._step_work: int | None = None  # ``_work_per_row``, once known
@@ -211,7 +232,21 @@ class TorchModel(Adapter):
             for i, (n, m) in enumerate(candidates)
         )
         if not candidates:
-            raise ModelError(f"model {self.name} has no nn.LSTM, nn.GRU or nn.RNN module")
+            near = [
+                f"{n!r} ({type(m).__name__})"
+                for n, m in self.model.named_modules()
+                if isinstance(m, torch.nn.RNNBase)
+                or getattr(m, "original_name", None) in KINDS  # a TorchScript module
+            ]
+            hint = (
+                f"; {', '.join(near)} is not one: pytest-rnncov traces the eager modules "
+                "themselves (not a subclass, a parametrized copy or a TorchScript one): "
+                "track the model before torch.jit.script/trace, or without the "
+                "parametrization (weight_norm: remove_parametrizations)"
+                if near
+                else ""
+            )
+            raise ModelError(f"model {self.name} has no nn.LSTM, nn.GRU or nn.RNN module{hint}")
         if layer is None:
             return candidates[0][0], candidates[0][1], 0
         if isinstance(layer, bool) or not isinstance(layer, (str, int)):
@@ -234,6 +269,15 @@ class TorchModel(Adapter):
                         f"layers, .l0 to .l{module.num_layers - 1}"
                     )
                 return candidate, module, depth
+        aliases = {  # named_modules names a module held twice once
+            name: module for name, module in self.model.named_modules(remove_duplicate=False)
+        }
+        for candidate, module in candidates:
+            if aliases.get(layer) is module:
+                raise ModelError(
+                    f"layer={layer!r} is the module the model also holds as {candidate!r}: "
+                    f"pass layer={candidate!r}"
+                )
         raise ModelError(
             f"layer={layer!r} is not a recurrent module of {self.name}; its "
             f"recurrent modules are {listing}"
@@ -384,30 +428,78 @@ class TorchModel(Adapter):
         if any(bool(state.any()) for state in states):  # zeros, as written out, are fine
             raise ModelError(
                 f"module {self.module_name!r} is called with a nonzero initial state (hx); "
-                "pytest-rnncov traces recurrent layers that start from zeros"
+                "pytest-rnncov traces recurrent layers that start from zeros: call it "
+                "without hx (or with zeros)"
             )
-        self._captured.append(args[0] if args else kwargs["input"])
+        self._warn_autocast()
+        given = args[0] if args else kwargs["input"]
+        if getattr(given, "ndim", 3) == 2:
+            raise ModelError(
+                f"module {self.module_name!r} is called with an unbatched (steps, features) "
+                "input; pytest-rnncov traces a layer called on the batch: call it on "
+                "(batch, steps, features)"
+            )
+        self._captured.append(self._keep(given))
         if self._stop == "before":
             raise _LayerReached  # only the layer's input is wanted: skip the rest of the model
 
+    def _warn_autocast(self) -> None:
+        """Announce (once) a layer run under ``torch.autocast``: it computes in a lower
+        precision than the float32 trace, like a float16 module."""
+        import torch
+
+        device = self._device.type
+        if self._autocast_warned or not torch.is_autocast_enabled(device):
+            return
+        self._autocast_warned = True
+        dtype = str(torch.get_autocast_dtype(device)).removeprefix("torch.")
+        note = MIXED_PRECISION_NOTE.format(dtype=dtype)
+        warnings.warn(
+            f"module {self.module_name or self.name!r} runs under torch.autocast: {note}",
+            RNNCovWarning,
+            stacklevel=2,
+        )
+
+    def _keep(self, value: Any) -> Any:
+        """A tensor (or PackedSequence) a hook keeps until the pass ends: a copy once the
+        model was seen changing one in place, else the tensor, its version noted."""
+        from torch.nn.utils.rnn import PackedSequence
+
+        tensor = value.data if isinstance(value, PackedSequence) else value
+        if self._keep_copies:
+            copy = tensor.clone()
+            if isinstance(value, PackedSequence):
+                return PackedSequence(
+                    copy, value.batch_sizes, value.sorted_indices, value.unsorted_indices
+                )
+            return copy
+        self._kept.append((tensor, _version(tensor)))
+        return value
+
+    def _changed_in_place(self) -> bool:
+        """Whether the model changed a kept tensor in place after the hook kept it (or its
+        version is not tracked: an inference tensor)."""
+        return any(v < 0 or _version(t) != v for t, v in self._kept)
+
     def _output_hook(self, module: Any, args: Any, output: Any) -> None:
-        self._produced.append(output[0])
+        self._produced.append(self._keep(output[0]))
         if self._stop == "after":
             raise _LayerReached  # the layer's input and output are all that is wanted
 
-    def _split_forward(self, sequences: Any, hx: Any = None) -> Any:
+    def _split_forward(self, input: Any, hx: Any = None) -> Any:  # noqa: A002 (torch's name)
         """The module's forward pass as its copies run it, keeping the traced layer's input
-        and output (``_split``); returns what the module returns."""
+        and output (``_split``); returns what the module returns. Its arguments are named
+        as ``nn.RNNBase.forward``'s (a model may call ``rnn(input=x)``)."""
         import torch
 
-        finals, out = [], sequences
+        finals, out = [], input
         for part in (self._lower, self._single, self._upper):
             if part is None:
                 continue
             layer_input = out
             out, final = part(out)
             if part is self._single:
-                self._split = (layer_input, out)
+                self._split = (self._keep(layer_input), self._keep(out))
             finals.append(final)
         if isinstance(finals[0], tuple):  # LSTM: (h_n, c_n), layers stacked on axis 0
             return out, tuple(torch.cat(f, dim=0) for f in zip(*finals))
@@ -423,14 +515,18 @@ class TorchModel(Adapter):
 
         was_training = self.model.training
         top = states and self.depth == self.module.num_layers - 1
-        handles = [self.module.register_forward_pre_hook(self._hook, with_kwargs=True)]
+        handles = [
+            self.module.register_forward_pre_hook(self._hook, with_kwargs=True, prepend=True)
+        ]
         if top or split:
-            handles.append(self.module.register_forward_hook(self._output_hook))
+            # before the user's own hooks, which may return another output
+            handles.append(self.module.register_forward_hook(self._output_hook, prepend=True))
         self._split = None
         if split:
             self.module.forward = self._split_forward
         self._captured.clear()
         self._produced.clear()
+        self._kept.clear()
         # stop early only once a full pass has shown the module runs once per forward pass
         after = top or split
         self._stop = None if outputs or not self._runs_once else "after" if after else "before"
@@ -464,6 +560,9 @@ class TorchModel(Adapter):
             self.model.train(was_training)
         if finite is not None and not bool(finite):  # read once the pass has run
             raise not_finite(array)
+        if self._changed_in_place():  # read the layer's own values: again, keeping copies
+            self._keep_copies = True
+            return self._run_model(x, outputs, states, split)
         if self._stop is not None and self._captured:
             return None, self._captured[0], self._produced[0] if top else None
         if len(self._captured) == 1:
@@ -525,7 +624,11 @@ class TorchModel(Adapter):
                 )
             out = out[self.output_index]
         if not hasattr(out, "detach") or out.ndim == 0:
-            shown = f"a {type(out).__name__}" if not hasattr(out, "ndim") else "a 0-d tensor"
+            shown = (
+                "a 0-d tensor"
+                if hasattr(out, "detach")
+                else f"a {type(out).__module__}.{type(out).__name__}"
+            )
             raise ModelError(
                 f"model {self.name} returns {shown} where pytest-rnncov reads a tensor of one "
                 "prediction per input; wrap the model so that it returns that tensor (or a "
@@ -541,6 +644,13 @@ class TorchModel(Adapter):
         from torch.nn.utils.rnn import PackedSequence, pad_packed_sequence
 
         if isinstance(sequence, PackedSequence):
+            if len(sequence.batch_sizes) > steps:
+                raise ModelError(
+                    f"module {self.module_name!r} runs a PackedSequence of "
+                    f"{len(sequence.batch_sizes)} steps on inputs of {steps}; pytest-rnncov "
+                    "traces a layer that runs the inputs' steps: add the extra steps to the "
+                    "inputs, outside the model"
+                )
             padded, _ = pad_packed_sequence(sequence, batch_first=True, total_length=steps)
             return padded.detach().float()
         sequence = sequence.detach().float()
