@@ -438,12 +438,15 @@ def test_unusual_modules_are_refused_naming_the_fix():
 
     with torch.device("meta"):
         meta = Calls(last)
+    with pytest.warns(FutureWarning):  # torch deprecates it for parametrizations.weight_norm
+        legacy = Calls(last, nn.utils.weight_norm(nn.GRU(3, 4, batch_first=True), "weight_hh_l0"))
     shared = Calls(last)
     shared.alias = shared.rnn
     cases = [
         (Calls(longer), "rnn", "PackedSequence of 7 steps on inputs of 6"),
         (Calls(unbatched), "rnn", r"unbatched \(steps, features\) input.*call it on"),
         (meta, "rnn", "meta device.*to_empty"),
+        (legacy, "rnn", r"weight_norm on weight_hh_l0: .*remove_weight_norm"),
         (shared, "alias", "layer='alias' is the module the model also holds as 'rnn'"),
         (
             Calls(

@@ -136,6 +136,18 @@ class TorchModel(Adapter):
                 "model.load_state_dict(...))"
             )
         self.module_name, self.module, self.depth = self._find(layer)
+        normed = sorted(  # torch.nn.utils.weight_norm: name_g and name_v, name recomputed
+            name[:-2]
+            for name, _ in self.module.named_parameters(recurse=False)
+            if name.endswith("_g") and hasattr(self.module, f"{name[:-2]}_v")
+        )
+        if normed:
+            raise ModelError(
+                f"module {self.module_name!r} has torch.nn.utils.weight_norm on "
+                f"{', '.join(normed)}: the module recomputes those weights at each call, "
+                "so the ones read here may be stale; call torch.nn.utils.remove_weight_norm("
+                "module, name) for each before tracking (the weights stay as they are)"
+            )
         kind = type(self.module).__name__
         self.direction = (
             direction
