@@ -23,6 +23,7 @@ from torch import nn  # noqa: E402
 from pytest_rnncov import (  # noqa: E402
     Coverage,
     InvalidArgument,
+    InvalidInput,
     ModelError,
     Profile,
     RNNModel,
@@ -322,8 +323,10 @@ def test_hand_built_nodes_with_sequence_lens(padded, op, attributes, direction):
 
 
 def test_no_lengths_and_x_fed_straight_in(x):
-    """Without sequence_lens no mask; a node whose X is the graph input itself (here a
-    time-major model: its first axis is not the batch, which is refused)."""
+    """Without sequence_lens no mask; a node whose X is the graph input itself reads it
+    time-major (ONNX's layout 0), refused when the model is wrapped: it was refused at a
+    call only when the batch and the steps differed in number, and with as many inputs as
+    steps every row's results came from a column of the inputs, silently."""
     model = hand_model("LSTM", direction="bidirectional", lengths=False)
     y = ort_run(model, x, ["Y"])[0]  # (T, 2, B, H)
     check_exact(model, x)
@@ -337,8 +340,8 @@ def test_no_lengths_and_x_fed_straight_in(x):
     nodes = time_major.graph.node
     nodes.remove(next(n for n in nodes if n.op_type == "Transpose" and n.output[0] == "X"))
     next(n for n in nodes if n.op_type == "GRU").input[0] = "x"
-    with pytest.raises(ModelError, match="its batch axis is not the model input's first axis"):
-        RNNModel(time_major).trace(x)
+    with pytest.raises(ModelError, match="X fed the model's input itself.*time-major"):
+        RNNModel(time_major)
 
 
 def sigmoid(v: float) -> float:
@@ -629,6 +632,17 @@ def test_external_data_inside_the_folder_loads(tmp_path, x):
             lambda: hand_model("GRU", initial_h=np.ones((1, 1, 4), np.float32)),
             "non-zero initial_h",
         ),
+        (  # a bare numpy broadcasting error before
+            lambda: hand_model(
+                "GRU",
+                weights=(
+                    np.zeros((1, 12, 3), np.float32),
+                    np.zeros((1, 12, 4), np.float32),
+                    np.zeros((1, 12), np.float32),
+                ),
+            ),
+            r"B of shape \(1, 12\): expected .* \(1, 24\)",
+        ),
     ],
 )
 def test_unsupported_nodes_are_refused(build, match):
@@ -727,3 +741,107 @@ def test_keras_converted_by_tf2onnx(x):
             check_exact(proto, x, direction="backward")
             backward = RNNModel(proto, direction="backward").trace(x)
             np.testing.assert_allclose(backward.h[:, ::-1], sequence[..., 4:], atol=TOL)
+
+
+def with_input_shape(model, dims):
+    model.graph.input[0].CopyFrom(helper.make_tensor_value_info("x", TensorProto.FLOAT, dims))
+    return model
+
+
+def test_a_fixed_batch_is_refused_naming_the_export_fix(x):
+    """torch.onnx.export without dynamic_axes fixes the batch: every call of another size
+    failed in ONNX Runtime, with the cause cut off the message."""
+    with pytest.raises(ModelError, match=r"batches of exactly 4 .*dynamic_axes=\{'x': \{0:"):
+        RNNModel(with_input_shape(hand_model("GRU", lengths=False), [4, 6, 3]))
+    fixed_at_one = with_input_shape(hand_model("GRU", lengths=False), [1, 6, 3])
+    with pytest.raises(
+        ModelError, match=r"exactly 1 .*also runs with RNNModel\(..., batch_size=1\)"
+    ):
+        RNNModel(fixed_at_one)
+    np.testing.assert_allclose(
+        RNNModel(fixed_at_one, batch_size=1).predict(x[:3]),
+        np.concatenate([ort_run(fixed_at_one, x[i : i + 1])[0] for i in range(3)]),
+        atol=1e-6,
+    )
+
+
+def test_token_ids_are_checked_against_the_gathered_axis():
+    """Gather(table (features, vocab), ids, axis=1): ids index the table's second axis (the
+    range was read from the first: valid ids 2-9 were refused)."""
+    rng = np.random.default_rng(0)
+    table = rng.normal(size=(3, 10)).astype(np.float32)
+    model = hand_model("GRU", lengths=False)
+    graph = model.graph
+    graph.initializer.append(numpy_helper.from_array(table, "table"))
+    graph.node.insert(0, helper.make_node("Gather", ["table", "ids"], ["features"], axis=1))
+    graph.node.insert(1, helper.make_node("Transpose", ["features"], ["x"], perm=[1, 2, 0]))
+    graph.input[0].CopyFrom(helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch", 6]))
+    onnx.checker.check_model(model)
+    rnn = RNNModel(model)
+    assert rnn.id_range == (0, 10)
+    ids = rng.integers(0, 10, size=(5, 6)).astype(np.int64)
+    np.testing.assert_allclose(rnn.predict(ids), ort_run_inputs(model, {"ids": ids}), atol=1e-6)
+    with pytest.raises(InvalidInput, match=r"\[0, 10\)"):
+        rnn.predict(ids + 10)
+
+
+def ort_run_inputs(model, feeds):
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return session.run(None, feeds)[0]
+
+
+def test_an_output_that_is_not_a_tensor_is_refused():
+    """A ZipMap's sequence of maps came back as an object array of dicts."""
+    model = hand_model("GRU", lengths=False)
+    model.graph.node.append(
+        helper.make_node(
+            "ZipMap", ["out"], ["probs"], domain="ai.onnx.ml", classlabels_int64s=[0, 1, 2, 3]
+        )
+    )
+    maps = helper.make_sequence_type_proto(
+        helper.make_map_type_proto(
+            TensorProto.INT64, helper.make_tensor_type_proto(TensorProto.FLOAT, [])
+        )
+    )
+    model.graph.output[0].CopyFrom(helper.make_value_info("probs", maps))
+    model.opset_import.append(helper.make_opsetid("ai.onnx.ml", 3))
+    with pytest.raises(ModelError, match="returns 'probs' as a sequence_type, not a tensor"):
+        RNNModel(model)
+
+
+@pytest.mark.parametrize("value", [0.0, 0.5])
+def test_a_sparse_initial_state_is_read(x, value):
+    """initial_h as a sparse initializer, which the adapter did not read: a non-zero one
+    was not refused (the trace started from zeros where the node did not); zeros trace."""
+    model = hand_model("GRU", lengths=False)
+    node = next(n for n in model.graph.node if n.op_type == "GRU")
+    node.input.append("initial_h")
+    count = 1 if value else 0
+    sparse = helper.make_sparse_tensor(
+        numpy_helper.from_array(np.full(count, value, np.float32), "initial_h"),
+        numpy_helper.from_array(np.zeros(count, np.int64), "initial_h_indices"),
+        [1, len(x), 4],
+    )
+    model.graph.sparse_initializer.append(sparse)
+    if value:
+        with pytest.raises(ModelError, match="non-zero initial_h"):
+            RNNModel(model)
+        return
+    np.testing.assert_allclose(RNNModel(model).predict(x), ort_run(model, x)[0], atol=1e-6)
+
+
+def test_a_name_shared_by_two_nodes_is_refused():
+    """An unnamed node is shown as OpType_index, which a named one may also be called:
+    the name picked the first silently."""
+    model = hand_model("GRU", lengths=False)
+    node = next(n for n in model.graph.node if n.op_type == "GRU")
+    node.name = "GRU_99"
+    twin = onnx.NodeProto()
+    twin.CopyFrom(node)
+    twin.name, twin.output[0], twin.output[1] = "", "Y2", "Y_h2"
+    model.graph.node.insert(99, twin)
+    names = [RNNModel(model, i).layer_name for i in (0, 1)]
+    shown = names[1]
+    node.name = shown
+    with pytest.raises(ModelError, match=f"layer='{shown}' names 2 recurrent nodes"):
+        RNNModel(model, shown)

@@ -373,6 +373,23 @@ def test_the_users_own_output_hook_does_not_change_the_trace():
     )
 
 
+def test_the_users_own_pre_hook_changes_what_the_layer_runs_on_and_the_trace():
+    """A forward pre-hook of the user's that doubles the layer's input: the layer runs on
+    2 x, and so does the trace (gates and the reference's h included)."""
+    torch.manual_seed(0)
+    x = np.random.default_rng(0).normal(size=(8, 5, 3)).astype(np.float32)
+    rnn = nn.GRU(3, 4, batch_first=True)
+    model = Then(rnn, nn.Identity())
+    plain = RNNModel(model, "rnn", recompute=True).trace(2 * x)
+    rnn.register_forward_pre_hook(lambda module, args: (args[0] * 2,))
+    for recompute in (False, True):
+        trace = RNNModel(model, "rnn", recompute=recompute).trace(x)
+        for name in ("h", "z", "r", "n"):
+            np.testing.assert_allclose(
+                getattr(trace, name), getattr(plain, name), atol=H_TOL, err_msg=name
+            )
+
+
 def test_a_stacked_layer_called_with_input_as_a_keyword_is_traced():
     """``rnn(input=x)``: the stacked module's split forward took ``sequences``, so the
     call failed inside the plugin, reported as the framework's."""
@@ -412,7 +429,7 @@ def test_autocast_inside_forward_is_announced():
 def test_unusual_modules_are_refused_naming_the_fix():
     """Each was a bare torch error, an error about internal arguments, or a refusal that
     said there was no recurrent module."""
-    from torch.nn.utils import parametrizations
+    from torch.nn.utils import parametrizations, prune
     from torch.nn.utils.rnn import pack_padded_sequence
 
     x = np.random.default_rng(0).normal(size=(4, 6, 3)).astype(np.float32)
@@ -440,13 +457,18 @@ def test_unusual_modules_are_refused_naming_the_fix():
         meta = Calls(last)
     with pytest.warns(FutureWarning):  # torch deprecates it for parametrizations.weight_norm
         legacy = Calls(last, nn.utils.weight_norm(nn.GRU(3, 4, batch_first=True), "weight_hh_l0"))
+    spectral = Calls(last, nn.utils.spectral_norm(nn.GRU(3, 4, batch_first=True), "weight_ih_l0"))
+    pruned = Calls(last)
+    prune.random_unstructured(pruned.rnn, "bias_hh_l0", 0.5)
     shared = Calls(last)
     shared.alias = shared.rnn
     cases = [
         (Calls(longer), "rnn", "PackedSequence of 7 steps on inputs of 6"),
         (Calls(unbatched), "rnn", r"unbatched \(steps, features\) input.*call it on"),
         (meta, "rnn", "meta device.*to_empty"),
-        (legacy, "rnn", r"weight_norm on weight_hh_l0: .*remove_weight_norm"),
+        (legacy, "rnn", r"computes weight_hh_l0 at each call .*remove_weight_norm"),
+        (spectral, "rnn", r"computes weight_ih_l0 at each call .*remove_spectral_norm"),
+        (pruned, "rnn", r"computes bias_hh_l0 at each call .*prune.remove"),
         (shared, "alias", "layer='alias' is the module the model also holds as 'rnn'"),
         (
             Calls(

@@ -133,6 +133,47 @@ def test_a_subclassed_keras_model_is_refused_unless_functional(keras, seq_inputs
     outputs, _ = RNNModel(built, "gru").run(seq_inputs)
     np.testing.assert_allclose(outputs, built.predict_on_batch(seq_inputs), atol=1e-6)
 
+    class Doubled(Built):  # a functional subclass whose own call() changes the outputs
+        def call(self, x, training=None):
+            return super().call(x) * 2
+
+    with pytest.raises(ModelError, match=r"own call\(\) \(.*Doubled.call\)"):
+        RNNModel(Doubled())
+
+    class Plain(keras.Sequential):  # no call() of its own: Keras' over the layer graph
+        pass
+
+    plain = Plain([keras.Input((7, 3)), keras.layers.LSTM(4), keras.layers.Dense(2)])
+    outputs, _ = RNNModel(plain).run(seq_inputs)
+    np.testing.assert_allclose(outputs, plain.predict_on_batch(seq_inputs), atol=1e-6)
+
+
+def test_tf_keras_layers_called_twice_or_first_elsewhere(seq_inputs):
+    """tf_keras as Keras 3: a layer called twice is refused (it was traced at its first
+    call, silently), one first called in another model is traced at this model's call
+    (an AssertionError from tf_keras)."""
+    import tf_keras
+
+    inputs = tf_keras.Input((7, 3))
+    shared = tf_keras.layers.SimpleRNN(4, name="shared")
+    twice = tf_keras.layers.Concatenate()(
+        [shared(inputs), shared(tf_keras.layers.Rescaling(2.0)(inputs))]
+    )
+    with pytest.raises(ModelError, match="layer 'shared' is called 2 times"):
+        RNNModel(tf_keras.Model(inputs, tf_keras.layers.Dense(2)(twice)), "shared")
+    layer = tf_keras.layers.LSTM(4, name="lstm")
+    first = tf_keras.Input((7, 3))
+    tf_keras.Model(first, layer(first))
+    inputs = tf_keras.Input((7, 3))
+    model = tf_keras.Model(
+        inputs, tf_keras.layers.Dense(2)(layer(tf_keras.layers.Dense(3)(inputs)))
+    )
+    rnn = RNNModel(model, "lstm")
+    outputs, trace = rnn.run(seq_inputs)
+    np.testing.assert_allclose(outputs, model.predict_on_batch(seq_inputs), atol=1e-6)
+    reference = RNNModel(model, "lstm", recompute=True).trace(seq_inputs)
+    np.testing.assert_allclose(trace.h, reference.h, atol=1e-5)
+
 
 def test_an_rnn_of_cells_it_cannot_trace_is_named(keras):
     cells = [keras.layers.LSTMCell(4), keras.layers.LSTMCell(3)]

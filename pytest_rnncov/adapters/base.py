@@ -77,22 +77,28 @@ def framework_of(model: Any) -> str:
         return "keras"
     import sys
 
+    for library in ("keras", "tf_keras"):  # a user's subclass of a Keras model
+        base = getattr(sys.modules.get(library), "Model", None)
+        if isinstance(base, type) and isinstance(model, base):  # (Keras on torch: a Module)
+            own = [
+                c.__qualname__
+                for c in type(model).__mro__
+                if "call" in vars(c) and not c.__module__.startswith(library)
+            ]
+            if not own:  # Keras' own call() over the layer graph
+                return "keras" if library == "keras" else "tf_keras"
+            raise ModelError(
+                f"model {type(model).__name__} subclasses {library}.Model with its own "
+                f"call() ({own[0]}.call): the layer graph pytest-rnncov traces may not be "
+                "what it computes; build the same layers with the functional API or "
+                "Sequential (and copy the weights with set_weights)"
+            )
     try:
         torch = sys.modules.get("torch")
         if torch is not None and isinstance(model, torch.nn.Module):
             return "torch"
     except AttributeError:
         pass
-    for library in ("keras", "tf_keras"):  # a user's subclass of a Keras model
-        base = getattr(sys.modules.get(library), "Model", None)
-        if isinstance(base, type) and isinstance(model, base):
-            if library == "keras" and hasattr(model, "_nodes_by_depth"):
-                return "keras"  # built of Keras layers (the functional API): a graph
-            raise ModelError(
-                f"model {type(model).__name__} subclasses {library}.Model with its own call(): "
-                "it has no layer graph to trace; build the same layers with the functional "
-                "API or Sequential (and copy the weights with set_weights)"
-            )
     raise InvalidArgument(
         f"RNNModel needs a Keras or PyTorch model or an ONNX one (a .onnx path or an "
         f"onnx.ModelProto), got {type(model).__module__}.{type(model).__name__}; load it "
@@ -557,5 +563,6 @@ def rows_holding(bad: np.ndarray) -> str:
 
 def model_error_from(exc: Exception, what: str) -> ModelError:
     """A framework failure as a ModelError that says where it happened."""
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return ModelError(f"{what} failed in the framework: {type(exc).__name__}: {first[:300]}")
+    # the whole message on one line: ONNX Runtime, say, gives the cause on the second
+    said = " ".join(str(exc).split()) or type(exc).__name__
+    return ModelError(f"{what} failed in the framework: {type(exc).__name__}: {said[:400]}")

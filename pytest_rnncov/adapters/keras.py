@@ -574,14 +574,14 @@ class KerasModel(Adapter):
 
     # -- running the model --------------------------------------------------------------
     def _only_call(self) -> Any:
-        """The node of the model's graph that calls the traced layer (Keras 3), refusing a
-        layer the model calls more than once (a trace is of one call)."""
+        """The node of the model's graph that calls the traced layer, refusing a layer the
+        model calls more than once (a trace is of one call)."""
         graph = getattr(self.model, "_functional", None) or self.model
         nodes = [
             node
             for depth in graph._nodes_by_depth.values()
-            for node in depth
-            if node.operation is self.wrapper
+            for node in depth  # Keras 3 names a node's layer operation, tf_keras layer
+            if (getattr(node, "operation", None) or getattr(node, "layer", None)) is self.wrapper
         ]
         if len(nodes) != 1:
             raise ModelError(
@@ -629,7 +629,7 @@ class KerasModel(Adapter):
         import tensorflow as tf
         import tf_keras
 
-        sequence = wrapper.input
+        sequence = self._only_call().input_tensors  # this model's call of the layer
         if isinstance(sequence, (list, tuple)):
             raise ModelError(
                 f"layer {wrapper.name!r} is called with an initial state; pytest-rnncov traces "

@@ -17,6 +17,7 @@ ONNX model is wrapped.
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 from pathlib import Path
 from typing import Any, NoReturn
@@ -188,18 +189,53 @@ def read_onnx(path: Path) -> Any:
     return proto
 
 
+#: the most values of a sparse initializer read (a dense copy is made)
+MAX_SPARSE_VALUES = 1 << 28
+
+
 def _constant(graph: Any, name: str) -> np.ndarray | None:
-    """The value of ``name`` when the graph fixes it (an initializer or a Constant node)."""
+    """The value of ``name`` when the graph fixes it (an initializer, dense or sparse, or
+    a Constant node)."""
     onnx, _ = _modules()
     for tensor in graph.initializer:
         if tensor.name == name:
             return np.asarray(onnx.numpy_helper.to_array(tensor))
+    for sparse in graph.sparse_initializer:
+        if sparse.values.name == name:
+            return _dense(sparse)
     for node in graph.node:
         if node.op_type == "Constant" and list(node.output) == [name]:
             for attribute in node.attribute:
                 if attribute.name == "value":
                     return np.asarray(onnx.numpy_helper.to_array(attribute.t))
+                if attribute.name == "sparse_value":
+                    return _dense(attribute.sparse_tensor)
     return None
+
+
+def _dense(sparse: Any) -> np.ndarray:
+    """An ONNX SparseTensorProto as a dense array (indices: linear, or one row of
+    coordinates per value)."""
+    onnx, _ = _modules()
+    values = np.asarray(onnx.numpy_helper.to_array(sparse.values))
+    indices = np.asarray(onnx.numpy_helper.to_array(sparse.indices), np.int64)
+    shape = tuple(int(d) for d in sparse.dims)
+    size = math.prod(shape)
+    if any(d < 0 for d in shape) or size > MAX_SPARSE_VALUES:
+        raise ModelError(
+            f"a sparse tensor of the ONNX model has shape {shape}; pytest-rnncov reads "
+            f"sparse tensors of at most {MAX_SPARSE_VALUES:,} values: store it dense"
+        )
+    dense = np.zeros(size, values.dtype)
+    try:
+        flat = indices if indices.ndim == 1 else np.ravel_multi_index(indices.T, shape)
+        dense[flat] = values.ravel()
+    except (ValueError, IndexError):
+        raise ModelError(
+            f"a sparse tensor of the ONNX model has {values.size} values and indices of "
+            f"shape {indices.shape} that do not fit its shape {shape}; fix the export"
+        ) from None
+    return dense.reshape(shape)
 
 
 def _attributes(node: Any) -> dict[str, Any]:
@@ -251,6 +287,7 @@ class OnnxModel(Adapter):
         self.proto, self.name = self._proto(model)
         graph = self.proto.graph
         fixed = {t.name for t in graph.initializer}
+        fixed |= {t.values.name for t in graph.sparse_initializer}
         inputs = [i for i in graph.input if i.name not in fixed]
         if len(inputs) != 1:
             raise ModelError(
@@ -275,6 +312,12 @@ class OnnxModel(Adapter):
             else self._forward_only(direction, self.node_name)
         )
         self._refuse_unsupported()
+        if self.node.input[0] == self.input_name:  # layout 0: X is (steps, batch, features)
+            self._refuse(
+                "its X fed the model's input itself, which ONNX's layout 0 reads time-major",
+                "pytest-rnncov feeds (batch, steps, features): export the model batch-first "
+                "(a Transpose before the node, as torch.onnx.export writes for batch_first)",
+            )
         self.cell = self._cell()
         self.units = self.cell.units
         self._n_steps = None
@@ -327,6 +370,16 @@ class OnnxModel(Adapter):
                 f"ONNX model {self.name!r} does not declare the rank of its input "
                 f"{info.name!r}; export it with the input's shape (batch, steps, ...)"
             )
+        first = tensor.shape.dim[0]
+        fixed = int(first.dim_value) if first.HasField("dim_value") else 0
+        if fixed > 1 or (fixed == 1 and self.batch_size != 1):
+            one = " (a model fixed at 1 also runs with RNNModel(..., batch_size=1))"
+            raise ModelError(
+                f"ONNX model {self.name!r} takes batches of exactly {fixed} (its input "
+                f"{info.name!r} fixes dimension 0); export it with a dynamic batch, e.g. "
+                f"torch.onnx.export(..., dynamic_axes={{{info.name!r}: {{0: 'batch'}}}})"
+                + (one if fixed == 1 else "")
+            )
         self.input_shape = tuple(
             int(d.dim_value) if d.HasField("dim_value") and d.dim_value > 0 else None
             for d in list(tensor.shape.dim)[1:]
@@ -336,8 +389,9 @@ class OnnxModel(Adapter):
             for node in self.proto.graph.node:  # an embedding: Gather(table, ids)
                 if node.op_type == "Gather" and list(node.input)[1:2] == [info.name]:
                     table = _constant(self.proto.graph, node.input[0])
-                    if table is not None and table.ndim >= 1:
-                        self.id_range = (0, int(table.shape[0]))
+                    axis = int(_attributes(node).get("axis", 0))
+                    if table is not None and -table.ndim <= axis < table.ndim:
+                        self.id_range = (0, int(table.shape[axis]))  # the axis ids index
                         break
 
     def _find(self, layer: str | int | None) -> tuple[int, Any]:
@@ -360,6 +414,12 @@ class OnnxModel(Adapter):
             f"{name!r} ({node.op_type}, index {k})"
             for k, (name, (_, node)) in enumerate(zip(names, candidates))
         )
+        if isinstance(layer, str) and names.count(layer) > 1:
+            raise ModelError(
+                f"layer={layer!r} names {names.count(layer)} recurrent nodes of "
+                f"{self.name!r} (an unnamed node is shown as OpType_index); pass an index: "
+                f"the recurrent nodes are {listing}"
+            )
         if layer is None:
             return candidates[0]
         if isinstance(layer, bool) or not isinstance(layer, (str, int)):
@@ -498,6 +558,11 @@ class OnnxModel(Adapter):
         if bias is None:
             bias = np.zeros((directions, 2 * size), np.float32)
         bias = np.asarray(bias, np.float32)
+        if bias.shape != (directions, 2 * size):
+            self._refuse(
+                f"B of shape {bias.shape}",
+                f"expected (num_directions, 2*gates*hidden_size) = {(directions, 2 * size)}",
+            )
         return w[d], r[d], bias[d, :size], bias[d, size:]
 
     def _cell(self) -> Cell:
@@ -528,6 +593,17 @@ class OnnxModel(Adapter):
 
     # -- the session --------------------------------------------------------------------
     def _pick_output(self, output: str | int | None) -> str | None:
+        picked = self._output_name(output)
+        for info in self.proto.graph.output:
+            if info.name == picked and not info.type.HasField("tensor_type"):
+                raise ModelError(
+                    f"ONNX model {self.name!r} returns {picked!r} as a "
+                    f"{info.type.WhichOneof('value')}, not a tensor of one prediction per "
+                    "input; export the tensor before it (a ZipMap's input, say) as the output"
+                )
+        return picked
+
+    def _output_name(self, output: str | int | None) -> str | None:
         names = [o.name for o in self.proto.graph.output]
         if output is None:
             return names[0] if len(names) == 1 else None

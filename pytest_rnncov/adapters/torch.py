@@ -49,6 +49,19 @@ def _numpy(tensor: Any) -> np.ndarray:
     return np.array(tensor.detach().cpu().float().numpy())  # a copy, not the weights' memory
 
 
+def _weight_names(module: Any) -> list[str]:
+    """The parameters an ``nn.LSTM``/``nn.GRU``/``nn.RNN`` holds, by PyTorch's names."""
+    kinds = ["weight_ih", "weight_hh"] + (["bias_ih", "bias_hh"] if module.bias else [])
+    kinds += ["weight_hr"] if getattr(module, "proj_size", 0) else []
+    suffixes = [""] + (["_reverse"] if module.bidirectional else [])
+    return [
+        f"{kind}_l{layer}{suffix}"
+        for layer in range(module.num_layers)
+        for suffix in suffixes
+        for kind in kinds
+    ]
+
+
 def _version(tensor: Any) -> int:
     """A tensor's version counter (every in-place change bumps it); -1 where torch keeps
     none (an inference-mode tensor)."""
@@ -136,17 +149,16 @@ class TorchModel(Adapter):
                 "model.load_state_dict(...))"
             )
         self.module_name, self.module, self.depth = self._find(layer)
-        normed = sorted(  # torch.nn.utils.weight_norm: name_g and name_v, name recomputed
-            name[:-2]
-            for name, _ in self.module.named_parameters(recurse=False)
-            if name.endswith("_g") and hasattr(self.module, f"{name[:-2]}_v")
-        )
-        if normed:
+        own = dict(self.module.named_parameters(recurse=False))
+        computed = [  # a weight a hook computes at each call: stale when read here
+            name for name in _weight_names(self.module) if name not in own
+        ]
+        if computed:
             raise ModelError(
-                f"module {self.module_name!r} has torch.nn.utils.weight_norm on "
-                f"{', '.join(normed)}: the module recomputes those weights at each call, "
-                "so the ones read here may be stale; call torch.nn.utils.remove_weight_norm("
-                "module, name) for each before tracking (the weights stay as they are)"
+                f"module {self.module_name!r} computes {', '.join(computed)} at each call "
+                "(weight_norm, spectral_norm or pruning), so the weights read here may be "
+                "stale; remove it before tracking (torch.nn.utils.remove_weight_norm, "
+                "remove_spectral_norm or prune.remove: the weights stay as they are)"
             )
         kind = type(self.module).__name__
         self.direction = (
@@ -251,7 +263,8 @@ class TorchModel(Adapter):
                 or getattr(m, "original_name", None) in KINDS  # a TorchScript module
             ]
             hint = (
-                f"; {', '.join(near)} is not one: pytest-rnncov traces the eager modules "
+                f"; {', '.join(near)} {'is not one' if len(near) == 1 else 'are not'}: "
+                "pytest-rnncov traces the eager modules "
                 "themselves (not a subclass, a parametrized copy or a TorchScript one): "
                 "track the model before torch.jit.script/trace, or without the "
                 "parametrization (weight_norm: remove_parametrizations)"
@@ -461,10 +474,22 @@ class TorchModel(Adapter):
         import torch
 
         device = self._device.type
-        if self._autocast_warned or not torch.is_autocast_enabled(device):
+        if self._autocast_warned:
+            return
+        try:
+            enabled = torch.is_autocast_enabled(device)
+        except TypeError:  # torch < 2.4: no device argument
+            cpu = device == "cpu"
+            enabled = torch.is_autocast_cpu_enabled() if cpu else torch.is_autocast_enabled()
+        if not enabled:
             return
         self._autocast_warned = True
-        dtype = str(torch.get_autocast_dtype(device)).removeprefix("torch.")
+        if hasattr(torch, "get_autocast_dtype"):
+            lowered = torch.get_autocast_dtype(device)
+        else:  # torch < 2.4
+            cpu = device == "cpu"
+            lowered = torch.get_autocast_cpu_dtype() if cpu else torch.get_autocast_gpu_dtype()
+        dtype = str(lowered).removeprefix("torch.")
         note = MIXED_PRECISION_NOTE.format(dtype=dtype)
         warnings.warn(
             f"module {self.module_name or self.name!r} runs under torch.autocast: {note}",
@@ -527,11 +552,10 @@ class TorchModel(Adapter):
 
         was_training = self.model.training
         top = states and self.depth == self.module.num_layers - 1
-        handles = [
-            self.module.register_forward_pre_hook(self._hook, with_kwargs=True, prepend=True)
-        ]
+        # the input after the user's own pre-hooks (what the layer runs on), the output
+        # before the user's own forward hooks (what the layer gave)
+        handles = [self.module.register_forward_pre_hook(self._hook, with_kwargs=True)]
         if top or split:
-            # before the user's own hooks, which may return another output
             handles.append(self.module.register_forward_hook(self._output_hook, prepend=True))
         self._split = None
         if split:
