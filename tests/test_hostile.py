@@ -928,3 +928,137 @@ def test_integers_beyond_float_range_are_refused_by_name():
         Oracle(radius=10**400)
     with pytest.raises(InvalidArgument, match="alpha_max=inf must be a number in"):
         BC(alpha_max=10**400)
+
+
+# -- the core on unusual but legal traces (a hostile pass) ---------------------------------
+def _typed_trace(h, dtype):
+    """An LSTM trace whose components are ``h`` (f at 0.5) in ``dtype``."""
+    from pytest_rnncov import Trace
+
+    h = np.asarray(h, dtype)
+    zeros = np.zeros(h.shape, dtype)
+    return Trace(
+        {"f": np.full(h.shape, 0.5, dtype), "i": zeros, "o": zeros, "c": zeros, "h": h}, cell="lstm"
+    )
+
+
+def _bound(metric, profile, trace):
+    from pytest_rnncov.core.metrics import Signals
+
+    bound = metric.bind(profile)
+    bound.update(Signals(trace, profile.window_), np.arange(len(trace)))
+    return bound
+
+
+@pytest.mark.parametrize(
+    ("dtype", "value", "metric", "covered"),
+    [  # hand-checked: NC covers h > 0; NBC's lower side h < LB (its default LB: -0.7)
+        (np.float64, 1e-50, "NC", True),  # float32 thresholds: 1e-50 rounded to 0, missed
+        (np.float16, 0.0, "NC", False),  # 0 compared as above 0's float32 neighbour
+        (np.float64, -0.7, "NBC", False),  # at LB exactly: not below it (float32: below)
+        (np.float16, -0.7001953125, "NBC", True),  # float16 just below LB (was missed)
+    ],
+)
+def test_neuron_metrics_on_float64_and_float16_traces(dtype, value, metric, covered):
+    """NC, NBC and SNAC compared every trace with thresholds rounded for float32: a float64
+    or float16 value could count the other way round from its fitness (fitness <= 0
+    exactly when covered, docs/definitions.md)."""
+    from pytest_rnncov import NBC, NC
+
+    profile = fit_profile(make_trace(h=np.random.default_rng(0).normal(size=(3, 2, 1))))
+    trace = _typed_trace(np.full((1, 2, 1), value), dtype)
+    assert float(trace.h[0, 0, 0]) == value  # exact in the dtype
+    bound = _bound(NC() if metric == "NC" else NBC(), profile, trace)
+    assert bool(bound.covered_[0]) is covered
+    assert bool(bound.best_fitness_[0] <= 0) is covered
+
+
+def test_traces_of_another_layer_and_empty_ones_are_refused_or_add_nothing():
+    """A trace of 2 units against a profile of 3 was normalised with the other's statistics
+    (BC/SC/TC) or a bare numpy error; a batch of no rows crashed BC, SC and the neuron
+    metrics; a trace of no steps or units was a bare error or blamed NaN."""
+    from pytest_rnncov import Coverage, Trace
+
+    rng = np.random.default_rng(0)
+    profile = fit_profile(make_trace(h=rng.normal(size=(6, 4, 3)), f=rng.uniform(size=(6, 4, 3))))
+
+    class Hand(_Hand):
+        units, n_steps = 3, 4
+
+    coverage = Coverage(Hand(), profile, ["BC", "SC", "TC", "NC", "KMNC", "NBC"])
+    narrow = make_trace(h=rng.normal(size=(2, 4, 2)), f=rng.uniform(size=(2, 4, 2)))
+    with pytest.raises(InvalidInput, match="lstm layer of 2 units but the profile .* of 3"):
+        coverage.update_trace(narrow)
+    assert coverage.update_trace(make_trace(shape=(0, 4, 3))) == dict.fromkeys(coverage.metrics, 0)
+    assert coverage.n_inputs_ == 0
+    with pytest.raises(InvalidArgument, match="training traces of a lstm layer of 3 units and"):
+        fit_profile(make_trace(h=rng.normal(size=(2, 4, 3))), narrow)
+    for shape in [(2, 0, 2), (2, 3, 0)]:
+        with pytest.raises(InvalidArgument, match="no steps or no units"):
+            Trace({"h": np.zeros(shape, np.float32)}, cell="gru")
+
+
+class _Hand:
+    """A trace source for hand-made traces of an LSTM layer of 2 units and 3 steps."""
+
+    name = layer_name = "hand"
+    units, cell_kind, n_steps = 2, "lstm", 3
+
+    def fingerprint(self):
+        return "hand"
+
+    def check_input(self, x):
+        return np.asarray(x)
+
+    def iter_traces(self, x, *, outputs=True, until=None, components=None):
+        raise AssertionError("hand-made traces go through update_trace")
+
+
+def test_merging_counts_each_input_once():
+    """Data made in code has no run ids: merged with itself or a copy it counted twice;
+    a shallow copy of a Coverage shared its metrics' state; a metric merged into itself
+    doubled; one bound to another profile merged under this one's thresholds."""
+    import copy
+
+    from pytest_rnncov import BC, Coverage
+    from pytest_rnncov.reporting.data import CoverageData, combine
+
+    rng = np.random.default_rng(0)
+    profile = fit_profile(make_trace(h=rng.normal(size=(6, 3, 2)), f=rng.uniform(size=(6, 3, 2))))
+    trace = make_trace(h=rng.normal(size=(3, 3, 2)), f=rng.uniform(size=(3, 3, 2)))
+    coverage = Coverage(_Hand(), profile, ["BC"])
+    coverage.update_trace(trace)
+    data = CoverageData(models={"m": coverage.state("m")})
+    with pytest.raises(DataFileError, match="merged into itself"):
+        data.merge(data)
+    with pytest.raises(DataFileError, match="holds run content-"):
+        data.merge(CoverageData.loads(data.dumps()))
+    with pytest.raises(DataFileError, match="holds run content-"):
+        combine([data, data])
+    assert data.models["m"].n_inputs == 3
+    metric = coverage["BC"]
+    with pytest.raises(InvalidArgument, match="into itself"):
+        metric.merge(metric)
+    other = fit_profile(
+        make_trace(h=rng.normal(size=(6, 3, 2)), f=rng.uniform(0.9, 1, size=(6, 3, 2)))
+    )
+    with pytest.raises(InvalidArgument, match="bound to another profile"):
+        metric.merge(_bound(BC(), other, trace))
+    with pytest.raises(InvalidArgument, match="copy.copy.*deepcopy"):
+        copy.copy(coverage)
+
+
+def test_a_pca_direction_of_rounding_noise_is_no_direction():
+    """Two identical units: the second direction's variance is rounding noise, yet its
+    range (about 1e-17) was cut into intervals, inventing BS conditions."""
+    from pytest_rnncov import BS
+
+    x = np.random.default_rng(0).uniform(-1, 1, size=(20, 4, 1))
+    h = np.concatenate([x, x], axis=2)
+    with pytest.warns(RNNCovWarning, match="rounding noise"):
+        profile = Profile(state_components=2, state_intervals=4).fit_traces(
+            [make_trace(h=h)], layer="hand", fingerprint="hand"
+        )
+    assert profile.states_ is None
+    with pytest.raises(ProfileError, match="state abstraction"):
+        BS().bind(profile)

@@ -62,6 +62,12 @@ def _weight_names(module: Any) -> list[str]:
     ]
 
 
+def _type_name(value: Any) -> str:
+    """``dict`` for a built-in type, else with its module: ``numpy.ndarray``."""
+    kind = type(value)
+    return kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
+
+
 def _version(tensor: Any) -> int:
     """A tensor's version counter (every in-place change bumps it); -1 where torch keeps
     none (an inference-mode tensor)."""
@@ -660,11 +666,7 @@ class TorchModel(Adapter):
                 )
             out = out[self.output_index]
         if not hasattr(out, "detach") or out.ndim == 0:
-            shown = (
-                "a 0-d tensor"
-                if hasattr(out, "detach")
-                else f"a {type(out).__module__}.{type(out).__name__}"
-            )
+            shown = "a 0-d tensor" if hasattr(out, "detach") else f"a {_type_name(out)}"
             raise ModelError(
                 f"model {self.name} returns {shown} where pytest-rnncov reads a tensor of one "
                 "prediction per input; wrap the model so that it returns that tensor (or a "

@@ -95,7 +95,16 @@ class StateModel:
         projections exceed ``keep`` values)."""
         values, vectors = np.linalg.eigh(covariance.covariance())
         k = min(components, len(values))
-        top = vectors[:, np.argsort(values)[::-1][:k]].T
+        order = np.argsort(values)[::-1][:k]
+        # a variance within rounding of the largest is no direction: its range is noise
+        noise = len(values) * np.finfo(np.float64).eps * max(float(values.max()), 0.0)
+        if not (values[order] > noise).all():
+            raise ProfileError(
+                "the hidden states do not vary along every PCA direction over the training "
+                "data (a direction's variance is rounding noise); use fewer state "
+                "components or more varied training inputs"
+            )
+        top = vectors[:, order].T
         signs = np.sign(top[np.arange(k), np.abs(top).argmax(axis=1)])
         top = top * np.where(signs == 0, 1, signs)[:, None]
         model = cls(

@@ -245,13 +245,19 @@ class Coverage:
 
     def signals(self, trace: Trace) -> Signals:
         """The signals of ``trace`` over this coverage's window (checked against the profile)."""
-        if trace.length != self.profile.n_steps_ or trace.cell != self.profile.cell_:
+        profile = self.profile
+        if trace.cell != profile.cell_ or trace.units != profile.units_:
             raise InvalidInput(
-                f"the inputs give a {trace.cell} trace of {trace.length} steps but the profile "
-                f"was fitted on a {self.profile.cell_} layer of {self.profile.n_steps_} steps; "
-                f"pad or cut the inputs to {self.profile.n_steps_} steps"
+                f"the trace is of a {trace.cell} layer of {trace.units} units but the profile "
+                f"was fitted on a {profile.cell_} layer of {profile.units_}; trace the layer "
+                "the profile was fitted on (or fit a profile on this one)"
             )
-        return Signals(trace, self.profile.window_)
+        if trace.length != profile.n_steps_:
+            raise InvalidInput(
+                f"the inputs give a trace of {trace.length} steps but the profile was fitted "
+                f"on {profile.n_steps_} steps; pad or cut the inputs to {profile.n_steps_} steps"
+            )
+        return Signals(trace, profile.window_)
 
     @property
     def until(self) -> int:
@@ -280,7 +286,10 @@ class Coverage:
         self, signals: Signals, inputs: np.ndarray | None = None, reuse: Observation | None = None
     ) -> tuple[dict[str, int], Observation]:
         """Add one batch of signals; returns (newly covered per metric, the observation),
-        the observation can be handed to another Coverage of the same profile."""
+        the observation can be handed to another Coverage of the same profile. An empty
+        batch adds nothing."""
+        if not len(signals):
+            return dict.fromkeys(self.metrics, 0), {}
         with numpy_work():
             observation = self.observe(signals, reuse)
         ids = np.arange(self.n_inputs_, self.n_inputs_ + len(signals))
@@ -355,6 +364,12 @@ class Coverage:
             self.n_inputs_,
             {key: m.state_.copy() for key, m in self.metrics.items()},
             self.profile_digest_,
+        )
+
+    def __copy__(self) -> "Coverage":
+        raise InvalidArgument(
+            "copy.copy(coverage) would share its metrics' state with the copy; use "
+            "copy.deepcopy(coverage), or merge coverage.state() into a new Coverage"
         )
 
     def merge(self, other: "Coverage") -> None:

@@ -187,7 +187,12 @@ class Profile:
                     f"{c}/{a}": _Running() for c in CELL_COMPONENTS[cell] for a in ABSTRACTIONS
                 }
                 covariance = RunningCovariance(units)
-            elif trace.n_steps != n_steps or trace.cell != cell:
+            elif trace.cell != cell or trace.units != units:
+                raise InvalidArgument(
+                    f"training traces of a {cell} layer of {units} units and of a {trace.cell} "
+                    f"layer of {trace.units}; fit a profile on the traces of one layer"
+                )
+            elif trace.n_steps != n_steps:
                 raise InvalidArgument(
                     f"training traces have {trace.n_steps} and {n_steps} steps; pad the "
                     "training inputs to one length"

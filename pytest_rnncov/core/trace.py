@@ -132,6 +132,11 @@ class Trace:
                 raise InvalidArgument(
                     f"trace component {name!r} has dtype {array.dtype}; use floats"
                 )
+            if 0 in tuple(array.shape[1:]):
+                raise InvalidArgument(
+                    f"trace component {name!r} has shape {tuple(array.shape)}: no steps or "
+                    "no units; a trace needs at least one step of at least one unit"
+                )
         if mask is not None:
             mask = _array(mask)
             if tuple(mask.shape) != shape:

@@ -65,8 +65,14 @@ class CoverageData:
 
     def merge(self, other: "CoverageData") -> None:
         """Union: coverage of the same model combines exactly; lists are concatenated.
-        Data of a run already merged (a file named twice, or a copy of one) is refused."""
-        again = sorted(set(self.runs) & set(other.runs))
+        Data of a run already merged (a file named twice, or a copy of one, or the data
+        itself) is refused; data made in code, without ``runs``, is named by its content."""
+        if other is self:
+            raise DataFileError(
+                "this data merged into itself would count its inputs twice; merge other data"
+            )
+        mine, theirs = self._run_ids(), other._run_ids()
+        again = sorted(set(mine) & set(theirs))
         if again:
             raise DataFileError(
                 f"{', '.join(other.sources) or 'this data'} holds run {again[0]} again (a copy "
@@ -79,9 +85,16 @@ class CoverageData:
         _union(self.track_errors, other.track_errors)
         self.missing_workers.extend(other.missing_workers)
         self.sources.extend(other.sources)
-        self.runs.extend(other.runs)
+        self.runs[:] = [*mine, *theirs]
         self.stopped.extend(other.stopped)
         _union(self.random_tests, other.random_tests)
+
+    def _run_ids(self) -> list[str]:
+        """``runs``, or for data made in code that holds coverage, the id ``to_json``
+        names it by (a hash of its content)."""
+        if self.runs or not self.models:
+            return list(self.runs)
+        return list(self.to_json()["runs"])
 
     @property
     def complete(self) -> bool:

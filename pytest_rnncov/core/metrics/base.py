@@ -220,6 +220,7 @@ class Metric:
     reads_sums_only: ClassVar[bool] = False
     state_: MetricState
     best_input_: np.ndarray
+    profile_digest_: str
 
     # -- to implement ----------------------------------------------------------------------
     @property
@@ -313,6 +314,7 @@ class Metric:
             track_fitness=track_fitness,
             weights=weights,
         )
+        bound.profile_digest_ = profile.digest()  # whose thresholds the conditions are
         bound.best_input_ = np.full(n, -1, np.int64)
         return bound
 
@@ -399,7 +401,16 @@ class Metric:
         return self.state_.covered_ids().tolist()
 
     def merge(self, other: "Metric") -> None:
-        """Union another bound metric of the same configuration into this one."""
+        """Union another bound metric of the same configuration and profile into this one."""
+        if other is self:
+            raise InvalidArgument(
+                f"cannot merge {self.describe()} into itself: its inputs would count twice"
+            )
+        if getattr(other, "profile_digest_", None) != getattr(self, "profile_digest_", None):
+            raise InvalidArgument(
+                f"cannot merge {other.describe()} bound to another profile: its conditions "
+                "are another profile's thresholds; bind both metrics to one profile"
+            )
         self.merge_state(other.state_)
 
     def merge_state(self, state: MetricState) -> None:

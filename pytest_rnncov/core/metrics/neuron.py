@@ -44,6 +44,17 @@ def float32_at_least(threshold: np.ndarray | float) -> np.ndarray:
     ).astype(np.float32)
 
 
+def _float32_or_wide(v: Any) -> tuple[Any, bool]:
+    """Neuron values to compare with thresholds: float32 ones as they are (compared with
+    the thresholds rounded for float32, exactly), others (a float64 or float16 trace) in
+    the wide type, compared with the thresholds themselves; and whether they are float32."""
+    xp = array_namespace(v)
+    if v.dtype == xp.float32:
+        return v, True
+    wide = wide_float(xp)
+    return xp.astype(v, wide), wide == xp.float32
+
+
 class _NeuronMetric(Metric):
     @property
     def reads(self) -> tuple[str, ...]:
@@ -91,8 +102,12 @@ class NC(_NeuronMetric):
 
     def evaluate(self, signals: Signals, *, fitness: bool = True) -> BatchResult:
         self._check_bound()
-        v = signals.neurons("h")  # float32: compared with float32 thresholds, exactly
-        result = BatchResult.from_dense(v >= like(float32_above(self.threshold), v, dtype=v.dtype))
+        v, single = _float32_or_wide(signals.neurons("h"))
+        if single:  # v > threshold exactly when v >= the float32 above it
+            hit = v >= like(float32_above(self.threshold), v, dtype=v.dtype)
+        else:
+            hit = v > like(self.threshold, v, dtype=v.dtype)
+        result = BatchResult.from_dense(hit)
         if fitness:
             result.best, result.best_row = best_of(self._above() - self._values(signals))
         return result
@@ -328,10 +343,15 @@ class NBC(_NeuronMetric):
 
     def evaluate(self, signals: Signals, *, fitness: bool = True) -> BatchResult:
         self._check_bound()
-        v = signals.neurons("h")  # float32: compared with float32 thresholds, exactly
+        v, single = _float32_or_wide(signals.neurons("h"))
+        lower, upper = (self.lower32_, self.upper32_) if single else (self.lb_, self.ub_)
         parts = {
-            "lower": lambda: v < like(self.lower32_, v, dtype=v.dtype),
-            "upper": lambda: v >= like(self.upper32_, v, dtype=v.dtype),
+            "lower": lambda: v < like(lower, v, dtype=v.dtype),
+            "upper": (
+                (lambda: v >= like(upper, v, dtype=v.dtype))
+                if single
+                else (lambda: v > like(upper, v, dtype=v.dtype))
+            ),
         }
         hit = array_namespace(v).concat([parts[side]() for side in self.sides], axis=1)
         result = BatchResult.from_dense(hit)
