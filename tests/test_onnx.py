@@ -342,6 +342,10 @@ def test_no_lengths_and_x_fed_straight_in(x):
     next(n for n in nodes if n.op_type == "GRU").input[0] = "x"
     with pytest.raises(ModelError, match="X fed the model's input itself.*time-major"):
         RNNModel(time_major)
+    # with its step count fixed (dimension 0 of a time-major input): still the time-major
+    # refusal, not "a fixed batch" (which would mark the steps as the batch)
+    with pytest.raises(ModelError, match="X fed the model's input itself.*time-major"):
+        RNNModel(with_input_shape(time_major, [6, "batch", 3]))
 
 
 def sigmoid(v: float) -> float:

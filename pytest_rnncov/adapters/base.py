@@ -83,7 +83,8 @@ def framework_of(model: Any) -> str:
             own = [
                 c.__qualname__
                 for c in type(model).__mro__
-                if "call" in vars(c) and not c.__module__.startswith(library)
+                if "call" in vars(c)
+                and not (c.__module__ == library or c.__module__.startswith(f"{library}."))
             ]
             if not own:  # Keras' own call() over the layer graph
                 return "keras" if library == "keras" else "tf_keras"

@@ -318,6 +318,15 @@ class OnnxModel(Adapter):
                 "pytest-rnncov feeds (batch, steps, features): export the model batch-first "
                 "(a Transpose before the node, as torch.onnx.export writes for batch_first)",
             )
+        batch = self._fixed_batch
+        if batch > 1 or (batch == 1 and self.batch_size != 1):
+            one = " (a model fixed at 1 also runs with RNNModel(..., batch_size=1))"
+            raise ModelError(
+                f"ONNX model {self.name!r} takes batches of exactly {batch} (its input "
+                f"{self.input_name!r} fixes dimension 0); export it with a dynamic batch, "
+                f"e.g. torch.onnx.export(..., dynamic_axes={{{self.input_name!r}: "
+                "{0: 'batch'}})" + (one if batch == 1 else "")
+            )
         self.cell = self._cell()
         self.units = self.cell.units
         self._n_steps = None
@@ -371,15 +380,8 @@ class OnnxModel(Adapter):
                 f"{info.name!r}; export it with the input's shape (batch, steps, ...)"
             )
         first = tensor.shape.dim[0]
-        fixed = int(first.dim_value) if first.HasField("dim_value") else 0
-        if fixed > 1 or (fixed == 1 and self.batch_size != 1):
-            one = " (a model fixed at 1 also runs with RNNModel(..., batch_size=1))"
-            raise ModelError(
-                f"ONNX model {self.name!r} takes batches of exactly {fixed} (its input "
-                f"{info.name!r} fixes dimension 0); export it with a dynamic batch, e.g. "
-                f"torch.onnx.export(..., dynamic_axes={{{info.name!r}: {{0: 'batch'}}}})"
-                + (one if fixed == 1 else "")
-            )
+        #: the batch the input's dimension 0 fixes (0: none; checked once the node is known)
+        self._fixed_batch = int(first.dim_value) if first.HasField("dim_value") else 0
         self.input_shape = tuple(
             int(d.dim_value) if d.HasField("dim_value") and d.dim_value > 0 else None
             for d in list(tensor.shape.dim)[1:]

@@ -161,9 +161,10 @@ class TorchModel(Adapter):
         ]
         if computed:
             raise ModelError(
-                f"module {self.module_name!r} computes {', '.join(computed)} at each call "
-                "(weight_norm, spectral_norm or pruning), so the weights read here may be "
-                "stale; remove it before tracking (torch.nn.utils.remove_weight_norm, "
+                f"module {self.module_name!r} holds {', '.join(computed)} as other than its "
+                "parameters (weight_norm, spectral_norm and pruning recompute such a weight "
+                "at each call), so the weights read here may not be those it computes "
+                "with; remove that before tracking (torch.nn.utils.remove_weight_norm, "
                 "remove_spectral_norm or prune.remove: the weights stay as they are)"
             )
         kind = type(self.module).__name__

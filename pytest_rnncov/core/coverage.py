@@ -246,7 +246,10 @@ class Coverage:
     def signals(self, trace: Trace) -> Signals:
         """The signals of ``trace`` over this coverage's window (checked against the profile)."""
         profile = self.profile
-        if trace.cell != profile.cell_ or trace.units != profile.units_:
+        # the profile's units are h's (a projected LSTM's gates are wider): compared where
+        # the trace holds h, or sums of the layer's units
+        units = "h" in trace.components or not trace.components
+        if trace.cell != profile.cell_ or (units and trace.units != profile.units_):
             raise InvalidInput(
                 f"the trace is of a {trace.cell} layer of {trace.units} units but the profile "
                 f"was fitted on a {profile.cell_} layer of {profile.units_}; trace the layer "

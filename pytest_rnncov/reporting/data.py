@@ -71,7 +71,7 @@ class CoverageData:
             raise DataFileError(
                 "this data merged into itself would count its inputs twice; merge other data"
             )
-        mine, theirs = self._run_ids(), other._run_ids()
+        mine, theirs = self.run_ids(), other.run_ids()
         again = sorted(set(mine) & set(theirs))
         if again:
             raise DataFileError(
@@ -89,12 +89,15 @@ class CoverageData:
         self.stopped.extend(other.stopped)
         _union(self.random_tests, other.random_tests)
 
-    def _run_ids(self) -> list[str]:
-        """``runs``, or for data made in code that holds coverage, the id ``to_json``
-        names it by (a hash of its content)."""
+    def run_ids(self) -> list[str]:
+        """The ids of the runs this data holds: ``runs``, or for data made in code that
+        holds coverage, the id ``to_json`` names it by (a hash of its content)."""
         if self.runs or not self.models:
             return list(self.runs)
-        return list(self.to_json()["runs"])
+        try:
+            return list(self.to_json()["runs"])
+        except (TypeError, ValueError):  # signals of the user's that JSON cannot hold
+            return []
 
     @property
     def complete(self) -> bool:

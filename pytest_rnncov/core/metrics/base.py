@@ -402,7 +402,7 @@ class Metric:
 
     def merge(self, other: "Metric") -> None:
         """Union another bound metric of the same configuration and profile into this one."""
-        if other is self:
+        if other is self or other.state_ is self.state_:  # itself, or a shallow copy
             raise InvalidArgument(
                 f"cannot merge {self.describe()} into itself: its inputs would count twice"
             )
