@@ -327,3 +327,79 @@ def test_within_leaves_no_case_outside_the_radius_after_rounding_to_its_dtype():
         assert moved.dtype == dtype and distances.max() <= 2.5
         assert np.median(distances) > 2.49  # on the sphere, not pulled in further
     assert within_l2(np.array([[5]]), np.array([[0]]), 2.5).tolist() == [[3]]
+
+
+# -- unusual but legal inputs (a hostile pass) ---------------------------------------------
+def test_string_mutators_take_lists_of_strings_only():
+    """One string was split into one case per character (3 mutants of "abc"), a generator
+    of seeds read empty by the check, and None or numbers gave bare errors (str.split,
+    rdkit, rapidfuzz)."""
+    rng = np.random.default_rng(0)
+    eda, smiles = EDAMutator(), SmilesMutator()
+    assert eda.check_seeds(s for s in ["good movie", "bad film"]) == ["good movie", "bad film"]
+    for mutator, case in ((eda, "abc"), (smiles, "CCO")):
+        with pytest.raises(InvalidInput, match="are one string; pass a list of strings"):
+            mutator.mutate(case, rng)
+        with pytest.raises(InvalidInput, match="one is None"):
+            mutator.distance([case], [None])
+        with pytest.raises(InvalidInput, match="must be strings; one is 5"):
+            mutator.mutate([5], rng)
+    for bad in (None, 5):
+        with pytest.raises(InvalidInput, match="is not a list of strings"):
+            eda.check_seeds(bad)
+
+
+def test_eda_operations_from_a_generator_are_kept():
+    """The check read a generator of operations to its end, leaving none: the first
+    mutate failed in numpy."""
+    rng = np.random.default_rng(0)
+    mutator = EDAMutator(operations=(op for op in ["swap"]))
+    assert mutator.operations == ("swap",)
+    assert len(mutator.mutate(["good bad movie"], rng)) == 1
+    with pytest.raises(InvalidArgument, match="operations=None"):
+        EDAMutator(operations=None)
+
+
+def test_char_encoder_refuses_one_text_as_a_corpus():
+    """CharEncoder.fit("hello world") made an encoder of length 1 that refused the very
+    text; None or a number as the vocabulary gave a bare TypeError."""
+    with pytest.raises(InvalidArgument, match=r"wrap one text: \[text\]"):
+        CharEncoder.fit("hello world")
+    for vocabulary in (None, 5):
+        with pytest.raises(InvalidArgument, match="vocabulary must be a non-empty iterable"):
+            CharEncoder(vocabulary, 3)
+    assert CharEncoder("ab", 3).vocabulary == ["a", "b"]  # a string is its characters
+
+
+def test_smiles_with_a_name_or_spaces_is_refused():
+    """RDKit reads what follows a space as the molecule's name: "C C" parsed as methane,
+    and its mutants were another molecule than the seed as written."""
+    with pytest.raises(InvalidInput, match="'C C' is not a valid SMILES"):
+        SmilesMutator().check_seeds(["C C"])
+    assert SmilesMutator().check_seeds(["CCO"]) == ["CCO"]
+
+
+def test_time_series_mutants_stay_in_range_and_refuse_overflow():
+    """Warped positions went an ulp past the last step (a mutant above the series' own
+    maximum); noise beyond float16's range came back as inf; ragged and complex seeds or
+    cases gave bare numpy errors or dropped the imaginary part."""
+    from pytest_rnncov.generation.series import TimeSeriesMutator
+
+    warp = TimeSeriesMutator(warp=10, noise=0)
+    positions = warp.warp_positions(2000, 30, np.random.default_rng(0))
+    assert (
+        positions.min() >= 0 and positions.max() <= 29 and (np.diff(positions, axis=1) >= 0).all()
+    )
+    ramp = np.broadcast_to(np.arange(30.0)[None, :, None], (50, 30, 1)).copy()
+    assert warp.mutate(ramp, np.random.default_rng(0)).max() <= 29
+    loud = np.full((1, 4, 1), 65500, np.float16)
+    with pytest.raises(InvalidArgument, match="beyond float16's range .*lower noise="):
+        TimeSeriesMutator(noise=100.0).mutate(loud, np.random.default_rng(0))
+    with pytest.raises(InvalidInput, match="not one array"):
+        TimeSeriesMutator().check_seeds([[[1.0], [2.0]], [[1.0]]])
+    with pytest.raises(InvalidInput, match="not one array"):
+        TimeSeriesMutator.from_seeds([[[1.0], [2.0]], [[1.0]]])
+    with pytest.raises(InvalidInput, match="dtype complex"):
+        TimeSeriesMutator().mutate(np.ones((1, 3, 1), complex), np.random.default_rng(0))
+    with pytest.raises(InvalidInput, match="not one array"):
+        GaussianMutator().check_seeds([[0.1, 0.2], [0.3]])

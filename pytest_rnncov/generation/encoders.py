@@ -58,9 +58,10 @@ class CharEncoder:
     def __init__(
         self, vocabulary: Iterable[str], length: int, pad: str = "left", truncate: bool = False
     ) -> None:
-        if isinstance(vocabulary, str):
-            vocabulary = list(vocabulary)
-        chars = list(dict.fromkeys(vocabulary))
+        try:  # a string is its characters
+            chars = list(dict.fromkeys(vocabulary))
+        except TypeError:
+            chars = []
         if not chars or any(not isinstance(c, str) or len(c) != 1 for c in chars):
             raise InvalidArgument("vocabulary must be a non-empty iterable of single characters")
         self.vocabulary = chars
@@ -74,6 +75,8 @@ class CharEncoder:
         cls, texts: Iterable[str], length: int | None = None, pad: str = "left"
     ) -> "CharEncoder":
         """Vocabulary (sorted) and, by default, length from a corpus."""
+        if isinstance(texts, (str, bytes)) or not isinstance(texts, Iterable):
+            raise InvalidArgument("CharEncoder.fit needs a list of texts (wrap one text: [text])")
         texts = list(texts)
         if not texts or not all(isinstance(t, str) for t in texts):
             raise InvalidArgument("CharEncoder.fit needs a non-empty list of strings")

@@ -52,7 +52,7 @@ class Mutator(ABC):
 
     def check_seeds(self, seeds: Any) -> Cases:
         """Validated seeds in this mutator's case form."""
-        array = np.asarray(seeds)
+        array = numeric_array(seeds, "seeds")
         if array.ndim < 2 or len(array) == 0:
             raise InvalidInput(
                 f"seeds have shape {array.shape}; pass a non-empty batch (seeds[None] for one)"
@@ -169,17 +169,8 @@ class GaussianMutator(Mutator):
         mutated = cases + rng.normal(0.0, sigma, cases.shape)
         if self.clip is not None:
             mutated = np.clip(mutated, *self.clip)
-        dtype = cases.dtype if cases.dtype.kind == "f" else np.dtype(np.float32)
-        with np.errstate(over="ignore"):
-            out = mutated.astype(dtype)
-        overflowed = np.isinf(out) & np.isfinite(mutated)
-        if overflowed.any():
-            raise InvalidArgument(
-                f"Gaussian noise of variance up to {self.variance[1]:g} took "
-                f"{int(overflowed.sum())} values beyond {dtype}'s range (largest finite "
-                f"{float(np.finfo(dtype).max):g}); lower the variance or set clip="
-            )
-        return out
+        noise = f"Gaussian noise of variance up to {self.variance[1]:g}"
+        return in_cases_dtype(mutated, cases.dtype, noise, "lower the variance or set clip=")
 
     def encode(self, cases: Cases) -> np.ndarray:
         return np.asarray(cases, np.float32)
@@ -245,6 +236,32 @@ def finite_float32(seeds: np.ndarray, needs: str) -> np.ndarray:
     return seeds.astype(np.float32)
 
 
+def in_cases_dtype(mutated: np.ndarray, dtype: np.dtype, cause: str, fix: str) -> np.ndarray:
+    """float64 ``mutated`` in the cases' float ``dtype`` (float32 for integers), refusing
+    values the cast takes beyond its range (inf), naming ``cause`` and ``fix``."""
+    dtype = dtype if dtype.kind == "f" else np.dtype(np.float32)
+    with np.errstate(over="ignore"):
+        out = mutated.astype(dtype)
+    overflowed = np.isinf(out) & np.isfinite(mutated)
+    if overflowed.any():
+        raise InvalidArgument(
+            f"{cause} took {int(overflowed.sum())} values beyond {dtype}'s range (largest "
+            f"finite {float(np.finfo(dtype).max):g}); {fix}"
+        )
+    return out
+
+
+def numeric_array(values: Any, what: str) -> np.ndarray:
+    """``values`` as a numpy array, refusing ragged rows and what numpy cannot read."""
+    try:
+        return np.asarray(values)
+    except (TypeError, ValueError):
+        raise InvalidInput(
+            f"{what} are not one array (rows of different shapes, or values that are not "
+            "numbers); pass an array of shape (batch, steps, ...)"
+        ) from None
+
+
 def nonfinite_rows(values: np.ndarray) -> np.ndarray:
     """The rows of ``values`` holding NaN, inf or values beyond float32's range."""
     with np.errstate(over="ignore", invalid="ignore"):
@@ -301,8 +318,9 @@ def checked_mutate(mutator: Mutator, cases: Cases, rng: np.random.Generator) -> 
         if len(rows):
             raise InvalidArgument(
                 f"{name}.mutate produced NaN, inf or values beyond float32's range in "
-                f"mutants {rows[:5].tolist()} ({mutator.describe()}); lower its variance or "
-                "set clip="
+                f"mutants {rows[:5].tolist()} ({mutator.describe()}); make its changes "
+                "smaller (GaussianMutator: a lower variance or clip=; TimeSeriesMutator: "
+                "a lower noise)"
             )
     elif len(out) != len(cases) or not all(isinstance(c, str) for c in out):
         raise InvalidArgument(

@@ -14,7 +14,15 @@ import numpy as np
 
 from ..errors import InvalidArgument, InvalidInput
 from ..validation import check_float, check_int, check_range, shown
-from .mutators import Cases, Mutator, check_rng, finite_float32, fixed_or_range
+from .mutators import (
+    Cases,
+    Mutator,
+    check_rng,
+    finite_float32,
+    fixed_or_range,
+    in_cases_dtype,
+    numeric_array,
+)
 
 #: the strongest time warp: a piece's length is then multiplied by e**10 at one standard
 #: deviation already, and far stronger warps overflow float64
@@ -74,7 +82,10 @@ class TimeSeriesMutator(Mutator):
         ``spread`` times that channel's spread in the seeds (its per-step standard
         deviation across seeds, averaged over the steps)."""
         low, high = check_range("spread", spread, minimum=0.0, example="(0.25, 0.5)", strict=False)
-        array = np.asarray(seeds, np.float64)
+        array = numeric_array(seeds, "seeds")
+        if array.dtype.kind not in "biuf":
+            raise InvalidInput(f"seeds have dtype {array.dtype}; pass numbers")
+        array = array.astype(np.float64)
         if array.ndim != 3 or len(array) < 2 or not np.isfinite(array).all():
             raise InvalidInput(
                 f"from_seeds needs at least two finite seeds of shape (steps, "
@@ -129,7 +140,8 @@ class TimeSeriesMutator(Mutator):
         fraction = grid - segment
         positions = knots[:, segment] * (1 - fraction) + knots[:, segment + 1] * fraction
         positions[:, 0], positions[:, -1] = 0.0, n_steps - 1
-        return positions
+        # rounding can leave a position an ulp past the end or before its neighbour
+        return np.maximum.accumulate(np.clip(positions, 0.0, n_steps - 1), axis=1)
 
     @staticmethod
     def resample(cases: np.ndarray, positions: np.ndarray) -> np.ndarray:
@@ -141,8 +153,10 @@ class TimeSeriesMutator(Mutator):
 
     def mutate(self, cases: Cases, rng: np.random.Generator) -> np.ndarray:
         check_rng(rng)
-        array = np.asarray(cases)
+        array = numeric_array(cases, "cases")
         self._check_shape(array)
+        if array.dtype.kind not in "biuf":  # complex: the imaginary part would be dropped
+            raise InvalidInput(f"cases have dtype {array.dtype}; a time series takes numbers")
         mutated = array.astype(np.float64)
         if self.warp > 0:
             mutated = self.resample(mutated, self.warp_positions(len(array), array.shape[1], rng))
@@ -150,7 +164,9 @@ class TimeSeriesMutator(Mutator):
             sigma = rng.uniform(*self.noise)
             scale = sigma if self.channel_scale is None else sigma * self.channel_scale
             mutated = mutated + rng.standard_normal(array.shape) * scale
-        return mutated.astype(array.dtype if array.dtype.kind == "f" else np.float32)
+        return in_cases_dtype(
+            mutated, array.dtype, f"noise of up to {self.noise[1]:g}", "lower noise="
+        )
 
     def encode(self, cases: Cases) -> np.ndarray:
         return np.asarray(cases, np.float32)

@@ -36,6 +36,25 @@ def edit_shares(seeds: Sequence[Sequence[str]], cases: Sequence[Sequence[str]]) 
     return np.divide(distances, longer, out=np.zeros(len(seeds)), where=longer > 0)
 
 
+def string_cases(cases: Any, what: str = "cases") -> list[str]:
+    """``cases`` as a list of strings, refusing one string (it would count as one case per
+    character), anything but an iterable of strings, and a one-pass iterator's reuse."""
+    if isinstance(cases, (str, bytes)):
+        raise InvalidInput(f"{what} are one string; pass a list of strings, one per case")
+    try:
+        items = list(cases)
+    except TypeError:
+        raise InvalidInput(
+            f"{what}={cases!r} ({type(cases).__name__}) is not a list of strings"
+        ) from None
+    wrong = [c for c in items if not isinstance(c, str)]
+    if wrong:
+        raise InvalidInput(
+            f"{what} must be strings; one is {wrong[0]!r} ({type(wrong[0]).__name__})"
+        )
+    return items
+
+
 class StringMutator(Mutator):
     array_cases = False
 
@@ -57,9 +76,7 @@ class StringMutator(Mutator):
         return np.asarray(self.encoder(list(cases)))
 
     def check_seeds(self, seeds: Any) -> list[str]:
-        if isinstance(seeds, str) or not all(isinstance(s, str) for s in seeds):
-            raise InvalidInput("seeds must be a list of strings")
-        seeds = list(seeds)
+        seeds = string_cases(seeds, "seeds")
         if not seeds:
             raise InvalidInput("seeds are empty; pass at least one string")
         return seeds
@@ -89,10 +106,16 @@ class EDAMutator(StringMutator):
         alpha = check_float(
             "alpha", alpha, minimum=0.0, exclusive_minimum=True, maximum=1.0, example="0.1"
         )
-        if isinstance(operations, str) or not all(isinstance(o, str) for o in operations):
+        chosen: list[Any] | None
+        try:  # a generator is read once, here
+            chosen = None if isinstance(operations, str) else list(operations)
+        except TypeError:
+            chosen = None
+        if chosen is None or not all(isinstance(o, str) for o in chosen):
             raise InvalidArgument(
                 f"operations={operations!r}; pass a list such as ['synonym', 'swap']"
             )
+        operations = chosen
         unknown = set(operations) - set(EDA_OPERATIONS)
         if unknown or not operations:
             raise InvalidArgument(
@@ -147,6 +170,7 @@ class EDAMutator(StringMutator):
 
     def mutate(self, cases: Cases, rng: np.random.Generator) -> list[str]:
         check_rng(rng)
+        cases = string_cases(cases)
         self._load()
         ops = rng.choice(len(self.operations), size=len(cases))
         return [self._one(text, self.operations[op], rng) for text, op in zip(cases, ops)]
@@ -185,6 +209,7 @@ class EDAMutator(StringMutator):
         return " ".join(words)
 
     def distance(self, seeds: Cases, cases: Cases) -> np.ndarray:
+        seeds, cases = string_cases(seeds, "seeds"), string_cases(cases)
         check_pairs(seeds, cases)
         return edit_shares([s.split() for s in seeds], [c.split() for c in cases])
 
@@ -222,8 +247,10 @@ class SmilesMutator(StringMutator):
             from rdkit import Chem, RDLogger
 
             RDLogger.DisableLog("rdApp.*")  # type: ignore[attr-defined]
+            params = Chem.SmilesParserParams()
+            params.parseName = False  # type: ignore[assignment]  # "C C": refused, not methane
             try:
-                mol = Chem.MolFromSmiles(smiles)
+                mol = Chem.MolFromSmiles(smiles, params)
             finally:
                 RDLogger.EnableLog("rdApp.*")  # type: ignore[attr-defined]
             if mol is None or mol.GetNumAtoms() == 0:
@@ -244,6 +271,7 @@ class SmilesMutator(StringMutator):
 
     def mutate(self, cases: Cases, rng: np.random.Generator) -> list[str]:
         check_rng(rng)
+        cases = string_cases(cases)
         from rdkit import Chem
 
         can_encode = getattr(self.encoder, "can_encode", None)
@@ -262,5 +290,6 @@ class SmilesMutator(StringMutator):
         return out
 
     def distance(self, seeds: Cases, cases: Cases) -> np.ndarray:
+        seeds, cases = string_cases(seeds, "seeds"), string_cases(cases)
         check_pairs(seeds, cases)
-        return edit_shares(list(seeds), list(cases))
+        return edit_shares(seeds, cases)
