@@ -67,28 +67,38 @@ def test_a_dict_output_is_named_by_its_keys(keras, seq_inputs):
         RNNModel(model, output="nope")
 
 
-def test_a_layer_called_twice_is_refused(keras):
-    """One layer applied twice: the trace is of one call (the fast path traced the second,
-    the reference the first), so it is refused, naming the fix."""
-    inputs = keras.Input((7, 3))
-    shared = keras.layers.SimpleRNN(4, name="shared")
-    twice = keras.layers.Concatenate()(
-        [shared(inputs), shared(keras.layers.Rescaling(2.0)(inputs))]
+@pytest.fixture(params=["keras", "tf_keras"])
+def library(request):
+    """Keras 3 and tf_keras (Keras 2): the layer-graph checks hold for both."""
+    import importlib
+
+    return importlib.import_module(request.param)
+
+
+def test_a_layer_called_twice_is_refused(library):
+    """One layer applied twice: the trace is of one call (Keras 3's fast path traced the
+    second, the reference the first; tf_keras traced the first, silently), so it is
+    refused, naming the fix."""
+    inputs = library.Input((7, 3))
+    shared = library.layers.SimpleRNN(4, name="shared")
+    twice = library.layers.Concatenate()(
+        [shared(inputs), shared(library.layers.Rescaling(2.0)(inputs))]
     )
-    model = keras.Model(inputs, keras.layers.Dense(2)(twice))
+    model = library.Model(inputs, library.layers.Dense(2)(twice))
     with pytest.raises(ModelError, match="layer 'shared' is called 2 times .* a layer of its own"):
         RNNModel(model, "shared")
 
 
-def test_a_layer_first_called_in_another_model_is_traced_at_this_models_call(keras, seq_inputs):
+def test_a_layer_first_called_in_another_model_is_traced_at_this_models_call(library, seq_inputs):
     """The layer's first call belongs to another model: its call in this one is traced
-    (the first call's node was taken: a bare Keras ValueError)."""
-    keras.utils.set_random_seed(2)
-    layer = keras.layers.LSTM(4, name="lstm")
-    first = keras.Input((7, 3))
-    keras.Model(first, layer(first))
-    inputs = keras.Input((7, 3))
-    model = keras.Model(inputs, keras.layers.Dense(2)(layer(keras.layers.Dense(3)(inputs))))
+    (the first call's node was taken: a bare Keras ValueError; tf_keras: an
+    AssertionError)."""
+    library.utils.set_random_seed(2)
+    layer = library.layers.LSTM(4, name="lstm")
+    first = library.Input((7, 3))
+    library.Model(first, layer(first))
+    inputs = library.Input((7, 3))
+    model = library.Model(inputs, library.layers.Dense(2)(layer(library.layers.Dense(3)(inputs))))
     rnn = RNNModel(model, "lstm")
     outputs, trace = rnn.run(seq_inputs)
     np.testing.assert_allclose(outputs, model.predict_on_batch(seq_inputs), atol=1e-6)
@@ -146,33 +156,6 @@ def test_a_subclassed_keras_model_is_refused_unless_functional(keras, seq_inputs
     plain = Plain([keras.Input((7, 3)), keras.layers.LSTM(4), keras.layers.Dense(2)])
     outputs, _ = RNNModel(plain).run(seq_inputs)
     np.testing.assert_allclose(outputs, plain.predict_on_batch(seq_inputs), atol=1e-6)
-
-
-def test_tf_keras_layers_called_twice_or_first_elsewhere(seq_inputs):
-    """tf_keras as Keras 3: a layer called twice is refused (it was traced at its first
-    call, silently), one first called in another model is traced at this model's call
-    (an AssertionError from tf_keras)."""
-    import tf_keras
-
-    inputs = tf_keras.Input((7, 3))
-    shared = tf_keras.layers.SimpleRNN(4, name="shared")
-    twice = tf_keras.layers.Concatenate()(
-        [shared(inputs), shared(tf_keras.layers.Rescaling(2.0)(inputs))]
-    )
-    with pytest.raises(ModelError, match="layer 'shared' is called 2 times"):
-        RNNModel(tf_keras.Model(inputs, tf_keras.layers.Dense(2)(twice)), "shared")
-    layer = tf_keras.layers.LSTM(4, name="lstm")
-    first = tf_keras.Input((7, 3))
-    tf_keras.Model(first, layer(first))
-    inputs = tf_keras.Input((7, 3))
-    model = tf_keras.Model(
-        inputs, tf_keras.layers.Dense(2)(layer(tf_keras.layers.Dense(3)(inputs)))
-    )
-    rnn = RNNModel(model, "lstm")
-    outputs, trace = rnn.run(seq_inputs)
-    np.testing.assert_allclose(outputs, model.predict_on_batch(seq_inputs), atol=1e-6)
-    reference = RNNModel(model, "lstm", recompute=True).trace(seq_inputs)
-    np.testing.assert_allclose(trace.h, reference.h, atol=1e-5)
 
 
 def test_an_rnn_of_cells_it_cannot_trace_is_named(keras):

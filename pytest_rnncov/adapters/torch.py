@@ -62,6 +62,19 @@ def _weight_names(module: Any) -> list[str]:
     ]
 
 
+def _autocast_dtype(device: str) -> Any:
+    """The dtype ``torch.autocast`` computes in on ``device`` (a device type) now, None
+    where it is off; torch 2.4 takes the device type, earlier versions had functions of
+    their own for the CPU and the GPU."""
+    import torch
+
+    if hasattr(torch, "get_autocast_dtype"):
+        return torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else None
+    if device == "cpu":
+        return torch.get_autocast_cpu_dtype() if torch.is_autocast_cpu_enabled() else None
+    return torch.get_autocast_gpu_dtype() if torch.is_autocast_enabled() else None
+
+
 def _type_name(value: Any) -> str:
     """``dict`` for a built-in type, else with its module: ``numpy.ndarray``."""
     kind = type(value)
@@ -478,26 +491,13 @@ class TorchModel(Adapter):
     def _warn_autocast(self) -> None:
         """Announce (once) a layer run under ``torch.autocast``: it computes in a lower
         precision than the float32 trace, like a float16 module."""
-        import torch
-
-        device = self._device.type
         if self._autocast_warned:
             return
-        try:
-            enabled = torch.is_autocast_enabled(device)
-        except TypeError:  # torch < 2.4: no device argument
-            cpu = device == "cpu"
-            enabled = torch.is_autocast_cpu_enabled() if cpu else torch.is_autocast_enabled()
-        if not enabled:
+        lowered = _autocast_dtype(self._device.type)
+        if lowered is None:
             return
         self._autocast_warned = True
-        if hasattr(torch, "get_autocast_dtype"):
-            lowered = torch.get_autocast_dtype(device)
-        else:  # torch < 2.4
-            cpu = device == "cpu"
-            lowered = torch.get_autocast_cpu_dtype() if cpu else torch.get_autocast_gpu_dtype()
-        dtype = str(lowered).removeprefix("torch.")
-        note = MIXED_PRECISION_NOTE.format(dtype=dtype)
+        note = MIXED_PRECISION_NOTE.format(dtype=str(lowered).removeprefix("torch."))
         warnings.warn(
             f"module {self.module_name or self.name!r} runs under torch.autocast: {note}",
             RNNCovWarning,

@@ -25,24 +25,25 @@ def _padded(rows: Sequence[Sequence[int]], length: int, pad: str) -> np.ndarray:
     return out
 
 
-def _texts(texts: Any) -> list[str]:
-    """``texts`` as a list of strings, or InvalidInput naming what was passed instead."""
-    if isinstance(texts, (str, bytes)):
+def string_list(values: Any, what: str) -> list[str]:
+    """``values`` as a list of strings, or InvalidInput naming what was passed instead: one
+    string (it would count as one item per character), something not iterable, an item
+    that is not a string. A one-pass iterator is read once, here."""
+    if isinstance(values, (str, bytes)):
         raise InvalidInput(
-            f"texts={shown(texts)} is one text; pass a list of strings (wrap it: [text])"
+            f"{what} are one string; pass a list of strings, one per item (wrap one: [text])"
         )
-    if not isinstance(texts, Iterable):
+    if not isinstance(values, Iterable):
         raise InvalidInput(
-            f"texts={shown(texts)} ({type(texts).__name__}) is not a list of "
-            "strings; pass the texts to encode, e.g. encoder(['a text'])"
+            f"{what}={shown(values)} ({type(values).__name__}) is not a list of strings; "
+            "pass e.g. ['a text']"
         )
-    items = list(texts)
-    for text in items:
-        if not isinstance(text, str):
-            raise InvalidInput(
-                f"{shown(text)} ({type(text).__name__}) is not a string; the "
-                "encoder takes a list of strings"
-            )
+    items = list(values)
+    wrong = [v for v in items if not isinstance(v, str)]
+    if wrong:
+        raise InvalidInput(
+            f"{what} must be strings; one is {shown(wrong[0])} ({type(wrong[0]).__name__})"
+        )
     return items
 
 
@@ -93,7 +94,7 @@ class CharEncoder:
 
     def __call__(self, texts: Sequence[str]) -> np.ndarray:
         rows = []
-        for text in _texts(texts):
+        for text in string_list(texts, "texts"):
             unknown = sorted({c for c in text if c not in self.index})
             if unknown:
                 raise InvalidInput(
@@ -155,6 +156,6 @@ class WordEncoder:
     def __call__(self, texts: Sequence[str]) -> np.ndarray:
         rows = [
             [self.index.get(w, 1) for w in text.lower().split()][-self.length :]
-            for text in _texts(texts)
+            for text in string_list(texts, "texts")
         ]
         return _padded(rows, self.length, self.pad)

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..errors import InvalidArgument, InvalidInput, MissingResource
 from ..validation import check_float, check_int
+from .encoders import string_list
 from .mutators import Cases, Mutator, check_rng
 
 
@@ -36,25 +37,6 @@ def edit_shares(seeds: Sequence[Sequence[str]], cases: Sequence[Sequence[str]]) 
     return np.divide(distances, longer, out=np.zeros(len(seeds)), where=longer > 0)
 
 
-def string_cases(cases: Any, what: str = "cases") -> list[str]:
-    """``cases`` as a list of strings, refusing one string (it would count as one case per
-    character), anything but an iterable of strings, and a one-pass iterator's reuse."""
-    if isinstance(cases, (str, bytes)):
-        raise InvalidInput(f"{what} are one string; pass a list of strings, one per case")
-    try:
-        items = list(cases)
-    except TypeError:
-        raise InvalidInput(
-            f"{what}={cases!r} ({type(cases).__name__}) is not a list of strings"
-        ) from None
-    wrong = [c for c in items if not isinstance(c, str)]
-    if wrong:
-        raise InvalidInput(
-            f"{what} must be strings; one is {wrong[0]!r} ({type(wrong[0]).__name__})"
-        )
-    return items
-
-
 class StringMutator(Mutator):
     array_cases = False
 
@@ -76,7 +58,7 @@ class StringMutator(Mutator):
         return np.asarray(self.encoder(list(cases)))
 
     def check_seeds(self, seeds: Any) -> list[str]:
-        seeds = string_cases(seeds, "seeds")
+        seeds = string_list(seeds, "seeds")
         if not seeds:
             raise InvalidInput("seeds are empty; pass at least one string")
         return seeds
@@ -170,7 +152,7 @@ class EDAMutator(StringMutator):
 
     def mutate(self, cases: Cases, rng: np.random.Generator) -> list[str]:
         check_rng(rng)
-        cases = string_cases(cases)
+        cases = string_list(cases, "cases")
         self._load()
         ops = rng.choice(len(self.operations), size=len(cases))
         return [self._one(text, self.operations[op], rng) for text, op in zip(cases, ops)]
@@ -209,7 +191,7 @@ class EDAMutator(StringMutator):
         return " ".join(words)
 
     def distance(self, seeds: Cases, cases: Cases) -> np.ndarray:
-        seeds, cases = string_cases(seeds, "seeds"), string_cases(cases)
+        seeds, cases = string_list(seeds, "seeds"), string_list(cases, "cases")
         check_pairs(seeds, cases)
         return edit_shares([s.split() for s in seeds], [c.split() for c in cases])
 
@@ -271,7 +253,7 @@ class SmilesMutator(StringMutator):
 
     def mutate(self, cases: Cases, rng: np.random.Generator) -> list[str]:
         check_rng(rng)
-        cases = string_cases(cases)
+        cases = string_list(cases, "cases")
         from rdkit import Chem
 
         can_encode = getattr(self.encoder, "can_encode", None)
@@ -290,6 +272,6 @@ class SmilesMutator(StringMutator):
         return out
 
     def distance(self, seeds: Cases, cases: Cases) -> np.ndarray:
-        seeds, cases = string_cases(seeds, "seeds"), string_cases(cases)
+        seeds, cases = string_list(seeds, "seeds"), string_list(cases, "cases")
         check_pairs(seeds, cases)
         return edit_shares(seeds, cases)

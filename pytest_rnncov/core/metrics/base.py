@@ -220,7 +220,7 @@ class Metric:
     reads_sums_only: ClassVar[bool] = False
     state_: MetricState
     best_input_: np.ndarray
-    profile_digest_: str
+    profile_: "Profile"
 
     # -- to implement ----------------------------------------------------------------------
     @property
@@ -314,7 +314,7 @@ class Metric:
             track_fitness=track_fitness,
             weights=weights,
         )
-        bound.profile_digest_ = profile.digest()  # whose thresholds the conditions are
+        bound.profile_ = profile  # whose thresholds the conditions are
         bound.best_input_ = np.full(n, -1, np.int64)
         return bound
 
@@ -406,7 +406,10 @@ class Metric:
             raise InvalidArgument(
                 f"cannot merge {self.describe()} into itself: its inputs would count twice"
             )
-        if getattr(other, "profile_digest_", None) != getattr(self, "profile_digest_", None):
+        mine, theirs = getattr(self, "profile_", None), getattr(other, "profile_", None)
+        if mine is not theirs and (
+            mine is None or theirs is None or mine.digest() != theirs.digest()
+        ):
             raise InvalidArgument(
                 f"cannot merge {other.describe()} bound to another profile: its conditions "
                 "are another profile's thresholds; bind both metrics to one profile"
