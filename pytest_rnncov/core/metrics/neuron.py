@@ -103,11 +103,9 @@ class NC(_NeuronMetric):
     def evaluate(self, signals: Signals, *, fitness: bool = True) -> BatchResult:
         self._check_bound()
         v, single = _float32_or_wide(signals.neurons("h"))
-        if single:  # v > threshold exactly when v >= the float32 above it
-            hit = v >= like(float32_above(self.threshold), v, dtype=v.dtype)
-        else:
-            hit = v > like(self.threshold, v, dtype=v.dtype)
-        result = BatchResult.from_dense(hit)
+        # v > threshold exactly when v >= the smallest value above it in v's type
+        above = float32_above(self.threshold) if single else self._above()
+        result = BatchResult.from_dense(v >= like(above, v, dtype=v.dtype))
         if fitness:
             result.best, result.best_row = best_of(self._above() - self._values(signals))
         return result
@@ -344,14 +342,12 @@ class NBC(_NeuronMetric):
     def evaluate(self, signals: Signals, *, fitness: bool = True) -> BatchResult:
         self._check_bound()
         v, single = _float32_or_wide(signals.neurons("h"))
-        lower, upper = (self.lower32_, self.upper32_) if single else (self.lb_, self.ub_)
+        # v < LB exactly when v < the smallest value not below LB; v > UB exactly when v >=
+        # the smallest above it (in v's type: float32, else float64)
+        lower, upper = (self.lower32_, self.upper32_) if single else (self.lb_, self.above_)
         parts = {
             "lower": lambda: v < like(lower, v, dtype=v.dtype),
-            "upper": (
-                (lambda: v >= like(upper, v, dtype=v.dtype))
-                if single
-                else (lambda: v > like(upper, v, dtype=v.dtype))
-            ),
+            "upper": lambda: v >= like(upper, v, dtype=v.dtype),
         }
         hit = array_namespace(v).concat([parts[side]() for side in self.sides], axis=1)
         result = BatchResult.from_dense(hit)
