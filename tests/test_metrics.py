@@ -122,6 +122,19 @@ def test_tc_w_larger_than_the_window_by_hand():
     assert tc.label(53) == "abccc"
 
 
+def test_tc_segment_mean_equal_to_the_profile_mean_takes_the_upper_symbol():
+    # training h/net (1 unit) 0, 1, 2 -> mu 1, sigma sqrt(2/3); the test curve 0, 0, 3 has
+    # mean 1 = mu: with w=1 its PAA value is exactly 0, a breakpoint for a=2 and a=4, and a
+    # value on a breakpoint takes the upper symbol (z-scores weighted by a rounded 1/3 had
+    # summed to -8e-18: the lower one)
+    profile = fit_profile(make_trace(h=[[[0.0], [1.0], [2.0]]]))
+    signals = Signals(make_trace(h=[[[0.0], [0.0], [3.0]]]), profile.window_)
+    for a, upper in ((2, 1), (4, 2)):
+        tc = TC(w=1, a=a).bind(profile)
+        assert tc.paa(signals).tolist() == [[0.0]]
+        assert tc.words(signals).tolist() == [upper]
+
+
 # -- neuron metrics -------------------------------------------------------------------------
 def test_neuron_metrics_by_hand():
     # training h (2 inputs, 1 step, 2 units): unit 0 spans [0, 1], unit 1 is constant 0.5

@@ -27,9 +27,11 @@ def naive_symbol(value, a):
 def test_paa_by_hand():
     # v = 3, w = 2: [x0, x0, x1 | x1, x2, x2] -> (2*x0 + x1)/3, (x1 + 2*x2)/3
     curve = np.array([3.0, 6.0, 0.0])
-    np.testing.assert_allclose(curve @ sax.paa_matrix(3, 2).T, [4.0, 2.0])
+    np.testing.assert_allclose(curve @ sax.paa_overlaps(3, 2).T / 3, [4.0, 2.0])
     # v = 4, w = 2: plain block means
-    np.testing.assert_allclose(np.array([1.0, 3.0, 5.0, 7.0]) @ sax.paa_matrix(4, 2).T, [2, 6])
+    np.testing.assert_allclose(
+        np.array([1.0, 3.0, 5.0, 7.0]) @ sax.paa_overlaps(4, 2).T / 4, [2, 6]
+    )
 
 
 def test_breakpoints_for_three_symbols():
@@ -43,7 +45,7 @@ def test_breakpoints_for_three_symbols():
 )
 def test_words_equal_independent_paa_and_sax(curve, w, a):
     w = min(w, len(curve))
-    paa = np.asarray(curve) @ sax.paa_matrix(len(curve), w).T
+    paa = np.asarray(curve) @ sax.paa_overlaps(len(curve), w).T / len(curve)
     np.testing.assert_allclose(paa, naive_paa(curve, w), atol=1e-9)
     expected = [naive_symbol(v, a) for v in naive_paa(curve, w)]
     got = sax.symbols(paa, sax.breakpoints(a))

@@ -10,19 +10,20 @@ import numpy as np
 from .arrays import array_namespace, is_host, like, wide_int
 
 
-def paa_matrix(length: int, segments: int) -> np.ndarray:
-    """The (segments, length) matrix M with ``curve @ M.T`` = fractional PAA of ``curve``.
+def paa_overlaps(length: int, segments: int) -> np.ndarray:
+    """The (segments, length) integer matrix W with ``curve @ W.T / length`` = fractional PAA.
 
     Conceptually every value is repeated ``segments`` times and consecutive blocks of
     ``length`` are averaged: entry (j, t) is the overlap of step t's interval
-    [t*segments, (t+1)*segments) with segment j's interval [j*length, (j+1)*length),
-    divided by ``length``.
+    [t*segments, (t+1)*segments) with segment j's interval [j*length, (j+1)*length).
+    Integer weights and one division keep a segment whose mean is exactly a value at
+    exactly that value (weights of 1/length, rounded, do not).
     """
     t = np.arange(length)
     j = np.arange(segments)[:, None]
     lo = np.maximum(t * segments, j * length)
     hi = np.minimum((t + 1) * segments, (j + 1) * length)
-    return np.clip(hi - lo, 0, None) / length
+    return np.clip(hi - lo, 0, None)
 
 
 def breakpoints(alphabet: int) -> np.ndarray:

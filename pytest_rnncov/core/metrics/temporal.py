@@ -68,7 +68,7 @@ class TC(Metric):
             )
         self.window_ = profile.window_
         self.mu_, self.sigma_ = profile.zscore(self.component, self.abstraction)
-        self.paa_ = sax.paa_matrix(length, self.w)
+        self.overlaps_ = sax.paa_overlaps(length, self.w)
         self.cuts_ = sax.breakpoints(self.a)
 
     @property
@@ -78,8 +78,10 @@ class TC(Metric):
     def paa(self, signals: Signals, rows: slice = slice(None)) -> Any:
         """z-normalised PAA values: (rows, w), in the signals' own namespace."""
         values = signals.get(self.component, self.abstraction)[rows]
-        z = (values - self.mu_) / self.sigma_
-        return z @ like(self.paa_.T, z, dtype=z.dtype)
+        # PAA of the values, then z-normalised (the same affine map): a segment whose mean
+        # is exactly the profile's mean lands exactly on the breakpoint 0 (upper symbol)
+        sums = values @ like(self.overlaps_.T, values, dtype=values.dtype)
+        return (sums / self.overlaps_.shape[1] - self.mu_) / self.sigma_
 
     def _words(self, paa: Any) -> np.ndarray:
         """Word ids from PAA values, on the host (only B integers cross)."""
