@@ -324,10 +324,16 @@ def _model_file(args: argparse.Namespace) -> Path | None:
 def _load(args: argparse.Namespace) -> Any:
     """The model MODEL names: a Keras or ONNX file, or a PyTorch factory with ``--weights``."""
     from .adapters.loading import load_model, load_torch_model
+    from .errors import UnsafeModel
 
     path = _model_file(args)
     if path is not None:
-        return load_model(path, safe_mode=not args.unsafe_load)
+        try:
+            return load_model(path, safe_mode=not args.unsafe_load)
+        except UnsafeModel as exc:  # the command's own switch, not the Python argument
+            message = str(exc).replace("load_model(path, safe_mode=False)", "--unsafe-load")
+            message = message.replace("with safe_mode=False", "with --unsafe-load")
+            raise UnsafeModel(message) from None
     here = os.getcwd()
     if here not in sys.path:  # the factory's module is found as pytest finds a conftest.py
         sys.path.insert(0, here)
@@ -520,9 +526,10 @@ def _print_report(
             _err(f"error: {problem}")
         return
     writer = LinesWriter()
-    TermReport(
-        writer, detail="term-detail" in kinds, coverage=bool(set(kinds) & {"term", "term-detail"})
-    ).sections(data)
+    tables = bool(set(kinds) & {"term", "term-detail"})  # both terminal tables, or neither
+    TermReport(writer, detail="term-detail" in kinds, coverage=tables, samples=tables).sections(
+        data
+    )
     if tests:
         from .reporting.attribution import summary_lines
 
@@ -550,9 +557,12 @@ def _excluded(args: argparse.Namespace, data: Any) -> Any:
     """``data`` as the verdict and the reports see it: ``--rnn-exclude`` applied (a note on
     stderr per exclusion of a model the data does not hold)."""
     from .core.exclusions import parse_exclusion
+    from .errors import InvalidArgument
 
     exclusions = [parse_exclusion(text) for text in args.rnn_exclude or ()]
-    view, notes = data.with_exclusions(list(dict.fromkeys(exclusions)))
+    view, notes, errors = data.with_exclusions(list(dict.fromkeys(exclusions)))
+    if errors:
+        raise InvalidArgument("; ".join(errors))
     for note in notes:
         _err(f"warning: {note}")
     return view

@@ -423,9 +423,22 @@ def test_a_stale_exclusion_fails_the_command_and_the_session(runs):
     done = cli("report", "whole.json", "--rnn-exclude", "tiny:TC:zzzzz = gone", cwd=runs)
     assert done.returncode == 4
     assert "exclusion tiny:TC:zzzzz matches no condition" in done.stderr
-    session = pytest_run("-k", "one", "--rnn-exclude=tiny:TC:zzzzz = gone", cwd=runs)
+    _, label = _uncovered_bc_label(runs / "whole.json")
+    session = pytest_run(
+        "-k", "one", "--rnn-exclude=tiny:TC:zzzzz = gone", f"--rnn-exclude=tiny:BC:{label} = far",
+        "--rnn-coverage=0.01", "--rnn-report=term", "--rnn-report=json:stale-report.json",
+        cwd=runs,
+    )  # fmt: skip
+    # the verdict fails on it: the last line, the JSON and the exit code agree
     assert session.returncode == 1, session.stdout[-2000:]
-    assert "ERROR pytest-rnncov: exclusion tiny:TC:zzzzz matches no condition" in session.stdout
+    ours = session.stdout.strip().splitlines()[-2]  # pytest's own summary line is last
+    assert ours.startswith("FAIL RNN coverage exclusion tiny:TC:zzzzz matches no condition")
+    assert "Required RNN coverage of 1% reached." in session.stdout  # the bars themselves
+    verdict = json.loads((runs / "stale-report.json").read_text())["verdict"]
+    assert verdict["passed"] is False and verdict["gate"]["passed"] is True
+    assert verdict["errors"][0].startswith("exclusion tiny:TC:zzzzz matches no condition")
+    # the exclusion that does apply still applies
+    assert f"excluded: tiny BC '{label}' (1 condition): far" in session.stdout
 
 
 def test_the_ini_exclusions_reach_the_gate(runs):

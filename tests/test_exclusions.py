@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -44,7 +46,7 @@ def test_parse_refuses_a_malformed_exclusion_saying_how_to_write_it(text, says):
 
 def test_excluded_conditions_are_counted_apart_and_files_keep_what_was_measured():
     state = model_state()
-    models, notes = apply_exclusions(
+    models, notes, _ = apply_exclusions(
         {"m": state},
         [
             parse_exclusion("m:BC:t=3 = the layer never saturates there"),
@@ -70,9 +72,9 @@ def test_a_step_label_excludes_every_condition_of_that_step():
         "BC", "BC", 10, {"window": [1, 5], "alpha_max": 0.8, "alpha_min": 0.2}
     )  # t=1..5 N>=0.8, then t=1..5 N<=0.2
     state = ModelState("m", "lstm", "lstm", (1, 5), "0" * 16, 0, {"BC": bc}, "")
-    models, _ = apply_exclusions({"m": state}, [parse_exclusion("m:BC:t=2 = why")])
+    models, _, _ = apply_exclusions({"m": state}, [parse_exclusion("m:BC:t=2 = why")])
     assert np.flatnonzero(models["m"].metrics["BC"].excluded).tolist() == [1, 6]
-    exact, _ = apply_exclusions({"m": state}, [parse_exclusion("m:BC:t=2 N<=0.2 = why")])
+    exact, _, _ = apply_exclusions({"m": state}, [parse_exclusion("m:BC:t=2 N<=0.2 = why")])
     assert np.flatnonzero(exact["m"].metrics["BC"].excluded).tolist() == [6]
 
 
@@ -80,7 +82,9 @@ def test_weighted_rates_drop_the_excluded_weights():
     wt = MetricState.empty("WT", "WT", 3, {}, weights=np.array([1.0, 2.0, 5.0]))
     wt.times[1] = 1
     state = ModelState("m", "lstm", "lstm", (1, 5), "0" * 16, 0, {"WT": wt}, "")
-    models, _ = apply_exclusions({"m": state}, [parse_exclusion("m:WT:training transition #2 = x")])
+    models, _, _ = apply_exclusions(
+        {"m": state}, [parse_exclusion("m:WT:training transition #2 = x")]
+    )
     assert models["m"].metrics["WT"].rate == 2.0 / 3.0  # was 2/8
 
 
@@ -91,13 +95,15 @@ def test_weighted_rates_drop_the_excluded_weights():
         ("m:NC:t=1 = why", "model 'm' tracks no NC"),
     ],
 )
-def test_an_exclusion_that_names_nothing_is_an_error(text, says):
-    with pytest.raises(InvalidArgument, match=says):
-        apply_exclusions({"m": model_state()}, [parse_exclusion(text)])
+def test_an_exclusion_that_names_nothing_is_an_error_and_the_others_still_apply(text, says):
+    exclusions = [parse_exclusion(text), parse_exclusion("m:BC:t=3 = never reached")]
+    models, notes, errors = apply_exclusions({"m": model_state()}, exclusions)
+    assert len(errors) == 1 and re.search(says, errors[0]) and notes == []
+    assert models["m"].metrics["BC"].exclusions == (("t=3", "never reached", 1, 0),)
 
 
 def test_an_exclusion_of_a_model_this_run_did_not_track_is_noted_not_applied():
-    models, notes = apply_exclusions({"m": model_state()}, [parse_exclusion("x:TC:aa = why")])
+    models, notes, _ = apply_exclusions({"m": model_state()}, [parse_exclusion("x:TC:aa = why")])
     assert notes == [
         "RNN coverage exclusion x:TC:aa ignored: model 'x' was not tracked in this run "
         "(tracked: 'm')"
@@ -111,7 +117,7 @@ def test_the_html_and_markdown_reports_list_the_exclusions():
     from pytest_rnncov.reporting.markdown_report import MarkdownReport
     from pytest_rnncov.reporting.results import evaluate
 
-    data, _ = CoverageData(models={"m": model_state()}).with_exclusions(
+    data, _, _ = CoverageData(models={"m": model_state()}).with_exclusions(
         [parse_exclusion("m:BC:t=3 = the layer <never> gets there")]
     )
     verdict = evaluate(data, None)
@@ -126,17 +132,16 @@ def test_the_html_and_markdown_reports_list_the_exclusions():
 def test_a_line_break_or_a_second_reason_for_one_condition_is_refused():
     with pytest.raises(InvalidArgument, match="holds a line break or control character"):
         parse_exclusion("m:BC:t=3 = a\nm:BC:t=2 = b")
-    twice = [parse_exclusion("m:BC:t=3 = a"), parse_exclusion("m:BC:t=3 = b")]
-    with pytest.raises(
-        InvalidArgument, match="m:BC:t=3 is excluded twice \\(reasons 'a' and 'b'\\)"
-    ):
-        apply_exclusions({"m": model_state()}, twice)
+    twice = [parse_exclusion("m:BC:t=3 = a"), parse_exclusion("m:BC:t=3 = b")] * 2
+    models, _, errors = apply_exclusions({"m": model_state()}, twice)
+    assert errors == ["m:BC:t=3 is excluded twice (reasons 'a' and 'b'); keep one"]
+    assert models["m"].metrics["BC"].excluded is None  # neither reason is chosen
 
 
 def test_a_metric_with_every_condition_excluded_shows_no_rate():
     from pytest_rnncov.reporting.terminal import coverage_cell
 
-    models, _ = apply_exclusions(
+    models, _, _ = apply_exclusions(
         {"m": model_state()}, [parse_exclusion(f"m:BC:t={t} = why") for t in range(1, 6)]
     )
     bc = models["m"].metrics["BC"]

@@ -530,6 +530,37 @@ def test_a_time_major_model_is_refused_not_split_along_its_steps(trace_on):
         assert rnn.input_shape == ()  # nothing went through: nothing fixed
 
 
+@pytest.mark.parametrize("trace_on", ["numpy", "device"])
+def test_a_time_major_model_fed_as_many_inputs_as_steps_is_refused(trace_on):
+    """5 inputs of 5 steps reach a batch_first=False module as 5 sequences of 5 steps
+    either way: one pass on one input tells the layouts apart (it traced wrong before)."""
+
+    class Layout(nn.Module):
+        def __init__(self, time_major: bool) -> None:
+            super().__init__()
+            self.time_major = time_major
+            self.rnn = nn.LSTM(3, 4)
+
+        def forward(self, x):
+            x = x if self.time_major else x.transpose(0, 1)
+            return self.rnn(x)[0][-1]
+
+    square = np.random.default_rng(0).normal(size=(5, 5, 3)).astype(np.float32)
+    torch.manual_seed(0)
+    with pytest.raises(ModelError, match="ran on a batch of 5 sequences for 1 inputs"):
+        RNNModel(Layout(time_major=True), trace_on=trace_on).trace(square)
+    model = Layout(time_major=False)
+    calls = []
+    model.rnn.register_forward_pre_hook(lambda module, args: calls.append(len(args[0][0])))
+    rnn = RNNModel(model, trace_on=trace_on)
+    h = np.asarray(rnn.trace(square).h)
+    with torch.no_grad():
+        own = model.rnn(torch.from_numpy(square).transpose(0, 1))[0].transpose(0, 1).numpy()
+    np.testing.assert_allclose(h, own, atol=1e-6)
+    rnn.trace(square)
+    assert calls.count(1) == 1 and calls[:2] == [5, 1]  # one one-input pass, not per call
+
+
 def test_token_ids_of_a_model_with_several_embeddings():
     """Ids are checked against the widest embedding (a positional one may come first);
     an id beyond the one that reads it fails in the model, as the project's ModelError."""

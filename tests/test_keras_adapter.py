@@ -124,6 +124,9 @@ def test_bidirectional_each_direction(keras, seq_inputs):
     )
     assert_matches_framework(backward, seq_inputs)
     assert forward.fingerprint() != backward.fingerprint()
+    # the name the reports print is a layer and a direction: the error says how to pass it
+    with pytest.raises(ModelError, match="pass layer='bi', direction='backward'"):
+        RNNModel(model, "bi/backward")
 
 
 def test_keras2_h5_with_hard_sigmoid_loads_through_tf_keras(tmp_path, seq_inputs):

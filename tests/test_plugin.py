@@ -494,11 +494,22 @@ def test_campaign_results_reach_the_adversarial_section_and_json(pytester):
     assert campaign["test_cases"] == 120 and campaign["saved_to"] == "adv-out"
     assert data["models"]["tiny"]["inputs"] == 128  # seeds + generated cases fed the session
     # a JSON report alone replaces the terminal tables: both of them, as pytest-cov does
-    quiet = pytester.runpytest("--rnn-report=json:q.json", "--rnn-seed=3")
+    quiet = pytester.runpytest("--rnn-report=json:q.json", "--rnn-seed=3", "--rnn-data=d.json")
     assert quiet.ret == 0
     assert "- RNN coverage -" not in quiet.stdout.str()
     assert "- RNN adversarial samples -" not in quiet.stdout.str()
     assert json.loads((pytester.path / "q.json").read_text())["adversarial"]
+    # the command line's report does the same (it kept the samples table)
+    for reports, shown in ((["--report", "json:c.json"], False), ([], True)):
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest_rnncov", "report", "d.json", *reports],
+            cwd=pytester.path,
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, done.stderr
+        assert ("- RNN coverage -" in done.stdout) is shown
+        assert ("- RNN adversarial samples -" in done.stdout) is shown
 
 
 def test_a_campaign_under_xdist_reports_what_one_process_reports(pytester):
@@ -924,6 +935,31 @@ def test_given_strategy_names_its_model_and_resolves_it_from_the_session(pyteste
             "*no model named 'nobody' is tracked in this session (tracked: 'tiny'); the test "
             "must request the fixture*",
             "*test_named.py::test_named:*",  # the statistics section is not empty
+        ]
+    )
+
+
+def test_a_named_strategy_before_any_model_was_tracked_says_which_fixture_is_missing(pytester):
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(
+        test_alone="""
+from hypothesis import given, settings
+from conftest import inputs
+from pytest_rnncov import GaussianMutator, targeted_mutants
+
+
+@settings(max_examples=2, deadline=None, database=None)
+@given(targeted_mutants("tiny", inputs(3, n=4), GaussianMutator(variance=0.1, clip=None)))
+def test_alone(mutant):
+    pass
+"""
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*no model named 'tiny' is tracked in this session (tracked: none yet); the test "
+            "must request the fixture*"
         ]
     )
 

@@ -740,7 +740,14 @@ def test_another_models_profile_is_not_to_be_deleted(stacked_model, seq_inputs, 
 def test_a_bar_naming_an_untracked_model_lists_the_tracked_ones(project):
     result = project.runpytest("--rnn-coverage=mnist:TC:0.1")
     assert result.ret == 1
-    result.stdout.fnmatch_lines(["*model 'mnist' is not tracked (TC bar 10%; tracked: tiny)*"])
+    result.stdout.fnmatch_lines(["*model 'mnist' is not tracked (bars TC 10%; tracked: tiny)*"])
+    # with a bar for every model too: the untracked one is named once, with its bars
+    result = project.runpytest("--rnn-coverage=0.01", "--rnn-coverage=mnist:TC:0.1")
+    assert result.ret == 1
+    line = next(x for x in result.stdout.lines if x.startswith("FAIL Required"))
+    assert line.endswith(
+        "not reached: model 'mnist' is not tracked (bars BC 1%, SC 1%, TC 10%; tracked: tiny)"
+    )
 
 
 INTERRUPTING = """

@@ -195,6 +195,8 @@ def test_torch_errors(x):
         RNNModel(model, "decoder")
     with pytest.raises(ModelError, match="is not a recurrent module"):  # a full-width 1
         RNNModel(model, "encoder.rnn.l\uff11")
+    with pytest.raises(ModelError, match="pass layer='encoder.rnn.l1', direction='backward'"):
+        RNNModel(model, "encoder.rnn.l1/backward")  # as the reports name a backward half
     rnn = RNNModel(model)
     rnn.trace(x)
     with pytest.raises(InvalidInput, match=r"expects \(batch, 6, 3\)"):

@@ -3,6 +3,7 @@ model files never run code when loaded."""
 
 from __future__ import annotations
 
+import json
 import zipfile
 
 import h5py
@@ -18,6 +19,14 @@ from pytest_rnncov import (
     UnsafeModel,
     load_model,
 )
+
+
+def test_a_model_with_two_inputs_is_refused_with_the_way_out(keras):
+    series, extra = keras.Input((7, 3)), keras.Input((2,))
+    summary = keras.layers.LSTM(4)(series)
+    model = keras.Model([series, extra], keras.layers.Concatenate()([summary, extra]))
+    with pytest.raises(ModelError, match="has 2 inputs; .* build the model with one input"):
+        RNNModel(model)
 
 
 def test_a_stateful_layer_is_refused(keras):
@@ -266,6 +275,37 @@ def test_a_custom_layer_needs_its_class(keras, tmp_path):
         load_model(path)
     loaded = load_model(path, custom_objects={"Twice": Twice})
     assert RNNModel(loaded).cell_kind == "lstm"
+
+
+def test_keras_operations_of_a_functional_model_load_and_trace(keras, tmp_path):
+    """Masking in a functional model adds NotEqual and Any nodes, x[:, -1] a GetItem: Keras'
+    own operations, built from its modules (they were refused as custom layers)."""
+    inputs = keras.Input((6, 2))
+    masked = keras.layers.Masking(0.0)(inputs)
+    sequences = keras.layers.Bidirectional(keras.layers.GRU(3, return_sequences=True))(masked)
+    model = keras.Model(inputs, keras.layers.Dense(2)(sequences[:, -1]))
+    path = tmp_path / "ops.keras"
+    model.save(path)
+    with zipfile.ZipFile(path) as archive:
+        config = json.loads(archive.read("config.json"))
+    nodes = {(n["module"], n["class_name"]) for n in config["config"]["layers"]}
+    assert {"NotEqual", "Any", "GetItem"} <= {c for m, c in nodes if m.startswith("keras.src.ops.")}
+    x = np.random.default_rng(0).normal(size=(4, 6, 2)).astype(np.float32)
+    x[1, 4:] = 0.0  # masked steps
+    loaded = load_model(path)
+    np.testing.assert_allclose(loaded.predict(x, verbose=0), model.predict(x, verbose=0))
+    assert RNNModel(loaded).trace(x).h.shape == (4, 6, 3)
+    # a node claiming a Keras operations module but naming no operation stays refused
+    for layer in config["config"]["layers"]:
+        if layer["class_name"] == "NotEqual":
+            layer["class_name"] = layer["registered_name"] = "NotAnOperation"
+    forged = tmp_path / "forged.keras"
+    with zipfile.ZipFile(path) as source, zipfile.ZipFile(forged, "w") as target:
+        for item in source.namelist():
+            data = json.dumps(config) if item == "config.json" else source.read(item)
+            target.writestr(item, data)
+    with pytest.raises(UnsafeModel, match="custom layer .* of class 'NotAnOperation'"):
+        load_model(forged)
 
 
 def test_a_broken_keras_zip_is_a_model_error(tmp_path):

@@ -124,8 +124,18 @@ from pytest_rnncov import InvalidArgument
 
 def test_twice(tiny, rnncov):
     assert rnncov.track(tiny.rnn.model, window=(1, 5), name="tiny", x_train=None) is tiny
-    with pytest.raises(InvalidArgument, match="already tracked with another model, layer, window"):
+    with pytest.raises(
+        InvalidArgument, match=r"'tiny' is already tracked with another window; track the same"
+    ):
         rnncov.track(tiny.rnn.model, window=(0, 3), name="tiny")
+    import keras
+
+    copy = keras.models.clone_model(tiny.rnn.model)  # what a function-scoped fixture makes
+    with pytest.raises(
+        InvalidArgument,
+        match=r"another model object \\(a function-scoped fixture .* scope='session'\\)",
+    ):
+        rnncov.track(copy, name="tiny")
 """
     )
     assert project.runpytest("test_twice.py").ret == 0

@@ -26,6 +26,18 @@ from ..errors import InvalidArgument, InvalidInput, ModelError
 from ..validation import check_choice, check_int
 
 DIRECTIONS = ("forward", "backward")
+
+
+def direction_hint(layer: object) -> str:
+    """For a ``layer=`` written as the reports name a direction ("bigru/backward"): how to
+    pass it (the name and ``direction=``); "" otherwise."""
+    if isinstance(layer, str) and "/" in layer:
+        name, _, direction = layer.rpartition("/")
+        if direction in DIRECTIONS and name:
+            return f"; for one direction of a layer pass layer={name!r}, direction={direction!r}"
+    return ""
+
+
 TRACE_ON = ("auto", "numpy", "device")
 
 #: Inputs per framework call when ``batch_size`` is not given and traces run on the host:

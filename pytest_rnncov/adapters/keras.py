@@ -26,7 +26,14 @@ from ..core.activations import Activation
 from ..core.arrays import all_finite
 from ..core.cells import Cell, GRUCell, LSTMCell, SimpleRNNCell
 from ..errors import InvalidArgument, ModelError, RNNCovWarning
-from .base import MIXED_PRECISION_NOTE, Adapter, framework_of, model_error_from, not_finite
+from .base import (
+    MIXED_PRECISION_NOTE,
+    Adapter,
+    direction_hint,
+    framework_of,
+    model_error_from,
+    not_finite,
+)
 
 #: cell class name -> cell kind
 CELLS = {"LSTMCell": "lstm", "GRUCell": "gru", "SimpleRNNCell": "simple_rnn"}
@@ -379,8 +386,9 @@ class KerasModel(Adapter):
             )
         if len(model.inputs) != 1:
             raise ModelError(
-                f"model {self.name!r} has {len(model.inputs)} inputs; pytest-rnncov supports "
-                "models with one input tensor"
+                f"model {self.name!r} has {len(model.inputs)} inputs; pytest-rnncov feeds "
+                "one array per call: build the model with one input (concatenate the "
+                "inputs' features and split them with layers inside the model)"
             )
         self.output_index = self._pick_output(output)
         self.wrapper = self._find_layer(layer)
@@ -501,7 +509,7 @@ class KerasModel(Adapter):
                 return lay
         raise ModelError(
             f"layer={layer!r} is not a recurrent layer of model {self.name!r}; its recurrent "
-            f"layers are {listing}: pass one of those names or indices"
+            f"layers are {listing}: pass one of those names or indices{direction_hint(layer)}"
         )
 
     def _refuse_untraceable(self) -> None:

@@ -233,6 +233,23 @@ def _lambda_functions(node: Any) -> Iterator[str]:
             yield from _lambda_functions(value)
 
 
+def _keras_operation(module: Any, name: str) -> bool:
+    """Whether a node is one of Keras 3's own operations (``keras.ops``, such as the
+    ``NotEqual`` and ``Any`` a functional model's masking adds, or ``GetItem`` for
+    ``x[:, -1]``): Keras builds them from its own modules; the file holds only arguments."""
+    if not isinstance(module, str) or not module.startswith("keras.src.ops."):
+        return False
+    import importlib
+
+    import keras
+
+    try:
+        found = getattr(importlib.import_module(module), name, None)
+    except (ImportError, ValueError):  # no such module of Keras'; "keras.src.ops."
+        return False
+    return isinstance(found, type) and issubclass(found, keras.Operation)
+
+
 def _unsafe_parts(config: Any, custom: dict[str, Any], layers_module: Any) -> list[str]:
     problems = []
     for layer in _layers(config):
@@ -245,6 +262,8 @@ def _unsafe_parts(config: Any, custom: dict[str, Any], layers_module: Any) -> li
             problems.append(
                 f"Lambda layer {layer_name!r} (its function is code stored in the file)"
             )
+        elif _keras_operation(module, name):
+            continue
         elif name not in _MODEL_CLASSES and name not in custom and not hasattr(layers_module, name):
             problems.append(f"custom layer {layer_name!r} of class {name!r}")
         elif (

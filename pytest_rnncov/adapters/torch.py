@@ -36,6 +36,7 @@ from .base import (
     MIXED_PRECISION_NOTE,
     Adapter,
     check_not_a_scalar_object,
+    direction_hint,
     model_error_from,
     not_finite,
     rows_holding,
@@ -238,6 +239,9 @@ class TorchModel(Adapter):
         self._autocast_warned = False
         self._stop: str | None = None  # where a forward pass may stop: "before"/"after" it
         self._runs_once = False
+        #: whether a pass on one input has shown which axis the module reads as the batch
+        #: (needed once a batch of n inputs reached it as n sequences of n steps)
+        self._layout_known = False
         self._step_work: int | None = None  # ``_work_per_row``, once known
         self._threads_lowered = False  # while ``_framework_threads`` holds one fewer
         self._device = next((p.device for p in model.parameters()), torch.device("cpu"))
@@ -325,7 +329,7 @@ class TorchModel(Adapter):
                 )
         raise ModelError(
             f"layer={layer!r} is not a recurrent module of {self.name}; its "
-            f"recurrent modules are {listing}"
+            f"recurrent modules are {listing}{direction_hint(layer)}"
         )
 
     # -- the cell --------------------------------------------------------------------
@@ -735,6 +739,7 @@ class TorchModel(Adapter):
         split = states is not None and self._single is not None and (layer_input or not top)
         out, captured, produced = self._run_model(x, outputs, states is not None, split)
         self._check_batch(captured, len(x))
+        self._check_layout(x, captured)
         steps = int(x.shape[1])
         if self._n_steps is None:
             self._n_steps = self._padded(captured, steps).shape[1]
@@ -782,6 +787,30 @@ class TorchModel(Adapter):
                 "inputs: pytest-rnncov feeds inputs with the batch on axis 0; wrap a model "
                 "that takes (steps, batch, ...) so that it takes (batch, steps, ...)"
             )
+
+    def _check_layout(self, x: np.ndarray, captured: Any) -> None:
+        """When ``len(x)`` inputs reached the module as that many sequences of that many
+        steps, its shapes cannot tell a batch-major model from a time-major one (a model
+        passing (batch, steps, ...) to a ``batch_first=False`` module traces wrong): once,
+        run the model on one input and check that the module ran on one sequence."""
+        from torch.nn.utils.rnn import PackedSequence
+
+        n = len(x)
+        if self._layout_known or n < 2 or isinstance(captured, PackedSequence):
+            return
+        if captured.ndim != 3 or captured.shape[0] != captured.shape[1]:
+            self._layout_known = True  # the batch check above told the axes apart
+            return
+        try:
+            one = self._run_model(x[:1], outputs=False)[1]
+        except ModelError as exc:
+            raise ModelError(
+                f"module {self.module_name!r} ran on {n} sequences of {n} steps, so its "
+                "shapes do not tell which axis is the batch, and running the model on one "
+                f"input to tell failed: {exc}"
+            ) from None
+        self._check_batch(one, 1)
+        self._layout_known = True
 
     # -- fingerprint --------------------------------------------------------------------
     def _weight_arrays(self) -> list[np.ndarray]:

@@ -64,11 +64,12 @@ def parse_exclusion(text: str) -> Exclusion:
 
 def apply_exclusions(
     models: "dict[str, ModelState]", exclusions: Iterable[Exclusion]
-) -> "tuple[dict[str, ModelState], list[str]]":
+) -> "tuple[dict[str, ModelState], list[str], list[str]]":
     """Copies of ``models`` whose metric states carry the exclusions (the originals are
-    untouched: data files and baselines keep what was measured), and a note per exclusion
-    of a model this data does not hold (a run of some tests only: ignored, said so).
-    InvalidArgument names an exclusion that matches no metric or condition of its model."""
+    untouched: data files and baselines keep what was measured); a note per exclusion of a
+    model this data does not hold (a run of some tests only: ignored, said so); and an
+    error per exclusion that cannot apply (no such metric or condition of its model, two
+    reasons for one condition): the others still apply, and the caller fails the run."""
     import dataclasses
 
     import numpy as np
@@ -76,16 +77,21 @@ def apply_exclusions(
     from .metrics import condition_label
 
     chosen: dict[tuple[str, str], list[tuple[Exclusion, np.ndarray]]] = {}
-    notes = []
+    notes: list[str] = []
+    errors: list[str] = []
     seen: dict[str, Exclusion] = {}
+    twice: set[str] = set()
     for exclusion in exclusions:
         first = seen.setdefault(str(exclusion), exclusion)
-        if first.reason != exclusion.reason:
-            raise InvalidArgument(
+        if first.reason != exclusion.reason and str(exclusion) not in twice:
+            twice.add(str(exclusion))
+            errors.append(
                 f"{exclusion} is excluded twice (reasons {first.reason!r} and "
                 f"{exclusion.reason!r}); keep one"
             )
     for exclusion in seen.values():  # each once
+        if str(exclusion) in twice:
+            continue
         state = models.get(exclusion.model)
         if state is None:
             known = ", ".join(map(repr, models)) or "none"
@@ -96,15 +102,17 @@ def apply_exclusions(
             continue
         metric = state.metrics.get(exclusion.metric)
         if metric is None:
-            raise InvalidArgument(
+            errors.append(
                 f"exclusion {exclusion}: model {exclusion.model!r} tracks no "
                 f"{exclusion.metric} (it tracks {', '.join(state.metrics)}); drop the exclusion"
             )
+            continue
         if metric.total > MAX_LABELLED:
-            raise InvalidArgument(
+            errors.append(
                 f"exclusion {exclusion}: {exclusion.metric} has {metric.total:,} conditions, "
                 f"more than the {MAX_LABELLED:,} an exclusion may search"
             )
+            continue
         labels = [condition_label(metric.metric, metric.config, c) for c in range(metric.total)]
         hits = np.array(
             [lab == exclusion.label or lab.startswith(exclusion.label + " ") for lab in labels],
@@ -112,10 +120,11 @@ def apply_exclusions(
         )
         if not hits.any():
             shown = ", ".join(repr(lab) for lab in labels[:3]) or "it has no conditions"
-            raise InvalidArgument(
+            errors.append(
                 f"exclusion {exclusion} matches no condition of {metric.describe} "
                 f"(labels look like {shown}); copy a label from the report"
             )
+            continue
         chosen.setdefault((exclusion.model, exclusion.metric), []).append((exclusion, hits))
     out = {name: state.copy() for name, state in models.items()}
     for (model, key), found in chosen.items():
@@ -126,4 +135,4 @@ def apply_exclusions(
             for e, hits in found
         )
         out[model].metrics[key] = dataclasses.replace(metric, excluded=excluded, exclusions=listed)
-    return out, notes
+    return out, notes, errors

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from ..errors import DataFileError, InvalidArgument, RNNCovError
+from ..errors import DataFileError, RNNCovError
 from ..reporting.baseline import (
     Baseline,
     baseline_text,
@@ -65,6 +65,8 @@ class Central:
         self.interrupted = False
         self.written: list[str] = []
         self.problems: list[str] = []
+        #: exclusions that could not apply to the data (report_data sets them)
+        self.exclusion_errors: list[str] = []
         #: profile files the workers' track() fitted and wrote (said with this process's)
         self.worker_profiles: list[str] = []
         self.baseline = (
@@ -84,15 +86,9 @@ class Central:
 
     def report_data(self) -> CoverageData:
         """The data the verdict and the reports render: the exclusions applied (notes on
-        exclusions of untracked models join the written lines; an exclusion that names no
-        condition is a problem of the session, and the data is shown without them)."""
-        data = self.data()
-        try:
-            view, notes = data.with_exclusions(self.settings.exclusions)
-        except InvalidArgument as exc:
-            if str(exc) not in self.problems:
-                self.problems.append(str(exc))
-            return data
+        exclusions of untracked models join the written lines; one that cannot apply, such
+        as a stale label, is left out and fails the verdict: ``exclusion_errors``)."""
+        view, notes, self.exclusion_errors = self.data().with_exclusions(self.settings.exclusions)
         self.written.extend(n for n in notes if n not in self.written)
         return view
 
@@ -113,13 +109,15 @@ class Central:
             applied, reason = False, f"{stopped}; the coverage shown is from the tests that ran"
         elif partial is not None:
             self.stopped = partial
+        data = self.report_data()
         self.verdict = evaluate(
-            self.report_data(),
+            data,
             self.settings.bars,
             applied=applied,
             skipped_reason=reason,
             baseline=excluded_baseline(self.baseline, self.settings.exclusions),
             tolerance=self.settings.tolerance,
+            errors=self.exclusion_errors,
         )
         return self.verdict
 

@@ -412,23 +412,35 @@ class RNNCovSession:
         specs = tuple(metrics) if metrics is not None else self.default_metrics
         if key in self.models:
             tracked = self.models[key]
-            same = (
-                tracked.rnn.model is rnn.model
-                and tracked.rnn.layer_name == rnn.layer_name
-                and tracked.metric_specs == specs
-                and tracked.preset == preset
-                and (
-                    window is None
-                    or resolve_window(window, tracked.profile.n_steps_)
-                    == tuple(tracked.profile.window_)
+            differ = [
+                what
+                for what, same in (
+                    ("model object", tracked.rnn.model is rnn.model),
+                    ("layer", tracked.rnn.layer_name == rnn.layer_name),
+                    ("metrics", tracked.metric_specs == specs),
+                    ("preset", tracked.preset == preset),
+                    (
+                        "window",
+                        window is None
+                        or resolve_window(window, tracked.profile.n_steps_)
+                        == tuple(tracked.profile.window_),
+                    ),
+                    ("profile", not isinstance(profile, Profile) or profile is tracked.profile),
                 )
-                and (not isinstance(profile, Profile) or profile is tracked.profile)
-            )
-            if same:
+                if not same
+            ]
+            if not differ:
                 return tracked
+            hint = (
+                " (a function-scoped fixture builds a new model for every test: track it in "
+                "a fixture with scope='session')"
+                if differ[0] == "model object"
+                else ""
+            )
             raise InvalidArgument(
-                f"a model named {key!r} is already tracked with another model, layer, window, "
-                "metrics, preset or profile; pass another name= to track()"
+                f"a model named {key!r} is already tracked with another "
+                f"{', '.join(differ)}{hint}; track the same one, or pass another name= to "
+                "track()"
             )
         fitted = self._profile(rnn, profile, x_train, window)
         coverage = Coverage(rnn, fitted, specs, preset=preset, track_fitness=False)

@@ -21,7 +21,7 @@ from typing import Sequence
 from ..config.bars import percent
 from ..core.exclusions import Exclusion, apply_exclusions
 from ..core.state import ModelState
-from ..errors import DataFileError, InvalidArgument
+from ..errors import DataFileError
 from ..files import parse_json, read_bounded, read_envelope
 from .data import CoverageData, read_model_states
 
@@ -50,13 +50,11 @@ def excluded_baseline(
 ) -> Baseline | None:
     """The baseline with the same exclusions as the run it is compared with, so both sides
     count the same conditions (a baseline whose metrics no longer match is left as it is:
-    the comparison then names what differs)."""
+    the comparison then names what differs; an exclusion that cannot apply to it is left
+    out, as the run's verdict fails on it)."""
     if baseline is None or not exclusions:
         return baseline
-    try:
-        models, _ = apply_exclusions(baseline.models, exclusions)
-    except InvalidArgument:
-        return baseline
+    models, _, _ = apply_exclusions(baseline.models, exclusions)
     return Baseline(baseline.path, models, list(baseline.missing_workers))
 
 

@@ -104,14 +104,17 @@ class CoverageData:
         """Whether every worker's data arrived and every session ran all its tests."""
         return not self.missing_workers and not self.stopped
 
-    def with_exclusions(self, exclusions: Sequence[Exclusion]) -> tuple["CoverageData", list[str]]:
+    def with_exclusions(
+        self, exclusions: Sequence[Exclusion]
+    ) -> tuple["CoverageData", list[str], list[str]]:
         """A copy for the verdict and the reports whose metric states carry ``exclusions``
-        (this object, which data files are written from, keeps what was measured), and the
-        notes on exclusions of models it does not hold."""
+        (this object, which data files are written from, keeps what was measured), the
+        notes on exclusions of models it does not hold, and the errors of exclusions that
+        cannot apply (``apply_exclusions``)."""
         if not exclusions:
-            return self, []
-        models, notes = apply_exclusions(self.models, exclusions)
-        return dataclasses.replace(self, models=models), notes
+            return self, [], []
+        models, notes, errors = apply_exclusions(self.models, exclusions)
+        return dataclasses.replace(self, models=models), notes, errors
 
     # -- JSON ----------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:

@@ -6,7 +6,7 @@ pytest layer only render a :class:`Verdict`; its messages, and the marker's, liv
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 from ..config.bars import Bars, percent, percent_bar
 from ..core.state import ModelState
@@ -36,15 +36,9 @@ class Check:
         return self.rate is not None and self.measurable and self.rate >= self.bar
 
     def text(self, show_model: bool, show_bar: bool) -> str:
+        """This check as the gate's line names it (of a tracked model: ``untracked_text``
+        names a model no test tracked once, with all its bars)."""
         name = f"{self.model} {self.metric}" if show_model else self.metric
-        if not self.model_tracked:
-            tracked = (
-                f"tracked: {', '.join(self.tracked)}" if self.tracked else "no model was tracked"
-            )
-            return (
-                f"model {self.model!r} is not tracked ({self.metric} bar "
-                f"{percent_bar(self.bar)}; {tracked})"
-            )
         if self.rate is None:
             return f"{name} not tracked"
         if not self.measurable:
@@ -65,6 +59,14 @@ class Check:
             "model_tracked": self.model_tracked,
             "measurable": self.measurable,
         }
+
+
+def untracked_text(checks: Sequence[Check]) -> str:
+    """One model's failed checks of a model no test tracked, as one phrase."""
+    first = checks[0]
+    tracked = f"tracked: {', '.join(first.tracked)}" if first.tracked else "no model was tracked"
+    bars = ", ".join(f"{c.metric} {percent_bar(c.bar)}" for c in checks)
+    return f"model {first.model!r} is not tracked (bars {bars}; {tracked})"
 
 
 def check_models(models: dict[str, ModelState], bars: Bars) -> list[Check]:
@@ -116,6 +118,9 @@ class Verdict:
     n_models: int = 0
     #: the workers a partial baseline missed when it was saved (empty: complete)
     baseline_missing: tuple[str, ...] = ()
+    #: settings that could not apply to the data (an exclusion matching no condition):
+    #: each fails the verdict, whatever the bars say
+    errors: tuple[str, ...] = ()
 
     @property
     def gate_passed(self) -> bool | None:
@@ -131,6 +136,8 @@ class Verdict:
 
     @property
     def passed(self) -> bool | None:
+        if self.errors:
+            return False
         outcomes = [o for o in (self.gate_passed, self.baseline_passed) if o is not None]
         return None if not outcomes else all(outcomes)
 
@@ -163,8 +170,17 @@ class Verdict:
         if not failed:
             return f"{head} reached."
         show_model = len({c.model for c in self.checks}) > 1
+        untracked: dict[str, list[Check]] = {}
+        for c in failed:
+            if not c.model_tracked:
+                untracked.setdefault(c.model, []).append(c)
         return f"{head} not reached: " + ", ".join(
-            c.text(show_model=show_model, show_bar=single is None) for c in failed
+            [
+                c.text(show_model=show_model, show_bar=single is None)
+                for c in failed
+                if c.model_tracked
+            ]
+            + [untracked_text(group) for group in untracked.values()]
         )
 
     def baseline_line(self) -> str | None:
@@ -237,6 +253,7 @@ class Verdict:
         gate = self.gate_line()
         if gate is not None:
             out.append((gate, "green") if self.gate_passed else ("FAIL " + gate, "red"))
+        out.extend((f"FAIL RNN coverage {error}", "red") for error in self.errors)
         return out
 
     def to_json(self) -> dict[str, Any]:
@@ -272,6 +289,7 @@ class Verdict:
             "stopped": list(self.stopped),
             "random_tests": list(self.random_tests),
             "track_errors": list(self.track_errors),
+            "errors": list(self.errors),
         }
 
 
@@ -283,9 +301,11 @@ def evaluate(
     skipped_reason: str | None = None,
     baseline: Baseline | None = None,
     tolerance: float = 0.0,
+    errors: Sequence[str] = (),
 ) -> Verdict:
     """The verdict on ``data``: the one place where the session outcome is decided (the
-    bars, and the comparison with ``baseline`` when one is given)."""
+    bars, the comparison with ``baseline`` when one is given, and ``errors``: settings
+    that could not apply, each failing it)."""
     checks = tuple(check_models(data.models, bars)) if bars is not None else ()
     found = (
         regressions(baseline, data.models, tolerance) if baseline is not None and applied else []
@@ -305,6 +325,7 @@ def evaluate(
         random_tests=tuple(data.random_tests),
         n_models=len(data.models),
         baseline_missing=() if baseline is None else tuple(baseline.missing_workers),
+        errors=tuple(errors),
     )
 
 

@@ -123,7 +123,7 @@ def _metric_detail(key: str, m: MetricState) -> str:
         t1, t2 = m.config["window"]
         steps = sorted({t1 + int(c) % (t2 - t1 + 1) for c in missing})
         return f"{m.describe}: uncovered steps {_ranges(steps) or 'none'}" + (
-            f" ({len(missing)} conditions)" if len(missing) else ""
+            f" ({len(missing)} condition{'s' if len(missing) != 1 else ''})" if len(missing) else ""
         )
     if key == "TC":
         w, a = int(m.config["w"]), int(m.config["a"])
