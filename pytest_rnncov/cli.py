@@ -330,8 +330,13 @@ def _load(args: argparse.Namespace) -> Any:
     if path is not None:
         try:
             return load_model(path, safe_mode=not args.unsafe_load)
-        except UnsafeModel as exc:  # the command's own switch, not the Python argument
-            message = str(exc).replace("load_model(path, safe_mode=False)", "--unsafe-load")
+        except UnsafeModel as exc:  # the command's own switch, not the Python arguments
+            message = str(exc).replace(
+                "Pass your own classes in custom_objects={...}, or, only for a file you trust, "
+                "load_model(path, safe_mode=False)",
+                "Only for a file you trust, pass --unsafe-load (or fit the profile in Python: "
+                "load_model(path, custom_objects={...}) with your classes, then Profile.fit)",
+            )
             message = message.replace("with safe_mode=False", "with --unsafe-load")
             raise UnsafeModel(message) from None
     here = os.getcwd()
@@ -574,6 +579,7 @@ def _data_inputs(args: argparse.Namespace) -> list[tuple[str, Path]]:
 
 def _combine(args: argparse.Namespace) -> int:
     from .errors import InvalidArgument, RNNCovError
+    from .files import interrupt_after
 
     if args.out is not None and not args.out.strip():
         raise InvalidArgument("--out '': give a file path, e.g. --out combined.json")
@@ -581,24 +587,45 @@ def _combine(args: argparse.Namespace) -> int:
     data = _combined(args.data)
     view = _excluded(args, data)
     verdict = _verdict(args, view)
-    failed = None
-    if out is not None:
-        try:
-            out.write(data.dumps() + "\n")  # what was measured: exclusions apart
-        except RNNCovError as exc:
-            failed = str(exc)
-    problems, interrupted = _render(
-        kinds, files, view, verdict, args.format == "markdown", args.tests
-    )
-    if failed is not None:
-        _err(f"error: {failed}")
-    elif out is not None:
-        runs = f"{len(args.data)} run{'s' if len(args.data) != 1 else ''}"
-        note = f"combined data of {runs} written to {out.path}"
+    failed, written = None, False
+    runs = f"{len(args.data)} run{'s' if len(args.data) != 1 else ''}"
+
+    def say_out() -> None:
+        """Where the combined data went (also when a Ctrl-C stops the command)."""
+        if out is None:
+            return
+        if failed is not None:
+            _err(f"error: {failed}")
+            return
+        note = (
+            f"combined data of {runs} written to {out.path}"
+            if written
+            else f"combined data not written to {out.path}: interrupted (the file there is "
+            "as it was)"
+        )
         if args.format == "markdown":
             _err(note)
         else:
             _print(note)
+
+    if out is not None:
+        try:
+            with interrupt_after():  # a Ctrl-C waits for the file to be whole
+                out.write(data.dumps() + "\n")  # what was measured: exclusions apart
+                written = True
+        except RNNCovError as exc:
+            failed = str(exc)
+        except KeyboardInterrupt:
+            say_out()
+            raise
+    try:
+        problems, interrupted = _render(
+            kinds, files, view, verdict, args.format == "markdown", args.tests
+        )
+    except KeyboardInterrupt:  # while the reports rendered: none was written
+        say_out()
+        raise
+    say_out()
     if interrupted:
         raise KeyboardInterrupt
     return 1 if verdict.passed is False or problems or failed else 0

@@ -536,6 +536,32 @@ def test_shrinking_takes_no_more_model_inputs_than_the_search(threshold, monkeyp
             assert sample.distance == sample.found_distance
 
 
+class FarApart(GaussianMutator):
+    """SMALL_NOISE's mutants, at a distance the test sets."""
+
+    def __init__(self, distance: float) -> None:
+        super().__init__(variance=(0.002, 0.004))
+        self.far = distance
+
+    def distance(self, seeds, cases):
+        return np.full(len(cases), self.far)
+
+
+def test_a_distance_that_is_not_a_finite_number_is_refused_by_name(threshold):
+    for bad in (np.inf, np.nan, -1.0):
+        with pytest.raises(InvalidArgument, match=r"FarApart.distance holds NaN, inf or negat"):
+            failure_campaign(threshold, mutator=FarApart(bad), budget=100).run()
+    # finite but huge: the average stays finite (a plain mean of 1e308s overflowed, and the
+    # session's data file could then not be written)
+    result = Campaign(
+        threshold[0], SEEDS, FarApart(1e308), Oracle(radius=None), profile=threshold[1],
+        metrics=BC_ONLY, budget=1200, seed=1, objective="both", schedule="mixed",
+        shrink=False,
+    ).run()  # fmt: skip
+    assert result.adversarial and result.average_perturbation == pytest.approx(1e308)
+    json.dumps(result.summary().to_json(), allow_nan=False)
+
+
 def test_stop_after_failing_seeds(threshold):
     _, result = failure_run(
         threshold, objective="failure", schedule="mixed", stop_after_failing_seeds=1

@@ -184,6 +184,20 @@ def model_files(keras, tmp_path, seq_inputs, stacked_model):
     return tmp_path
 
 
+def test_profile_fit_of_an_unsafe_file_names_the_commands_switch(keras, model_files):
+    model = keras.Sequential(
+        [keras.Input((7, 3)), keras.layers.Lambda(lambda x: x * 2), keras.layers.LSTM(2)]
+    )
+    model.save(model_files / "lambda.keras")
+    done = cli(
+        "profile", "fit", "lambda.keras", "--x-train", "x.npy", "--out", "p.json",
+        cwd=model_files,
+    )  # fmt: skip
+    assert done.returncode == 4
+    assert "Lambda layer" in done.stderr and "pass --unsafe-load" in done.stderr
+    assert "safe_mode=False" not in done.stderr  # the Python argument, not this command's
+
+
 def test_profile_fit_from_a_model_file_and_a_npy(model_files):
     tmp_path = model_files
     done = cli(
@@ -268,6 +282,13 @@ def test_a_layer_in_other_digits_is_a_name(model_files):
     )
     assert done.returncode == 4, done.stderr
     assert "'\u00b2'" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_an_html_report_folder_holding_an_input_is_refused_as_what_it_is(runs):
+    done = cli("report", "a.json", "--report", "html:.", cwd=runs)
+    assert done.returncode == 4
+    assert "is a folder holding data file" in done.stderr, done.stderr
+    assert "would overwrite" not in done.stderr  # it would not: it writes index.html
 
 
 def test_links_and_inputs_are_not_overwritten(runs, tmp_path):
@@ -373,6 +394,9 @@ def test_markdown_cells_show_hostile_names_literally():
     from pytest_rnncov.reporting.markdown_report import escape
 
     assert escape("a|b<i>x</i>\nrow_1") == "a\\|b&lt;i&gt;x&lt;/i&gt; row\\_1"
+    # GitHub's mathematics, and control characters and direction overrides as in the terminal
+    assert escape("cost $x^2$") == "cost \\$x^2\\$"
+    assert escape("a\u202eb\x1b[31m") == "a\\\\u202eb\\\\x1b\\[31m"
 
 
 def test_plugin_writes_the_markdown_report_instead_of_the_terminal_tables(runs):
@@ -741,3 +765,23 @@ def test_a_ctrl_c_while_report_writes_says_which_files_were_written(runs, monkey
     assert "RNN coverage JSON written to" in out and "held until each was written whole" in out
     assert "combined data of 2 runs written to held-ab.json" in out
     assert err.strip().endswith("combine: interrupted")
+    # a Ctrl-C in the --out write itself: held until it is whole, and said
+    calls.clear()
+    ctrl_c_in[0] = 1
+    (runs / "held-ab.json").unlink()
+    assert command.main(combine) == command.INTERRUPTED
+    out, err = capsys.readouterr()
+    assert "combined data of 2 runs written to held-ab.json" in out
+    assert json.loads((runs / "held-ab.json").read_text())["models"]
+    # ... and one while the reports render (before any is written): --out is named
+    from pytest_rnncov.reporting.json_report import JsonReport
+
+    def ctrl_c_while_rendering(self, data, verdict):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(JsonReport, "render", ctrl_c_while_rendering)
+    calls.clear()
+    ctrl_c_in[0] = 0
+    assert command.main(combine) == command.INTERRUPTED
+    out, err = capsys.readouterr()
+    assert "combined data of 2 runs written to held-ab.json" in out

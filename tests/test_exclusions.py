@@ -147,3 +147,19 @@ def test_a_metric_with_every_condition_excluded_shows_no_rate():
     bc = models["m"].metrics["BC"]
     assert coverage_cell(bc) == "n/a (0/0, 5 excluded)" and not bc.measurable
     assert coverage_cell(model_state().metrics["BC"]) == "80% (4/5)"
+
+
+def test_the_detail_lines_count_what_the_table_counts():
+    from pytest_rnncov.reporting.data import CoverageData
+    from pytest_rnncov.reporting.terminal import coverage_lines
+
+    exclusions = ["m:BC:t=3 = never", "m:TC:aa = covered anyway", "m:TC:ab = never"]
+    data, _, errors = CoverageData(models={"m": model_state()}).with_exclusions(
+        [parse_exclusion(text) for text in exclusions]
+    )
+    assert not errors
+    text = "\n".join(coverage_lines(data, detail=True))
+    assert "BC(h/net): uncovered steps none" in text  # step 3 is excluded
+    # words aa and bc covered, aa and ab excluded: 1 of the 7 counted; "b" once at position 1
+    assert "TC(h/net, w=2, a=3): 1 of 7 words (2 excluded); covered words by symbol" in text
+    assert "1: a 0 b 1 c 0 | 2: a 0 b 0 c 1" in text

@@ -531,15 +531,17 @@ def test_a_time_major_model_is_refused_not_split_along_its_steps(trace_on):
 
 
 @pytest.mark.parametrize("trace_on", ["numpy", "device"])
-def test_a_time_major_model_fed_as_many_inputs_as_steps_is_refused(trace_on):
+@pytest.mark.parametrize("layers, layer", [(1, None), (2, "rnn.l0"), (2, "rnn.l1")])
+def test_a_time_major_model_fed_as_many_inputs_as_steps_is_refused(trace_on, layers, layer):
     """5 inputs of 5 steps reach a batch_first=False module as 5 sequences of 5 steps
-    either way: one pass on one input tells the layouts apart (it traced wrong before)."""
+    either way: one pass on one input more tells the layouts apart (it traced wrong
+    before); a stacked module's split pass keeps its own values through it."""
 
     class Layout(nn.Module):
         def __init__(self, time_major: bool) -> None:
             super().__init__()
             self.time_major = time_major
-            self.rnn = nn.LSTM(3, 4)
+            self.rnn = nn.LSTM(3, 4, num_layers=layers)
 
         def forward(self, x):
             x = x if self.time_major else x.transpose(0, 1)
@@ -547,18 +549,23 @@ def test_a_time_major_model_fed_as_many_inputs_as_steps_is_refused(trace_on):
 
     square = np.random.default_rng(0).normal(size=(5, 5, 3)).astype(np.float32)
     torch.manual_seed(0)
-    with pytest.raises(ModelError, match="ran on a batch of 5 sequences for 1 inputs"):
-        RNNModel(Layout(time_major=True), trace_on=trace_on).trace(square)
+    with pytest.raises(ModelError, match="ran on a batch of 5 sequences for 6 inputs"):
+        RNNModel(Layout(time_major=True), layer, trace_on=trace_on).trace(square)
     model = Layout(time_major=False)
     calls = []
     model.rnn.register_forward_pre_hook(lambda module, args: calls.append(len(args[0][0])))
-    rnn = RNNModel(model, trace_on=trace_on)
-    h = np.asarray(rnn.trace(square).h)
-    with torch.no_grad():
-        own = model.rnn(torch.from_numpy(square).transpose(0, 1))[0].transpose(0, 1).numpy()
-    np.testing.assert_allclose(h, own, atol=1e-6)
+    rnn = RNNModel(model, layer, trace_on=trace_on)
+    traced = rnn.trace(square)
     rnn.trace(square)
-    assert calls.count(1) == 1 and calls[:2] == [5, 1]  # one one-input pass, not per call
+    assert calls.count(6) == 1 and calls[:2] == [5, 6]  # one probe, not one per call
+    # what 10 inputs (no probe: the shapes tell) give for the same 5
+    unambiguous = RNNModel(model, layer, trace_on=trace_on).trace(np.concatenate([square, square]))
+    for name in ("h", "c", "f"):
+        np.testing.assert_allclose(
+            np.asarray(getattr(traced, name)),
+            np.asarray(getattr(unambiguous, name))[:5],
+            atol=1e-6,
+        )
 
 
 def test_token_ids_of_a_model_with_several_embeddings():

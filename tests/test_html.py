@@ -186,10 +186,15 @@ def test_signal_legend_is_outside_every_panel():
         "f_avg_minmax": rng.uniform(size=(4, 5)).tolist(),
         "h_delta_minmax": rng.uniform(size=(4, 5)).tolist(),
     }
-    fig = signals_plot(signals)
+    import matplotlib
+
+    with matplotlib.rc_context({"text.parse_math": False}):  # as the report draws
+        fig = signals_plot(signals)
     try:
         legend, box, axes = legend_and_axes(fig)
         assert len(axes) == 3
+        # the panels' titles are the report's own notation: drawn as mathematics
+        assert all(ax.title.get_parse_math() for ax in fig.axes)
         assert [t.get_text() for t in legend.get_texts()] == [f"input {i}" for i in range(4)]
         assert not any(box.overlaps(ax) for ax in axes)
         assert box.x0 >= max(ax.x1 for ax in axes)  # right of the last panel
@@ -257,6 +262,70 @@ def test_large_tc_lists_covered_words_instead_of_a_grid(tmp_path):
     assert "most covered SAX words (3 of 531441 covered)" in page
     assert "<code>cccccccccccc</code></td><td>7" in page
     assert "TC: SAX words" not in page
+
+
+def test_names_with_dollar_signs_are_drawn_as_text_not_mathtext(tmp_path):
+    """A model named 'cost $\\bogus$' made matplotlib's mathtext parser raise while the
+    growth figure was drawn, and the session end lost every output with it."""
+    growth = [
+        {"test_cases": n, "phase": phase, "BC": rate}
+        for n, phase, rate in ((100, "random", 0.2), (200, "targeted", 0.4))
+    ]
+    campaign = {"model": "cost $\\bogus$ $x^2$", "test_cases": 200, "adversarial": 0,
+                "adversary_rate": 0.0, "unique": 0, "distance": "L2", "growth": growth}  # fmt: skip
+    data = CoverageData(campaigns=[campaign])
+    page = HtmlReport().render(data, evaluate(data, None))
+    assert page.count("data:image/png;base64,") == 1  # the growth figure
+
+
+def test_track_errors_are_shown_beside_a_tracked_model(tmp_path):
+    state = ModelState("m", "lstm", "lstm", (0, 2), "f", 3, {})
+    data = CoverageData(
+        models={"m": state}, track_errors=["InvalidArgument (test_t.py::test_broken): boom"]
+    )
+    page = HtmlReport().render(data, evaluate(data, None))
+    assert "rnncov.track() failed: InvalidArgument (test_t.py::test_broken): boom" in page
+
+
+def test_a_report_that_fails_unexpectedly_costs_only_itself(tmp_path, monkeypatch):
+    from pytest_rnncov.files import Output
+    from pytest_rnncov.reporting.markdown_report import MarkdownReport
+    from pytest_rnncov.reporting.outputs import render_reports
+
+    def broken(self, data, verdict):
+        raise ValueError("a bug")
+
+    monkeypatch.setattr(MarkdownReport, "render", broken)
+    outputs = [
+        ("markdown", Output(tmp_path / "r.md", "markdown", "--rnn-report=markdown")),
+        ("json", Output(tmp_path / "r.json", "pytest-rnncov-report", "--rnn-report=json")),
+    ]
+    data = CoverageData()
+    pending, problems = render_reports(outputs, data, evaluate(data, None))
+    assert [output.path.name for output, _, _ in pending] == ["r.json"]
+    assert problems == [
+        f"RNN coverage markdown report not written to {tmp_path / 'r.md'}: ValueError: a bug "
+        "(an error in pytest-rnncov; please report it)"
+    ]
+
+
+def test_a_wide_tc_grid_is_listed_not_drawn(tmp_path):
+    """TC(w=3, a=10): 1,000 words, but 100 columns of the grid (w=1 with a large alphabet
+    once drew a figure 91,468 pixels wide)."""
+    times = np.zeros(1000, np.int64)
+    times[[0, 999]] = [2, 5]
+    config = {"component": "h", "abstraction": "net", "w": 3, "a": 10, "window": [0, 20]}
+    tc = MetricState("TC", "TC(h/net, w=3, a=10)", 1000, times, config)
+    page = render(
+        tmp_path, models={"m": ModelState("m", "lstm", "lstm", (0, 20), "f", 2, {"TC": tc})}
+    )
+    assert "TC: SAX words" not in page and "<code>jjj</code></td><td>5" in page
+    narrow = dict(config, w=2, a=26)
+    tc = MetricState("TC", "TC(h/net, w=2, a=26)", 676, np.ones(676, np.int64), narrow)
+    page = render(
+        tmp_path, models={"m": ModelState("m", "lstm", "lstm", (0, 20), "f", 2, {"TC": tc})}
+    )
+    assert "TC: SAX words" in page
 
 
 def test_html_without_matplotlib_is_a_clear_usage_error(pytester):

@@ -207,6 +207,7 @@ def test_kmnc_covers_a_section_exactly_for_values_inside_the_range(bounds, k):
         (lambda: SC(alpha_sc=90), "alpha_sc=90"),
         (lambda: TC(w=0), "w=0 must be an integer >= 1"),
         (lambda: TC(a=1), "a=1 must be an integer >= 2"),
+        (lambda: TC(a=27), "a=27 must be an integer <= 26"),  # one letter a-z per symbol
         (lambda: BC(component="q"), "component='q' is not a recurrent-cell component"),
         (lambda: BC(alpha_max=float("nan")), "alpha_max=nan must be a number in"),
         (lambda: BC(alpha_max="0.8"), r"alpha_max='0.8' \(str\) must be a number"),

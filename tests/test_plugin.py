@@ -317,7 +317,7 @@ def test_native_toml_table_takes_numbers_and_lists_as_documented(project):
         ),
         (
             ["--rnn-report=html:out", "--rnn-report=json:out/index.html"],
-            "*would collide with --rnn-report=html: *out*",
+            "*lies inside the folder of --rnn-report=html: *out*",
         ),
         (["--rnn-coverage=BC:0.5", "--rnn-coverage=BC:0.6"], "*'BC:0.6' is given twice*"),
     ],
@@ -510,6 +510,34 @@ def test_campaign_results_reach_the_adversarial_section_and_json(pytester):
         assert done.returncode == 0, done.stderr
         assert ("- RNN coverage -" in done.stdout) is shown
         assert ("- RNN adversarial samples -" in done.stdout) is shown
+
+
+def test_a_campaign_whose_samples_could_not_be_saved_names_no_folder(pytester):
+    """The folder may hold an earlier campaign's samples: "saved to" named it anyway."""
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(
+        test_gen="""
+import pytest
+from pytest_rnncov import DataFileError, GaussianMutator, Oracle
+from pytest_rnncov.reporting.samples import SampleWriter
+
+
+def test_generate(tiny, rnncov, monkeypatch):
+    def full(self, campaign, result):
+        raise DataFileError("cannot write the summary: No space left on device")
+
+    monkeypatch.setattr(SampleWriter, "on_finish", full)
+    seeds = rnncov.rng().random((8, 6, 2)).astype("float32")
+    campaign = tiny.campaign(seeds, GaussianMutator(variance=(0.1, 0.2)), Oracle(radius=None),
+                             budget=120, output_dir="adv-out")
+    with pytest.raises(DataFileError, match="No space left"):
+        campaign.run()
+"""
+    )
+    result = pytester.runpytest("--rnn-report=json:r.json", "--rnn-seed=3")
+    assert result.ret == 0, result.stdout.str()
+    (campaign,) = json.loads((pytester.path / "r.json").read_text())["adversarial"]
+    assert campaign["test_cases"] == 120 and campaign["saved_to"] is None
 
 
 def test_a_campaign_under_xdist_reports_what_one_process_reports(pytester):
@@ -1037,5 +1065,5 @@ def test_samples_folder_keeps_every_campaigns_samples_for_ci(pytester):
         "-p", "no:cacheprovider", "--rnn-samples=out", "--rnn-data=out/tiny"
     )
     assert clash.ret == 4  # before any test ran, not "another process wrote that file"
-    clash.stderr.fnmatch_lines(["*--rnn-samples*would collide with --rnn-data*"])
+    clash.stderr.fnmatch_lines(["*--rnn-samples*is a folder holding --rnn-data*"])
     assert not (pytester.path / "out").exists()

@@ -360,3 +360,23 @@ def test_an_empty_baseline_is_refused(project):
     result = project.runpytest("--rnn-compare=empty.json")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*holds no model*"])
+
+
+@pytest.mark.parametrize(
+    "rate, shown",
+    [
+        (242 / 243, "99.6%"),  # read as "100%" in the tables while the gate failed on it
+        (0.9995, "99.95%"),
+        (1 - 1e-9, "99.9999%"),
+        (1e-9, "0.0001%"),
+        (0.004, "0.4%"),
+        (0.5, "50%"),
+        (1.0, "100%"),
+        (0.0, "0%"),
+    ],
+)
+def test_a_rate_reads_as_100_or_0_percent_only_when_it_is(rate, shown):
+    from pytest_rnncov.config.bars import percent
+
+    assert percent(rate) == shown
+    assert percent(0.8 - 1e-9, below=0.8) == "79.9999%"  # below its bar, as it reads

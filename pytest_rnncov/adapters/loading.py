@@ -35,6 +35,10 @@ _LAYER_KEYS = ("layer", "forward_layer", "backward_layer", "cell")
 _MODEL_CLASSES = {"Sequential", "Functional", "Model"}
 #: top-level packages a layer's "module" may name without importing foreign code
 _KERAS_MODULES = {"keras", "tf_keras"}
+#: Keras 3's modules of operations (``keras.ops``) a functional model's nodes may name
+_KERAS_OPERATION_MODULES = {
+    f"keras.src.ops.{name}" for name in ("core", "einops", "image", "linalg", "math", "nn", "numpy")
+}
 #: the largest model configuration read (bytes)
 MAX_CONFIG = 64 * 1024 * 1024
 
@@ -236,18 +240,23 @@ def _lambda_functions(node: Any) -> Iterator[str]:
 def _keras_operation(module: Any, name: str) -> bool:
     """Whether a node is one of Keras 3's own operations (``keras.ops``, such as the
     ``NotEqual`` and ``Any`` a functional model's masking adds, or ``GetItem`` for
-    ``x[:, -1]``): Keras builds them from its own modules; the file holds only arguments."""
-    if not isinstance(module, str) or not module.startswith("keras.src.ops."):
+    ``x[:, -1]``): Keras builds them from its own modules; the file holds only arguments.
+    Only the operation modules themselves are looked in (not Keras' tests beside them)."""
+    if module not in _KERAS_OPERATION_MODULES:
         return False
     import importlib
 
-    import keras
-
     try:
+        import keras
+
         found = getattr(importlib.import_module(module), name, None)
-    except (ImportError, ValueError):  # no such module of Keras'; "keras.src.ops."
+    except ImportError:  # tf_keras without Keras 3
         return False
-    return isinstance(found, type) and issubclass(found, keras.Operation)
+    return (
+        isinstance(found, type)
+        and issubclass(found, keras.Operation)
+        and not issubclass(found, keras.Layer)
+    )
 
 
 def _unsafe_parts(config: Any, custom: dict[str, Any], layers_module: Any) -> list[str]:

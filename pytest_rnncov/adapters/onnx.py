@@ -27,7 +27,7 @@ import numpy as np
 from ..core.activations import Activation
 from ..core.cells import Cell, GRUCell, LSTMCell, SimpleRNNCell
 from ..errors import InvalidArgument, MissingResource, ModelError, UnsafeModel
-from .base import Adapter, model_error_from
+from .base import Adapter, direction_hint, model_error_from
 
 KINDS = {"LSTM": "lstm", "GRU": "gru", "RNN": "simple_rnn"}
 #: gate blocks per node type
@@ -433,7 +433,8 @@ class OnnxModel(Adapter):
         if layer in names:
             return candidates[names.index(layer)]
         raise ModelError(
-            f"layer={layer!r} is not a recurrent node of {self.name!r}; they are {listing}"
+            f"layer={layer!r} is not a recurrent node of {self.name!r}; they are "
+            f"{listing}{direction_hint(layer)}"
         )
 
     @staticmethod

@@ -792,7 +792,8 @@ class TorchModel(Adapter):
         """When ``len(x)`` inputs reached the module as that many sequences of that many
         steps, its shapes cannot tell a batch-major model from a time-major one (a model
         passing (batch, steps, ...) to a ``batch_first=False`` module traces wrong): once,
-        run the model on one input and check that the module ran on one sequence."""
+        run the model on one input more (never as many as the steps) and check that the
+        module ran on that many sequences. The pass's own results stay as they were."""
         from torch.nn.utils.rnn import PackedSequence
 
         n = len(x)
@@ -801,15 +802,18 @@ class TorchModel(Adapter):
         if captured.ndim != 3 or captured.shape[0] != captured.shape[1]:
             self._layout_known = True  # the batch check above told the axes apart
             return
+        split = self._split  # the pass's split values: the probe's own pass resets them
         try:
-            one = self._run_model(x[:1], outputs=False)[1]
+            probe = self._run_model(np.concatenate([x, x[:1]]), outputs=False)[1]
         except ModelError as exc:
             raise ModelError(
                 f"module {self.module_name!r} ran on {n} sequences of {n} steps, so its "
-                "shapes do not tell which axis is the batch, and running the model on one "
-                f"input to tell failed: {exc}"
+                f"shapes do not tell which axis is the batch, and running the model on {n + 1} "
+                f"inputs to tell failed: {exc}"
             ) from None
-        self._check_batch(one, 1)
+        finally:
+            self._split = split
+        self._check_batch(probe, n + 1)
         self._layout_known = True
 
     # -- fingerprint --------------------------------------------------------------------

@@ -14,12 +14,23 @@ from ..validation import check_ascii_number, fraction_problem
 
 
 def percent(rate: float, below: float | None = None) -> str:
-    """``rate`` as a percentage; with ``below``, enough digits to show it is below that."""
+    """``rate`` as a percentage, with enough digits that it never reads as 100% unless it
+    is 1 or as 0% unless it is 0 (as coverage.py shows it), and, with ``below``, that it
+    reads as below that."""
     for digits in range(0, 4):
         text = f"{rate * 100:.{digits}f}%"
-        if below is None or float(text[:-1]) < below * 100:
+        shown = float(text[:-1])
+        if (
+            (below is None or shown < below * 100)
+            and (shown < 100 or rate >= 1)
+            and (shown > 0 or rate <= 0)
+        ):
             return text
-    return f"{rate * 100:.4f}%"
+    near = 1e-4  # the last digit shown
+    top = 100.0 if rate >= 1 else 100 - near
+    if below is not None and rate < below:
+        top = min(top, below * 100 - near)
+    return f"{min(max(rate * 100, near if rate > 0 else 0.0), top):.4f}%"
 
 
 def percent_bar(bar: float) -> str:

@@ -104,8 +104,14 @@ def check_distinct(
                         f"{what} {str(path)!r} is given twice{also}; each run's data counts once"
                     )
             elif _same_file(path, other) or other in path.parents or path in other.parents:
-                verb = "collide with" if other_written else "overwrite"
+                if _same_file(path, other):
+                    verb = "collide with" if other_written else "overwrite"
+                    relation = f"would {verb}"
+                elif other in path.parents:
+                    relation = "lies inside the folder of"
+                else:
+                    relation = "is a folder holding"
                 raise InvalidArgument(
-                    f"{what} {str(path)!r} would {verb} {other_what} "
+                    f"{what} {str(path)!r} {relation} {other_what} "
                     f"{str(other)!r}; give each output its own path"
                 )

@@ -48,7 +48,7 @@ from ..errors import InvalidArgument, RNNCovWarning
 from ..validation import check_bool, check_choice, check_fraction, check_int, check_str
 from .cases import CaseStore
 from .ga import MAX_GENERATION, GAConfig, evolve
-from .mutators import Mutator, checked_mutate
+from .mutators import Mutator, checked_distance, checked_mutate, mean_distance
 from .oracle import Oracle
 from .results import AdversarialSample, CampaignResult, Step
 from .shrinking import can_shrink, shrink
@@ -240,7 +240,7 @@ class Campaign:
             profile = own
             self.name = name or model.name
             default_seed = model.seed
-            listeners = [*model.campaign_listeners(), *listeners]
+            listeners = [*listeners, *model.campaign_listeners()]  # the session's last
         elif isinstance(model, Adapter):
             self.tracked = None
             self.rnn = model
@@ -399,7 +399,7 @@ class Campaign:
             distances = (
                 np.zeros(len(seed_index))
                 if self.oracle.radius is None
-                else np.asarray(self.mutator.distance(seeds, cases), np.float64)
+                else checked_distance(self.mutator, seeds, cases)
             )
             assert self._seed_outputs is not None
             failed = self.oracle.fails(self._seed_outputs[seed_index], outputs, distances)
@@ -413,11 +413,8 @@ class Campaign:
             found_distances = (
                 distances[found]
                 if self.oracle.radius is not None
-                else np.asarray(
-                    self.mutator.distance(
-                        self.mutator.take(self.seeds, seed_index[found]), found_cases
-                    ),
-                    np.float64,
+                else checked_distance(
+                    self.mutator, self.mutator.take(self.seeds, seed_index[found]), found_cases
                 )
             )
             self._adversarial.extend(ids[found].tolist())
@@ -1096,7 +1093,7 @@ class Campaign:
             test_cases=self.generated,
             adversarial=len(adversarial),
             unique=len(per_seed),
-            average_perturbation=float(np.mean([s.distance for s in samples])) if samples else None,
+            average_perturbation=mean_distance([s.distance for s in samples]) if samples else None,
             distance=self.mutator.distance_name,
             rates=self.coverage.rates(),
             covered={k: m.covered for k, m in self.coverage.metrics.items()},
@@ -1112,7 +1109,7 @@ class Campaign:
             oracle=self.oracle.describe(),
             mutator=self.mutator.describe(),
             average_found_perturbation=(
-                float(np.mean([s.found_distance for s in samples])) if samples else None
+                mean_distance([s.found_distance for s in samples]) if samples else None
             ),
             failures_per_seed=dict(sorted(per_seed.items())),
             failures_per_class_pair=dict(sorted(pairs.items(), key=lambda kv: (-kv[1], kv[0]))),

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..errors import InvalidArgument, InvalidInput
 from ..validation import check_float, check_range
+from .oracle import as_distances
 
 Cases = Any  # np.ndarray of inputs, or list[str]
 
@@ -295,6 +296,21 @@ def _flat_rows(array: np.ndarray) -> np.ndarray:
     """``array`` as (rows, values per row); also for a batch of no rows, where
     ``reshape(0, -1)`` cannot tell the row length."""
     return array.reshape(len(array), math.prod(array.shape[1:]))
+
+
+def checked_distance(mutator: Mutator, seeds: Cases, cases: Cases) -> np.ndarray:
+    """``mutator.distance(seeds, cases)`` as float64, checked as the oracle checks
+    distances: one finite number >= 0 per case (a custom mutator's inf or NaN would reach
+    the oracle and the reports)."""
+    what = f"{type(mutator).__name__}.distance"
+    return as_distances(mutator.distance(seeds, cases), len(cases), what)
+
+
+def mean_distance(distances: Sequence[float]) -> float:
+    """The mean of finite distances, finite however large they are (each is divided
+    before the sum: a plain mean of two 1e308 overflows)."""
+    values = np.asarray(distances, np.float64)
+    return float(np.sum(values / len(values)))
 
 
 def checked_mutate(mutator: Mutator, cases: Cases, rng: np.random.Generator) -> Cases:

@@ -45,7 +45,7 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _distances(values: Any, n: int, what: str) -> np.ndarray:
+def as_distances(values: Any, n: int, what: str) -> np.ndarray:
     """``values`` as ``n`` finite distances >= 0, or InvalidInput naming ``what``."""
     try:
         d = np.asarray(values, np.float64).reshape(-1)
@@ -226,7 +226,7 @@ class Oracle:
             parts = []
             for start in range(0, len(a), CALIBRATION_PAIRS):  # one part's pair rows at a time
                 i, j = a[start : start + CALIBRATION_PAIRS], b[start : start + CALIBRATION_PAIRS]
-                parts.append(_distances(distance(x[i], x[j]), len(i), "distance(a, b)"))
+                parts.append(as_distances(distance(x[i], x[j]), len(i), "distance(a, b)"))
             d = np.concatenate(parts)
             what = "distances"
         gap = float(np.quantile(d, quantile_))
@@ -274,7 +274,7 @@ class Oracle:
     ) -> np.ndarray:
         """Adversarial cases: within the radius of their seed and decided differently."""
         changed = self.changed(seed_outputs, case_outputs)
-        distances = _distances(distances, len(changed), "distances")
+        distances = as_distances(distances, len(changed), "distances")
         near = np.ones(len(distances), bool) if self.radius is None else distances <= self.radius
         return near & changed
 

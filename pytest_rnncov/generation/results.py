@@ -194,10 +194,16 @@ class CampaignSummary:
         if "shrunk" in data:
             f.get("shrunk", (bool, type(None)))
         f.get("saved_to", (str, type(None)))
-        for key, kind in (("rates", float), ("failures_per_class_pair", int)):
-            table = f.get(key, dict)
-            for name, value in table.items():
-                Fields(table, f"{where}, {key}").get(name, kind)
+        if data["failing_seeds"] > data["adversarial"]:
+            raise f.fail("'failing_seeds' is larger than 'adversarial'")
+        rates = f.get("rates", dict)
+        for name in rates:
+            _check_rate(Fields(rates, f"{where}, rates"), name)
+        pairs = f.get("failures_per_class_pair", dict)
+        for name in pairs:
+            _check_name(Fields(pairs, f"{where}, failures_per_class_pair"), name)
+            if not 0 <= Fields(pairs, where).get(name, int) <= data["adversarial"]:
+                raise f.fail(f"failures_per_class_pair {name!r} is not a count of its samples")
         growth = f.get("growth", list)
         if len(growth) > MAX_GROWTH:
             raise f.fail(f"'growth' holds more than {MAX_GROWTH} points")
@@ -220,9 +226,23 @@ def _check_point(point: Any, where: str, first: Any) -> None:
     f.get("phase", str)
     for key in point:
         if key not in ("test_cases", "phase"):
-            f.get(key, float)
+            _check_rate(f, key)
     if isinstance(first, dict) and set(point) != set(first):
         raise f.fail("its keys differ from the first point's")
+
+
+def _check_name(f: Fields, name: str) -> None:
+    """A metric's or class pair's name: printable text of at most 64 characters."""
+    if not (0 < len(name) <= 64 and name.isprintable()):
+        raise f.fail(f"{name[:64]!r} is not a name (printable, 1 to 64 characters)")
+
+
+def _check_rate(f: Fields, name: str) -> None:
+    """A rate keyed by a metric's name: a fraction in [0, 1]."""
+    _check_name(f, name)
+    rate = f.get(name, float)
+    if not 0 <= rate <= 1:
+        raise f.fail(f"rate {name!r} is {rate!r}, not a fraction in [0, 1]")
 
 
 def _check_sample(item: Any, where: str) -> None:

@@ -25,7 +25,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..validation import check_int
-from .mutators import Mutator
+from .mutators import Mutator, checked_distance
 from .oracle import Oracle
 from .text import EDAMutator
 
@@ -82,7 +82,7 @@ def shrink(
         return _shrink_words(
             mutator, oracle, predict, list(seeds), seed_outputs, list(cases), outputs, rows, budget
         )
-    return Shrunk(cases, np.asarray(mutator.distance(seeds, cases), np.float64), outputs, 0)
+    return Shrunk(cases, checked_distance(mutator, seeds, cases), outputs, 0)
 
 
 def _still_fails(
@@ -94,7 +94,7 @@ def _still_fails(
     candidates: Any,
 ) -> tuple[np.ndarray, np.ndarray]:
     outputs = np.asarray(predict(mutator.encode(candidates)))
-    distances = np.asarray(mutator.distance(seeds, candidates), np.float64)
+    distances = checked_distance(mutator, seeds, candidates)
     return oracle.fails(seed_outputs, outputs, distances), outputs
 
 
@@ -152,7 +152,7 @@ def _shrink_arrays(
         )
         calls += 1
         current[rows[fails]], current_out[rows[fails]] = candidates[fails], out[fails]
-    distances = np.asarray(mutator.distance(seeds, current), np.float64)
+    distances = checked_distance(mutator, seeds, current)
     return Shrunk(current, distances, current_out, calls)
 
 
@@ -201,6 +201,4 @@ def _shrink_words(
             words[rows[k]] = candidates[k].split()
             current_out[rows[k]] = out[k]
     shrunk = [" ".join(w) for w in words]
-    return Shrunk(
-        shrunk, np.asarray(mutator.distance(seeds, shrunk), np.float64), current_out, calls
-    )
+    return Shrunk(shrunk, checked_distance(mutator, seeds, shrunk), current_out, calls)

@@ -20,7 +20,7 @@ from ..errors import InvalidArgument
 from ..validation import check_int
 from .campaign import TrackedLike
 from .ga import GAConfig, evolve
-from .mutators import Mutator, checked_mutate
+from .mutators import Mutator, checked_distance, checked_mutate
 from .oracle import Oracle
 
 #: Settings for tests that call models: no deadline, slow-data health checks off.
@@ -200,7 +200,9 @@ def _failure_mutants(
 
         def fitness(cases: Any) -> np.ndarray:
             outputs = model.predict(mutator.encode(cases))
-            distances = mutator.distance(mutator.take(seed, np.zeros(len(outputs), int)), cases)
+            distances = checked_distance(
+                mutator, mutator.take(seed, np.zeros(len(outputs), int)), cases
+            )
             return oracle.failure_fitness(
                 np.repeat(seed_output, len(outputs), axis=0), outputs, distances
             )

@@ -128,7 +128,9 @@ class _CampaignRecorder:
         self.tracked = tracked
 
     def on_finish(self, campaign: Campaign, result: CampaignResult) -> None:
-        writers = [w for w in campaign.listeners if isinstance(w, SampleWriter)]
+        # after the campaign's own listeners: a folder whose writing failed (it may hold an
+        # earlier campaign's samples) is not named as this campaign's
+        writers = [w for w in campaign.listeners if isinstance(w, SampleWriter) and w.saved]
         summary = result.summary(
             campaign.name,
             saved_to=str(writers[0].directory) if writers else None,

@@ -29,6 +29,7 @@ from ..core.trace import CELL_COMPONENTS
 from ..errors import DataFileError
 from ..files import as_path, parse_json, read_bounded, read_envelope, write_atomic
 from ..generation.results import CampaignSummary
+from .signals import SIGNAL_SAMPLES
 
 FORMAT = "pytest-rnncov-data"
 #: version 2 added "runs" (one id per session, so a run is never combined twice); version 3
@@ -320,10 +321,10 @@ def _check_signals(name: str, signals: Any, where: str) -> None:
         if key not in _SIGNAL_PANELS:
             raise DataFileError(f"{where}: unknown signal panel {key!r} for {name!r}")
         array = _numeric_array(values, f"{where}: signals {name!r} {key}")
-        if array.ndim != 2 or array.shape[1] != len(steps):
+        if array.ndim != 2 or array.shape[1] != len(steps) or len(array) > SIGNAL_SAMPLES:
             raise DataFileError(
-                f"{where}: signals {name!r} {key} must be rows of {len(steps)} "
-                "values (one per step)"
+                f"{where}: signals {name!r} {key} must be at most {SIGNAL_SAMPLES} rows of "
+                f"{len(steps)} values (one per step)"
             )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+from ..validation import printable
 from .attribution import summary_lines
 from .data import CoverageData
 from .results import Verdict
@@ -25,16 +26,16 @@ _ESCAPES = str.maketrans(
         "_": "\\_",
         "[": "\\[",
         "]": "\\]",
-        "\n": " ",
-        "\r": " ",
+        "$": "\\$",  # GitHub renders $...$ as mathematics
     }
 )
 
 
 def escape(text: str) -> str:
     """``text`` shown literally in a Markdown table cell or line (model names are the
-    user's: a ``|`` would split the cell, ``<`` could open HTML)."""
-    return text.translate(_ESCAPES)
+    user's: a ``|`` would split the cell, ``<`` could open HTML, ``$`` start mathematics;
+    control characters and direction overrides are shown escaped, as in the terminal)."""
+    return printable(text.replace("\r", " ").replace("\n", " ")).translate(_ESCAPES)
 
 
 def _cells(row: list[str]) -> str:

@@ -75,6 +75,12 @@ def render_reports(
         except RNNCovError as exc:
             problems.append(str(exc))
             continue
+        except Exception as exc:  # a bug here must not cost the run its other outputs
+            problems.append(
+                f"RNN coverage {kind} report not written to {output.path}: "
+                f"{type(exc).__name__}: {exc} (an error in pytest-rnncov; please report it)"
+            )
+            continue
         label = {"json": "JSON", "markdown": "Markdown", "html": "HTML"}[kind]
         pending.append((output, text, f"RNN coverage {label} written to"))
     return pending, problems

@@ -96,8 +96,9 @@ def check_models(models: dict[str, ModelState], bars: Bars) -> list[Check]:
 class Verdict:
     """The outcome of a session (or of combined data), computed once.
 
-    ``passed`` is None when nothing was asked for (no bars, no baseline) or when the gate
-    does not apply (collect-only, every test deselected); else True or False, and the exit
+    ``passed`` is False when a setting could not apply (``errors``: a stale exclusion);
+    else None when nothing was asked for (no bars, no baseline) or when the gate does not
+    apply (collect-only, every test deselected), and True or False otherwise. The exit
     code, the JSON ``passed`` and the terminal's last line all follow it.
     """
 
@@ -211,7 +212,7 @@ class Verdict:
             hint = (
                 "; the gate saw only the inputs of the tests that ran: run every test to gate "
                 "the whole"
-                if self.applied and gated and self.passed is False
+                if self.applied and False in (self.gate_passed, self.baseline_passed)
                 else ""
             )
             out.append(

@@ -74,6 +74,8 @@ class SampleWriter:
         self._samples: list[AdversarialSample] = []
         self._names: list[str | None] = []
         self._started = False
+        #: whether the campaign's files are all written (its summary.json last)
+        self.saved = False
 
     def _check_replaceable(self) -> None:
         """Refuse a folder holding files of the names this writer uses that no earlier
@@ -165,6 +167,7 @@ class SampleWriter:
         self._names = names
 
     def on_finish(self, campaign: Campaign, result: CampaignResult) -> None:
+        self.saved = False  # this campaign's files, not a reused writer's earlier ones
         folder = self._ready()
         if campaign.mutator.array_cases and self._samples:
             arrays: dict[str, Any] = {
@@ -183,6 +186,7 @@ class SampleWriter:
             **result.summary(campaign.name, saved_to=str(folder)).to_json(),
         }
         write_atomic(folder / SUMMARY, json.dumps(summary, indent=1) + "\n", "the summary")
+        self.saved = True
 
 
 def _remove_all(paths: list[Path]) -> None:

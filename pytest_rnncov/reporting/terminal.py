@@ -118,7 +118,9 @@ def detail_lines(state: ModelState) -> list[str]:
 
 
 def _metric_detail(key: str, m: MetricState) -> str:
-    missing = np.flatnonzero(~m.covered_mask)
+    """What ``m`` left uncovered, of the conditions it counts (exclusions apart)."""
+    counted = ~m.excluded if m.excluded is not None else np.ones(m.total, bool)
+    missing = np.flatnonzero(~m.covered_mask & counted)
     if key in ("BC", "SC"):
         t1, t2 = m.config["window"]
         steps = sorted({t1 + int(c) % (t2 - t1 + 1) for c in missing})
@@ -127,15 +129,16 @@ def _metric_detail(key: str, m: MetricState) -> str:
         )
     if key == "TC":
         w, a = int(m.config["w"]), int(m.config["a"])
-        digits = sax.word_digits(m.covered_ids(), a, w)
+        digits = sax.word_digits(np.flatnonzero(m.covered_mask & counted), a, w)
         spread = " | ".join(
             f"{j + 1}: "
             + " ".join(f"{chr(97 + s)} {int((digits[:, j] == s).sum())}" for s in range(a))
             for j in range(w)
         )
+        excluded = f" ({m.n_excluded} excluded)" if m.n_excluded else ""
         return (
-            f"{m.describe}: {m.n_covered} of {m.total} words; covered words by symbol at "
-            f"each position: {spread}"
+            f"{m.describe}: {m.n_covered} of {m.n_counted} words{excluded}; covered words "
+            f"by symbol at each position: {spread}"
         )
     return f"{m.describe}: {len(missing)} conditions uncovered"
 

@@ -15,7 +15,7 @@ from .base import MAX_CONDITIONS, BatchResult, Metric, Signals
 from .neuron import KMNC, NBC, NC, SNAC
 from .stellar import BS, BT, SBC, WT
 from .step import BC, SC
-from .temporal import TC
+from .temporal import MAX_ALPHABET, TC
 
 __all__ = [
     "BC",
@@ -101,7 +101,7 @@ _FIELDS: dict[str, Callable[[Any], bool]] = {
     "alpha_min": lambda v: v is None or is_finite_number(v),
     "lower": lambda v: v is None or is_finite_number(v),
     "w": _integer(1, 64),
-    "a": _integer(2, 4096),
+    "a": _integer(2, MAX_ALPHABET),
     "k": _integer(1, MAX_CONDITIONS),  # the constructor bounds each metric's own k
     "units": _integer(1, MAX_CONDITIONS),
     "components": _integer(1, 4096),

@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     from ..profile import Profile
 
 
-#: the largest SAX alphabet TC accepts
-MAX_ALPHABET = 4096
+#: the largest SAX alphabet TC accepts: a word is written with one letter per symbol, a-z
+MAX_ALPHABET = 26
 
 
 class TC(Metric):
@@ -78,10 +78,12 @@ class TC(Metric):
     def paa(self, signals: Signals, rows: slice = slice(None)) -> Any:
         """z-normalised PAA values: (rows, w), in the signals' own namespace."""
         values = signals.get(self.component, self.abstraction)[rows]
-        # PAA of the values, then z-normalised (the same affine map): a segment whose mean
-        # is exactly the profile's mean lands exactly on the breakpoint 0 (upper symbol)
-        sums = values @ like(self.overlaps_.T, values, dtype=values.dtype)
-        return (sums / self.overlaps_.shape[1] - self.mu_) / self.sigma_
+        # centred, summed with integer overlap weights, then one division: a segment whose
+        # mean is the profile's mean sums to 0 (the breakpoint 0, the upper symbol), where
+        # weights of a rounded 1/length do not; centring first keeps a low-precision
+        # matmul (TF32 on a GPU) from cancelling a large mean
+        sums = (values - self.mu_) @ like(self.overlaps_.T, values, dtype=values.dtype)
+        return sums / (self.overlaps_.shape[1] * self.sigma_)
 
     def _words(self, paa: Any) -> np.ndarray:
         """Word ids from PAA values, on the host (only B integers cross)."""

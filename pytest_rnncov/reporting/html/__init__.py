@@ -30,8 +30,10 @@ from ..images import png_bytes, side_by_side, to_gray8
 from ..results import Verdict
 from ..terminal import exclusion_lines
 
-#: TC grids are drawn up to this many words; above it the report lists the covered words.
+#: TC grids are drawn up to this many words and this many rows or columns (a^(w//2) rows,
+#: a^(w - w//2) columns); beyond either the report lists the most covered words.
 GRID_WORDS = 4096
+GRID_SIDE = 81
 #: the most bars a coverage-times figure draws (more conditions are binned)
 TIMES_BARS = 200
 #: channels up to which a 2-D case is drawn as curves (time series) rather than an image
@@ -129,7 +131,7 @@ def signals_plot(signals: dict[str, Any]) -> Any:
     for ax, (key, title) in zip(axes[0], panels):
         for row, values in enumerate(signals[key]):
             ax.plot(steps, values, marker=".", label=f"input {row}")
-        ax.set_title(title, fontsize=10)
+        ax.set_title(title, fontsize=10, parse_math=True)  # the report's own notation
         ax.set_xlabel("step")
     axes[0][-1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)
     return fig
@@ -355,7 +357,8 @@ def _model_section(
     words = None
     tc = state.metrics.get("TC")
     if tc is not None:
-        if tc.total <= GRID_WORDS:
+        w, a = int(tc.config["w"]), int(tc.config["a"])
+        if tc.total <= GRID_WORDS and a ** (w - w // 2) <= GRID_SIDE:
             figures.append({"title": "TC: SAX words", "uri": words_figure(tc)})
         else:
             words = {"total": tc.total, "covered": tc.n_covered, "top": top_words(tc)}
@@ -455,6 +458,8 @@ class HtmlReport:
             ),
         )
         template = environment.from_string(folder.joinpath("report.html.jinja").read_text("utf-8"))
-        return template.render(
-            page=page_data(data, verdict), css=folder.joinpath("report.css").read_text("utf-8")
-        )
+        # names in the figures (a model's, a campaign's) are text: "$x$" is not mathtext
+        # (the report's own notation asks for it: parse_math=True)
+        with matplotlib.rc_context({"text.parse_math": False}):
+            page = page_data(data, verdict)
+        return template.render(page=page, css=folder.joinpath("report.css").read_text("utf-8"))
