@@ -172,8 +172,13 @@ def _joined_signed(argv: Sequence[str]) -> list[str]:
 
 
 def _err(text: str) -> None:
-    """Print a message to stderr, control characters escaped (``printable``)."""
-    print(printable(text, newlines=True), file=sys.stderr)
+    """Print a message to stderr, control characters escaped (``printable``); a reader
+    that went away (``2>&1 | head``) is not an error: the exit code still says what
+    happened."""
+    try:
+        print(printable(text, newlines=True), file=sys.stderr, flush=True)
+    except BrokenPipeError:
+        _to_nowhere(sys.stderr)
 
 
 def _print(text: str | Sequence[str]) -> None:
@@ -188,8 +193,13 @@ def _print(text: str | Sequence[str]) -> None:
     try:
         print(shown, flush=True)
     except BrokenPipeError:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())  # later writes (and exit's flush) go nowhere
+        _to_nowhere(sys.stdout)
+
+
+def _to_nowhere(stream: Any) -> None:
+    """Send a closed pipe's later writes (and the exit's flush) to the null device."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, stream.fileno())
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -785,3 +785,17 @@ def test_a_ctrl_c_while_report_writes_says_which_files_were_written(runs, monkey
     assert command.main(combine) == command.INTERRUPTED
     out, err = capsys.readouterr()
     assert "combined data of 2 runs written to held-ab.json" in out
+
+
+def test_a_reader_that_went_away_leaves_the_exit_code_as_it_was(tmp_path):
+    """``show missing.json 2>&1 | head -0``: the error could not be printed, and the
+    command exited 1 from the broken pipe instead of its own 4 (and 0 for a good file)."""
+    for args, code in ((["show", "missing.json"], 4), (["--help"], 0)):
+        process = subprocess.Popen(
+            [sys.executable, "-m", "pytest_rnncov", *args],
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+        process.stdout.close()  # before the command writes anything
+        assert process.wait(timeout=120) == code

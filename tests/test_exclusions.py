@@ -163,3 +163,27 @@ def test_the_detail_lines_count_what_the_table_counts():
     # words aa and bc covered, aa and ab excluded: 1 of the 7 counted; "b" once at position 1
     assert "TC(h/net, w=2, a=3): 1 of 7 words (2 excluded); covered words by symbol" in text
     assert "1: a 0 b 1 c 0 | 2: a 0 b 0 c 1" in text
+
+
+def test_the_html_figures_show_excluded_conditions_grey_not_uncovered(monkeypatch):
+    import matplotlib
+    import matplotlib.pyplot as plt
+
+    from pytest_rnncov.reporting import html
+
+    figures = []
+    monkeypatch.setattr(html, "_figure", lambda fig, colors=0: figures.append(fig) or "")
+    exclusions = [parse_exclusion("m:BC:t=3 = never"), parse_exclusion("m:TC:ab = never")]
+    models, _, _ = apply_exclusions({"m": model_state()}, exclusions)
+    html.times_figure("BC", models["m"].metrics["BC"])
+    html.words_figure(models["m"].metrics["TC"])
+    try:
+        bars, words = figures
+        colors = [matplotlib.colors.to_hex(p.get_facecolor()) for p in bars.axes[0].patches]
+        grey, green = (matplotlib.colors.to_hex(c) for c in ("tab:grey", "tab:green"))
+        assert colors == [green, green, grey, green, green]  # step 3 was red, with an x
+        assert not any(len(c.get_offsets()) for c in bars.axes[0].collections)
+        assert len(words.axes[0].images) == 2 and "grey: excluded" in words.axes[0].get_title()
+    finally:
+        for figure in figures:
+            plt.close(figure)

@@ -144,15 +144,20 @@ def signals_figure(signals: dict[str, Any]) -> str | None:
 
 def times_figure(key: str, state: MetricState) -> str:
     """Coverage times per condition (BC, SC: per window step). Above TIMES_BARS conditions
-    the steps are binned, so the figure's size never follows what a file claims."""
+    the steps are binned, so the figure's size never follows what a file claims. Excluded
+    conditions are grey, not uncovered."""
     import matplotlib.pyplot as plt
 
     t1, t2 = state.config["window"]
     steps = t2 - t1 + 1
     size = max(1, -(-state.total // TIMES_BARS))
     starts = np.arange(0, state.total, size)
+    counted = np.ones(state.total, bool) if state.excluded is None else ~state.excluded
     times = np.add.reduceat(state.times, starts)
-    open_ = np.add.reduceat((~state.covered_mask).astype(np.int64), starts)
+    open_ = np.add.reduceat((~state.covered_mask & counted).astype(np.int64), starts)
+    excluded = np.add.reduceat((~counted).astype(np.int64), starts) == np.diff(
+        np.append(starts, state.total)
+    )  # bars whose conditions are all excluded
 
     def step(c: int) -> str:
         return str(t1 + c % steps) + ("" if c < steps else "↓")
@@ -162,14 +167,18 @@ def times_figure(key: str, state: MetricState) -> str:
         for s in starts.tolist()
     ]
     fig, ax = plt.subplots(figsize=(max(4.0, 0.25 * len(starts)), 2.8))
-    ax.bar(range(len(starts)), times, color=["tab:red" if n else "tab:green" for n in open_])
-    missing = np.flatnonzero(times == 0)
+    colors = [
+        "tab:grey" if out else "tab:red" if n else "tab:green" for n, out in zip(open_, excluded)
+    ]
+    ax.bar(range(len(starts)), times, color=colors)
+    missing = np.flatnonzero((times == 0) & (open_ > 0))
     ax.scatter(missing, np.zeros(len(missing)), marker="x", color="tab:red", zorder=3)
     ax.set_xticks(range(len(starts)), labels, fontsize=7, rotation=90)
+    grey = "; grey: excluded" if state.n_excluded else ""
     ax.set_xlabel(
-        "step (red x: uncovered)"
+        f"step (red x: uncovered{grey})"
         if size == 1
-        else f"steps, {size} a bar (red: some uncovered; x: none covered)"
+        else f"steps, {size} a bar (red: some uncovered; x: none covered{grey})"
     )
     ax.set_ylabel("test cases")
     ax.set_title(f"coverage times: {state.describe}", fontsize=10)
@@ -186,6 +195,11 @@ def words_figure(state: MetricState) -> str:
     grid = np.log1p(state.times.astype(np.float64)).reshape(rows, cols)
     fig, ax = plt.subplots(figsize=(max(4.0, cols * 0.32), max(2.2, rows * 0.3)))
     ax.imshow(np.where(grid > 0, grid, np.nan), cmap="viridis", aspect="equal")
+    if state.excluded is not None:  # excluded words grey, over whatever they hold
+        from matplotlib.colors import ListedColormap
+
+        out = np.where(state.excluded.reshape(rows, cols), 1.0, np.nan)
+        ax.imshow(out, cmap=ListedColormap(["#bbbbbb"]), aspect="equal")
     ax.set_facecolor("#f2dede")
     row_labels = (
         [sax.word_label(d) for d in sax.word_digits(np.arange(rows), a, head)] if head else [""]
@@ -196,7 +210,8 @@ def words_figure(state: MetricState) -> str:
     ax.set_ylabel(f"first {head} symbols")
     ax.set_xlabel(f"last {w - head} symbols")
     ax.set_title(
-        f"{state.describe}: covered SAX words (colour: log coverage times; pink: uncovered)",
+        f"{state.describe}: covered SAX words (colour: log coverage times; pink: uncovered"
+        + ("; grey: excluded)" if state.n_excluded else ")"),
         fontsize=9,
     )
     return _figure(fig, colors=256)
