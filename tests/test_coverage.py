@@ -190,3 +190,31 @@ def test_a_result_is_reused_only_for_the_same_exact_parameters(rnn, profile, seq
     own.update_signals(signals)
     np.testing.assert_array_equal(second["BC"].times_, own["BC"].times_)
     assert (first["BC"].times_ > own["BC"].times_).any()  # the inputs at N = alpha
+
+
+def test_a_refused_merge_changes_nothing_and_a_copy_cannot_count_twice(rnn, profile, seq_inputs):
+    import copy
+
+    from pytest_rnncov import TC
+
+    first = Coverage(rnn, profile)
+    first.update(seq_inputs[:5])
+    before = {k: m.times_.copy() for k, m in first.metrics.items()}
+    other = Coverage(rnn, profile, ("BC", "SC", TC(w=4)))  # TC of 81 words, not 243
+    other.update(seq_inputs[5:])
+    for merge in (lambda: first.merge(other), lambda: first.state().merge(other.state())):
+        with pytest.raises(InvalidArgument, match="the configurations differ"):
+            merge()  # BC and SC were merged before TC was refused (a bare ValueError)
+    assert all(np.array_equal(first[k].times_, t) for k, t in before.items())
+    assert first.n_inputs_ == 5
+    # a deep copy made after inputs were seen holds them too: merging it is refused
+    twin = copy.deepcopy(first)  # a Keras model's Coverage copies too (the model is shared)
+    assert twin.model is first.model and twin["TC"].times_ is not first["TC"].times_
+    with pytest.raises(InvalidArgument, match="would count twice"):
+        first.merge(twin)
+    fresh = copy.deepcopy(Coverage(rnn, profile))  # copied before any input: merges
+    fresh.update(seq_inputs[5:])
+    first.merge(fresh)
+    assert first.n_inputs_ == len(seq_inputs)
+    with pytest.raises(InvalidArgument, match="copy.copy of a bound BC would share"):
+        copy.copy(first["BC"])

@@ -357,14 +357,19 @@ def test_zero_output_for_mask_gives_the_models_outputs(keras, seq_inputs, cell, 
 
 def test_summed_batches_are_sized_by_what_the_framework_holds(keras, seq_inputs):
     """Only sums come back, so a batch holds as many inputs as keep the layer's input and
-    states within HOST_SUMS_BYTES (at least HOST_BATCH); a given batch_size is kept."""
-    from pytest_rnncov.adapters.base import HOST_SUMS_BYTES
+    states within HOST_SUMS_BYTES (at least HOST_BATCH, at most HOST_SUMS_MAX: the
+    framework's working memory is several times the states, and a tiny model's budget of
+    2.4 million inputs took gigabytes in one call); a given batch_size is kept."""
+    from pytest_rnncov.adapters.base import HOST_SUMS_BYTES, HOST_SUMS_MAX
 
     model = keras.Sequential(
         [keras.Input((7, 3)), keras.layers.GRU(5, name="traced"), keras.layers.Dense(2)]
     )
     rnn = RNNModel(model)
-    assert rnn.chunk_size(seq_inputs, summed=True) == HOST_SUMS_BYTES // (4 * 7 * (5 + 3))
+    assert HOST_SUMS_BYTES // (4 * 7 * (5 + 3)) > HOST_SUMS_MAX
+    assert rnn.chunk_size(seq_inputs, summed=True) == HOST_SUMS_MAX
+    wide = np.zeros((1, 5000, 3), np.float32)  # 5,000 steps: the bytes bound it
+    assert rnn.chunk_size(wide, summed=True) == HOST_SUMS_BYTES // (4 * 5000 * (5 + 3))
     long = np.zeros((1, 10**6, 3), np.float32)
     assert rnn.chunk_size(long, summed=True) == HOST_BATCH
     assert RNNModel(model, batch_size=4).chunk_size(seq_inputs, summed=True) == 4

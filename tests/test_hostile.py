@@ -1075,9 +1075,10 @@ def test_merging_counts_each_input_once():
         combine([data, data])
     assert data.models["m"].n_inputs == 3
     metric = coverage["BC"]
-    for same in (metric, copy.copy(metric)):  # a shallow copy shares the state
-        with pytest.raises(InvalidArgument, match="into itself"):
-            metric.merge(same)
+    with pytest.raises(InvalidArgument, match="into itself"):
+        metric.merge(metric)
+    with pytest.raises(InvalidArgument, match="copy.copy of a bound BC would share its state"):
+        copy.copy(metric)  # a shallow copy would share the state
     other = fit_profile(
         make_trace(h=rng.normal(size=(6, 3, 2)), f=rng.uniform(0.9, 1, size=(6, 3, 2)))
     )
@@ -1101,3 +1102,22 @@ def test_a_pca_direction_of_rounding_noise_is_no_direction():
     assert profile.states_ is None
     with pytest.raises(ProfileError, match="state abstraction"):
         BS().bind(profile)
+
+
+def test_masked_arrays_are_refused_and_tensors_that_require_grad_are_read(
+    stacked_model, seq_inputs
+):
+    """A masked array's mask was dropped without a word (masked rows shifted the profile's
+    thresholds); a torch tensor requiring grad was a bare RuntimeError."""
+    rnn = RNNModel(stacked_model, "lstm_b")
+    masked = np.ma.masked_greater(seq_inputs, 0.9)
+    assert np.ma.count_masked(masked)
+    mutator = GaussianMutator(variance=0.1, clip=None)
+    for call in (rnn.predict, rnn.trace, lambda x: Profile().fit(rnn, x), mutator.check_seeds):
+        with pytest.raises(InvalidInput, match="masked array with .* masked values; .*filled"):
+            call(masked)
+    unmasked = np.ma.masked_array(seq_inputs)  # no value masked: read as it is
+    np.testing.assert_array_equal(rnn.predict(unmasked), rnn.predict(seq_inputs))
+    grad = torch.from_numpy(seq_inputs).requires_grad_(True)
+    np.testing.assert_array_equal(rnn.predict(grad), rnn.predict(seq_inputs))
+    np.testing.assert_array_equal(mutator.check_seeds(grad), seq_inputs)

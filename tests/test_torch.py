@@ -506,3 +506,51 @@ def test_a_projected_lstm_with_metrics_on_its_gates_alone():
     fast.update(x)
     reference.update(x)
     np.testing.assert_array_equal(fast["BC"].covered_, reference["BC"].covered_)
+
+
+def test_one_model_traced_from_two_threads_gives_each_its_own_inputs_trace():
+    """The hooks' buffers belong to the adapter: two threads' passes once swapped batches
+    of one size silently (or failed, blaming the model for running 0 or 2 times)."""
+    import copy
+    import pickle
+    import threading
+
+    torch.manual_seed(0)
+    rnn = RNNModel(Wrapped(nn.LSTM(3, 4, batch_first=True)))
+    rng = np.random.default_rng(0)
+    inputs = [rng.normal(size=(8, 6, 3)).astype(np.float32) for _ in range(2)]
+    alone = [rnn.trace(x).h for x in inputs]
+    got: dict[int, list[np.ndarray]] = {0: [], 1: []}
+
+    def work(k: int) -> None:
+        for _ in range(40):
+            got[k].append(rnn.trace(inputs[k]).h)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in (0, 1)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for k in (0, 1):
+        assert len(got[k]) == 40
+        assert all(np.array_equal(h, alone[k]) for h in got[k])
+    for twin in (copy.deepcopy(rnn), pickle.loads(pickle.dumps(rnn))):  # the lock stays out
+        np.testing.assert_array_equal(twin.trace(inputs[0]).h, alone[0])
+
+
+def test_a_wrapped_model_whose_weights_changed_in_place_is_refused(x):
+    """The cell copies the weights when wrapped: after an optimizer step the trace mixed
+    the new model's h with the old weights' gates (|f| off by 0.37), silently."""
+    torch.manual_seed(0)
+    model = Wrapped(nn.LSTM(3, 4, batch_first=True))
+    rnn = RNNModel(model)
+    rnn.trace(x)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model(torch.from_numpy(x)).sum().backward()
+    optimizer.step()
+    with pytest.raises(ModelError, match="weights of module .* changed since it was wrapped"):
+        rnn.trace(x)
+    trace = RNNModel(model).trace(x)  # wrapped again: the model as it is now
+    with torch.no_grad():
+        own = model.encoder.rnn(torch.from_numpy(x))[0].numpy()
+    np.testing.assert_allclose(trace.h, own, atol=1e-6)

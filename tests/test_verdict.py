@@ -130,6 +130,13 @@ def test_twice(tiny, rnncov):
         rnncov.track(tiny.rnn.model, window=(0, 3), name="tiny")
     import keras
 
+    layer = tiny.rnn.model.get_layer("lstm")
+    weights = layer.get_weights()
+    layer.set_weights([w + 0.01 for w in weights])  # trained further, in place
+    with pytest.raises(InvalidArgument, match="another set of weights .they changed since"):
+        rnncov.track(tiny.rnn.model, name="tiny")
+    layer.set_weights(weights)
+    assert rnncov.track(tiny.rnn.model, name="tiny") is tiny
     copy = keras.models.clone_model(tiny.rnn.model)  # what a function-scoped fixture makes
     with pytest.raises(
         InvalidArgument,

@@ -18,7 +18,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from ..core.arrays import all_finite, to_host
+from ..core.arrays import all_finite, input_array, to_host
 from ..core.cells import Cell
 from ..core.threads import blas_threads, numpy_work
 from ..core.trace import Trace, concat_traces, select_components
@@ -57,6 +57,10 @@ DEVICE_TRACE_BYTES = 1 << 31
 #: (``bench/bench_core.py``), and the model's own batch call is what tracking is measured
 #: against.
 HOST_SUMS_BYTES = 1 << 29
+#: ... and at most this many inputs: the framework's own working memory during the call is
+#: several times the states counted above (3.8x measured for a Keras LSTM(32) of 20 steps),
+#: so a small model's budget of millions of inputs took gigabytes in one call.
+HOST_SUMS_MAX = 16384
 #: Inputs per framework call where the adapter computes each batch's trace beside the next
 #: call (``Adapter.overlaps_trace``) and ``batch_size`` is not given: small enough that the
 #: first call and the last trace, which nothing overlaps, are short (1,000 inputs make four
@@ -270,10 +274,7 @@ class Adapter:
         checked for NaN and inf by the forward pass that reads them (``trace``, ``run``,
         ``iter_traces``), on the device, instead of here.
         """
-        try:
-            array = np.asarray(x)
-        except (TypeError, ValueError) as exc:
-            raise InvalidInput(f"inputs cannot be read as an array: {exc}") from None
+        array = input_array(x, "inputs")
         check_not_a_scalar_object(x, array)
         expected = self.input_shape
         shown = "(batch, " + ", ".join("any" if d is None else str(d) for d in expected) + ")"
@@ -376,7 +377,7 @@ class Adapter:
             return OVERLAP_BATCH
         if self.auto_batch and summed and self.trace_on != "device":
             per_input = 4 * steps * (self.units + int(self.cell.kernel.shape[0]))
-            return max(HOST_BATCH, HOST_SUMS_BYTES // per_input)
+            return min(HOST_SUMS_MAX, max(HOST_BATCH, HOST_SUMS_BYTES // per_input))
         if not self.auto_batch or self.trace_on != "device":
             return self.batch_size
         # float32 values per step: the components kept and, when gates are computed, four

@@ -17,13 +17,14 @@ wrapped.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import re
 import threading
 import warnings
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, TypeVar, cast
 
 import numpy as np
 
@@ -129,6 +130,21 @@ def _shape(value: Any) -> tuple[int, ...]:
 SMALL_CALL_WORK = 1 << 25
 
 
+Method = TypeVar("Method", bound=Callable[..., Any])
+
+
+def _locked(method: Method) -> Method:
+    """``method`` under the adapter's lock: the hooks' buffers are the adapter's, so two
+    threads' passes must not interleave (they swapped batches of one size)."""
+
+    @functools.wraps(method)
+    def run(self: "TorchModel", *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return cast(Method, run)
+
+
 class TorchModel(Adapter):
     """A ``torch.nn.Module`` with one of its recurrent modules made traceable.
 
@@ -196,6 +212,8 @@ class TorchModel(Adapter):
             )
         self.output_index = output
         self.cell = self._cell(self.module, self.depth, self.direction == "backward")
+        #: the traced module's parameters' version counters when the cell copied them
+        self._weights_version = self._parameter_versions()
         compute = next(self.module.parameters()).dtype
         if compute in (torch.float16, torch.bfloat16):
             note = MIXED_PRECISION_NOTE.format(dtype=str(compute).removeprefix("torch."))
@@ -239,6 +257,8 @@ class TorchModel(Adapter):
         self._autocast_warned = False
         self._stop: str | None = None  # where a forward pass may stop: "before"/"after" it
         self._runs_once = False
+        #: held through each pass (the hooks' buffers above are shared by its threads)
+        self._lock = threading.RLock()
         #: whether a pass on one input has shown which axis the module reads as the batch
         #: (needed once a batch of n inputs reached it as n sequences of n steps)
         self._layout_known = False
@@ -260,6 +280,18 @@ class TorchModel(Adapter):
     def layer_name(self) -> str:  # type: ignore[override]
         name = self.module_name + (f".l{self.depth}" if self.module.num_layers > 1 else "")
         return name + ("/backward" if self.direction == "backward" else "")
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Copies and pickles leave the lock out (each copy gets its own, and counts its
+        weights' versions from its own copy of them)."""
+        state = self.__dict__.copy()
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.RLock()
+        self._weights_version = self._parameter_versions()  # a copy's counters start anew
 
     # -- choosing ---------------------------------------------------------------------
     def _find(self, layer: str | int | None) -> tuple[str, Any, int]:
@@ -724,6 +756,25 @@ class TorchModel(Adapter):
         array = tensor.cpu().numpy()
         return array if array.dtype in (np.float32, np.bool_) else array.astype(np.float32)
 
+    def _parameter_versions(self) -> int:
+        """The sum of the traced module's parameters' version counters, the weights the
+        cell copied (an in-place change, an optimizer step or load_state_dict raises it;
+        ``.data`` writes do not; a lazy layer elsewhere initialised by the first call is
+        not the module's)."""
+        return sum(p._version for p in self.module.parameters())
+
+    def _check_weights(self) -> None:
+        """Refuse a pass after the model's weights changed in place: the cell's copy of
+        them, the fingerprint and the profile would describe the model as it was."""
+        if self._parameter_versions() != self._weights_version:
+            raise ModelError(
+                f"the weights of module {self.module_name!r} of model {self.name} changed "
+                "since it was wrapped (trained "
+                "further?): the trace, the fingerprint and the profile describe it as it "
+                "was; wrap it again, RNNModel(model), and refit or reload its profile"
+            )
+
+    @_locked
     def _forward(
         self,
         x: np.ndarray,
@@ -732,6 +783,8 @@ class TorchModel(Adapter):
         states: tuple[str, ...] | None = None,
     ) -> tuple[Any, Any, Any, Any]:
         import torch
+
+        self._check_weights()
 
         top = self.depth == self.module.num_layers - 1
         # a stacked module runs split at the traced layer when the pass must give more than
@@ -767,6 +820,7 @@ class TorchModel(Adapter):
             self._host(h),
         )
 
+    @_locked
     def _predict(self, x: np.ndarray) -> np.ndarray:
         return self._prediction(self._run_model(x)[0])
 

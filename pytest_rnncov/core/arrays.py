@@ -12,6 +12,8 @@ from typing import Any, Callable, TypeVar
 import numpy as np
 from array_api_compat import array_namespace, device, is_jax_array, is_numpy_array
 
+from ..errors import InvalidInput
+
 __all__ = [
     "FLOAT32_MAX",
     "all_finite",
@@ -65,6 +67,26 @@ def in_parts(work: Callable[[slice], T], rows: int, values: int) -> list[T]:
         _scanners = ThreadPoolExecutor(SCAN_THREADS, thread_name_prefix="rnncov-scan")
     size = -(-rows // SCAN_THREADS)
     return list(_scanners.map(work, [slice(s, s + size) for s in range(0, rows, size)]))
+
+
+def input_array(values: Any, what: str) -> np.ndarray:
+    """``values`` (an array, a list, a framework's tensor) as a numpy array: a tensor that
+    requires grad is read detached; a masked array with masked values is refused (every
+    value would be read, the mask dropped); what numpy cannot read is InvalidInput."""
+    if isinstance(values, np.ma.MaskedArray):
+        masked = int(np.ma.count_masked(values))
+        if masked:
+            raise InvalidInput(
+                f"{what} are a masked array with {masked} masked values; pytest-rnncov reads "
+                "every value: fill them (x.filled(value)) or drop the masked rows first"
+            )
+        values = values.data
+    if getattr(values, "requires_grad", False) and callable(getattr(values, "detach", None)):
+        values = values.detach()
+    try:
+        return np.asarray(values)
+    except (TypeError, ValueError, RuntimeError) as exc:
+        raise InvalidInput(f"{what} cannot be read as an array: {exc}") from None
 
 
 def is_host(array: Any) -> bool:

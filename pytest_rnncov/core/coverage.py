@@ -8,6 +8,8 @@ build on.
 
 from __future__ import annotations
 
+import copy
+import secrets
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
 
@@ -140,6 +142,9 @@ class Coverage:
         )
         self.track_fitness = track_fitness
         self.n_inputs_ = 0
+        #: shared by this Coverage and its deep copies made after it saw inputs: merging
+        #: one into another would count those inputs twice
+        self.lineage = secrets.token_hex(8)
         self._kept: dict[int, np.ndarray] = {}
 
     def __getitem__(self, name: str) -> Metric:
@@ -375,6 +380,19 @@ class Coverage:
             "copy.deepcopy(coverage), or merge coverage.state() into a new Coverage"
         )
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> "Coverage":
+        """A copy with its own metric states, sharing the model and the profile (they are
+        not coverage: a Keras model cannot even be copied)."""
+        memo[id(self.model)] = self.model
+        memo[id(self.profile)] = self.profile
+        twin = Coverage.__new__(Coverage)
+        memo[id(self)] = twin
+        for key, value in self.__dict__.items():
+            setattr(twin, key, copy.deepcopy(value, memo))
+        if not self.n_inputs_:  # nothing seen yet: nothing the two can count twice
+            twin.lineage = secrets.token_hex(8)
+        return twin
+
     def merge(self, other: "Coverage") -> None:
         """Union another Coverage of the same model, profile and metrics into this one."""
         if not isinstance(other, Coverage):
@@ -382,6 +400,12 @@ class Coverage:
         if other is self:
             raise InvalidArgument(
                 "cannot merge a Coverage into itself: its inputs would count twice"
+            )
+        if other.lineage == self.lineage:
+            raise InvalidArgument(
+                "cannot merge a copy of this Coverage made after it saw inputs "
+                "(copy.deepcopy): those inputs would count twice; merge coverages fed "
+                "different inputs, or copy one before it is fed"
             )
         self.merge_state(other.state())
 
@@ -398,6 +422,8 @@ class Coverage:
             raise InvalidArgument(
                 f"cannot merge coverage of {sorted(state.metrics)} into {sorted(self.metrics)}"
             )
+        for key, metric in self.metrics.items():  # all checked before any is changed
+            metric.state_.check_compatible(state.metrics[key])
         for key, metric in self.metrics.items():
             metric.merge_state(state.metrics[key])
         self.n_inputs_ += state.n_inputs

@@ -425,6 +425,8 @@ class ModelState:
                 "would count only their inputs: give every run the same metrics "
                 "(--rnn-metrics, the rnn_metrics ini key)"
             )
+        for key, state in other.metrics.items():  # all checked before any is changed
+            self.metrics[key].check_compatible(state)
         index = {test: i for i, test in enumerate(self.tests)}
         for test in other.tests:
             if test not in index:

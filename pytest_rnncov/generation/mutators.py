@@ -15,6 +15,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..core.arrays import input_array
 from ..errors import InvalidArgument, InvalidInput
 from ..validation import check_float, check_range
 from .oracle import as_distances
@@ -253,13 +254,16 @@ def in_cases_dtype(mutated: np.ndarray, dtype: np.dtype, cause: str, fix: str) -
 
 
 def numeric_array(values: Any, what: str) -> np.ndarray:
-    """``values`` as a numpy array, refusing ragged rows and what numpy cannot read."""
+    """``values`` as a numpy array (``input_array``), refusing ragged rows and what numpy
+    cannot read."""
     try:
-        return np.asarray(values)
-    except (TypeError, ValueError):
+        return input_array(values, what)
+    except InvalidInput as exc:
+        if isinstance(values, np.ma.MaskedArray):
+            raise
         raise InvalidInput(
             f"{what} are not one array (rows of different shapes, or values that are not "
-            "numbers); pass an array of shape (batch, steps, ...)"
+            f"numbers); pass an array of shape (batch, steps, ...) ({exc})"
         ) from None
 
 
@@ -273,7 +277,10 @@ def nonfinite_rows(values: np.ndarray) -> np.ndarray:
 def _numeric_pair(seeds: Cases, cases: Cases) -> tuple[np.ndarray, np.ndarray]:
     """Seeds and cases as float64 arrays of one shape, finite (for distances)."""
     try:
-        pair = np.asarray(seeds, np.float64), np.asarray(cases, np.float64)
+        pair = (
+            input_array(seeds, "seeds").astype(np.float64),
+            input_array(cases, "cases").astype(np.float64),
+        )
     except (TypeError, ValueError):
         raise InvalidInput("seeds and cases must be numeric arrays of one shape") from None
     if pair[0].ndim == 0 or pair[0].shape != pair[1].shape:

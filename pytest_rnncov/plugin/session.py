@@ -419,6 +419,13 @@ class RNNCovSession:
                 for what, same in (
                     ("model object", tracked.rnn.model is rnn.model),
                     ("layer", tracked.rnn.layer_name == rnn.layer_name),
+                    (
+                        "set of weights (they changed since it was tracked: track the "
+                        "trained model under another name)",
+                        tracked.rnn.model is not rnn.model
+                        or tracked.rnn.layer_name != rnn.layer_name
+                        or tracked.rnn.fingerprint() == rnn.fingerprint(),
+                    ),
                     ("metrics", tracked.metric_specs == specs),
                     ("preset", tracked.preset == preset),
                     (

@@ -11,7 +11,6 @@ signals of a batch are computed once.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
@@ -290,7 +289,8 @@ class Metric:
     # -- binding and state -----------------------------------------------------------------
     def bind(self, profile: "Profile", *, track_fitness: bool = True) -> "Metric":
         """A copy of this metric with its conditions fixed by ``profile`` and empty state."""
-        bound = copy.copy(self)
+        bound = object.__new__(type(self))  # a shallow copy (copy.copy refuses a bound one)
+        bound.__dict__.update(self.__dict__)
         bound.prepare(profile)
         n = bound.n_conditions
         if n > MAX_CONDITIONS:
@@ -418,9 +418,20 @@ class Metric:
 
     def merge_state(self, state: MetricState) -> None:
         """Union a state of the same configuration (ids of best inputs elsewhere are unknown)."""
+        self.state_.check_compatible(state)  # before anything of this metric changes
         if state.best_fitness is not None and self.state_.best_fitness is not None:
             self.best_input_[state.best_fitness < self.state_.best_fitness] = -1
         self.state_.merge(state)
+
+    def __copy__(self) -> "Metric":
+        if hasattr(self, "state_"):
+            raise InvalidArgument(
+                f"copy.copy of a bound {type(self).__name__} would share its state with the "
+                "copy; use copy.deepcopy"
+            )
+        twin = object.__new__(type(self))
+        twin.__dict__.update(self.__dict__)
+        return twin
 
     def __repr__(self) -> str:
         if hasattr(self, "state_"):
