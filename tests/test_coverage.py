@@ -202,10 +202,19 @@ def test_a_refused_merge_changes_nothing_and_a_copy_cannot_count_twice(rnn, prof
     before = {k: m.times_.copy() for k, m in first.metrics.items()}
     other = Coverage(rnn, profile, ("BC", "SC", TC(w=4)))  # TC of 81 words, not 243
     other.update(seq_inputs[5:])
-    for merge in (lambda: first.merge(other), lambda: first.state().merge(other.state())):
-        with pytest.raises(InvalidArgument, match="the configurations differ"):
-            merge()  # BC and SC were merged before TC was refused (a bare ValueError)
+    with pytest.raises(InvalidArgument, match="the configurations differ"):
+        first.merge(other)  # BC and SC were merged before TC was refused (a bare ValueError)
     assert all(np.array_equal(first[k].times_, t) for k, t in before.items())
+    state = first.state()
+    with pytest.raises(InvalidArgument, match="the configurations differ"):
+        state.merge(other.state())
+    assert all(np.array_equal(state.metrics[k].times, t) for k, t in before.items())
+    from pytest_rnncov.core.state import merge_models
+
+    models = {"a": first.state("a"), "b": first.state("b")}
+    with pytest.raises(InvalidArgument, match="the configurations differ"):
+        merge_models(models, [first.state("a"), other.state("b")])  # a first, then b refused
+    assert all(np.array_equal(models["a"].metrics[k].times, t) for k, t in before.items())
     assert first.n_inputs_ == 5
     # a deep copy made after inputs were seen holds them too: merging it is refused
     twin = copy.deepcopy(first)  # a Keras model's Coverage copies too (the model is shared)

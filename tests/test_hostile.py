@@ -1086,6 +1086,17 @@ def test_merging_counts_each_input_once():
         metric.merge(_bound(BC(), other, trace))
     with pytest.raises(InvalidArgument, match="copy.copy.*deepcopy"):
         copy.copy(coverage)
+    # pickled copies, as sent to worker processes: an empty one merges back, a fed one not
+    import pickle
+
+    empty = Coverage(_Hand(), profile, ["BC"])
+    shards = [pickle.loads(pickle.dumps(empty)) for _ in range(2)]
+    for shard in shards:
+        shard.update_trace(trace)
+    shards[0].merge(shards[1])
+    assert shards[0].n_inputs_ == 6
+    with pytest.raises(InvalidArgument, match="would count twice"):
+        coverage.merge(pickle.loads(pickle.dumps(coverage)))
 
 
 def test_a_pca_direction_of_rounding_noise_is_no_direction():

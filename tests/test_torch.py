@@ -554,3 +554,53 @@ def test_a_wrapped_model_whose_weights_changed_in_place_is_refused(x):
     with torch.no_grad():
         own = model.encoder.rnn(torch.from_numpy(x))[0].numpy()
     np.testing.assert_allclose(trace.h, own, atol=1e-6)
+
+
+def test_the_weights_check_refuses_only_weights_that_differ(x):
+    """An identical load_state_dict moves the version counters but not the weights; an
+    inference-mode model keeps no counters; a copy of a stale adapter stays refused; a
+    masked array is refused here too (this adapter read it through np.asarray)."""
+    import copy
+
+    torch.manual_seed(0)
+    model = Wrapped(nn.LSTM(3, 4, batch_first=True))
+    rnn = RNNModel(model)
+    expected = rnn.trace(x).h
+    model.load_state_dict(model.state_dict())  # a fixture reloading its checkpoint
+    np.testing.assert_array_equal(rnn.trace(x).h, expected)
+    with torch.no_grad():
+        model.encoder.rnn.weight_ih_l0.add_(0.1)
+    stale = copy.deepcopy(rnn)
+    for wrapped in (rnn, stale):
+        with pytest.raises(ModelError, match="changed since it was wrapped"):
+            wrapped.trace(x)
+    with pytest.raises(InvalidInput, match="masked array with .* masked values"):
+        RNNModel(model).trace(np.ma.masked_greater(x, 0.5))
+    with torch.inference_mode():
+        frozen = Wrapped(nn.LSTM(3, 4, batch_first=True))
+    assert RNNModel(frozen).trace(x).h.shape == (len(x), x.shape[1], 4)
+
+
+def test_two_adapters_of_one_module_take_turns_across_threads():
+    """The hooks go on the module, shared by every adapter of it: one lock per module."""
+    import threading
+
+    torch.manual_seed(0)
+    model = Wrapped(nn.LSTM(3, 4, batch_first=True))
+    adapters = [RNNModel(model), RNNModel(model)]
+    rng = np.random.default_rng(1)
+    inputs = [rng.normal(size=(8, 6, 3)).astype(np.float32) for _ in range(2)]
+    alone = [adapters[k].trace(inputs[k]).h for k in (0, 1)]
+    wrong = []
+
+    def work(k: int) -> None:
+        for _ in range(30):
+            if not np.array_equal(adapters[k].trace(inputs[k]).h, alone[k]):
+                wrong.append(k)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in (0, 1)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not wrong

@@ -23,13 +23,14 @@ import math
 import re
 import threading
 import warnings
+import weakref
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, TypeVar, cast
 
 import numpy as np
 
 from ..core.activations import Activation
-from ..core.arrays import all_finite
+from ..core.arrays import all_finite, input_array
 from ..core.cells import Cell, GRUCell, LSTMCell, SimpleRNNCell
 from ..errors import InvalidArgument, InvalidInput, ModelError, RNNCovWarning
 from ..validation import check_choice
@@ -99,9 +100,9 @@ class _LayerReached(BaseException):
 
 def _readable(x: Any) -> np.ndarray:
     """Inputs as a numpy array: a tensor from any device (bfloat16, which numpy lacks, as
-    float32), anything else through ``np.asarray``."""
+    float32), anything else through ``input_array``."""
     if not hasattr(x, "detach"):
-        return np.asarray(x)
+        return input_array(x, "inputs")  # a masked array refused by name
     import torch
 
     tensor = x.detach().cpu()
@@ -131,6 +132,18 @@ SMALL_CALL_WORK = 1 << 25
 
 
 Method = TypeVar("Method", bound=Callable[..., Any])
+#: one lock per traced module (several adapters of one module hook the same module)
+_MODULE_LOCKS: "weakref.WeakKeyDictionary[Any, threading.RLock]" = weakref.WeakKeyDictionary()
+_LOCKS_LOCK = threading.Lock()
+
+
+def _module_lock(module: Any) -> threading.RLock:
+    """The lock every adapter of ``module`` takes for a pass."""
+    with _LOCKS_LOCK:
+        lock = _MODULE_LOCKS.get(module)
+        if lock is None:
+            lock = _MODULE_LOCKS[module] = threading.RLock()
+        return lock
 
 
 def _locked(method: Method) -> Method:
@@ -257,8 +270,9 @@ class TorchModel(Adapter):
         self._autocast_warned = False
         self._stop: str | None = None  # where a forward pass may stop: "before"/"after" it
         self._runs_once = False
-        #: held through each pass (the hooks' buffers above are shared by its threads)
-        self._lock = threading.RLock()
+        #: held through each pass: the hooks' buffers above and the hooks on the module
+        #: are shared by the threads (one lock per module, for every adapter of it)
+        self._lock = _module_lock(self.module)
         #: whether a pass on one input has shown which axis the module reads as the batch
         #: (needed once a batch of n inputs reached it as n sequences of n steps)
         self._layout_known = False
@@ -286,12 +300,16 @@ class TorchModel(Adapter):
         weights' versions from its own copy of them)."""
         state = self.__dict__.copy()
         del state["_lock"]
+        state["_weights_version"] = None if self._weights_changed() else 0  # stays refused
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        stale = state["_weights_version"] is None
         self.__dict__.update(state)
-        self._lock = threading.RLock()
-        self._weights_version = self._parameter_versions()  # a copy's counters start anew
+        self._lock = _module_lock(self.module)
+        # a copy's counters start anew; one of a model changed since it was wrapped stays
+        # refused (its cell holds the old weights)
+        self._weights_version = -2 if stale else self._parameter_versions()
 
     # -- choosing ---------------------------------------------------------------------
     def _find(self, layer: str | int | None) -> tuple[str, Any, int]:
@@ -436,9 +454,12 @@ class TorchModel(Adapter):
         return lower.eval()
 
     # -- running ---------------------------------------------------------------------
+    @_locked  # it learns the input shape from the first inputs: one thread at a time
     def check_input(self, x: Any) -> np.ndarray:
         try:
             array = _readable(x)
+        except InvalidInput:
+            raise
         except (TypeError, ValueError, RuntimeError, NotImplementedError, AttributeError) as exc:
             raise InvalidInput(
                 f"inputs cannot be read as an array ({type(exc).__name__}: {exc}); pass a "
@@ -760,13 +781,29 @@ class TorchModel(Adapter):
         """The sum of the traced module's parameters' version counters, the weights the
         cell copied (an in-place change, an optimizer step or load_state_dict raises it;
         ``.data`` writes do not; a lazy layer elsewhere initialised by the first call is
-        not the module's)."""
-        return sum(p._version for p in self.module.parameters())
+        not the module's); -1 where torch keeps none (inference mode)."""
+        versions = [_version(p) for p in self.module.parameters()]
+        return -1 if -1 in versions else sum(versions)
+
+    def _weights_changed(self) -> bool:
+        """Whether the traced module's weights differ from the cell's copy of them: looked
+        at only when the version counters moved (an identical load_state_dict, a no-op
+        in-place constraint moves them too; then the new counters are kept)."""
+        versions = self._parameter_versions()
+        if versions == -1 or versions == self._weights_version:
+            return False  # -1: inference-mode weights keep no counter (nothing to see)
+        fresh = self._cell(self.module, self.depth, self.direction == "backward")
+        if len(fresh.arrays()) == len(self.cell.arrays()) and all(
+            np.array_equal(a, b) for a, b in zip(fresh.arrays(), self.cell.arrays())
+        ):
+            self._weights_version = versions
+            return False
+        return True
 
     def _check_weights(self) -> None:
         """Refuse a pass after the model's weights changed in place: the cell's copy of
         them, the fingerprint and the profile would describe the model as it was."""
-        if self._parameter_versions() != self._weights_version:
+        if self._weights_changed():
             raise ModelError(
                 f"the weights of module {self.module_name!r} of model {self.name} changed "
                 "since it was wrapped (trained "

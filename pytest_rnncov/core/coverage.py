@@ -393,6 +393,13 @@ class Coverage:
             twin.lineage = secrets.token_hex(8)
         return twin
 
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """An unpickled copy: as a deep copy (a copy of an empty Coverage, sent to a worker
+        process, say, merges back)."""
+        self.__dict__.update(state)
+        if not self.n_inputs_:
+            self.lineage = secrets.token_hex(8)
+
     def merge(self, other: "Coverage") -> None:
         """Union another Coverage of the same model, profile and metrics into this one."""
         if not isinstance(other, Coverage):

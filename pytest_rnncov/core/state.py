@@ -535,7 +535,16 @@ def _add_saturating(times: np.ndarray, counts: np.ndarray) -> None:
 
 
 def merge_models(into: dict[str, ModelState], states: Iterable[ModelState]) -> None:
-    """Union ``states`` into ``into`` by model name (copies; the inputs stay untouched)."""
+    """Union ``states`` into ``into`` by model name (copies; the inputs stay untouched);
+    every state is checked against what it joins before any is merged."""
+    states = list(states)
+    for state in states:  # a refusal leaves ``into`` as it was
+        if state.name in into:
+            joined = into[state.name]
+            joined.check_compatible(state)
+            for key, metric in state.metrics.items():
+                if key in joined.metrics:
+                    joined.metrics[key].check_compatible(metric)
     for state in states:
         if state.name in into:
             into[state.name].merge(state)

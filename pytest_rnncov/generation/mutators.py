@@ -281,6 +281,8 @@ def _numeric_pair(seeds: Cases, cases: Cases) -> tuple[np.ndarray, np.ndarray]:
             input_array(seeds, "seeds").astype(np.float64),
             input_array(cases, "cases").astype(np.float64),
         )
+    except InvalidInput:
+        raise
     except (TypeError, ValueError):
         raise InvalidInput("seeds and cases must be numeric arrays of one shape") from None
     if pair[0].ndim == 0 or pair[0].shape != pair[1].shape:
