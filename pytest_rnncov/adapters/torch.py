@@ -792,10 +792,9 @@ class TorchModel(Adapter):
         versions = self._parameter_versions()
         if versions == -1 or versions == self._weights_version:
             return False  # -1: inference-mode weights keep no counter (nothing to see)
-        fresh = self._cell(self.module, self.depth, self.direction == "backward")
-        if len(fresh.arrays()) == len(self.cell.arrays()) and all(
-            np.array_equal(a, b) for a, b in zip(fresh.arrays(), self.cell.arrays())
-        ):
+        fresh = self._cell(self.module, self.depth, self.direction == "backward").arrays()
+        kept = self.cell.arrays()
+        if len(fresh) == len(kept) and all(map(np.array_equal, fresh, kept)):
             self._weights_version = versions
             return False
         return True
@@ -806,9 +805,9 @@ class TorchModel(Adapter):
         if self._weights_changed():
             raise ModelError(
                 f"the weights of module {self.module_name!r} of model {self.name} changed "
-                "since it was wrapped (trained "
-                "further?): the trace, the fingerprint and the profile describe it as it "
-                "was; wrap it again, RNNModel(model), and refit or reload its profile"
+                "since it was wrapped (trained further?): the trace, the fingerprint and the "
+                "profile describe it as it was; wrap it again, RNNModel(model), and refit or "
+                "reload its profile"
             )
 
     @_locked

@@ -113,6 +113,11 @@ class MetricState:
         return self.times > 0
 
     @property
+    def counted_mask(self) -> np.ndarray:
+        """The conditions the figures count: all but the excluded ones."""
+        return np.ones(self.total, bool) if self.excluded is None else ~self.excluded
+
+    @property
     def n_excluded(self) -> int:
         return 0 if self.excluded is None else int(np.count_nonzero(self.excluded))
 
@@ -413,9 +418,10 @@ class ModelState:
                 f"symbols and neuron ranges come from the profile); {hint}"
             )
 
-    def merge(self, other: "ModelState") -> None:
-        """Union another state of the same model, tracking the same metrics (one tracked in
-        only some runs would be shown and gated over inputs it never saw)."""
+    def check_mergeable(self, other: "ModelState") -> None:
+        """Refuse ``other`` unless ``merge`` takes it whole: the same model, the same metrics
+        (one tracked in only some runs would be shown and gated over inputs it never saw)
+        and each of the same configuration, all checked before anything changes."""
         self.check_compatible(other)
         if set(other.metrics) != set(self.metrics):
             raise InvalidArgument(
@@ -425,8 +431,13 @@ class ModelState:
                 "would count only their inputs: give every run the same metrics "
                 "(--rnn-metrics, the rnn_metrics ini key)"
             )
-        for key, state in other.metrics.items():  # all checked before any is changed
+        for key, state in other.metrics.items():
             self.metrics[key].check_compatible(state)
+
+    def merge(self, other: "ModelState") -> None:
+        """Union another state of the same model and metrics (``check_mergeable``: a
+        refusal changes nothing)."""
+        self.check_mergeable(other)
         index = {test: i for i, test in enumerate(self.tests)}
         for test in other.tests:
             if test not in index:
@@ -540,11 +551,7 @@ def merge_models(into: dict[str, ModelState], states: Iterable[ModelState]) -> N
     states = list(states)
     for state in states:  # a refusal leaves ``into`` as it was
         if state.name in into:
-            joined = into[state.name]
-            joined.check_compatible(state)
-            for key, metric in state.metrics.items():
-                if key in joined.metrics:
-                    joined.metrics[key].check_compatible(metric)
+            into[state.name].check_mergeable(state)
     for state in states:
         if state.name in into:
             into[state.name].merge(state)

@@ -65,8 +65,6 @@ class Central:
         self.interrupted = False
         self.written: list[str] = []
         self.problems: list[str] = []
-        #: exclusions that could not apply to the data (report_data sets them)
-        self.exclusion_errors: list[str] = []
         #: profile files the workers' track() fitted and wrote (said with this process's)
         self.worker_profiles: list[str] = []
         self.baseline = (
@@ -85,12 +83,16 @@ class Central:
         return data
 
     def report_data(self) -> CoverageData:
-        """The data the verdict and the reports render: the exclusions applied (notes on
-        exclusions of untracked models join the written lines; one that cannot apply, such
-        as a stale label, is left out and fails the verdict: ``exclusion_errors``)."""
-        view, notes, self.exclusion_errors = self.data().with_exclusions(self.settings.exclusions)
+        """The data the verdict and the reports render: the exclusions applied."""
+        return self._excluded()[0]
+
+    def _excluded(self) -> tuple[CoverageData, list[str]]:
+        """``report_data`` and the errors of exclusions that cannot apply (a stale label:
+        left out, and the verdict fails on it); notes on exclusions of untracked models
+        join the written lines."""
+        view, notes, errors = self.data().with_exclusions(self.settings.exclusions)
         self.written.extend(n for n in notes if n not in self.written)
-        return view
+        return view, errors
 
     def decide(
         self,
@@ -109,7 +111,7 @@ class Central:
             applied, reason = False, f"{stopped}; the coverage shown is from the tests that ran"
         elif partial is not None:
             self.stopped = partial
-        data = self.report_data()
+        data, errors = self._excluded()
         self.verdict = evaluate(
             data,
             self.settings.bars,
@@ -117,7 +119,7 @@ class Central:
             skipped_reason=reason,
             baseline=excluded_baseline(self.baseline, self.settings.exclusions),
             tolerance=self.settings.tolerance,
-            errors=self.exclusion_errors,
+            errors=errors,
         )
         return self.verdict
 

@@ -119,7 +119,7 @@ def detail_lines(state: ModelState) -> list[str]:
 
 def _metric_detail(key: str, m: MetricState) -> str:
     """What ``m`` left uncovered, of the conditions it counts (exclusions apart)."""
-    counted = ~m.excluded if m.excluded is not None else np.ones(m.total, bool)
+    counted = m.counted_mask
     missing = np.flatnonzero(~m.covered_mask & counted)
     if key in ("BC", "SC"):
         t1, t2 = m.config["window"]

@@ -152,7 +152,7 @@ def times_figure(key: str, state: MetricState) -> str:
     steps = t2 - t1 + 1
     size = max(1, -(-state.total // TIMES_BARS))
     starts = np.arange(0, state.total, size)
-    counted = np.ones(state.total, bool) if state.excluded is None else ~state.excluded
+    counted = state.counted_mask
     times = np.add.reduceat(state.times, starts)
     open_ = np.add.reduceat((~state.covered_mask & counted).astype(np.int64), starts)
     excluded = np.add.reduceat((~counted).astype(np.int64), starts) == np.diff(
