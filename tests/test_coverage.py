@@ -227,3 +227,73 @@ def test_a_refused_merge_changes_nothing_and_a_copy_cannot_count_twice(rnn, prof
     assert first.n_inputs_ == len(seq_inputs)
     with pytest.raises(InvalidArgument, match="copy.copy of a bound BC would share"):
         copy.copy(first["BC"])
+
+
+@pytest.fixture
+def parts_of_5(monkeypatch, rnn):
+    """Inputs that a cast copies checked 5 at a time (a float64 row of 7 x 3 is 168 bytes),
+    and the rows of every array ``check_input`` returns recorded."""
+    from pytest_rnncov.core import source
+
+    monkeypatch.setattr(source, "INPUT_PART_BYTES", 5 * 168)
+    checked: list[int] = []
+    original = type(rnn).check_input
+
+    def recording(self, x):
+        out = original(self, x)
+        checked.append(len(out))
+        return out
+
+    monkeypatch.setattr(type(rnn), "check_input", recording)
+    return checked
+
+
+def test_inputs_a_cast_copies_are_checked_and_cast_in_parts(rnn, profile, seq_inputs, parts_of_5):
+    """12 float64 inputs of a float32 model, checked 5 at a time: the first row (to learn
+    that the check casts), then 5, 5 and 2 (all checked before any is used), then each part
+    again when it is reached; no array of all 12 is made. Coverage, outputs, the kept best
+    inputs are those of the float32 inputs checked whole, and a profile is theirs to float
+    rounding (running statistics merge batch by batch)."""
+    x = seq_inputs.astype(np.float64)
+    a, b = Coverage(rnn, profile), Coverage(rnn, profile)
+    a.update(x)
+    assert parts_of_5 == [1, 5, 5, 2, 5, 5, 2]
+    parts_of_5.clear()
+    b.update(seq_inputs)
+    assert parts_of_5 == [1, 12]  # float32: the first row casts nothing: checked whole
+    assert a.n_inputs_ == b.n_inputs_ == 12
+    for name in a.metrics:
+        np.testing.assert_array_equal(a[name].covered_, b[name].covered_)
+        np.testing.assert_array_equal(a[name].best_fitness_, b[name].best_fitness_)
+    condition = int(np.flatnonzero(~a["BC"].covered_)[0])
+    np.testing.assert_array_equal(a.best_input("BC", condition), b.best_input("BC", condition))
+    np.testing.assert_array_equal(rnn.predict(x), rnn.predict(seq_inputs))
+    chunks = list(Coverage(rnn, profile).stream(x, whole=True))
+    assert len(chunks) == 1 and chunks[0].outputs.shape[0] == 12
+    fitted = Profile(window=(1, 6)).fit(rnn, x).to_dict()
+    assert fitted["n_samples"] == 12
+    assert fitted.keys() == profile.to_dict().keys()
+    for key, value in profile.to_dict().items():
+        if key == "signals":
+            for name, stats in value.items():
+                for stat, number in stats.items():
+                    assert fitted[key][name][stat] == pytest.approx(number, rel=1e-5, abs=1e-6)
+
+
+def test_a_refused_part_refuses_the_call_before_any_input_counts(
+    rnn, profile, seq_inputs, parts_of_5
+):
+    """A NaN in input 8 (row 3 of the second part) refuses the update before the first
+    part feeds coverage, and the message says from which input its rows count."""
+    x = seq_inputs.astype(np.float64)
+    x[8, 2, 1] = np.nan
+    coverage = Coverage(rnn, profile)
+    with pytest.raises(
+        InvalidInput, match=r"NaN or inf in rows \[3\].*in inputs\[5:10\].*counted from input 5"
+    ):
+        coverage.update(x)
+    assert coverage.n_inputs_ == 0
+    with pytest.raises(InvalidInput, match=r"counted from input 5"):
+        rnn.predict(x)
+    with pytest.raises(InvalidInput, match=r"counted from input 5"):
+        Profile(window=(1, 6)).fit(rnn, x)

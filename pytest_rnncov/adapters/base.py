@@ -20,6 +20,7 @@ import numpy as np
 
 from ..core.arrays import all_finite, input_array, to_host
 from ..core.cells import Cell
+from ..core.source import CheckedInputs
 from ..core.threads import blas_threads, numpy_work
 from ..core.trace import Trace, concat_traces, select_components
 from ..errors import InvalidArgument, InvalidInput, ModelError
@@ -542,14 +543,18 @@ class Adapter:
 
     def predict(self, x: Any) -> np.ndarray:
         """The model's outputs for ``x`` (validated, batched)."""
-        x = self.check_input(x)
-        if self._floats_on_device(x) and not all_finite(x):
-            raise not_finite(x)  # the model's own predict checks nothing on the device
-        size = self.chunk_size(x)
-        batches = (x[start : start + size] for start in range(0, len(x), size))
-        outputs = np.concatenate([self._per_input(self._predict(b), len(b)) for b in batches])
-        self._accept(x)
-        return outputs
+        inputs = CheckedInputs(self, x)
+        if inputs.whole is not None and self._floats_on_device(inputs.whole):
+            if not all_finite(inputs.whole):  # the model's own predict checks nothing there
+                raise not_finite(inputs.whole)
+        outputs = []
+        for _, part in inputs:
+            size = self.chunk_size(part)
+            for start in range(0, len(part), size):
+                batch = part[start : start + size]
+                outputs.append(self._per_input(self._predict(batch), len(batch)))
+            self._accept(part)
+        return np.concatenate(outputs)
 
     def __repr__(self) -> str:
         return (

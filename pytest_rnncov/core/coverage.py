@@ -19,7 +19,7 @@ from ..errors import InvalidArgument, InvalidInput, RNNCovError
 from ..validation import check_str
 from .metrics import DEFAULT_METRICS, BatchResult, Metric, Signals, make_metric
 from .profile import Profile
-from .source import check_source
+from .source import CheckedInputs, check_source
 from .state import MetricState, ModelState
 from .threads import numpy_work
 from .trace import Trace, concat_traces
@@ -192,7 +192,7 @@ class Coverage:
         another coverage of the same model the chunks' signals will also feed
         (``update_signals``), so the trace holds what its metrics read too.
         """
-        x = self.model.check_input(x)
+        inputs = CheckedInputs(self.model, x)
         until, components = (None, None) if full_trace else (self.until, self.components_)
         summed = self.sums_only_
         if feeds is not None and (
@@ -205,30 +205,40 @@ class Coverage:
         if feeds is not None and not full_trace:  # same profile: the same window and until
             components = _union(components, feeds.components_)
             summed = summed and feeds.sums_only_
-        parts: Iterable[tuple[np.ndarray | None, Trace]]
-        if not full_trace and summed and _gives_sums(self.model, components):
-            parts = self.model.iter_traces(  # type: ignore[call-arg]
-                x, outputs=outputs, until=until, components=components, summed=True
-            )
-        else:
-            parts = self.model.iter_traces(x, outputs=outputs, until=until, components=components)
+        summed = not full_trace and summed and _gives_sums(self.model, components)
+
+        def batches() -> Iterator[tuple[np.ndarray, np.ndarray | None, Trace]]:
+            """(the batch's checked inputs, outputs, trace) in order, part by part."""
+            for _, part in inputs:
+                start = 0
+                options: dict[str, Any] = {"summed": True} if summed else {}
+                for out, trace in self.model.iter_traces(  # type: ignore[call-arg]
+                    part, outputs=outputs, until=until, components=components, **options
+                ):
+                    yield part[start : start + trace.batch_size], out, trace
+                    start += trace.batch_size
+
+        parts: Iterable[tuple[np.ndarray, np.ndarray | None, Trace]] = batches()
         if whole:
-            batches = list(parts)
-            joined = None if not outputs else np.concatenate([out for out, _ in batches])
-            parts = [(joined, concat_traces([trace for _, trace in batches]))]
+            joined = list(parts)
+            rows = inputs.whole
+            if rows is None:  # checked in parts
+                rows = np.concatenate([batch for batch, _, _ in joined])
+            out = None if not outputs else np.concatenate([out for _, out, _ in joined])
+            parts = [(rows, out, concat_traces([trace for _, _, trace in joined]))]
         start = 0
         try:
-            for out, trace in parts:
+            for batch, out, trace in parts:
                 signals = self.signals(trace)
-                rows = x[start : start + len(signals)] if keep_inputs else None
-                gained, observation = self.update_signals(signals, rows)
+                gained, observation = self.update_signals(signals, batch if keep_inputs else None)
                 yield Chunk(start, out, trace, signals, gained, observation)
                 start += len(signals)
         except RNNCovError as exc:
             if start and exc.args:  # a later batch failed: say what was kept
                 exc.args = (
-                    f"{exc.args[0]} (this coverage kept the first {start} of these {len(x)} "
-                    "inputs, whose batches went through before; n_inputs_ counts them)",
+                    f"{exc.args[0]} (this coverage kept the first {start} of these "
+                    f"{len(inputs)} inputs, whose batches went through before; n_inputs_ "
+                    "counts them)",
                     *exc.args[1:],
                 )
             raise

@@ -32,7 +32,7 @@ from ..validation import check_int, check_str, check_window, shown
 from .abstract_states import MAX_CELLS, STATE_KEYS, RunningCovariance, StateModel
 from .abstractions import ABSTRACTIONS, Window, resolve_window, signal
 from .arrays import FLOAT32_MAX
-from .source import check_source
+from .source import CheckedInputs, check_source
 from .trace import CELL_COMPONENTS, Trace, check_component
 
 if TYPE_CHECKING:
@@ -135,9 +135,11 @@ class Profile:
     def fit(self, model: "TraceSource", x: Any) -> "Profile":
         """Learn every signal's statistics from training inputs ``x``, batch by batch."""
         model = check_source(model)
-        x = model.check_input(x)
+        inputs = CheckedInputs(model, x)
         return self._fit(
-            lambda: (trace for _, trace in model.iter_traces(x, outputs=False)),
+            lambda: (
+                trace for _, part in inputs for _, trace in model.iter_traces(part, outputs=False)
+            ),
             layer=model.layer_name,
             fingerprint=model.fingerprint(),
         )

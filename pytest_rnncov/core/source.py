@@ -6,8 +6,13 @@ from typing import Any, Iterator, Protocol
 
 import numpy as np
 
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, InvalidInput
 from .trace import Trace
+
+#: Inputs whose check copies them (a cast: float64 inputs of a float32 model, int64 token
+#: ids of an int32 one) are checked and cast about this many bytes of the given array at a
+#: time (``CheckedInputs``): a memory-mapped array of any size is never copied whole.
+INPUT_PART_BYTES = 1 << 28
 
 
 class TraceSource(Protocol):
@@ -64,3 +69,67 @@ def check_source(model: Any, what: str = "model") -> "TraceSource":
             "pytest_rnncov.RNNModel(keras_or_torch_model)"
         )
     return model  # type: ignore[no-any-return]
+
+
+class CheckedInputs:
+    """Inputs ``x`` checked by ``model.check_input``, given in order as (first row, part):
+    one part, ``x`` checked whole, unless ``x`` is a numpy array of more than
+    INPUT_PART_BYTES whose check casts it (a copy); then parts of about INPUT_PART_BYTES of
+    ``x``, each checked (cast) again as it is reached. Every part is checked on
+    construction, so a refused part refuses the whole call before any part is used; its
+    message says from which input its rows are counted."""
+
+    def __init__(self, model: "TraceSource", x: Any) -> None:
+        self._model = model
+        self._rows = _part_rows(model, x)
+        #: ``x`` checked, where it is checked whole (else None)
+        self.whole: np.ndarray | None = None
+        self._x: Any
+        if self._rows is None:
+            self.whole = self._x = model.check_input(x)
+            return
+        self._x = x
+        for first in self._starts():
+            self._part(first)  # checked now, cast again when reached
+
+    def __len__(self) -> int:
+        return len(self._x)
+
+    def __iter__(self) -> Iterator[tuple[int, np.ndarray]]:
+        if self.whole is not None:
+            yield 0, self.whole
+            return
+        for first in self._starts():
+            yield first, self._part(first)
+
+    def _starts(self) -> range:
+        assert self._rows is not None
+        return range(0, len(self._x), self._rows)
+
+    def _part(self, first: int) -> np.ndarray:
+        assert self._rows is not None
+        last = min(first + self._rows, len(self._x))
+        try:
+            return self._model.check_input(self._x[first:last])
+        except InvalidInput as exc:
+            raise InvalidInput(
+                f"{exc} (in inputs[{first}:{last}]: inputs that a cast copies are checked "
+                f"{self._rows} at a time, and these rows are counted from input {first})"
+            ) from None
+
+
+def _part_rows(model: "TraceSource", x: Any) -> int | None:
+    """Rows per part of ``x`` for ``CheckedInputs``, or None to check it whole: anything
+    but a large numpy array of numbers, or one whose check copies nothing (the check of
+    its first row gives back its own dtype)."""
+    if (
+        not isinstance(x, np.ndarray)
+        or isinstance(x, np.ma.MaskedArray)
+        or x.ndim < 2
+        or x.dtype.kind not in "biuf"
+        or x.nbytes <= INPUT_PART_BYTES
+    ):
+        return None
+    if model.check_input(x[:1]).dtype == x.dtype:
+        return None
+    return max(1, INPUT_PART_BYTES // max(1, x[0].nbytes))
