@@ -230,12 +230,12 @@ def test_a_refused_merge_changes_nothing_and_a_copy_cannot_count_twice(rnn, prof
 
 
 @pytest.fixture
-def parts_of_5(monkeypatch, rnn):
-    """Inputs that a cast copies checked 5 at a time (a float64 row of 7 x 3 is 168 bytes),
+def parts_of_4(monkeypatch, rnn):
+    """Inputs that a cast copies checked 4 at a time (a float64 row of 7 x 3 is 168 bytes),
     and the rows of every array ``check_input`` returns recorded."""
     from pytest_rnncov.core import source
 
-    monkeypatch.setattr(source, "INPUT_PART_BYTES", 5 * 168)
+    monkeypatch.setattr(source, "INPUT_PART_BYTES", 4 * 168)
     checked: list[int] = []
     original = type(rnn).check_input
 
@@ -248,19 +248,20 @@ def parts_of_5(monkeypatch, rnn):
     return checked
 
 
-def test_inputs_a_cast_copies_are_checked_and_cast_in_parts(rnn, profile, seq_inputs, parts_of_5):
-    """12 float64 inputs of a float32 model, checked 5 at a time: the first row (to learn
-    that the check casts), then 5, 5 and 2 (all checked before any is used), then each part
-    again when it is reached; no array of all 12 is made. Coverage, outputs, the kept best
-    inputs are those of the float32 inputs checked whole, and a profile is theirs to float
-    rounding (running statistics merge batch by batch)."""
+def test_inputs_a_cast_copies_are_checked_and_cast_in_parts(rnn, profile, seq_inputs, parts_of_4):
+    """12 float64 inputs of a float32 model, checked 4 at a time: the first row (to learn
+    that the check casts), then 4, 4 and 4 (all checked before any is used), then each part
+    again when it is reached; no array of all 12 is made. Coverage, outputs and the kept
+    best inputs are those of the float32 inputs checked whole; a profile is theirs to float
+    rounding (running statistics merge batch by batch), and the same where the model's
+    batches are 4 inputs, as the parts are (parts fall on batch boundaries)."""
     x = seq_inputs.astype(np.float64)
     a, b = Coverage(rnn, profile), Coverage(rnn, profile)
     a.update(x)
-    assert parts_of_5 == [1, 5, 5, 2, 5, 5, 2]
-    parts_of_5.clear()
+    assert parts_of_4 == [1, 4, 4, 4, 4, 4, 4]
+    parts_of_4.clear()
     b.update(seq_inputs)
-    assert parts_of_5 == [1, 12]  # float32: the first row casts nothing: checked whole
+    assert parts_of_4 == [1, 12]  # float32: the first row casts nothing: checked whole
     assert a.n_inputs_ == b.n_inputs_ == 12
     for name in a.metrics:
         np.testing.assert_array_equal(a[name].covered_, b[name].covered_)
@@ -268,32 +269,54 @@ def test_inputs_a_cast_copies_are_checked_and_cast_in_parts(rnn, profile, seq_in
     condition = int(np.flatnonzero(~a["BC"].covered_)[0])
     np.testing.assert_array_equal(a.best_input("BC", condition), b.best_input("BC", condition))
     np.testing.assert_array_equal(rnn.predict(x), rnn.predict(seq_inputs))
-    chunks = list(Coverage(rnn, profile).stream(x, whole=True))
-    assert len(chunks) == 1 and chunks[0].outputs.shape[0] == 12
+    (chunk,) = Coverage(rnn, profile).stream(x, whole=True)
+    assert chunk.outputs.shape[0] == 12
     fitted = Profile(window=(1, 6)).fit(rnn, x).to_dict()
     assert fitted["n_samples"] == 12
-    assert fitted.keys() == profile.to_dict().keys()
-    for key, value in profile.to_dict().items():
-        if key == "signals":
-            for name, stats in value.items():
-                for stat, number in stats.items():
-                    assert fitted[key][name][stat] == pytest.approx(number, rel=1e-5, abs=1e-6)
+    for name, stats in profile.to_dict()["signals"].items():
+        for stat, number in stats.items():
+            assert fitted["signals"][name][stat] == pytest.approx(number, rel=1e-5, abs=1e-6)
+    in_fours = RNNModel(rnn.model, "lstm_b", batch_size=4)
+    same = Profile(window=(1, 6)).fit(in_fours, seq_inputs).digest()
+    assert Profile(window=(1, 6)).fit(in_fours, x).digest() == same
 
 
 def test_a_refused_part_refuses_the_call_before_any_input_counts(
-    rnn, profile, seq_inputs, parts_of_5
+    rnn, profile, seq_inputs, parts_of_4
 ):
-    """A NaN in input 8 (row 3 of the second part) refuses the update before the first
-    part feeds coverage, and the message says from which input its rows count."""
+    """A NaN in input 9 and an inf in input 11 (rows 1 and 3 of the third part) refuse the
+    update before the first part feeds coverage, named as rows 9 and 11 of the inputs; a
+    wrong shape found on the first input alone names the inputs' shape."""
     x = seq_inputs.astype(np.float64)
-    x[8, 2, 1] = np.nan
+    x[9, 2, 1] = np.nan
+    x[11, 0, 0] = np.inf
     coverage = Coverage(rnn, profile)
     with pytest.raises(
-        InvalidInput, match=r"NaN or inf in rows \[3\].*in inputs\[5:10\].*counted from input 5"
+        InvalidInput, match=r"NaN or inf in rows \[9, 11\]; clean or drop those rows$"
     ):
         coverage.update(x)
     assert coverage.n_inputs_ == 0
-    with pytest.raises(InvalidInput, match=r"counted from input 5"):
+    with pytest.raises(InvalidInput, match=r"rows \[9, 11\];"):
         rnn.predict(x)
-    with pytest.raises(InvalidInput, match=r"counted from input 5"):
+    with pytest.raises(InvalidInput, match=r"rows \[9, 11\];"):
         Profile(window=(1, 6)).fit(rnn, x)
+    with pytest.raises(InvalidInput, match=r"inputs have shape \(12, 7, 2\); model 'stacked'"):
+        coverage.update(x[..., :2])
+
+
+def test_parts_hold_whole_batches(monkeypatch):
+    """Rows of 16 bytes: 42,799 fit in the part's bytes, so parts of 32,768 (a multiple of
+    16,384, which the batch sizes 256, 2,048 and 16,384 divide); 5 fit: parts of 4 (a power
+    of two); inputs whose check casts nothing are checked whole (None)."""
+    from pytest_rnncov.core import source
+
+    class Casting:
+        def check_input(self, x):
+            return np.asarray(x, np.float32)
+
+    monkeypatch.setattr(source, "INPUT_PART_BYTES", 16 * 42_799)
+    assert source._part_rows(Casting(), np.zeros((50_000, 2))) == 32_768
+    assert source._part_rows(Casting(), np.zeros((50_000, 2), np.float32)) is None
+    monkeypatch.setattr(source, "INPUT_PART_BYTES", 16 * 5)
+    assert source._part_rows(Casting(), np.zeros((6, 2))) == 4
+    assert [len(part) for part in source.CheckedInputs(Casting(), np.zeros((9, 2)))] == [4, 4, 1]

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..core.arrays import all_finite, input_array, to_host
 from ..core.cells import Cell
-from ..core.source import CheckedInputs
+from ..core.source import FIRST_ROW, CheckedInputs
 from ..core.threads import blas_threads, numpy_work
 from ..core.trace import Trace, concat_traces, select_components
 from ..errors import InvalidArgument, InvalidInput, ModelError
@@ -548,7 +548,7 @@ class Adapter:
             if not all_finite(inputs.whole):  # the model's own predict checks nothing there
                 raise not_finite(inputs.whole)
         outputs = []
-        for _, part in inputs:
+        for part in inputs:
             size = self.chunk_size(part)
             for start in range(0, len(part), size):
                 batch = part[start : start + size]
@@ -576,7 +576,7 @@ def not_finite(cast: np.ndarray, given: np.ndarray | None = None) -> InvalidInpu
 def rows_holding(bad: np.ndarray) -> str:
     """ "rows [i, j, ...]": the first five inputs (rows of the batch ``bad`` flags values
     of) that hold a flagged value."""
-    rows = np.flatnonzero(bad.reshape(len(bad), -1).any(axis=1))
+    rows = np.flatnonzero(bad.reshape(len(bad), -1).any(axis=1)) + FIRST_ROW.get()
     return f"rows {rows[:5].tolist()}{', ...' if rows.size > 5 else ''}"
 
 

@@ -209,7 +209,7 @@ class Coverage:
 
         def batches() -> Iterator[tuple[np.ndarray, np.ndarray | None, Trace]]:
             """(the batch's checked inputs, outputs, trace) in order, part by part."""
-            for _, part in inputs:
+            for part in inputs:
                 start = 0
                 options: dict[str, Any] = {"summed": True} if summed else {}
                 for out, trace in self.model.iter_traces(  # type: ignore[call-arg]
@@ -218,11 +218,11 @@ class Coverage:
                     yield part[start : start + trace.batch_size], out, trace
                     start += trace.batch_size
 
-        parts: Iterable[tuple[np.ndarray, np.ndarray | None, Trace]] = batches()
+        parts: Iterable[tuple[np.ndarray | None, np.ndarray | None, Trace]] = batches()
         if whole:
             joined = list(parts)
             rows = inputs.whole
-            if rows is None:  # checked in parts
+            if rows is None and keep_inputs:  # checked in parts
                 rows = np.concatenate([batch for batch, _, _ in joined])
             out = None if not outputs else np.concatenate([out for _, out, _ in joined])
             parts = [(rows, out, concat_traces([trace for _, _, trace in joined]))]

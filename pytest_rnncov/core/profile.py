@@ -138,7 +138,7 @@ class Profile:
         inputs = CheckedInputs(model, x)
         return self._fit(
             lambda: (
-                trace for _, part in inputs for _, trace in model.iter_traces(part, outputs=False)
+                trace for part in inputs for _, trace in model.iter_traces(part, outputs=False)
             ),
             layer=model.layer_name,
             fingerprint=model.fingerprint(),

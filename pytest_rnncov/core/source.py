@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from typing import Any, Iterator, Protocol
 
 import numpy as np
@@ -13,6 +14,14 @@ from .trace import Trace
 #: ids of an int32 one) are checked and cast about this many bytes of the given array at a
 #: time (``CheckedInputs``): a memory-mapped array of any size is never copied whole.
 INPUT_PART_BYTES = 1 << 28
+
+#: The input a part being checked starts at (``CheckedInputs``): an adapter's refusal adds
+#: it to the rows it names, so that they count from the first input, not the part's.
+FIRST_ROW: ContextVar[int] = ContextVar("pytest_rnncov_first_row", default=0)
+
+#: Part sizes are a multiple of this many rows when they hold as many (the adapters' batch
+#: sizes, 256, 2,048 and 16,384, divide it), else a power of two.
+PART_ALIGNMENT = 1 << 14
 
 
 class TraceSource(Protocol):
@@ -72,12 +81,13 @@ def check_source(model: Any, what: str = "model") -> "TraceSource":
 
 
 class CheckedInputs:
-    """Inputs ``x`` checked by ``model.check_input``, given in order as (first row, part):
-    one part, ``x`` checked whole, unless ``x`` is a numpy array of more than
-    INPUT_PART_BYTES whose check casts it (a copy); then parts of about INPUT_PART_BYTES of
-    ``x``, each checked (cast) again as it is reached. Every part is checked on
-    construction, so a refused part refuses the whole call before any part is used; its
-    message says from which input its rows are counted."""
+    """Inputs ``x`` checked by ``model.check_input``, given in order as parts: one part,
+    ``x`` checked whole, unless ``x`` is a numpy array of more than INPUT_PART_BYTES whose
+    check casts it (a copy); then parts of about INPUT_PART_BYTES of ``x`` (a multiple of
+    the batch sizes that are powers of two up to 16,384, so batches fall as they would on
+    the whole), each checked (cast) again as it is reached. Every part is checked on
+    construction, so a refused part refuses the whole call before any part is used; the
+    rows a refusal names are counted from the first input (``first_row``)."""
 
     def __init__(self, model: "TraceSource", x: Any) -> None:
         self._model = model
@@ -95,12 +105,12 @@ class CheckedInputs:
     def __len__(self) -> int:
         return len(self._x)
 
-    def __iter__(self) -> Iterator[tuple[int, np.ndarray]]:
+    def __iter__(self) -> Iterator[np.ndarray]:
         if self.whole is not None:
-            yield 0, self.whole
+            yield self.whole
             return
         for first in self._starts():
-            yield first, self._part(first)
+            yield self._part(first)
 
     def _starts(self) -> range:
         assert self._rows is not None
@@ -108,14 +118,11 @@ class CheckedInputs:
 
     def _part(self, first: int) -> np.ndarray:
         assert self._rows is not None
-        last = min(first + self._rows, len(self._x))
+        token = FIRST_ROW.set(first)
         try:
-            return self._model.check_input(self._x[first:last])
-        except InvalidInput as exc:
-            raise InvalidInput(
-                f"{exc} (in inputs[{first}:{last}]: inputs that a cast copies are checked "
-                f"{self._rows} at a time, and these rows are counted from input {first})"
-            ) from None
+            return self._model.check_input(self._x[first : first + self._rows])
+        finally:
+            FIRST_ROW.reset(token)
 
 
 def _part_rows(model: "TraceSource", x: Any) -> int | None:
@@ -130,6 +137,13 @@ def _part_rows(model: "TraceSource", x: Any) -> int | None:
         or x.nbytes <= INPUT_PART_BYTES
     ):
         return None
-    if model.check_input(x[:1]).dtype == x.dtype:
+    try:
+        probe = model.check_input(x[:1])
+    except InvalidInput as exc:  # the first input's shape, said as the inputs' own
+        raise InvalidInput(str(exc).replace(str(x[:1].shape), str(x.shape))) from None
+    if probe.dtype == x.dtype:
         return None
-    return max(1, INPUT_PART_BYTES // max(1, x[0].nbytes))
+    rows = max(1, INPUT_PART_BYTES // max(1, x[0].nbytes))
+    if rows >= PART_ALIGNMENT:
+        return rows - rows % PART_ALIGNMENT
+    return 1 << (rows.bit_length() - 1)
