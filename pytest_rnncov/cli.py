@@ -558,29 +558,29 @@ def _print_report(
         _err(f"error: {problem}")
 
 
-def _verdict(args: argparse.Namespace, data: Any) -> Any:
+def _verdict(args: argparse.Namespace, data: Any, errors: list[str]) -> Any:
+    """The verdict, as a pytest session decides it: the bars, and ``errors`` (exclusions
+    that cannot apply), each failing it."""
     from .config.bars import Bars
     from .core.names import DEFAULT_METRICS
     from .reporting.results import evaluate
 
     gate = DEFAULT_METRICS if args.rnn_metrics is None else args.rnn_metrics
     bars = None if args.rnn_coverage is None else Bars.parse(",".join(args.rnn_coverage), gate)
-    return evaluate(data, bars)
+    return evaluate(data, bars, errors=errors)
 
 
-def _excluded(args: argparse.Namespace, data: Any) -> Any:
-    """``data`` as the verdict and the reports see it: ``--rnn-exclude`` applied (a note on
-    stderr per exclusion of a model the data does not hold)."""
+def _excluded(args: argparse.Namespace, data: Any) -> tuple[Any, list[str]]:
+    """``data`` as the verdict and the reports see it, ``--rnn-exclude`` applied (a note on
+    stderr per exclusion of a model the data does not hold), and the errors of exclusions
+    that cannot apply (the others still apply; each fails the verdict, as in a session)."""
     from .core.exclusions import parse_exclusion
-    from .errors import InvalidArgument
 
     exclusions = [parse_exclusion(text) for text in args.rnn_exclude or ()]
     view, notes, errors = data.with_exclusions(list(dict.fromkeys(exclusions)))
-    if errors:
-        raise InvalidArgument("; ".join(errors))
     for note in notes:
         _err(f"warning: {note}")
-    return view
+    return view, errors
 
 
 def _data_inputs(args: argparse.Namespace) -> list[tuple[str, Path]]:
@@ -595,8 +595,8 @@ def _combine(args: argparse.Namespace) -> int:
         raise InvalidArgument("--out '': give a file path, e.g. --out combined.json")
     kinds, files, out = _outputs(args, _data_inputs(args))  # before reading anything
     data = _combined(args.data)
-    view = _excluded(args, data)
-    verdict = _verdict(args, view)
+    view, errors = _excluded(args, data)
+    verdict = _verdict(args, view, errors)
     failed, written = None, False
     runs = f"{len(args.data)} run{'s' if len(args.data) != 1 else ''}"
 
@@ -643,8 +643,8 @@ def _combine(args: argparse.Namespace) -> int:
 
 def _report(args: argparse.Namespace) -> int:
     kinds, files, _ = _outputs(args, _data_inputs(args))  # before reading anything
-    data = _excluded(args, _combined(args.data))
-    verdict = _verdict(args, data)
+    data, errors = _excluded(args, _combined(args.data))
+    verdict = _verdict(args, data, errors)
     problems, interrupted = _render(
         kinds, files, data, verdict, args.format == "markdown", args.tests
     )

@@ -444,10 +444,30 @@ def test_an_exclusion_counts_a_condition_apart_in_every_report(runs):
 
 
 def test_a_stale_exclusion_fails_the_command_and_the_session(runs):
-    done = cli("report", "whole.json", "--rnn-exclude", "tiny:TC:zzzzz = gone", cwd=runs)
-    assert done.returncode == 4
-    assert "exclusion tiny:TC:zzzzz matches no condition" in done.stderr
+    """The command decides as the session does: the verdict fails on a stale exclusion
+    (exit 1, the last line, the JSON report), the other exclusions still apply and the
+    reports are written; combine still writes the data it combined."""
     _, label = _uncovered_bc_label(runs / "whole.json")
+    for command in (
+        ["report", "whole.json"],
+        ["combine", "whole.json", "--out", "stale-combined.json"],
+    ):
+        done = cli(
+            *command, "--rnn-exclude", "tiny:TC:zzzzz = gone", "--rnn-exclude",
+            f"tiny:BC:{label} = far", "--rnn-coverage", "0.01", "--report", "term",
+            "--report", "json:stale-cli.json", cwd=runs,
+        )  # fmt: skip
+        assert done.returncode == 1, done.stdout + done.stderr
+        lines = done.stdout.strip().splitlines()
+        verdict_line = lines[-1] if command[0] == "report" else lines[-2]  # then: where it went
+        assert verdict_line.startswith(
+            "FAIL RNN coverage exclusion tiny:TC:zzzzz matches no condition"
+        )
+        assert f"excluded: tiny BC '{label}' (1 condition): far" in done.stdout
+        verdict = json.loads((runs / "stale-cli.json").read_text())["verdict"]
+        assert verdict["passed"] is False and verdict["gate"]["passed"] is True
+        assert verdict["errors"][0].startswith("exclusion tiny:TC:zzzzz matches no condition")
+    assert json.loads((runs / "stale-combined.json").read_text())["models"]["tiny"]
     session = pytest_run(
         "-k", "one", "--rnn-exclude=tiny:TC:zzzzz = gone", f"--rnn-exclude=tiny:BC:{label} = far",
         "--rnn-coverage=0.01", "--rnn-report=term", "--rnn-report=json:stale-report.json",
