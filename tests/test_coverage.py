@@ -286,7 +286,7 @@ def test_a_refused_part_refuses_the_call_before_any_input_counts(
 ):
     """A NaN in input 9 and an inf in input 11 (rows 1 and 3 of the third part) refuse the
     update before the first part feeds coverage, named as rows 9 and 11 of the inputs; a
-    wrong shape found on the first input alone names the inputs' shape."""
+    wrong shape is found on the whole (check_layout), as without parts."""
     x = seq_inputs.astype(np.float64)
     x[9, 2, 1] = np.nan
     x[11, 0, 0] = np.inf
@@ -302,6 +302,17 @@ def test_a_refused_part_refuses_the_call_before_any_input_counts(
         Profile(window=(1, 6)).fit(rnn, x)
     with pytest.raises(InvalidInput, match=r"inputs have shape \(12, 7, 2\); model 'stacked'"):
         coverage.update(x[..., :2])
+    # a refused part before the last says the rest went unread; a refused first input
+    # names every bad row of the first part
+    x = seq_inputs.astype(np.float64)
+    x[5, 0, 0] = x[7, 1, 1] = np.nan
+    later = r"checked 4 at a time: those after input 7 were not read\)$"
+    with pytest.raises(InvalidInput, match=r"rows \[5, 7\]; clean or drop those rows \(.*" + later):
+        coverage.update(x)
+    x[0, 0, 0] = x[2, 0, 0] = np.inf
+    with pytest.raises(InvalidInput, match=r"rows \[0, 2\];.*those after input 3 were not read"):
+        coverage.update(x)
+    assert coverage.n_inputs_ == 0
 
 
 def test_parts_hold_whole_batches(monkeypatch):
@@ -311,6 +322,9 @@ def test_parts_hold_whole_batches(monkeypatch):
     from pytest_rnncov.core import source
 
     class Casting:
+        def check_layout(self, x):
+            return x
+
         def check_input(self, x):
             return np.asarray(x, np.float32)
 

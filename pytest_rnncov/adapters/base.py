@@ -266,15 +266,13 @@ class Adapter:
             self._fingerprint = digest.hexdigest()[:16]
         return self._fingerprint
 
-    def check_input(self, x: Any) -> np.ndarray:
-        """Validate ``x`` against the model's input and return it as a numpy array.
+    def check_layout(self, x: Any) -> np.ndarray:
+        """``x`` as a numpy array (no copy where it is one), refused unless it is a
+        non-empty batch of numbers of the model's input shape; its values are not read."""
+        return self._layout(x)
 
-        Floats are cast to float32 and checked for NaN and inf *after* the cast, so a value
-        beyond float32's range is refused too; integer token ids must be whole numbers
-        within the embedding's range. On an adapter's device path, float32 inputs are
-        checked for NaN and inf by the forward pass that reads them (``trace``, ``run``,
-        ``iter_traces``), on the device, instead of here.
-        """
+    def _layout(self, x: Any) -> np.ndarray:
+        """``check_layout`` against ``input_shape`` as it is now."""
         array = input_array(x, "inputs")
         check_not_a_scalar_object(x, array)
         expected = self.input_shape
@@ -298,6 +296,19 @@ class Adapter:
                 f"inputs have shape {array.shape}: each input holds no values (an axis of "
                 "length 0); pass inputs with at least one step and one feature"
             )
+        return array
+
+    def check_input(self, x: Any) -> np.ndarray:
+        """Validate ``x`` against the model's input and return it as a numpy array.
+
+        Its layout first (``check_layout``); then floats are cast to float32 and checked
+        for NaN and inf *after* the cast, so a value beyond float32's range is refused too;
+        integer token ids must be whole numbers within the embedding's range. On an
+        adapter's device path, float32 inputs are checked for NaN and inf by the forward
+        pass that reads them (``trace``, ``run``, ``iter_traces``), on the device, instead
+        of here.
+        """
+        array = self._layout(x)
         if self.input_dtype.kind in "iu":
             if array.dtype.kind == "f":
                 if not np.isfinite(array).all() or not np.array_equal(array, np.round(array)):

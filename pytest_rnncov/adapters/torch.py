@@ -454,8 +454,20 @@ class TorchModel(Adapter):
         return lower.eval()
 
     # -- running ---------------------------------------------------------------------
-    @_locked  # it learns the input shape from the first inputs: one thread at a time
-    def check_input(self, x: Any) -> np.ndarray:
+    @_locked  # it reads the input shape it may learn: one thread at a time
+    def check_layout(self, x: Any) -> np.ndarray:
+        array = self._read(x)
+        if self._shape_known:
+            return self._layout(array)
+        self.input_shape = tuple(int(d) for d in array.shape[1:])  # any shape, until learned
+        try:
+            return self._layout(array)
+        finally:
+            self.input_shape = ()
+
+    @staticmethod
+    def _read(x: Any) -> np.ndarray:
+        """Inputs as a numpy array of at least two axes (``_readable``), else InvalidInput."""
         try:
             array = _readable(x)
         except InvalidInput:
@@ -468,6 +480,11 @@ class TorchModel(Adapter):
         check_not_a_scalar_object(x, array)
         if array.ndim < 2:
             raise InvalidInput(f"inputs have shape {array.shape}; pass a batch (x[None] for one)")
+        return array
+
+    @_locked  # it learns the input shape from the first inputs: one thread at a time
+    def check_input(self, x: Any) -> np.ndarray:
+        array = self._read(x)
         if self._shape_known:
             return self._within_half(super().check_input(array))
         # checked against its own shape; fixed only once a call on it went through

@@ -85,9 +85,11 @@ class CheckedInputs:
     ``x`` checked whole, unless ``x`` is a numpy array of more than INPUT_PART_BYTES whose
     check casts it (a copy); then parts of about INPUT_PART_BYTES of ``x`` (a multiple of
     the batch sizes that are powers of two up to 16,384, so batches fall as they would on
-    the whole), each checked (cast) again as it is reached. Every part is checked on
-    construction, so a refused part refuses the whole call before any part is used; the
-    rows a refusal names are counted from the first input (``first_row``)."""
+    the whole), each checked (cast) again as it is reached. The layout of the whole is
+    checked first (``check_layout``, where the model has it), then every part, so a
+    refused part refuses the whole call before any part is used; the rows a refusal names
+    are counted from the first input (``FIRST_ROW``), and it says that the parts after
+    the refused one were not read."""
 
     def __init__(self, model: "TraceSource", x: Any) -> None:
         self._model = model
@@ -117,18 +119,33 @@ class CheckedInputs:
         return range(0, len(self._x), self._rows)
 
     def _part(self, first: int) -> np.ndarray:
-        assert self._rows is not None
-        token = FIRST_ROW.set(first)
-        try:
-            return self._model.check_input(self._x[first : first + self._rows])
-        finally:
-            FIRST_ROW.reset(token)
+        return _checked_part(self._model, self._x, first, self._rows)
+
+
+def _checked_part(model: "TraceSource", x: np.ndarray, first: int, rows: int | None) -> np.ndarray:
+    """``model.check_input`` of ``x[first:first + rows]``, the rows a refusal names counted
+    from ``x``'s first input; a refusal of a part before the last says the rest went
+    unread."""
+    last = len(x) if rows is None else min(first + rows, len(x))
+    token = FIRST_ROW.set(first)
+    try:
+        return model.check_input(x[first:last])
+    except InvalidInput as exc:
+        if last < len(x):
+            raise InvalidInput(
+                f"{exc} (inputs that a cast copies are checked {last - first} at a time: "
+                f"those after input {last - 1} were not read)"
+            ) from None
+        raise
+    finally:
+        FIRST_ROW.reset(token)
 
 
 def _part_rows(model: "TraceSource", x: Any) -> int | None:
     """Rows per part of ``x`` for ``CheckedInputs``, or None to check it whole: anything
-    but a large numpy array of numbers, or one whose check copies nothing (the check of
-    its first row gives back its own dtype)."""
+    but a large numpy array of numbers, one whose check copies nothing (the check of its
+    first input gives back its own dtype), or inputs of a model without
+    ``check_layout``."""
     if (
         not isinstance(x, np.ndarray)
         or isinstance(x, np.ma.MaskedArray)
@@ -137,13 +154,18 @@ def _part_rows(model: "TraceSource", x: Any) -> int | None:
         or x.nbytes <= INPUT_PART_BYTES
     ):
         return None
+    check_layout = getattr(model, "check_layout", None)
+    if check_layout is None:
+        return None
+    check_layout(x)  # the shape and dtype of the whole, its values unread
+    rows = max(1, INPUT_PART_BYTES // max(1, x[0].nbytes))
+    rows = rows - rows % PART_ALIGNMENT if rows >= PART_ALIGNMENT else 1 << (rows.bit_length() - 1)
+    refusal: InvalidInput | None = None
     try:
         probe = model.check_input(x[:1])
-    except InvalidInput as exc:  # the first input's shape, said as the inputs' own
-        raise InvalidInput(str(exc).replace(str(x[:1].shape), str(x.shape))) from None
-    if probe.dtype == x.dtype:
-        return None
-    rows = max(1, INPUT_PART_BYTES // max(1, x[0].nbytes))
-    if rows >= PART_ALIGNMENT:
-        return rows - rows % PART_ALIGNMENT
-    return 1 << (rows.bit_length() - 1)
+    except InvalidInput as exc:
+        refusal = exc
+    if refusal is not None:  # for its values: refused with every bad row of the first part
+        _checked_part(model, x, 0, rows)
+        raise refusal
+    return None if probe.dtype == x.dtype else rows
