@@ -313,6 +313,20 @@ def test_a_refused_part_refuses_the_call_before_any_input_counts(
     with pytest.raises(InvalidInput, match=r"rows \[0, 2\];.*those after input 3 were not read"):
         coverage.update(x)
     assert coverage.n_inputs_ == 0
+    # float32 is not cast: checked whole whatever its size, every bad row named
+    y = seq_inputs.copy()
+    y[0, 0, 0] = y[9, 0, 0] = np.nan
+    with pytest.raises(InvalidInput, match=r"rows \[0, 9\]; clean or drop those rows$"):
+        coverage.update(y)
+    # inputs changed between two chunks of a stream: refused, and not called unread
+    x = seq_inputs.astype(np.float64)
+    chunks = coverage.stream(x)
+    next(chunks)
+    x[8, 0, 0] = np.nan
+    with pytest.raises(InvalidInput, match=r"rows \[8\]; clean or drop those rows \(this") as e:
+        list(chunks)
+    assert "not read" not in str(e.value)
+    assert coverage.n_inputs_ == 8  # the two parts before it went through
 
 
 def test_parts_hold_whole_batches(monkeypatch):

@@ -101,8 +101,8 @@ class CheckedInputs:
             self.whole = self._x = model.check_input(x)
             return
         self._x = x
-        for first in self._starts():
-            self._part(first)  # checked now, cast again when reached
+        for first in self._starts():  # checked now, cast again when reached
+            _checked_part(model, x, first, self._rows, say_unread=True)
 
     def __len__(self) -> int:
         return len(self._x)
@@ -119,19 +119,22 @@ class CheckedInputs:
         return range(0, len(self._x), self._rows)
 
     def _part(self, first: int) -> np.ndarray:
+        assert self._rows is not None
         return _checked_part(self._model, self._x, first, self._rows)
 
 
-def _checked_part(model: "TraceSource", x: np.ndarray, first: int, rows: int | None) -> np.ndarray:
+def _checked_part(
+    model: "TraceSource", x: np.ndarray, first: int, rows: int, say_unread: bool = False
+) -> np.ndarray:
     """``model.check_input`` of ``x[first:first + rows]``, the rows a refusal names counted
-    from ``x``'s first input; a refusal of a part before the last says the rest went
-    unread."""
-    last = len(x) if rows is None else min(first + rows, len(x))
+    from ``x``'s first input; with ``say_unread`` (the first pass) a refusal of a part
+    before the last says that the rest went unread."""
+    last = min(first + rows, len(x))
     token = FIRST_ROW.set(first)
     try:
         return model.check_input(x[first:last])
     except InvalidInput as exc:
-        if last < len(x):
+        if say_unread and last < len(x):
             raise InvalidInput(
                 f"{exc} (inputs that a cast copies are checked {last - first} at a time: "
                 f"those after input {last - 1} were not read)"
@@ -143,8 +146,8 @@ def _checked_part(model: "TraceSource", x: np.ndarray, first: int, rows: int | N
 
 def _part_rows(model: "TraceSource", x: Any) -> int | None:
     """Rows per part of ``x`` for ``CheckedInputs``, or None to check it whole: anything
-    but a large numpy array of numbers, one whose check copies nothing (the check of its
-    first input gives back its own dtype), or inputs of a model without
+    but a large numpy array of numbers, one whose check copies nothing (the check of an
+    input of zeros of its dtype gives back that dtype), or inputs of a model without
     ``check_layout``."""
     if (
         not isinstance(x, np.ndarray)
@@ -158,14 +161,11 @@ def _part_rows(model: "TraceSource", x: Any) -> int | None:
     if check_layout is None:
         return None
     check_layout(x)  # the shape and dtype of the whole, its values unread
+    try:  # what the check gives for an input of x's dtype (zeros: none of x's values read)
+        probe = model.check_input(np.zeros_like(x[:1]))
+    except InvalidInput:  # a model that refuses zeros: checked whole, as it always was
+        return None
+    if probe.dtype == x.dtype:
+        return None
     rows = max(1, INPUT_PART_BYTES // max(1, x[0].nbytes))
-    rows = rows - rows % PART_ALIGNMENT if rows >= PART_ALIGNMENT else 1 << (rows.bit_length() - 1)
-    refusal: InvalidInput | None = None
-    try:
-        probe = model.check_input(x[:1])
-    except InvalidInput as exc:
-        refusal = exc
-    if refusal is not None:  # for its values: refused with every bad row of the first part
-        _checked_part(model, x, 0, rows)
-        raise refusal
-    return None if probe.dtype == x.dtype else rows
+    return rows - rows % PART_ALIGNMENT if rows >= PART_ALIGNMENT else 1 << (rows.bit_length() - 1)
