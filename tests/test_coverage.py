@@ -236,6 +236,7 @@ def parts_of_4(monkeypatch, rnn):
     from pytest_rnncov.core import source
 
     monkeypatch.setattr(source, "INPUT_PART_BYTES", 4 * 168)
+    monkeypatch.setattr(source, "PART_MIN_ROWS", 1)
     checked: list[int] = []
     original = type(rnn).check_input
 
@@ -331,9 +332,13 @@ def test_a_refused_part_refuses_the_call_before_any_input_counts(
 
 def test_parts_hold_whole_batches(monkeypatch):
     """Rows of 16 bytes: 42,799 fit in the part's bytes, so parts of 32,768 (a multiple of
-    16,384, which the batch sizes 256, 2,048 and 16,384 divide); 5 fit: parts of 4 (a power
-    of two); inputs whose check casts nothing are checked whole (None)."""
+    16,384, which the batch sizes 256, 2,048 and 16,384 divide); 5 fit: parts of 2,048, the
+    adapters' host batch, which a part never splits (with no such floor: 4, a power of
+    two); inputs whose check casts nothing are checked whole (None)."""
+    from pytest_rnncov.adapters.base import HOST_BATCH
     from pytest_rnncov.core import source
+
+    assert source.PART_MIN_ROWS == HOST_BATCH
 
     class Casting:
         def check_layout(self, x):
@@ -346,5 +351,7 @@ def test_parts_hold_whole_batches(monkeypatch):
     assert source._part_rows(Casting(), np.zeros((50_000, 2))) == 32_768
     assert source._part_rows(Casting(), np.zeros((50_000, 2), np.float32)) is None
     monkeypatch.setattr(source, "INPUT_PART_BYTES", 16 * 5)
+    assert source._part_rows(Casting(), np.zeros((6, 2))) == 2048
+    monkeypatch.setattr(source, "PART_MIN_ROWS", 1)
     assert source._part_rows(Casting(), np.zeros((6, 2))) == 4
     assert [len(part) for part in source.CheckedInputs(Casting(), np.zeros((9, 2)))] == [4, 4, 1]

@@ -614,6 +614,7 @@ def test_float64_inputs_checked_in_parts_give_what_float32_inputs_give(x, monkey
     from pytest_rnncov.core import source
 
     monkeypatch.setattr(source, "INPUT_PART_BYTES", 4 * 6 * 3 * 8)
+    monkeypatch.setattr(source, "PART_MIN_ROWS", 1)
     rnn = RNNModel(Wrapped(nn.GRU(3, 5, batch_first=True)), "encoder.rnn", trace_on=trace_on)
     profile = Profile(window=(1, 5)).fit(rnn, x)
     wide, narrow = Coverage(rnn, profile), Coverage(rnn, profile)

@@ -20,8 +20,12 @@ INPUT_PART_BYTES = 1 << 28
 FIRST_ROW: ContextVar[int] = ContextVar("pytest_rnncov_first_row", default=0)
 
 #: Part sizes are a multiple of this many rows when they hold as many (the adapters' batch
-#: sizes, 256, 2,048 and 16,384, divide it), else a power of two.
+#: sizes, 256, 2,048 and 16,384, divide it), else a power of two ...
 PART_ALIGNMENT = 1 << 14
+#: ... of at least this many rows (the adapters' host batch, ``HOST_BATCH``), however
+#: large an input: a part never ends inside one of their default batches, and holds no
+#: more than twice the memory of the float32 batch the framework is then given.
+PART_MIN_ROWS = 2048
 
 
 class TraceSource(Protocol):
@@ -84,8 +88,8 @@ class CheckedInputs:
     """Inputs ``x`` checked by ``model.check_input``, given in order as parts: one part,
     ``x`` checked whole, unless ``x`` is a numpy array of more than INPUT_PART_BYTES whose
     check casts it (a copy); then parts of about INPUT_PART_BYTES of ``x`` (a multiple of
-    the batch sizes that are powers of two up to 16,384, so batches fall as they would on
-    the whole), each checked (cast) again as it is reached. The layout of the whole is
+    the batch sizes that are powers of two up to 16,384, at least 2,048 inputs), each
+    checked (cast) again as it is reached. The layout of the whole is
     checked first (``check_layout``, where the model has it), then every part, so a
     refused part refuses the whole call before any part is used; the rows a refusal names
     are counted from the first input (``FIRST_ROW``), and it says that the parts after
@@ -167,5 +171,5 @@ def _part_rows(model: "TraceSource", x: Any) -> int | None:
         return None
     if probe.dtype == x.dtype:
         return None
-    rows = max(1, INPUT_PART_BYTES // max(1, x[0].nbytes))
+    rows = max(PART_MIN_ROWS, INPUT_PART_BYTES // max(1, x[0].nbytes))
     return rows - rows % PART_ALIGNMENT if rows >= PART_ALIGNMENT else 1 << (rows.bit_length() - 1)
