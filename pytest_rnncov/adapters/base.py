@@ -555,9 +555,9 @@ class Adapter:
     def predict(self, x: Any) -> np.ndarray:
         """The model's outputs for ``x`` (validated, batched)."""
         inputs = CheckedInputs(self, x)
-        if inputs.whole is not None and self._floats_on_device(inputs.whole):
-            if not all_finite(inputs.whole):  # the model's own predict checks nothing there
-                raise not_finite(inputs.whole)
+        whole = inputs.whole  # parts were cast, so scanned by check_input
+        if whole is not None and self._floats_on_device(whole) and not all_finite(whole):
+            raise not_finite(whole)  # the model's own predict checks nothing on the device
         outputs = []
         for part in inputs:
             size = self.chunk_size(part)

@@ -457,11 +457,20 @@ class TorchModel(Adapter):
     @_locked  # it reads the input shape it may learn: one thread at a time
     def check_layout(self, x: Any) -> np.ndarray:
         array = self._read(x)
+        with self._own_shape(array):
+            return self._layout(array)
+
+    @contextmanager
+    def _own_shape(self, array: np.ndarray) -> Iterator[None]:
+        """Until the input shape is learned, inputs are checked against their own shape;
+        it is fixed only once a call on them went through (``_accept``): a batch refused
+        here, by the model or by the caller fixes nothing."""
         if self._shape_known:
-            return self._layout(array)
-        self.input_shape = tuple(int(d) for d in array.shape[1:])  # any shape, until learned
+            yield
+            return
+        self.input_shape = tuple(int(d) for d in array.shape[1:])
         try:
-            return self._layout(array)
+            yield
         finally:
             self.input_shape = ()
 
@@ -485,17 +494,11 @@ class TorchModel(Adapter):
     @_locked  # it learns the input shape from the first inputs: one thread at a time
     def check_input(self, x: Any) -> np.ndarray:
         array = self._read(x)
-        if self._shape_known:
-            return self._within_half(super().check_input(array))
-        # checked against its own shape; fixed only once a call on it went through
-        # (``_accept``): a batch refused here, by the model or by the caller fixes nothing
-        self.input_shape = tuple(int(d) for d in array.shape[1:])
-        try:
+        known = self._shape_known
+        with self._own_shape(array):
             checked = super().check_input(array)
-            if self._floats_on_device(checked) and not all_finite(checked):
-                raise not_finite(checked)  # scanned here, as the host path does
-        finally:
-            self.input_shape = ()
+        if not known and self._floats_on_device(checked) and not all_finite(checked):
+            raise not_finite(checked)  # a first call: scanned here, as the host path does
         return self._within_half(checked)
 
     def _within_half(self, x: np.ndarray) -> np.ndarray:

@@ -206,12 +206,12 @@ class Coverage:
             components = _union(components, feeds.components_)
             summed = summed and feeds.sums_only_
         summed = not full_trace and summed and _gives_sums(self.model, components)
+        options: dict[str, Any] = {"summed": True} if summed else {}
 
         def batches() -> Iterator[tuple[np.ndarray, np.ndarray | None, Trace]]:
             """(the batch's checked inputs, outputs, trace) in order, part by part."""
             for part in inputs:
                 start = 0
-                options: dict[str, Any] = {"summed": True} if summed else {}
                 for out, trace in self.model.iter_traces(  # type: ignore[call-arg]
                     part, outputs=outputs, until=until, components=components, **options
                 ):
