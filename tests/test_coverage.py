@@ -7,6 +7,8 @@ import pytest
 
 from pytest_rnncov import BC, Coverage, InvalidArgument, InvalidInput, Profile, RNNModel
 from pytest_rnncov.core.metrics import Signals
+from pytest_rnncov.core.state import MAX_COUNT
+from pytest_rnncov.reporting.data import CoverageData
 
 
 @pytest.fixture(scope="module")
@@ -122,7 +124,11 @@ def test_merging_another_models_coverage_is_refused(rnn, profile, seq_inputs, st
     assert "weights" in str(caught.value) and "profile" in str(caught.value)
     with pytest.raises(InvalidArgument, match="configurations differ"):
         mine.merge_state(Coverage(rnn, profile, [BC(alpha_max=0.5), "SC", "TC"]).state())
-    assert mine.n_inputs_ == 0
+    fewer = Coverage(rnn, profile, ["BC", "SC"])
+    fewer.update(seq_inputs)
+    with pytest.raises(InvalidArgument, match=r"tracked BC, SC, .* BC, SC, TC; .*--rnn-metrics"):
+        mine.merge_state(fewer.state())
+    assert mine.n_inputs_ == 0 and mine["BC"].covered == 0
 
 
 @pytest.mark.parametrize(
@@ -355,3 +361,18 @@ def test_parts_hold_whole_batches(monkeypatch):
     monkeypatch.setattr(source, "PART_MIN_ROWS", 1)
     assert source._part_rows(Casting(), np.zeros((6, 2))) == 4
     assert [len(part) for part in source.CheckedInputs(Casting(), np.zeros((9, 2)))] == [4, 4, 1]
+
+
+def test_merged_input_counts_saturate_like_combined_files(rnn, profile, seq_inputs):
+    """Coverage.merge_state adds input counts as `combine` does: at MAX_COUNT it stops,
+    so that its state() is still one a data file can hold."""
+    full = Coverage(rnn, profile)
+    full.update(seq_inputs)
+    state = full.state()
+    state.n_inputs = MAX_COUNT
+    mine = Coverage(rnn, profile)
+    mine.merge_state(state)
+    mine.merge_state(state)
+    assert mine.n_inputs_ == MAX_COUNT
+    again = CoverageData(models={"m": mine.state("m")}, runs=["r"])
+    assert CoverageData.loads(again.dumps()).models["m"].n_inputs == MAX_COUNT

@@ -20,7 +20,7 @@ from ..validation import check_str
 from .metrics import DEFAULT_METRICS, BatchResult, Metric, Signals, make_metric
 from .profile import Profile
 from .source import CheckedInputs, check_source
-from .state import MetricState, ModelState
+from .state import MAX_COUNT, MetricState, ModelState
 from .threads import numpy_work
 from .trace import Trace, concat_traces
 
@@ -372,6 +372,10 @@ class Coverage:
         """This coverage as the one serialisable state type (copies)."""
         if name is not None:
             check_str("name", name)
+        return self._state(name, copied=True)
+
+    def _state(self, name: str | None = None, *, copied: bool) -> ModelState:
+        """This coverage as a ModelState, its metric states copied or shared."""
         model = self.model
         return ModelState(
             name or model.layer_name,
@@ -380,7 +384,7 @@ class Coverage:
             (int(self.profile.window_[0]), int(self.profile.window_[1])),
             model.fingerprint(),
             self.n_inputs_,
-            {key: m.state_.copy() for key, m in self.metrics.items()},
+            {key: m.state_.copy() if copied else m.state_ for key, m in self.metrics.items()},
             self.profile_digest_,
         )
 
@@ -434,16 +438,10 @@ class Coverage:
             raise InvalidArgument(
                 f"merge_state takes a ModelState (coverage.state()), got {type(state).__name__}"
             )
-        self.state().check_compatible(state)
-        if set(state.metrics) != set(self.metrics):
-            raise InvalidArgument(
-                f"cannot merge coverage of {sorted(state.metrics)} into {sorted(self.metrics)}"
-            )
-        for key, metric in self.metrics.items():  # all checked before any is changed
-            metric.state_.check_compatible(state.metrics[key])
+        self._state(copied=False).check_mergeable(state)  # all checked before any is changed
         for key, metric in self.metrics.items():
             metric.merge_state(state.metrics[key])
-        self.n_inputs_ += state.n_inputs
+        self.n_inputs_ = min(self.n_inputs_ + state.n_inputs, MAX_COUNT)
 
     def empty_states(self) -> dict[str, MetricState]:
         """Fresh states of these metrics' configurations (e.g. one test's coverage)."""
