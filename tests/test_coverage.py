@@ -231,6 +231,19 @@ def test_a_refused_merge_changes_nothing_and_a_copy_cannot_count_twice(rnn, prof
     fresh.update(seq_inputs[5:])
     first.merge(fresh)
     assert first.n_inputs_ == len(seq_inputs)
+    # one merged into two others: merging those two would count its inputs twice
+    third = Coverage(rnn, profile)
+    third.merge(fresh)
+    with pytest.raises(InvalidArgument, match="one merged into both before"):
+        third.merge(first)
+    with pytest.raises(InvalidArgument, match="would count twice"):
+        first.merge(fresh)  # again
+    assert third.n_inputs_ == len(seq_inputs) - 5 and first.n_inputs_ == len(seq_inputs)
+    empty = Coverage(rnn, profile)
+    first.merge(empty)  # an empty one adds nothing, so it merges again once fed
+    empty.update(seq_inputs[:2])
+    first.merge(empty)
+    assert first.n_inputs_ == len(seq_inputs) + 2
     with pytest.raises(InvalidArgument, match="copy.copy of a bound BC would share"):
         copy.copy(first["BC"])
 

@@ -142,9 +142,10 @@ class Coverage:
         )
         self.track_fitness = track_fitness
         self.n_inputs_ = 0
-        #: shared by this Coverage and its deep copies made after it saw inputs: merging
-        #: one into another would count those inputs twice
-        self.lineage = secrets.token_hex(8)
+        #: a token for each Coverage whose inputs this one holds (its own, those merged in;
+        #: shared by its deep copies made after it saw inputs): two that share one would
+        #: count those inputs twice if merged
+        self.lineage = frozenset({secrets.token_hex(8)})
         self._kept: dict[int, np.ndarray] = {}
 
     def __getitem__(self, name: str) -> Metric:
@@ -404,7 +405,7 @@ class Coverage:
         for key, value in self.__dict__.items():
             setattr(twin, key, copy.deepcopy(value, memo))
         if not self.n_inputs_:  # nothing seen yet: nothing the two can count twice
-            twin.lineage = secrets.token_hex(8)
+            twin.lineage = frozenset({secrets.token_hex(8)})
         return twin
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -412,23 +413,27 @@ class Coverage:
         process, say, merges back)."""
         self.__dict__.update(state)
         if not self.n_inputs_:
-            self.lineage = secrets.token_hex(8)
+            self.lineage = frozenset({secrets.token_hex(8)})
 
     def merge(self, other: "Coverage") -> None:
-        """Union another Coverage of the same model, profile and metrics into this one."""
+        """Union another Coverage of the same model, profile and metrics into this one;
+        refused when both hold some of the same inputs (a copy, or one merged into both)."""
         if not isinstance(other, Coverage):
             raise InvalidArgument(f"cannot merge {type(other).__name__} into a Coverage")
         if other is self:
             raise InvalidArgument(
                 "cannot merge a Coverage into itself: its inputs would count twice"
             )
-        if other.lineage == self.lineage:
+        if other.n_inputs_ and other.lineage & self.lineage:
             raise InvalidArgument(
-                "cannot merge a copy of this Coverage made after it saw inputs "
-                "(copy.deepcopy): those inputs would count twice; merge coverages fed "
-                "different inputs, or copy one before it is fed"
+                "cannot merge a Coverage that holds inputs this one holds already (a copy "
+                "of it made after it saw inputs, copy.deepcopy, or one merged into both "
+                "before): those inputs would count twice; merge coverages fed different "
+                "inputs, or copy one before it is fed"
             )
         self.merge_state(other.state())
+        if other.n_inputs_:
+            self.lineage |= other.lineage
 
     def merge_state(self, state: ModelState) -> None:
         """Union a state produced elsewhere (another process, a data file). The covered
