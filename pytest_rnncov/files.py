@@ -158,6 +158,11 @@ def file_kind(path: Path) -> str | None:
     return "html" if any(mark in head for mark in _HTML_MARKS) else None
 
 
+#: the suffixes of an empty file a Markdown report may fill (a CI job summary has none); an
+#: empty ``__init__.py`` or ``setup.cfg`` is a user's file all the same
+EMPTY_MARKDOWN_SUFFIXES = ("", ".md", ".markdown", ".txt")
+
+
 def check_replaceable(
     path: Path, kind: str, what: str, error: type[RNNCovError] = DataFileError
 ) -> None:
@@ -183,7 +188,13 @@ def check_replaceable(
             "not hard-linked"
         )
     found = file_kind(path) if stat.S_ISREG(info.st_mode) else None
-    if kind == "markdown" and found is None and stat.S_ISREG(info.st_mode) and not info.st_size:
+    if (
+        kind == "markdown"
+        and found is None
+        and stat.S_ISREG(info.st_mode)
+        and not info.st_size
+        and path.suffix.lower() in EMPTY_MARKDOWN_SUFFIXES
+    ):
         return  # an empty file waiting for it: a CI job summary ($GITHUB_STEP_SUMMARY)
     if found != kind:
         seen = "a file pytest-rnncov did not write" if found is None else f"a {KINDS[found]}"

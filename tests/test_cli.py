@@ -388,6 +388,17 @@ def test_markdown_report_file_fills_an_empty_job_summary_and_never_a_users_file(
     assert refused.returncode != 0
     assert "would replace a file pytest-rnncov did not write" in refused.stderr
     assert notes.read_text() == "# release notes\n"
+    no_suffix = runs / "step_summary_0a1b"  # GitHub's name for it
+    no_suffix.write_text("")
+    done = cli("report", "whole.json", "--report", f"markdown:{no_suffix}", cwd=runs)
+    assert done.returncode == 0, done.stderr
+    package = runs / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")  # empty, and a user's file all the same
+    refused = cli("report", "whole.json", "--report", "markdown:pkg/__init__.py", cwd=runs)
+    assert refused.returncode != 0
+    assert "would replace a file pytest-rnncov did not write" in refused.stderr
+    assert (package / "__init__.py").read_text() == ""
 
 
 def test_markdown_cells_show_hostile_names_literally():

@@ -106,6 +106,98 @@ def test_a_baseline_is_not_written_from_a_failed_gate(project):
     assert not (project.path / ".rnncov" / "gate.json").exists()
 
 
+FAILING = """
+from conftest import inputs
+
+
+def test_one(tiny):
+    tiny.predict(inputs(1, n=2))
+
+
+def test_two(tiny):
+    assert False, "a regression the coverage does not see"
+"""
+
+
+def test_a_baseline_is_not_saved_or_ratcheted_from_a_run_whose_tests_failed(project):
+    """The gate passes (no bar), yet a test failed: a retried job must not compare with
+    a baseline this failed run lowered."""
+    assert project.runpytest("--rnn-save=main").ret == 0
+    path = project.path / ".rnncov" / "main.json"
+    before = path.read_bytes()
+    project.makepyfile(test_feed=FAILING)  # fewer inputs, and a failure
+    ratchet = ["--rnn-compare=main", "--rnn-save=main", "--rnn-compare-tolerance=1.0"]
+    for args in (["--rnn-save=main"], ratchet):  # the ratchet's comparison passes
+        result = project.runpytest(*args)
+        assert result.ret == 1
+        result.stdout.fnmatch_lines(
+            [
+                "RNN coverage baseline *main.json kept: 1 test failed in this run, and a "
+                "baseline is written only from a run that passed"
+            ]
+        )
+        assert path.read_bytes() == before
+    result = project.runpytest("--rnn-save=fresh")  # none there before: none written
+    result.stdout.fnmatch_lines(["RNN coverage baseline not saved to *fresh.json: 1 test failed*"])
+    assert not (project.path / ".rnncov" / "fresh.json").exists()
+
+
+EXITS_ZERO = """
+import pytest
+from conftest import inputs
+
+
+def test_one(tiny):
+    tiny.predict(inputs(1, n=2))
+    pytest.exit("stopping early", returncode=0)
+
+
+def test_two(tiny):
+    tiny.observe(inputs(2))
+"""
+
+
+def test_a_session_that_exits_zero_before_its_tests_ran_does_not_pass_a_gate(project):
+    project.makepyfile(test_feed=EXITS_ZERO)
+    result = project.runpytest("--rnn-coverage=0.9", "--rnn-report=json:r.json")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(
+        [
+            "ERROR pytest-rnncov: the gate was not applied (the session stopped early) and "
+            "pytest would have exited 0*",
+            "RNN coverage gate not applied: the session stopped after 0 of 2 tests "
+            "(Exit: stopping early)*",
+        ]
+    )
+    verdict = json.loads((project.path / "r.json").read_text())["verdict"]
+    assert verdict["passed"] is None and verdict["applied"] is False
+    assert project.runpytest().ret == 0  # no gate asked for: pytest's own exit code
+    project.makepyfile(test_feed=EXITS_ZERO.replace("returncode=0", "returncode=3"))
+    assert project.runpytest("--rnn-coverage=0.9").ret == 3  # not 0: left as it is
+
+
+BROKEN_TRACK = """
+import numpy as np
+
+
+def test_one(rnncov, tiny):
+    rnncov.track(tiny.rnn, layer="nope", name="other", x_train=np.zeros((4, 6, 2)))
+"""
+
+
+def test_a_failed_track_replaces_the_data_file_an_earlier_run_left(project):
+    """A later `report` or `combine` step must not pass on the earlier run's file."""
+    assert project.runpytest("--rnn-data=d.json").ret == 0
+    assert cli("report", "d.json", "--rnn-coverage=0.05", cwd=project.path).returncode == 0
+    project.makepyfile(test_feed=BROKEN_TRACK.replace("tiny.rnn", "object()"))
+    project.makeconftest(CONFTEST.replace('name="tiny")', 'name="tiny", layer="nope")'))
+    result = project.runpytest("--rnn-data=d.json")
+    result.stdout.fnmatch_lines(["RNN coverage data written to d.json"])
+    again = cli("report", "d.json", "--rnn-coverage=0.05", cwd=project.path)
+    assert again.returncode == 1
+    assert "no model was tracked; rnncov.track() failed: " in again.stdout
+
+
 def _state(metric: str, total: int, covered=(), weights=None) -> MetricState:
     state = MetricState.empty(metric, metric, total, {}, weights=weights)
     state.times[list(covered)] = 1
@@ -232,21 +324,32 @@ def test_crashes(tiny):
 """
 
 
+DIES_AT_THE_END = """
+
+import os as _os
+
+
+def pytest_sessionfinish(session):  # not the environment: an outer xdist run sets it
+    if getattr(session.config, "workerinput", {}).get("workerid") == "gw0":
+        _os._exit(1)  # its tests passed; it dies before it sends its coverage
+"""
+
+
 def test_a_killed_worker_marks_the_baseline_partial_and_a_comparison_says_so(pytester):
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_a_crash=CRASH, test_b_feed=FEW)
-    pytester.runpytest_subprocess(
-        "-n",
-        "2",
-        "--dist",
-        "loadfile",
-        "--max-worker-restart=0",
-        "--rnn-save=b.json",
-        "--rnn-data=d.json",
-    )
+    options = ("-n", "2", "--dist", "loadfile", "--max-worker-restart=0")
+    crashed = pytester.runpytest_subprocess(*options, "--rnn-save=b.json", "--rnn-data=d.json")
+    crashed.stdout.fnmatch_lines(["RNN coverage baseline not saved to b.json: 1 test failed*"])
+    assert json.loads((pytester.path / "d.json").read_text())["missing_workers"]
+    pytester.makeconftest(CONFTEST + DIES_AT_THE_END)
+    pytester.makepyfile(test_a_crash=FEW.replace("test_one", "test_three"))
+    died = pytester.runpytest_subprocess(*options, "--rnn-save=b.json", "--rnn-data=d.json")
+    died.stdout.fnmatch_lines(["RNN coverage baseline (partial: marked so) saved to b.json"])
     baseline = json.loads((pytester.path / "b.json").read_text())
     assert baseline["complete"] is False and baseline["missing_workers"]
     assert json.loads((pytester.path / "d.json").read_text())["missing_workers"]
+    pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_a_crash=FEW.replace("test_one", "test_two"))
     result = pytester.runpytest_subprocess("--rnn-compare=b.json", "--rnn-report=json:r.json")
     result.stdout.fnmatch_lines(
@@ -1017,10 +1120,14 @@ def test_a_last_failed_retry_is_partial_and_keeps_the_whole_runs_baseline(pytest
     pytester.makepyfile(test_flaky=FLAKY)
     (pytester.path / "FLAKE").touch()
     options = ("--rnn-coverage=0.05", "--rnn-save=main", "--rnn-data=d.json", "-W", "ignore")
-    first = pytester.runpytest_subprocess(*workers, *options)
-    assert first.ret == pytest.ExitCode.TESTS_FAILED  # test_big failed; the gate passed
+    (pytester.path / "FLAKE").unlink()
+    assert pytester.runpytest_subprocess(*workers, *options).ret == pytest.ExitCode.OK
     baseline = (pytester.path / ".rnncov" / "main.json").read_text()
     assert json.loads(baseline)["models"]["tiny"]["inputs"] == 50
+    (pytester.path / "FLAKE").touch()
+    first = pytester.runpytest_subprocess(*workers, *options)
+    assert first.ret == pytest.ExitCode.TESTS_FAILED  # test_big failed; the gate passed
+    assert (pytester.path / ".rnncov" / "main.json").read_text() == baseline
     (pytester.path / "FLAKE").unlink()
     retry = pytester.runpytest_subprocess(*workers, "--lf", *options)
     assert retry.ret == pytest.ExitCode.OK, retry.stdout.str()[-3000:]
@@ -1076,11 +1183,13 @@ def test_a_stepwise_retry_is_partial_and_keeps_the_whole_runs_baseline(pytester)
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_steps=STEPWISE)
     options = ("--rnn-coverage=0.05", "--rnn-save=main", "--rnn-data=d.json", "-W", "ignore")
+    assert pytester.runpytest_subprocess("--sw", *options).ret == pytest.ExitCode.OK
+    baseline = (pytester.path / ".rnncov" / "main.json").read_text()  # both tests ran
+    assert json.loads(baseline)["models"]["tiny"]["inputs"] == 50
     (pytester.path / "FLAKE").touch()
     stops = pytester.runpytest_subprocess("--sw", *options)  # stops at test_big's failure
     assert stops.ret in (pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.INTERRUPTED)
-    baseline = (pytester.path / ".rnncov" / "main.json").read_text()  # both tests ran
-    assert json.loads(baseline)["models"]["tiny"]["inputs"] == 50
+    assert (pytester.path / ".rnncov" / "main.json").read_text() == baseline  # it failed
     (pytester.path / "FLAKE").unlink()
     retry = pytester.runpytest_subprocess("--sw", *options)  # test_big alone
     assert retry.ret == pytest.ExitCode.OK, retry.stdout.str()[-3000:]

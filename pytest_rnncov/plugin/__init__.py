@@ -240,7 +240,9 @@ class RNNCovPlugin:
                 applied, reason = False, "no test was selected"
             else:
                 partial = self._retry_reason() or self._worker_retry
-            verdict = self.role.decide(applied, reason, why, partial)  # type: ignore[union-attr]
+            verdict = self.role.decide(  # type: ignore[union-attr]
+                applied, reason, why, partial, failed_tests=session.testsfailed
+            )
             if verdict.passed is False:
                 session.testsfailed += 1
 
@@ -316,6 +318,18 @@ class RNNCovPlugin:
             interrupted = True
             self.problems.append("interrupted (Ctrl-C) before the files were written")
         self.problems.extend(getattr(role, "problems", ()))
+        verdict = getattr(role, "verdict", None)
+        if (
+            session.exitstatus == pytest.ExitCode.OK
+            and getattr(role, "stopped", None) is not None
+            and verdict is not None
+            and not verdict.applied
+            and (verdict.bars is not None or verdict.baseline is not None)
+        ):  # pytest.exit(returncode=0) in a test: a gate asked for was never decided
+            self.problems.append(
+                "the gate was not applied (the session stopped early) and pytest would have "
+                "exited 0: a session that stops before its tests ran cannot pass a gate"
+            )
         if interrupted or getattr(role, "interrupted", False):
             session.exitstatus = pytest.ExitCode.INTERRUPTED
         elif self.problems and session.exitstatus == pytest.ExitCode.OK:

@@ -63,6 +63,8 @@ class Central:
         self.stopped: str | None = None
         #: whether a Ctrl-C stopped the reports from rendering (pytest's exit code says so)
         self.interrupted = False
+        #: how many tests failed (a baseline is saved only from a run without failures)
+        self.failed_tests = 0
         self.written: list[str] = []
         self.problems: list[str] = []
         #: profile files the workers' track() fitted and wrote (said with this process's)
@@ -100,12 +102,15 @@ class Central:
         reason: str | None,
         stopped: str | None = None,
         partial: str | None = None,
+        failed_tests: int = 0,
     ) -> Verdict:
         """Compute the verdict once (the reports render this object); ``stopped``: why the
         session stopped before all its tests ran (the gate is then not applied, and the
         data is marked partial); ``partial``: why it ran only some tests by design (--lf,
         --sw): the data is marked partial, and the gate applied, as a part's coverage is at
-        most the whole's, so it cannot pass where the whole run failed."""
+        most the whole's, so it cannot pass where the whole run failed; ``failed_tests``:
+        the tests (and collectors) that failed, which keep a baseline from being saved."""
+        self.failed_tests = failed_tests
         if stopped is not None:
             self.stopped = stopped
             applied, reason = False, f"{stopped}; the coverage shown is from the tests that ran"
@@ -143,13 +148,15 @@ class Central:
             )
         data = self.data()
         verdict = self.verdict or self.decide(False, "the session stopped before the tests ran")
-        # a session that measured nothing leaves an earlier baseline or data file as it was;
-        # one that stopped early writes what it measured to the data file, marked partial
+        # a session that measured nothing leaves an earlier baseline or data file as it was
+        # (but one whose track() failed writes that, so the earlier file cannot pass for
+        # it); one that stopped early writes what it measured to the data file, marked
+        # partial
         unwritten = (
             verdict.skipped_reason
             if not verdict.applied and self.stopped is None
             else None
-            if data.models
+            if data.models or data.track_errors
             else "no model was tracked"
         )
         pending: list[Pending] = []
@@ -158,7 +165,11 @@ class Central:
             path = outputs.baseline.path
             unsaved = unwritten or (verdict.skipped_reason if self.stopped is not None else None)
             reason = unsaved or why_not_saved(
-                verdict.passed, data, self._existing_baseline(), self.settings.ratchet
+                verdict.passed,
+                data,
+                self._existing_baseline(),
+                self.settings.ratchet,
+                self.failed_tests,
             )
             if reason is None:
                 done = "saved to" if data.complete else "(partial: marked so) saved to"

@@ -148,16 +148,26 @@ def regressions(baseline: Baseline, current: dict[str, ModelState], tolerance: f
 
 
 def why_not_saved(
-    passed: bool | None, data: CoverageData, existing: Baseline | None, ratchet: bool
+    passed: bool | None,
+    data: CoverageData,
+    existing: Baseline | None,
+    ratchet: bool,
+    failed_tests: int = 0,
 ) -> str | None:
     """Why this run's coverage must not be saved as the baseline (None: save it).
 
-    A baseline is written only from a run whose verdict did not fail; a partial run never
-    replaces a complete baseline; a ratchet (the compared baseline saved over) only moves
-    up: no metric may be lower than in the baseline it replaces.
+    A baseline is written only from a run whose verdict did not fail and in which no test
+    failed (``failed_tests``); a partial run never replaces a complete baseline; a
+    ratchet (the compared baseline saved over) only moves up: no metric may be lower than
+    in the baseline it replaces.
     """
     if passed is False:
         return "this run failed its verdict, and a baseline is written only from a run that passed"
+    if failed_tests:
+        return (
+            f"{failed_tests} test{'s' if failed_tests != 1 else ''} failed in this run, and a "
+            "baseline is written only from a run that passed"
+        )
     if data.stopped:
         return f"{'; '.join(data.stopped)}, and a baseline is written only from a whole run"
     if existing is None:
