@@ -98,6 +98,11 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+#: a JSON escape of a UTF-16 surrogate (paired ones decode to one character; a lone one
+#: cannot be encoded as UTF-8, so printing or writing it fails)
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
 def parse_json(
     raw: bytes | str, where: str, error: type[RNNCovError] = DataFileError, fix: str = ""
 ) -> Any:
@@ -109,7 +114,16 @@ def parse_json(
         except UnicodeDecodeError:
             raise error(f"{where} is not UTF-8 text{suffix}") from None
     try:
-        return json.loads(raw, parse_constant=_refuse_constant, object_pairs_hook=_unique_keys)
+        parsed = json.loads(raw, parse_constant=_refuse_constant, object_pairs_hook=_unique_keys)
+        if _SURROGATE_ESCAPE.search(raw):  # rare: only then the whole is checked
+            json.dumps(parsed, ensure_ascii=False).encode("utf-8")
+        return parsed
+    except UnicodeEncodeError as exc:  # "\ud800": half of a character, which no text holds
+        bad = exc.object[exc.start : exc.end]
+        raise error(
+            f"{where} holds {ascii(bad)}, an escaped lone surrogate (half of a UTF-16 pair), "
+            f"which is no character: it cannot be printed or written{suffix}"
+        ) from None
     except RecursionError:
         raise error(f"{where} nests JSON too deeply to be one of our files{suffix}") from None
     except ValueError as exc:  # JSONDecodeError, constants, integers too long to convert

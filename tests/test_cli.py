@@ -830,3 +830,25 @@ def test_a_reader_that_went_away_leaves_the_exit_code_as_it_was(tmp_path):
         )
         process.stdout.close()  # before the command writes anything
         assert process.wait(timeout=120) == code
+
+
+def test_an_escaped_lone_surrogate_is_refused_as_a_file_error_not_a_traceback(runs):
+    """'\\ud800' in a JSON string parses, but no UTF-8 output can hold it: report, combine
+    and the plugin's Markdown report crashed printing or writing it (a paired escape, an
+    emoji, is a character and reads as one)."""
+    text = (runs / "whole.json").read_text()
+    (runs / "half.json").write_text(text.replace('"tiny"', '"t\\ud800iny"', 1))
+    (runs / "pair.json").write_text(text.replace('"tiny"', '"t\\ud83d\\ude00iny"'))
+    for args in (["report", "half.json"], ["combine", "half.json", "a.json"]):
+        done = cli(*args, "--rnn-coverage=0.01", cwd=runs)
+        assert done.returncode == 4, done.stderr
+        assert "half.json" in done.stderr and "'\\ud800', an escaped lone surrogate" in done.stderr
+        assert "Traceback" not in done.stderr
+    done = cli("report", "pair.json", "--report", "markdown:pair.md", cwd=runs)
+    assert done.returncode == 0, done.stderr
+    assert "t\U0001f600iny" in (runs / "pair.md").read_text()
+    baseline = (runs / "base.json").read_text().replace('"tiny"', '"t\\ud800iny"', 1)
+    (runs / "half-base.json").write_text(baseline)
+    done = pytest_run("--rnn-compare=half-base.json", "--rnn-report=markdown:m.md", cwd=runs)
+    assert done.returncode == 4 and "an escaped lone surrogate" in done.stderr
+    assert not (runs / "m.md").exists()
