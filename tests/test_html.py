@@ -339,3 +339,26 @@ def test_html_without_matplotlib_is_a_clear_usage_error(pytester):
             "pip install 'pytest-rnncov[[]html]'*"
         ]
     )
+
+
+def test_a_write_that_fails_unexpectedly_costs_only_itself(tmp_path):
+    """Text no encoder takes (a lone surrogate) once raised out of the session's end,
+    before the verdict was printed and the other files were written."""
+    from pytest_rnncov.files import Output
+    from pytest_rnncov.reporting.outputs import write_all
+
+    first = Output(tmp_path / "r.md", "markdown", "--rnn-report=markdown")
+    second = Output(tmp_path / "r.json", "pytest-rnncov-report", "--rnn-report=json")
+    from pytest_rnncov.reporting.json_report import JsonReport
+
+    content = JsonReport().render(CoverageData(), evaluate(CoverageData(), None))
+    written, problems, interrupted = write_all(
+        [(first, "bad \ud800", "written to"), (second, content, "written to")]
+    )
+    assert written == [f"written to {tmp_path / 'r.json'}"] and not interrupted
+    assert problems == [
+        f"RNN coverage file not written to {tmp_path / 'r.md'}: UnicodeEncodeError: "
+        "'utf-8' codec can't encode character '\\ud800' in position 4: surrogates not "
+        "allowed (an error in pytest-rnncov; please report it)"
+    ]
+    assert not (tmp_path / "r.md").exists()

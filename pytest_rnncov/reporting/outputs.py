@@ -102,6 +102,12 @@ def write_all(pending: Sequence[Pending]) -> tuple[list[str], list[str], bool]:
                     written.append(f"{done} {output.write(content)}")
                 except RNNCovError as exc:
                     problems.append(str(exc))
+                except Exception as exc:  # a bug here must not cost the run its other files
+                    problems.append(
+                        f"RNN coverage file not written to {output.path}: "
+                        f"{type(exc).__name__}: {exc} (an error in pytest-rnncov; please "
+                        "report it)"
+                    )
                 attempted += 1
     except KeyboardInterrupt:  # held until the end, or a second one: at once
         written.extend(
