@@ -387,25 +387,52 @@ def test_outputs_never_replace_the_tracked_profile(pytester):
         assert profile.read_bytes() == before
 
 
+WRITES_THE_OUTPUT = (
+    FEW
+    + """
+
+def test_writes(tmp_path):
+    import pathlib
+
+    pathlib.Path("out.json").write_text('{"format": "pytest-rnncov-profile"}')
+"""
+)
+
+
 def test_an_output_created_during_the_run_is_not_replaced(pytester):
-    """The profile does not exist when the run starts: the data file (same path) finds it
+    """The file is not there when the run starts: the data file (same path) finds it
     there at the end and keeps this run's data beside it."""
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_feed=WRITES_THE_OUTPUT)
+    result = pytester.runpytest("--rnn-data=out.json")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(
+        [
+            "ERROR pytest-rnncov: --rnn-data not written to 'out.json': another process "
+            "wrote that file*"
+        ]
+    )
+    assert (pytester.path / "out.json").read_text() == '{"format": "pytest-rnncov-profile"}'
+    kept = list(pytester.path.glob("out.conflict-*.json"))
+    assert len(kept) == 1 and json.loads(kept[0].read_text())["format"] == "pytest-rnncov-data"
+
+
+def test_a_profile_to_fit_where_an_output_goes_is_refused(pytester):
+    """The profile does not exist when the run starts, so the outputs' check passed; the
+    conflict at the end once blamed "another process" for this run's own profile."""
     pytester.makeconftest(PROFILE_CONFTEST)
     pytester.makepyfile(test_feed=FEW)
     result = pytester.runpytest("--rnn-data=tiny-profile.json")
     assert result.ret == 1
     result.stdout.fnmatch_lines(
         [
-            "ERROR pytest-rnncov: --rnn-data not written to "
-            "'tiny-profile.json': another process wrote that file*"
+            "*InvalidArgument: track(profile=...) '*tiny-profile.json' would collide with "
+            "--rnn-data '*tiny-profile.json'; give each output its own path*"
         ]
     )
-    assert (
-        json.loads((pytester.path / "tiny-profile.json").read_text())["format"]
-        == "pytest-rnncov-profile"
-    )
-    kept = list(pytester.path.glob("tiny-profile.conflict-*.json"))
-    assert len(kept) == 1 and json.loads(kept[0].read_text())["format"] == "pytest-rnncov-data"
+    written = json.loads((pytester.path / "tiny-profile.json").read_text())
+    assert written["format"] == "pytest-rnncov-data" and written["track_errors"]
+    assert not list(pytester.path.glob("*.conflict-*"))
 
 
 def test_reports_never_replace_a_model_or_a_foreign_page(project):

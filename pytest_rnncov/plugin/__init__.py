@@ -113,6 +113,7 @@ class RNNCovPlugin:
                 signal_figures=wanted,
                 record_tests=self.settings.record_tests,
                 samples=self.settings.samples,
+                outputs=self.settings.output_paths(),
             )
             self._engine.current_test = self._current_test
             self._engine.current_random = self._current_random

@@ -212,6 +212,20 @@ class Settings:
             and os.path.realpath(self.save) == os.path.realpath(self.compare)
         )
 
+    def output_paths(self) -> list[tuple[str, Path]]:
+        """The files and folders the session writes, each with the option that names it
+        (a ratchet's baseline is an input: it is only replaced)."""
+        outputs = [
+            (f"--rnn-report={kind}:", Path(dest)) for kind, dest in self.reports if dest is not None
+        ]
+        if self.data is not None:
+            outputs.append(("--rnn-data", self.data))
+        if self.save is not None and not self.ratchet:
+            outputs.append(("--rnn-save", self.save))
+        if self.samples is not None:  # a folder: no other output may lie inside it
+            outputs.append(("--rnn-samples", self.samples))
+        return outputs
+
 
 def _ini(config: pytest.Config, name: str) -> Any:
     with warnings.catch_warnings():
@@ -413,20 +427,8 @@ def check_outputs(settings: Settings) -> SessionOutputs:
     from ..reporting.outputs import file_output, report_output
 
     try:
-        outputs = [
-            (f"--rnn-report={kind}:", Path(dest))
-            for kind, dest in settings.reports
-            if dest is not None
-        ]
-        if settings.data is not None:
-            outputs.append(("--rnn-data", settings.data))
         inputs = [] if settings.compare is None else [("--rnn-compare", settings.compare)]
-        ratchet = settings.ratchet
-        if settings.save is not None and not ratchet:
-            outputs.append(("--rnn-save", settings.save))
-        if settings.samples is not None:  # a folder: no other output may lie inside it
-            outputs.append(("--rnn-samples", settings.samples))
-        check_distinct(outputs, inputs)
+        check_distinct(settings.output_paths(), inputs)
         reports = tuple(
             (kind, report_output(kind, dest, f"--rnn-report={kind}:"))
             for kind, dest in settings.reports

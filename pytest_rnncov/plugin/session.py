@@ -19,6 +19,7 @@ import numpy as np
 
 from ..adapters.base import Adapter
 from ..adapters.model import RNNModel
+from ..config.paths import check_distinct
 from ..config.values import parse_metrics
 from ..core.abstractions import resolve_window
 from ..core.coverage import Coverage, Observation
@@ -307,8 +308,12 @@ class RNNCovSession:
         signal_figures: bool = True,
         record_tests: bool = False,
         samples: Path | None = None,
+        outputs: Sequence[tuple[str, Path]] = (),
     ) -> None:
         self.seed = check_int("seed", seed, minimum=0)
+        #: the files and folders the session writes at its end, by option: a profile
+        #: track() fits is not written where one of them will be
+        self.outputs = tuple(outputs)
         #: where campaigns without output_dir save their samples (--rnn-samples)
         self.samples = samples
         self.folders: set[Path] = set()
@@ -483,6 +488,7 @@ class RNNCovSession:
                 raise ProfileError(
                     f"no profile file at {str(path)!r}; pass x_train=... to fit and save it there"
                 )
+            check_distinct([*self.outputs, ("track(profile=...)", path)])
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
