@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, NoReturn, Sequence
 
 from .errors import RNNCovError
+from .files import Terminated, terminate_as_interrupt
 from .validation import printable
 
 INTERRUPTED = 2
@@ -205,6 +206,7 @@ def _to_nowhere(stream: Any) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     args = _parser().parse_args(_joined_signed(sys.argv[1:] if argv is None else argv))
+    restore = terminate_as_interrupt()  # a CI timeout's SIGTERM: files whole, then exit 2
     try:
         handler = {
             "profile": _profile_fit,
@@ -217,9 +219,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RNNCovError as exc:
         _err(f"python -m pytest_rnncov {args.command}: error: {exc}")
         return USAGE_ERROR
-    except KeyboardInterrupt:  # files are written whole or not at all (interrupt_after)
-        _err(f"python -m pytest_rnncov {args.command}: interrupted")
+    except KeyboardInterrupt as exc:  # files are written whole or not at all (interrupt_after)
+        how = f" ({exc})" if isinstance(exc, Terminated) else ""
+        _err(f"python -m pytest_rnncov {args.command}: interrupted{how}")
         return INTERRUPTED
+    finally:
+        if restore is not None:
+            restore()
 
 
 #: the largest array unpacked from an .npz file (bytes)

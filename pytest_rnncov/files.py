@@ -27,7 +27,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from .errors import DataFileError, InvalidArgument, OutputConflict, RNNCovError
 from .validation import shown
@@ -369,34 +369,75 @@ def write_atomic(
     return path
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a CI job's timeout or cancel), raised as an interrupt: the session ends as
+    after a Ctrl-C, keeping what it measured (``terminate_as_interrupt``)."""
+
+
+def terminate_as_interrupt() -> Callable[[], None] | None:
+    """Make SIGTERM stop this process as a Ctrl-C does (``Terminated``), where SIGTERM
+    still has its default action (which ends the process at once, writing nothing) and
+    this is the main thread; a second SIGTERM ends it at once. Returns the function that
+    restores the default (None: nothing was changed)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return None  # someone else's handler, or SIGTERM ignored: theirs to keep
+
+    def terminated(signum: int, frame: Any) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        raise Terminated("SIGTERM")
+
+    signal.signal(signal.SIGTERM, terminated)
+
+    def restore() -> None:
+        if signal.getsignal(signal.SIGTERM) is terminated:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+    return restore
+
+
 @contextlib.contextmanager
 def interrupt_after() -> Iterator[None]:
-    """Hold a Ctrl-C (SIGINT) that arrives inside the block until the block ends, then
-    raise it: a set of files written together is finished, each whole. A second Ctrl-C
-    raises at once (a write that hangs on a lock or a lost mount can still be stopped).
-    Outside the main thread (where signals cannot be handled) the block runs as it is."""
-    previous = signal.getsignal(signal.SIGINT)
-    if threading.current_thread() is not threading.main_thread() or previous is None:
-        yield  # signals cannot be handled here, or the handler is not Python's to restore
+    """Hold a Ctrl-C (SIGINT), or a SIGTERM that ``terminate_as_interrupt`` turns into one,
+    that arrives inside the block until the block ends, then raise it: a set of files
+    written together is finished, each whole. A second signal raises at once (a write
+    that hangs on a lock or a lost mount can still be stopped). Outside the main thread
+    (where signals cannot be handled) the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signals cannot be handled here
         return
+    previous = {
+        signum: handler
+        for signum in (signal.SIGINT, signal.SIGTERM)
+        for handler in [signal.getsignal(signum)]
+        if callable(handler) or (signum == signal.SIGINT and handler == signal.SIG_DFL)
+    }  # not a handler that is not Python's to restore, nor an ignored or default SIGTERM
     held: list[tuple[int, Any]] = []
 
+    def restore() -> None:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
     def hold(signum: int, frame: Any) -> None:
-        if held:  # a second Ctrl-C: the user insists (a write hangs): stop now
-            signal.signal(signal.SIGINT, previous)
-            raise KeyboardInterrupt
+        if held:  # a second signal: the user insists (a write hangs): stop now
+            restore()
+            raise Terminated("SIGTERM") if signum == signal.SIGTERM else KeyboardInterrupt
         held.append((signum, frame))
 
-    signal.signal(signal.SIGINT, hold)
+    for caught in previous:
+        signal.signal(caught, hold)
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        restore()
     if held:
-        if callable(previous):
-            previous(*held[0])  # Python's default handler raises KeyboardInterrupt
-        elif previous == signal.SIG_DFL:
-            raise KeyboardInterrupt
+        first, frame = held[0]
+        handler = previous[signal.Signals(first)]
+        if callable(handler):
+            handler(first, frame)  # Python's SIGINT handler raises KeyboardInterrupt
+        else:
+            raise KeyboardInterrupt  # SIGINT's default action
 
 
 class Output:

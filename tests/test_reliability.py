@@ -993,6 +993,78 @@ def test_a_ctrl_c_while_files_are_written_is_raised_after_the_last():
         done.append("again")
 
 
+def test_sigterm_is_an_interrupt_where_it_would_end_the_process_unwritten():
+    from pytest_rnncov.files import Terminated, terminate_as_interrupt
+
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    restore = terminate_as_interrupt()
+    assert restore is not None
+    try:
+        done = []
+        with pytest.raises(Terminated, match="SIGTERM"):
+            with interrupt_after():  # held while files are written, as a Ctrl-C is
+                os.kill(os.getpid(), signal.SIGTERM)
+                done.append("last file")
+        assert done == ["last file"]
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # a second one: at once
+    finally:
+        restore()
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+    def own(signum, frame):
+        pass
+
+    signal.signal(signal.SIGTERM, own)  # the process's own handler is left to it
+    try:
+        assert terminate_as_interrupt() is None
+        assert signal.getsignal(signal.SIGTERM) is own
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+TERMINATED = """
+import os
+import signal
+
+from conftest import inputs
+
+
+def test_one(tiny):
+    tiny.predict(inputs(1))
+
+
+def test_two(tiny):
+    tiny.predict(inputs(2))
+    os.kill(os.getpid(), signal.SIGTERM)  # a CI job's timeout
+
+
+def test_three(tiny):
+    tiny.predict(inputs(3))
+"""
+
+
+def test_a_sigterm_keeps_what_the_session_measured_and_says_it_stopped(pytester):
+    """SIGTERM ended the process at once: no data file, no report, and an earlier run's
+    complete files left in place as if they were this run's."""
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_feed=TERMINATED.replace("os.kill", "pass  #"))
+    outputs = ("--rnn-coverage=0.01", "--rnn-data=d.json", "--rnn-report=json:r.json")
+    assert pytester.runpytest_subprocess(*outputs).ret == pytest.ExitCode.OK
+    pytester.makepyfile(test_feed=TERMINATED)
+    result = pytester.runpytest_subprocess(*outputs)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(
+        [
+            "RNN coverage data (partial: marked so) written to d.json",
+            "RNN coverage gate not applied: the session stopped after 1 of 3 tests (SIGTERM)*",
+        ]
+    )
+    data = json.loads((pytester.path / "d.json").read_text())
+    assert data["stopped"] == ["the session stopped after 1 of 3 tests (SIGTERM)"]
+    assert data["models"]["tiny"]["inputs"] == 32  # test_one's and test_two's
+    assert json.loads((pytester.path / "r.json").read_text())["verdict"]["passed"] is None
+
+
 SIGNALLING = """
 import os
 import signal

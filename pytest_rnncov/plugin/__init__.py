@@ -5,7 +5,7 @@ PyTorch, RDKit or NLTK: models are wrapped only when a test uses the ``rnncov`` 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Generator
+from typing import TYPE_CHECKING, Any, Callable, Generator
 
 import pytest
 
@@ -94,6 +94,8 @@ class RNNCovPlugin:
         #: why the xdist workers ran only the tests a retry option picked (--lf, --sw)
         self._worker_retry: str | None = None
         self.problems: list[str] = []
+        #: puts SIGTERM's default action back (None: the plugin did not change it)
+        self._restore_sigterm: Callable[[], None] | None = None
         if settings.explicit:  # asked for: set up now (an unreadable baseline stops the run)
             self.role  # noqa: B018
 
@@ -117,6 +119,10 @@ class RNNCovPlugin:
             )
             self._engine.current_test = self._current_test
             self._engine.current_random = self._current_random
+            if not self.worker:  # a CI timeout's SIGTERM ends the session as a Ctrl-C does
+                from ..files import terminate_as_interrupt
+
+                self._restore_sigterm = terminate_as_interrupt()
             from ..generation.strategies import use_session_models
 
             engine = self._engine
@@ -337,6 +343,8 @@ class RNNCovPlugin:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if self._restore_sigterm is not None:
+            self._restore_sigterm()
         if self._engine is not None:  # model names resolve from this session only
             from ..generation.strategies import use_session_models
 
