@@ -260,6 +260,8 @@ def _load_array(path: str, key: str | None) -> Any:
         if isinstance(data, np.ndarray):
             return data
         names = list(data.files)
+        if not names:
+            raise DataFileError(f"{path!r} holds no array; save the inputs with numpy.savez")
         if key is None:
             if len(names) != 1:
                 raise DataFileError(
@@ -274,7 +276,13 @@ def _load_array(path: str, key: str | None) -> Any:
                 f"{path!r} array {key!r} unpacks to {size:,} bytes, more than the "
                 f"{MAX_ARRAY_BYTES:,} read; save it uncompressed with numpy.save"
             )
-        return data[key]
+        array = data[key]
+        if not isinstance(array, np.ndarray):  # a member without numpy's header: its bytes
+            raise DataFileError(
+                f"{path!r} member {key!r} is not a numpy array (no .npy header); save the "
+                "inputs with numpy.savez"
+            )
+        return array
     except (ValueError, OSError, EOFError, zipfile.BadZipFile, KeyError, MemoryError) as exc:
         if "pickle" in str(exc) or "Python objects" in str(exc):  # not numpy's advice:
             raise DataFileError(
@@ -316,7 +324,7 @@ def _model_file(args: argparse.Namespace) -> Path | None:
         if args.weights is not None:
             raise InvalidArgument(
                 f"--weights {args.weights!r} is for a PyTorch factory (module:function); "
-                f"the Keras file {args.model!r} holds its own weights: drop --weights"
+                f"the model file {args.model!r} holds its own weights: drop --weights"
             )
         return model_path(path)
     if args.weights is None:

@@ -146,13 +146,18 @@ def fraction_problem(number: float) -> str | None:
 
 
 def check_ascii_number(text: str, what: str, example: str) -> str:
-    """``text`` unchanged when it is ASCII: Python's ``float`` and ``int`` also read other
-    scripts' digits (``'٠.٩'`` is 0.9), which option values refuse by name."""
+    """``text`` unchanged when it is ASCII without ``_``: Python's ``float`` and ``int``
+    also read other scripts' digits (``'٠.٩'`` is 0.9) and digit groups (``'0_5'`` is 5),
+    which option values refuse by name."""
     if not text.isascii():
         odd = "".join(dict.fromkeys(c for c in text if not c.isascii()))
         raise InvalidArgument(
             f"{what} {shown(text)} holds non-ASCII characters ({odd!r}); "
             f"write it with ASCII digits, e.g. {example}".lstrip()
+        )
+    if "_" in text:  # float("0_5") is 5.0: Python's digit grouping, which no option uses
+        raise InvalidArgument(
+            f"{what} {shown(text)} holds '_'; write the number without it, e.g. {example}"
         )
     return text
 

@@ -231,9 +231,16 @@ def test_profile_fit_from_a_model_file_and_a_npy(model_files):
     # reads as pickled data to numpy; a folder is named as one
     (tmp_path / "garbage.npy").write_bytes(b"not an array" * 8)
     (tmp_path / "dir.npy").mkdir()
+    import zipfile
+
+    with zipfile.ZipFile(tmp_path / "headless.npz", "w") as archive:
+        archive.writestr("x.npy", b"no numpy header here")  # numpy hands back its bytes
+    np.savez(tmp_path / "empty.npz")
     for name, said in (
         ("evil.npy", "pickled Python objects, which are never loaded"),
         ("garbage.npy", "pickled Python objects, which are never loaded"),
+        ("headless.npz", "'headless.npz' member 'x' is not a numpy array (no .npy header)"),
+        ("empty.npz", "'empty.npz' holds no array; save the inputs with numpy.savez"),
         ("dir.npy", "'dir.npy' is a folder; name the .npy or .npz file inside it"),
         (".", "'.' is a folder; name the .npy or .npz file inside it"),  # not "overwrite"
     ):
@@ -317,6 +324,13 @@ def test_show_reads_a_json_report(runs):
     shown = cli("show", "shown.json", cwd=runs)
     assert shown.returncode == 0, shown.stderr
     assert "JSON report, passed: None" in shown.stdout and "tiny: BC " in shown.stdout
+    report = json.loads((runs / "shown.json").read_text())
+    for rate in (1e300, -5.0):  # once printed as 1000...0% and -500.0%
+        report["models"]["tiny"]["metrics"]["TC"]["rate"] = rate
+        (runs / "odd.json").write_text(json.dumps(report))
+        shown = cli("show", "odd.json", cwd=runs)
+        assert shown.returncode == 4
+        assert f"model 'tiny' TC: rate {rate!r} is not a fraction in [0, 1]" in shown.stderr
 
 
 def test_profile_fit_takes_a_window_counted_from_the_end(model_files):
@@ -663,7 +677,7 @@ def test_profile_fit_sets_idle_thread_waits_before_torch_loads(
         ("mymodels:make_wide", "w.pt", "other shapes rnn.weight_ih_l0 (16, 3) (the module's (20"),
         ("mymodels:make_deep", "w.pt", "missing rnn.weight_ih_l1, rnn.weight_hh_l1, rnn.bias_ih"),
         ("mymodels:make", None, "needs its weights: add --weights FILE"),
-        ("m.keras", "w.pt", "the Keras file 'm.keras' holds its own weights: drop --weights"),
+        ("m.keras", "w.pt", "the model file 'm.keras' holds its own weights: drop --weights"),
     ],
 )
 def test_pytorch_usage_errors_exit_4_and_name_the_value_and_the_fix(

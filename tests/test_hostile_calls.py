@@ -100,6 +100,15 @@ def test_bars_and_seeds_are_written_in_ascii_digits(text):
         parse_seed("١٢")
 
 
+def test_bars_and_seeds_refuse_pythons_digit_groups():
+    """float("0_5") is 5.0 and float("0.9_0") 0.9: an underscore read as nothing."""
+    for text in ("0_5", "0.9_0", "BC:0.5_1"):
+        with pytest.raises(InvalidArgument, match="holds '_'; write the number without it"):
+            Bars.parse(text)
+    with pytest.raises(InvalidArgument, match="seed '1_0' holds '_'"):
+        parse_seed("1_0")
+
+
 def test_unknown_keys_in_profile_statistics_are_refused(tmp_path):
     content = fit_profile(make_trace(h=np.random.default_rng(0).normal(size=(6, 5, 3)))).to_dict()
     key = next(iter(content["signals"]))

@@ -1069,3 +1069,7 @@ def test_samples_folder_keeps_every_campaigns_samples_for_ci(pytester):
     assert clash.ret == 4  # before any test ran, not "another process wrote that file"
     clash.stderr.fnmatch_lines(["*--rnn-samples*is a folder holding --rnn-data*"])
     assert not (pytester.path / "out").exists()
+    (pytester.path / "loop").symlink_to(pytester.path / "loop")
+    loop = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--rnn-samples=loop")
+    assert loop.ret == 4  # before any test ran, not in every campaign's test
+    loop.stderr.fnmatch_lines(["*--rnn-samples*loop' is a symbolic link to nothing*"])

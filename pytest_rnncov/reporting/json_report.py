@@ -73,8 +73,11 @@ def read_report(content: Any, where: str) -> tuple[bool | None, dict[str, dict[s
     rates: dict[str, dict[str, float]] = {}
     for name, model in fields.get("models", dict).items():
         metrics = Fields(model, f"{where}, model {name!r}").get("metrics", dict)
-        rates[name] = {
-            key: Fields(figures, f"{where}, model {name!r} {key}").get("rate", float)
-            for key, figures in metrics.items()
-        }
+        rates[name] = {}
+        for key, figures in metrics.items():
+            fields = Fields(figures, f"{where}, model {name!r} {key}")
+            rate = fields.get("rate", float)
+            if not 0.0 <= rate <= 1.0:
+                raise fields.fail(f"rate {rate!r} is not a fraction in [0, 1]")
+            rates[name][key] = rate
     return passed, rates
