@@ -9,8 +9,8 @@
     compare DATA... --baseline B   fail when coverage fell below a baseline
 
 ``combine`` and ``report`` apply ``--rnn-coverage`` bars like the plugin. Exit codes as in
-pytest: 0 passed, 1 a gate or baseline failed, 2 interrupted (Ctrl-C; a file is written
-whole or not at all), 4 a usage error (bad arguments, unreadable or malformed files); every
+pytest: 0 passed, 1 a gate or baseline failed, 2 interrupted (Ctrl-C or SIGTERM; a file is
+written whole or not at all), 4 a usage error (bad arguments, unreadable or malformed files); every
 error says what was wrong and how to fix it.
 
 A PyTorch factory is imported from the current directory or sys.path, which runs that

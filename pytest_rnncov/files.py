@@ -172,9 +172,13 @@ def file_kind(path: Path) -> str | None:
     return "html" if any(mark in head for mark in _HTML_MARKS) else None
 
 
-#: the suffixes of an empty file a Markdown report may fill (a CI job summary has none); an
-#: empty ``__init__.py`` or ``setup.cfg`` is a user's file all the same
-EMPTY_MARKDOWN_SUFFIXES = ("", ".md", ".markdown", ".txt")
+#: the suffixes of source and configuration files, which a Markdown report never fills even
+#: when empty (an empty ``__init__.py`` is a package marker); any other empty file may be
+#: the summary file a CI runner hands a step, or a ``mktemp`` file
+SOURCE_SUFFIXES = frozenset(
+    ".py .pyi .pyx .pxd .pth .cfg .ini .toml .yaml .yml .json .sh .bash .c .h .cpp .hpp "
+    ".js .ts .html .css .rst .ipynb".split()
+)
 
 
 def check_replaceable(
@@ -202,13 +206,12 @@ def check_replaceable(
             "not hard-linked"
         )
     found = file_kind(path) if stat.S_ISREG(info.st_mode) else None
-    if (
-        kind == "markdown"
-        and found is None
-        and stat.S_ISREG(info.st_mode)
-        and not info.st_size
-        and path.suffix.lower() in EMPTY_MARKDOWN_SUFFIXES
-    ):
+    if kind == "markdown" and found is None and stat.S_ISREG(info.st_mode) and not info.st_size:
+        if path.suffix.lower() in SOURCE_SUFFIXES:
+            raise error(
+                f"{what} {str(path)!r} would replace an empty {path.suffix} file, a source or "
+                "configuration file all the same; give another path"
+            )
         return  # an empty file waiting for it: a CI job summary ($GITHUB_STEP_SUMMARY)
     if found != kind:
         seen = "a file pytest-rnncov did not write" if found is None else f"a {KINDS[found]}"
@@ -377,15 +380,21 @@ class Terminated(KeyboardInterrupt):
 def terminate_as_interrupt() -> Callable[[], None] | None:
     """Make SIGTERM stop this process as a Ctrl-C does (``Terminated``), where SIGTERM
     still has its default action (which ends the process at once, writing nothing) and
-    this is the main thread; a second SIGTERM ends it at once. Returns the function that
+    this is the main thread; a second SIGTERM ends it at once, and so does one sent to a
+    process forked from this one (``Process.terminate()``). Returns the function that
     restores the default (None: nothing was changed)."""
     if threading.current_thread() is not threading.main_thread():
         return None
     if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
         return None  # someone else's handler, or SIGTERM ignored: theirs to keep
 
+    owner = os.getpid()
+
     def terminated(signum: int, frame: Any) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        if os.getpid() != owner:  # a forked child inherited this: its default, at once
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
         raise Terminated("SIGTERM")
 
     signal.signal(signal.SIGTERM, terminated)

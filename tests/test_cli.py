@@ -411,8 +411,12 @@ def test_markdown_report_file_fills_an_empty_job_summary_and_never_a_users_file(
     (package / "__init__.py").write_text("")  # empty, and a user's file all the same
     refused = cli("report", "whole.json", "--report", "markdown:pkg/__init__.py", cwd=runs)
     assert refused.returncode != 0
-    assert "would replace a file pytest-rnncov did not write" in refused.stderr
+    assert "would replace an empty .py file, a source or configuration file" in refused.stderr
     assert (package / "__init__.py").read_text() == ""
+    mktemp = runs / "tmp.T5gZQrHHNB"  # mktemp's name: its "suffix" is no file type
+    mktemp.write_text("")
+    done = cli("report", "whole.json", "--report", f"markdown:{mktemp}", cwd=runs)
+    assert done.returncode == 0, done.stderr
 
 
 def test_markdown_cells_show_hostile_names_literally():

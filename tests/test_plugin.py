@@ -1073,3 +1073,6 @@ def test_samples_folder_keeps_every_campaigns_samples_for_ci(pytester):
     loop = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--rnn-samples=loop")
     assert loop.ret == 4  # before any test ran, not in every campaign's test
     loop.stderr.fnmatch_lines(["*--rnn-samples*loop' is a symbolic link to nothing*"])
+    inside = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--rnn-samples=loop/sub")
+    assert inside.ret == 4  # a loop above the folder too
+    inside.stderr.fnmatch_lines(["*--rnn-samples*sub': '*loop' is a symbolic link to nothing*"])

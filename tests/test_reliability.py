@@ -174,6 +174,25 @@ def test_a_session_that_exits_zero_before_its_tests_ran_does_not_pass_a_gate(pro
     assert project.runpytest().ret == 0  # no gate asked for: pytest's own exit code
     project.makepyfile(test_feed=EXITS_ZERO.replace("returncode=0", "returncode=3"))
     assert project.runpytest("--rnn-coverage=0.9").ret == 3  # not 0: left as it is
+    project.makeconftest(CONFTEST + COLLECTION_EXITS_ZERO)  # before any test ran
+    result = project.runpytest("--rnn-coverage=0.05")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(
+        [
+            "ERROR pytest-rnncov: the gate was not applied (the session stopped early)*",
+            "RNN coverage gate not applied: the session stopped before the tests ran.",
+        ]
+    )
+    assert project.runpytest("--rnn-coverage=0.05", "--collect-only").ret == 1
+    project.makeconftest(CONFTEST)
+    assert project.runpytest("--rnn-coverage=0.05", "--collect-only").ret == 0  # not stopped
+
+
+COLLECTION_EXITS_ZERO = """
+
+def pytest_collection_modifyitems(items):
+    pytest.exit("nothing to do here", returncode=0)
+"""
 
 
 BROKEN_TRACK = """
@@ -1007,6 +1026,18 @@ def test_sigterm_is_an_interrupt_where_it_would_end_the_process_unwritten():
                 done.append("last file")
         assert done == ["last file"]
         assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # a second one: at once
+        restore = terminate_as_interrupt()
+        assert restore is not None
+        import multiprocessing
+        import time
+
+        # a forked child inherits the handler: Process.terminate() still ends it at once
+        child = multiprocessing.get_context("fork").Process(target=time.sleep, args=(30,))
+        child.start()
+        time.sleep(0.5)
+        child.terminate()
+        child.join(10)
+        assert child.exitcode == -signal.SIGTERM
     finally:
         restore()
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
@@ -1020,6 +1051,31 @@ def test_sigterm_is_an_interrupt_where_it_would_end_the_process_unwritten():
         assert signal.getsignal(signal.SIGTERM) is own
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def test_a_sigterm_while_files_are_written_is_named_as_such(tmp_path, monkeypatch):
+    from pytest_rnncov.files import Terminated, terminate_as_interrupt
+    from pytest_rnncov.reporting.outputs import write_all
+
+    write, sent = Output.write, []
+
+    def terminated_in_write(self, content):
+        if not sent:  # one SIGTERM, in the first write
+            sent.append(os.kill(os.getpid(), signal.SIGTERM))
+        return write(self, content)
+
+    monkeypatch.setattr(Output, "write", terminated_in_write)
+    outputs = [Output(tmp_path / f"{name}.md", "markdown", "--rnn-report") for name in "ab"]
+    restore = terminate_as_interrupt()
+    try:
+        written, problems, interrupted = write_all([(o, "# x\n", "written to") for o in outputs])
+    finally:
+        if restore is not None:
+            restore()
+    assert interrupted and not problems
+    assert written[-1] == "RNN coverage files: SIGTERM held until each was written whole"
+    assert all((tmp_path / f"{name}.md").read_text() == "# x\n" for name in "ab")
+    assert issubclass(Terminated, KeyboardInterrupt)
 
 
 TERMINATED = """

@@ -53,11 +53,13 @@ def check_output_dir(path: Path, what: str) -> Path:
 
 
 def _check_output_dir(path: Path, what: str) -> Path:
-    if path.is_symlink() and not path.exists():
-        raise DataFileError(
-            f"{what} {str(path)!r} is a symbolic link to nothing (broken, or a loop); give "
-            "a directory path, or point the link at a directory"
-        )
+    for link in (path, *path.parents):
+        if link.is_symlink() and not link.exists():
+            at = "" if link == path else f": {str(link)!r}"
+            raise DataFileError(
+                f"{what} {str(path)!r}{at} is a symbolic link to nothing (broken, or a "
+                "loop); give a directory path, or point the link at a directory"
+            )
     if path.exists() and not path.is_dir():
         raise DataFileError(
             f"{what} {str(path)!r} exists and is not a directory; give a directory path"

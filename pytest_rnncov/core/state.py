@@ -429,7 +429,8 @@ class ModelState:
                 f"{', '.join(sorted(other.metrics))}, the data already combined "
                 f"{', '.join(sorted(self.metrics))}; a metric tracked in only some runs "
                 "would count only their inputs: give every run the same metrics "
-                "(--rnn-metrics, the rnn_metrics ini key)"
+                "(metrics= of track() or Coverage(); in pytest --rnn-metrics or the "
+                "rnn_metrics ini key)"
             )
         for key, state in other.metrics.items():
             self.metrics[key].check_compatible(state)

@@ -317,18 +317,25 @@ class RNNCovPlugin:
             return
         role = self.role
         interrupted = False
+        # the test loop never ended (pytest.exit() while collecting, say): stopped early
+        stopped = getattr(role, "stopped", None) is not None or (
+            role.controller and getattr(role, "verdict", None) is None
+        )
         try:
             role.sessionfinish(self.config)
         except RNNCovError as exc:
             self.problems.append(str(exc))
-        except KeyboardInterrupt:  # before any file was written (they are held whole)
+        except KeyboardInterrupt as exc:  # before any file was written (they are held whole)
+            from ..files import Terminated
+
             interrupted = True
-            self.problems.append("interrupted (Ctrl-C) before the files were written")
+            signal = "SIGTERM" if isinstance(exc, Terminated) else "Ctrl-C"
+            self.problems.append(f"interrupted ({signal}) before the files were written")
         self.problems.extend(getattr(role, "problems", ()))
         verdict = getattr(role, "verdict", None)
         if (
             session.exitstatus == pytest.ExitCode.OK
-            and getattr(role, "stopped", None) is not None
+            and stopped
             and verdict is not None
             and not verdict.applied
             and (verdict.bars is not None or verdict.baseline is not None)

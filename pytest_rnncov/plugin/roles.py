@@ -149,8 +149,8 @@ class Central:
         data = self.data()
         verdict = self.verdict or self.decide(False, "the session stopped before the tests ran")
         # a session that measured nothing leaves an earlier baseline or data file as it was
-        # (but one whose track() failed writes that, so the earlier file cannot pass for
-        # it); one that stopped early writes what it measured to the data file, marked
+        # (but one whose track() failed writes that, so the earlier file does not stand in
+        # for it); one that stopped early writes what it measured to the data file, marked
         # partial
         unwritten = (
             verdict.skipped_reason

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from ..config.paths import check_output_dir, check_output_file
 from ..errors import RNNCovError
-from ..files import Output, as_output_path, interrupt_after
+from ..files import Output, Terminated, as_output_path, interrupt_after
 
 if TYPE_CHECKING:  # numpy-free at import: the plugin checks outputs before any test runs
     from .data import CoverageData
@@ -109,13 +109,14 @@ def write_all(pending: Sequence[Pending]) -> tuple[list[str], list[str], bool]:
                         "report it)"
                     )
                 attempted += 1
-    except KeyboardInterrupt:  # held until the end, or a second one: at once
+    except KeyboardInterrupt as exc:  # held until the end, or a second one: at once
+        signal = "SIGTERM" if isinstance(exc, Terminated) else "Ctrl-C"
         written.extend(
-            f"RNN coverage file not written to {output.path}: interrupted (a second Ctrl-C)"
+            f"RNN coverage file not written to {output.path}: interrupted (a second {signal})"
             for output, _, _ in pending[attempted:]
         )
         if attempted == len(pending):
-            written.append("RNN coverage files: Ctrl-C held until each was written whole")
+            written.append(f"RNN coverage files: {signal} held until each was written whole")
         return written, problems, True
     return written, problems, False
 
