@@ -83,6 +83,10 @@ def test_gate_missed_exits_one_naming_the_metric(project):
     result.assert_outcomes(passed=2)
     assert result.ret == 1
     result.stdout.fnmatch_lines(["FAIL Required RNN coverage of 100% not reached: *TC *% (*/243)*"])
+    quiet = project.runpytest_subprocess("-p", "no:terminal", "--rnn-coverage=1.0")
+    assert quiet.ret == 1  # no terminal reporter: the verdict goes to stderr, not nowhere
+    quiet.stderr.fnmatch_lines(["FAIL Required RNN coverage of 100% not reached: *TC *% (*/243)*"])
+    assert "RNN coverage" not in quiet.stdout.str()
 
 
 def test_gate_with_no_tracked_model_fails_and_the_json_agrees(pytester):

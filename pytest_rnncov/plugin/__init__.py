@@ -348,6 +348,20 @@ class RNNCovPlugin:
             session.exitstatus = pytest.ExitCode.INTERRUPTED
         elif self.problems and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if role.controller and self.config.pluginmanager.get_plugin("terminalreporter") is None:
+            self._say_on_stderr(verdict)  # -p no:terminal: a failed gate is not silent
+
+    def _say_on_stderr(self, verdict: Any) -> None:
+        """The problems and the verdict's lines on stderr, where no terminal reporter
+        prints the summary (``-p no:terminal``)."""
+        import sys
+
+        from ..validation import printable
+
+        lines = [f"ERROR pytest-rnncov: {problem}" for problem in self.problems]
+        lines += [] if verdict is None else [text for text, _ in verdict.lines()]
+        for line in lines:
+            sys.stderr.write(printable(line) + "\n")
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         if self._restore_sigterm is not None:
