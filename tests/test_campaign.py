@@ -980,3 +980,76 @@ def test_random_mutation_draws_its_parents_from_the_corpus_in_the_adaptive_sched
         assert outside == []
     else:
         assert len(outside) > len(drawn) / 2
+
+
+class _InPlaceNoise(Mutator):
+    """SMALL_NOISE's draws, added to the cases it is given and returned (in place)."""
+
+    def mutate(self, cases, rng):
+        cases += SMALL_NOISE.mutate(cases, rng) - cases
+        return cases
+
+
+def test_a_mutator_that_changes_its_cases_in_place_is_a_mutator_all_the_same(threshold):
+    """It changed the very parents its mutants were compared with: every mutant looked
+    unchanged, the campaign stopped with 0 test cases and "adversary rate 0" passed."""
+    copying, copied = failure_run(threshold, budget=300)
+    in_place, found = failure_run(threshold, budget=300, mutator=_InPlaceNoise())
+    assert found.test_cases == copied.test_cases == 300 and in_place.discarded == 0
+    np.testing.assert_allclose(in_place.cases(), copying.cases(), atol=1e-6)
+    assert found.adversarial == copied.adversarial
+
+
+class _Finished:
+    def __init__(self):
+        self.calls = 0
+
+    def on_finish(self, campaign, result):
+        self.calls += 1
+
+
+def test_a_campaign_finishes_once(threshold):
+    """finish() after run() (the docs point to it) reported the campaign twice: a second
+    row in the session's table, the listeners called again, shrinking redone."""
+    listener = _Finished()
+    campaign = failure_campaign(threshold, budget=200, listeners=[listener])
+    with pytest.raises(InvalidArgument, match=r"finish\(\) before the campaign ran: call run"):
+        campaign.finish()
+    result = campaign.run()
+    assert campaign.finish() is result and campaign.finish() is campaign.result
+    assert listener.calls == 1
+
+
+def test_a_reused_sample_writer_starts_its_folder_afresh_for_each_campaign(threshold, tmp_path):
+    """Two campaigns given one SampleWriter once left 83 PNGs and an .npz of both in one
+    folder beside the second's summary."""
+    writer = SampleWriter(tmp_path / "adv")
+    first = failure_campaign(threshold, budget=600, listeners=[writer], shrink=False).run()
+    second = failure_campaign(threshold, budget=600, seed=2, listeners=[writer], shrink=False)
+    found = second.run()
+    assert first.adversarial > 0 and found.adversarial > 0
+    arrays = np.load(tmp_path / "adv" / "adversarial.npz")
+    assert len(arrays["cases"]) == found.adversarial == writer.count
+    summary = json.loads((tmp_path / "adv" / "summary.json").read_text())
+    assert summary["adversarial"] == found.adversarial
+
+
+def test_failure_fitness_checks_its_distances(threshold):
+    outputs = np.array([[0.2, 0.8], [0.6, 0.4], [0.5, 0.5]])
+    oracle = Oracle(radius=1.0)
+    for distances, said in (
+        (np.full(3, np.nan), "distances holds NaN, inf or negative values"),
+        (np.ones(2), "distances gave 2 values for 3 cases"),
+        ("abc", "distances must be numbers"),
+    ):
+        with pytest.raises(InvalidInput, match=said):
+            oracle.failure_fitness(outputs, outputs[::-1], distances)
+
+
+def test_mutation_sizes_are_bounded():
+    from pytest_rnncov import TimeSeriesMutator, random_mutants
+
+    with pytest.raises(InvalidArgument, match="segments=10000000"):
+        TimeSeriesMutator(segments=10**7)
+    with pytest.raises(InvalidArgument, match="max_rounds=1000000000"):
+        random_mutants(SEEDS, SMALL_NOISE, max_rounds=10**9)

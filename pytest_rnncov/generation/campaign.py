@@ -333,7 +333,8 @@ class Campaign:
             )
         self.listeners = list(listeners)
         self._cases = CaseStore(mutator.array_cases)
-        self._seed_of = np.zeros(0, np.int64)
+        #: the seed each case descends from, by case id (grown in place, not re-joined)
+        self._seed_store = CaseStore(True)
         self._seed_outputs: np.ndarray | None = None
         self._offsets = np.cumsum([0] + [m.total for m in self.coverage.metrics.values()])
         self._suite = MinimalSuite(int(self._offsets[-1]))
@@ -365,7 +366,11 @@ class Campaign:
     # -- bookkeeping -----------------------------------------------------------------------
     @property
     def n_cases(self) -> int:
-        return len(self._seed_of)
+        return self._seed_store.size
+
+    @property
+    def _seed_of(self) -> np.ndarray:
+        return self._seed_store.view(np.int64)
 
     def _evaluate(
         self, cases: Any, seed_index: np.ndarray, phase: str, target: str | None = None
@@ -385,7 +390,7 @@ class Campaign:
         rows, conditions = self._global_hits(observation)
         self._suite.add(ids, rows, conditions)
         self._cases.extend(cases)
-        self._seed_of = np.concatenate([self._seed_of, seed_index])
+        self._seed_store.extend(np.asarray(seed_index, np.int64))
         if phase == "seeds":
             self._seed_outputs = np.asarray(outputs)
             distances = np.zeros(len(seed_index))
@@ -1047,12 +1052,20 @@ class Campaign:
         )
 
     def finish(self) -> CampaignResult:
-        """Shrink the adversarial samples, compute the statistics, hand them to the listeners.
+        """Shrink the adversarial samples, compute the statistics, hand them to the listeners,
+        once: a later call returns the same result (run() calls it).
 
         An interrupt or error while shrinking keeps the samples as found (``shrunk`` False);
         one raised by a listener does not keep the others from their call. ``result`` is set
         before any listener is called; the first such exception is raised at the end.
         """
+        if self.result is not None:  # finished already: once reported is enough
+            return self.result
+        if not self._started:
+            raise InvalidArgument(
+                "finish() before the campaign ran: call run() (or iterate over iterate()) "
+                "first; run() finishes it"
+            )
         pending: BaseException | None = None
         samples, calls, shrunk = self._found_samples(), 0, None
         if samples and self.shrink and can_shrink(self.mutator):

@@ -33,6 +33,11 @@ class CaseStore:
         self._array[self.size : self.size + len(cases)] = cases
         self.size += len(cases)
 
+    def view(self, dtype: Any) -> np.ndarray:
+        """The array cases so far, not copied (empty, of ``dtype``, before the first)."""
+        assert self.arrays
+        return np.zeros(0, dtype) if self._array is None else self._array[: self.size]
+
     def take(self, index: Any) -> Any:
         if self.arrays:
             assert self._array is not None

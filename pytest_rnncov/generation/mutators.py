@@ -323,8 +323,11 @@ def mean_distance(distances: Sequence[float]) -> float:
 
 
 def checked_mutate(mutator: Mutator, cases: Cases, rng: np.random.Generator) -> Cases:
-    """Run ``mutator`` and check it kept the number and shape of the cases."""
-    out = mutator.mutate(cases, rng)
+    """Run ``mutator`` on a copy of ``cases`` (a mutator that changes them in place, then
+    returns them, would change the parents the mutants are compared with) and check it kept
+    the number and shape of the cases."""
+    given = np.array(cases, copy=True) if mutator.array_cases else list(cases)
+    out = mutator.mutate(given, rng)
     name = type(mutator).__name__
     if mutator.array_cases:
         out = np.asarray(out)

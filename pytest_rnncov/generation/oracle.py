@@ -361,7 +361,7 @@ class Oracle:
         margin = self.margin(seed_outputs, case_outputs)
         if self.radius is None:
             return margin
-        excess = np.asarray(distances, np.float64).reshape(-1) - self.radius
+        excess = as_distances(distances, len(margin), "distances") - self.radius
         return np.where(excess <= 0, margin, np.maximum(margin, 0.0) + excess)
 
     def describe(self) -> str:

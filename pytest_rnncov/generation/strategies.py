@@ -23,6 +23,9 @@ from .ga import GAConfig, evolve
 from .mutators import Mutator, checked_distance, checked_mutate
 from .oracle import Oracle
 
+#: the most rounds of mutation ``random_mutants`` draws (each round is one mutate call)
+MAX_ROUNDS = 1000
+
 #: Settings for tests that call models: no deadline, slow-data health checks off.
 model_settings = settings(
     deadline=None,
@@ -55,7 +58,7 @@ def random_mutants(
     if not isinstance(mutator, Mutator):
         raise InvalidArgument(f"mutator={mutator!r} is not a pytest_rnncov Mutator")
     seeds = mutator.check_seeds(seeds)
-    max_rounds = check_int("max_rounds", max_rounds, minimum=0, example="3")
+    max_rounds = check_int("max_rounds", max_rounds, minimum=0, maximum=MAX_ROUNDS, example="3")
     describe = mutator.describe()
 
     @st.composite

@@ -9,6 +9,7 @@ import hashlib
 import io
 import json
 import os
+import weakref
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -74,8 +75,19 @@ class SampleWriter:
         self._samples: list[AdversarialSample] = []
         self._names: list[str | None] = []
         self._started = False
+        #: the campaign whose samples the folder holds (a writer reused for another starts
+        #: the folder afresh)
+        self._campaign: weakref.ref[Campaign] | None = None
         #: whether the campaign's files are all written (its summary.json last)
         self.saved = False
+
+    def _for(self, campaign: Campaign) -> None:
+        """Start afresh when ``campaign`` is not the one this writer wrote for: its samples
+        replace the other's in the folder, never join them."""
+        if self._campaign is not None and self._campaign() is campaign:
+            return
+        self._campaign = weakref.ref(campaign)
+        self._samples, self._names, self._started, self.saved = [], [], False, False
 
     def _check_replaceable(self) -> None:
         """Refuse a folder holding files of the names this writer uses that no earlier
@@ -147,6 +159,7 @@ class SampleWriter:
         write_atomic(self._ready() / TEXT, "".join(lines), "the adversarial cases")
 
     def on_adversarial(self, campaign: Campaign, sample: AdversarialSample) -> None:
+        self._for(campaign)
         self._samples.append(sample)
         if campaign.mutator.array_cases:
             self._names.append(self._image(campaign, len(self._samples) - 1, sample))
@@ -154,6 +167,7 @@ class SampleWriter:
             self._text()
 
     def on_shrunk(self, campaign: Campaign, samples: list[AdversarialSample]) -> None:
+        self._for(campaign)
         self._samples = list(samples)
         if not campaign.mutator.array_cases:
             self._text()
@@ -167,6 +181,7 @@ class SampleWriter:
         self._names = names
 
     def on_finish(self, campaign: Campaign, result: CampaignResult) -> None:
+        self._for(campaign)
         self.saved = False  # this campaign's files, not a reused writer's earlier ones
         folder = self._ready()
         if campaign.mutator.array_cases and self._samples:
