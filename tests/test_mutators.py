@@ -257,6 +257,9 @@ def test_noise_scaled_from_the_seeds():
     assert mutator.describe() == "Gaussian noise, variance 0.667-2.67, clip [0, 4]"
     with pytest.raises(InvalidInput, match="the seeds do not vary"):
         GaussianMutator.from_seeds(np.ones((3, 2, 2)))
+    for huge in (1e200, 1e160):  # the spread overflows, or only its square does
+        with pytest.raises(InvalidInput, match=r"spread \(.*\) is too large .* scale the inputs"):
+            GaussianMutator.from_seeds(seeds * huge)  # it once named variance[0]=inf
 
 
 def test_a_batch_of_no_cases_gets_empty_distances_not_an_error():

@@ -151,7 +151,14 @@ class GaussianMutator(Mutator):
             ) from None
         if array.ndim < 2 or len(array) < 2 or not np.isfinite(array).all():
             raise InvalidInput("from_seeds needs at least two finite seeds")
-        scale = float(array.reshape(len(array), -1).std(axis=0).mean())
+        with np.errstate(over="ignore", invalid="ignore"):
+            scale = float(array.reshape(len(array), -1).std(axis=0).mean())
+        if not math.isfinite((high * scale) ** 2):
+            raise InvalidInput(
+                f"the seeds' spread ({scale:.3g}) is too large for a noise variance; scale "
+                "the inputs (models take values of order 1), or give "
+                "GaussianMutator(variance=...) yourself"
+            )
         if not scale > 0:
             raise InvalidInput("the seeds do not vary, so they give no scale for the noise")
         bounds = (float(array.min()), float(array.max())) if clip == "auto" else clip
