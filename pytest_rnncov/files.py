@@ -377,6 +377,11 @@ class Terminated(KeyboardInterrupt):
     after a Ctrl-C, keeping what it measured (``terminate_as_interrupt``)."""
 
 
+def interrupt_name(exc: KeyboardInterrupt) -> str:
+    """What sent the interrupt ``exc``, for messages: "SIGTERM" or "Ctrl-C"."""
+    return "SIGTERM" if isinstance(exc, Terminated) else "Ctrl-C"
+
+
 def terminate_as_interrupt() -> Callable[[], None] | None:
     """Make SIGTERM stop this process as a Ctrl-C does (``Terminated``), where SIGTERM
     still has its default action (which ends the process at once, writing nothing) and

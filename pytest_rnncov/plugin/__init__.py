@@ -326,11 +326,12 @@ class RNNCovPlugin:
         except RNNCovError as exc:
             self.problems.append(str(exc))
         except KeyboardInterrupt as exc:  # before any file was written (they are held whole)
-            from ..files import Terminated
+            from ..files import interrupt_name
 
             interrupted = True
-            signal = "SIGTERM" if isinstance(exc, Terminated) else "Ctrl-C"
-            self.problems.append(f"interrupted ({signal}) before the files were written")
+            self.problems.append(
+                f"interrupted ({interrupt_name(exc)}) before the files were written"
+            )
         self.problems.extend(getattr(role, "problems", ()))
         verdict = getattr(role, "verdict", None)
         if (
@@ -338,7 +339,7 @@ class RNNCovPlugin:
             and stopped
             and verdict is not None
             and not verdict.applied
-            and (verdict.bars is not None or verdict.baseline is not None)
+            and verdict.gated
         ):  # pytest.exit(returncode=0) in a test: a gate asked for was never decided
             self.problems.append(
                 "the gate was not applied (the session stopped early) and pytest would have "
@@ -351,6 +352,10 @@ class RNNCovPlugin:
         if role.controller and self.config.pluginmanager.get_plugin("terminalreporter") is None:
             self._say_on_stderr(verdict)  # -p no:terminal: a failed gate is not silent
 
+    def _problem_lines(self) -> list[str]:
+        """The plugin's errors, one line each, as the summary prints them."""
+        return [f"ERROR pytest-rnncov: {problem}" for problem in self.problems]
+
     def _say_on_stderr(self, verdict: Any) -> None:
         """The problems and the verdict's lines on stderr, where no terminal reporter
         prints the summary (``-p no:terminal``)."""
@@ -358,7 +363,7 @@ class RNNCovPlugin:
 
         from ..validation import printable
 
-        lines = [f"ERROR pytest-rnncov: {problem}" for problem in self.problems]
+        lines = self._problem_lines()
         lines += [] if verdict is None else [text for text, _ in verdict.lines()]
         for line in lines:
             sys.stderr.write(printable(line) + "\n")
@@ -396,10 +401,8 @@ class RNNCovPlugin:
 
         for line in role.written:
             terminalreporter.write_line(printable(line))
-        for problem in self.problems:
-            terminalreporter.write_line(
-                printable(f"ERROR pytest-rnncov: {problem}"), red=True, bold=True
-            )
+        for line in self._problem_lines():
+            terminalreporter.write_line(printable(line), red=True, bold=True)
         if role.verdict is not None:
             report.verdict(role.verdict)
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from ..config.paths import check_output_dir, check_output_file
 from ..errors import RNNCovError
-from ..files import Output, Terminated, as_output_path, interrupt_after
+from ..files import Output, as_output_path, interrupt_after, interrupt_name
 
 if TYPE_CHECKING:  # numpy-free at import: the plugin checks outputs before any test runs
     from .data import CoverageData
@@ -110,7 +110,7 @@ def write_all(pending: Sequence[Pending]) -> tuple[list[str], list[str], bool]:
                     )
                 attempted += 1
     except KeyboardInterrupt as exc:  # held until the end, or a second one: at once
-        signal = "SIGTERM" if isinstance(exc, Terminated) else "Ctrl-C"
+        signal = interrupt_name(exc)
         written.extend(
             f"RNN coverage file not written to {output.path}: interrupted (a second {signal})"
             for output, _, _ in pending[attempted:]

@@ -124,6 +124,11 @@ class Verdict:
     errors: tuple[str, ...] = ()
 
     @property
+    def gated(self) -> bool:
+        """Whether a gate was asked for: bars or a baseline to compare with."""
+        return self.bars is not None or self.baseline is not None
+
+    @property
     def gate_passed(self) -> bool | None:
         if self.bars is None or not self.applied:
             return None
@@ -207,8 +212,7 @@ class Verdict:
                     "yellow",
                 )
             )
-        gated = self.bars is not None or self.baseline is not None
-        if self.stopped and (self.applied or not gated):  # else the not-applied line says it
+        if self.stopped and (self.applied or not self.gated):  # else the not-applied line says it
             hint = (
                 "; the gate saw only the inputs of the tests that ran: run every test to gate "
                 "the whole"
@@ -246,7 +250,7 @@ class Verdict:
                     "yellow",
                 )
             )
-        if not self.applied and gated:
+        if not self.applied and self.gated:
             out.append((f"RNN coverage gate not applied: {self.skipped_reason}.", "yellow"))
         baseline = self.baseline_line()
         if baseline is not None:
