@@ -314,6 +314,96 @@ def test_keras_operations_of_a_functional_model_load_and_trace(keras, tmp_path):
             load_model(forged)
 
 
+def _forged(tmp_path, path, change) -> str:
+    """A copy of the .keras file ``path`` whose config.json ``change`` edited in place."""
+    with zipfile.ZipFile(path) as archive:
+        config = json.loads(archive.read("config.json"))
+    change(config)
+    forged = tmp_path / "forged.keras"
+    with zipfile.ZipFile(path) as source, zipfile.ZipFile(forged, "w") as target:
+        for item in source.namelist():
+            data = json.dumps(config) if item == "config.json" else source.read(item)
+            target.writestr(item, data)
+    return str(forged)
+
+
+def _set(node, class_name: str, **fields) -> None:
+    """Set ``fields`` in the config of every ``class_name`` layer nested in ``node``."""
+    if isinstance(node, dict):
+        if node.get("class_name") == class_name:
+            node["config"].update(fields)
+        for value in node.values():
+            _set(value, class_name, **fields)
+    elif isinstance(node, list):
+        for value in node:
+            _set(value, class_name, **fields)
+
+
+def test_a_config_declaring_more_weights_than_its_file_holds_is_refused(keras, tmp_path):
+    """A forged config.json (units=50000 where the file holds a 3-unit LSTM's weights) made
+    Keras allocate 10^10 weights and run their orthogonal initialiser while building, before
+    reading a weight; it is refused from the JSON, naming the layer."""
+    model = keras.Sequential(
+        [
+            keras.Input((5,), dtype="int32"),
+            keras.layers.Embedding(10, 2),
+            keras.layers.RNN(keras.layers.LSTMCell(3, name="cell")),
+            keras.layers.Dense(2),
+        ]
+    )
+    path = tmp_path / "small.keras"
+    model.save(path)
+    with zipfile.ZipFile(path) as archive:
+        held = archive.getinfo("model.weights.h5").file_size
+    # the cell of an RNN wrapper: 4 gates * 50,000 ** 2 recurrent weights
+    forged = _forged(tmp_path, path, lambda c: _set(c, "LSTMCell", units=50_000))
+    with pytest.raises(
+        ModelError,
+        match=rf"declares at least 10,000,000,0\d\d weights \(layer 'cell', LSTMCell "
+        rf"with units=50000: 10,000,000,000\), and its weights file holds {held:,} bytes",
+    ):
+        load_model(forged)
+    forged = _forged(tmp_path, path, lambda c: _set(c, "Embedding", input_dim=10**9))
+    with pytest.raises(ModelError, match="Embedding with input_dim=1000000000, output_dim=2"):
+        load_model(forged)
+    assert load_model(path).layers[1].cell.units == 3  # the file itself loads
+
+
+def test_a_config_larger_than_memory_is_refused(keras, tmp_path, monkeypatch):
+    """Within what the file holds, a model larger than the machine's memory is refused too
+    (a compressed weights file can hold more than its size); by hand, LSTM(3) then Dense(2)
+    declare at least 4 * 3 * 3 + 2 = 38 weights."""
+    from pytest_rnncov.adapters import loading
+
+    model = keras.Sequential(
+        [keras.Input((5, 2)), keras.layers.LSTM(3, name="lstm"), keras.layers.Dense(2)]
+    )
+    for suffix in (".keras", ".h5"):
+        path = tmp_path / f"m{suffix}"
+        model.save(path)
+        monkeypatch.setattr(loading, "_memory", lambda: 37)
+        with pytest.raises(
+            ModelError,
+            match=r"declares at least 38 weights \(layer 'lstm', LSTM with units=3: 36\), and "
+            "this machine has 37 bytes of memory",
+        ):
+            load_model(path)
+        monkeypatch.setattr(loading, "_memory", lambda: 38)
+        assert load_model(path).layers[0].units == 3
+
+
+def test_an_h5_config_declaring_more_weights_than_the_file_is_refused(keras, tmp_path):
+    model = keras.Sequential([keras.Input((5, 2)), keras.layers.GRU(3)])
+    path = tmp_path / "m.h5"
+    model.save(path)
+    with h5py.File(path, "r+") as handle:
+        config = json.loads(handle.attrs["model_config"])
+        _set(config, "GRU", units=10**7)
+        handle.attrs["model_config"] = json.dumps(config)
+    with pytest.raises(ModelError, match=r"GRU with units=10000000: 300,000,000,000,000\)"):
+        load_model(path)
+
+
 def test_a_broken_keras_zip_is_a_model_error(tmp_path):
     path = tmp_path / "broken.keras"
     with zipfile.ZipFile(path, "w") as archive:

@@ -7,7 +7,8 @@ function is stored in the file as bytecode) or a layer class that is not built i
 is refused unless you opt in with ``safe_mode=False`` (or pass your own classes in
 ``custom_objects``). Which loader reads an ``.h5`` file is decided by its
 ``keras_version`` attribute, which is checked too: tf_keras, the only loader for
-Keras-2 files, has no safe mode of its own.
+Keras-2 files, has no safe mode of its own. A configuration declaring more weights than the
+file holds, or than the machine has memory, is refused before Keras allocates them.
 
 ``load_torch_model`` builds a PyTorch module with the team's own factory (code they run
 anyway, as pytest runs a conftest.py) and loads a ``state_dict`` file into it with
@@ -28,7 +29,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 from ..errors import DataFileError, InvalidArgument, MissingResource, ModelError, UnsafeModel
 from ..files import as_path, parse_json
-from ..validation import check_bool
+from ..validation import check_bool, printable
 
 #: config keys under which Keras nests layers
 _LAYER_KEYS = ("layer", "forward_layer", "backward_layer", "cell")
@@ -41,6 +42,18 @@ _KERAS_OPERATION_MODULES = {
 }
 #: the largest model configuration read (bytes)
 MAX_CONFIG = 64 * 1024 * 1024
+#: the weights a configuration may declare beyond those its file holds (bytes at one byte a
+#: weight): a model saved before it was built is built from its configuration when loaded
+UNSTORED_WEIGHTS = 64 * 1024 * 1024
+#: the gates of the recurrent layers and cells whose recurrent kernel is gates * units**2
+_RECURRENT_GATES = {
+    "LSTM": 4,
+    "LSTMCell": 4,
+    "GRU": 3,
+    "GRUCell": 3,
+    "SimpleRNN": 1,
+    "SimpleRNNCell": 1,
+}
 
 
 def load_model(
@@ -71,7 +84,8 @@ def load_model(
     suffix = source.suffix.lower()
     custom = dict(custom_objects or {})
     if suffix == ".keras":
-        config = _keras_zip_config(source)
+        config, stored = _keras_zip_config(source)
+        _refuse_oversized(config, source, stored)
         if safe_mode:
             _refuse_unsafe(config, source, custom, "keras")
         import keras
@@ -84,6 +98,7 @@ def load_model(
             raise ModelError(f"Keras could not load {str(source)!r}: {exc}") from None
     if suffix in (".h5", ".hdf5"):
         major, config = _h5_version_and_config(source)
+        _refuse_oversized(config, source, source.stat().st_size)
         if safe_mode:
             _refuse_unsafe(config, source, custom, "keras" if major >= 3 else "tf_keras")
         if major >= 3:
@@ -146,9 +161,16 @@ def model_path(path: Any) -> Path:
     return source
 
 
-def _keras_zip_config(path: Path) -> Any:
+def _keras_zip_config(path: Path) -> tuple[Any, int]:
+    """The model configuration of a ``.keras`` file and the bytes its weights file declares
+    (0 when it has none)."""
     try:
         with zipfile.ZipFile(path) as archive:
+            stored = sum(
+                item.file_size
+                for item in archive.infolist()
+                if item.filename in ("model.weights.h5", "model.weights.npz")
+            )
             info = archive.getinfo("config.json")
             if info.file_size > MAX_CONFIG:
                 raise ModelError(
@@ -161,7 +183,10 @@ def _keras_zip_config(path: Path) -> Any:
         raise ModelError(f"{str(path)!r} is not a valid .keras file ({exc})") from None
     if len(raw) > MAX_CONFIG:
         raise ModelError(f"{str(path)!r} has a config.json larger than {MAX_CONFIG:,} bytes")
-    return parse_json(raw, f"{str(path)!r} is not a valid .keras file: its config.json", ModelError)
+    config = parse_json(
+        raw, f"{str(path)!r} is not a valid .keras file: its config.json", ModelError
+    )
+    return config, stored
 
 
 def _h5_version_and_config(path: Path) -> tuple[int, Any]:
@@ -220,6 +245,64 @@ def _layers(node: Any) -> Iterator[dict[str, Any]]:
             for key in _LAYER_KEYS:
                 if isinstance(config.get(key), dict):
                     yield from _layers(config[key])
+
+
+def _declared_weights(layer: dict[str, Any]) -> tuple[int, str]:
+    """A lower bound on the weights a layer's configuration declares (recurrent kernels,
+    embeddings, dense biases; 0 for what it cannot bound), and the fields that say so."""
+    settings = layer.get("config")
+    if not isinstance(settings, dict):
+        return 0, ""
+
+    def count(key: str) -> int:
+        value = settings.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+    name = layer.get("class_name")
+    if name in _RECURRENT_GATES:
+        units = count("units")
+        return _RECURRENT_GATES[name] * units * units, f"units={units}"
+    if name == "Embedding":
+        size = count("input_dim") * count("output_dim")
+        return size, f"input_dim={count('input_dim')}, output_dim={count('output_dim')}"
+    if name == "Dense":
+        return count("units"), f"units={count('units')}"
+    return 0, ""
+
+
+def _refuse_oversized(config: Any, path: Path, stored: int) -> None:
+    """Refuse a configuration declaring more weights (at one byte each) than the file holds
+    beyond UNSTORED_WEIGHTS, or than this machine's memory: Keras would allocate them while
+    building the model, before reading a weight."""
+    try:
+        layers = [(layer, *_declared_weights(layer)) for layer in _layers(config)]
+    except RecursionError:
+        return  # _refuse_unsafe says so (safe mode), or the user trusts the file
+    total = sum(size for _, size, _ in layers)
+    if total <= UNSTORED_WEIGHTS + stored and total <= _memory():
+        return
+    layer, size, fields = max(layers, key=lambda item: item[1])
+    settings = layer.get("config")
+    name = settings.get("name", "?") if isinstance(settings, dict) else "?"
+    limit = (
+        f"its weights file holds {stored:,} bytes"
+        if total > UNSTORED_WEIGHTS + stored
+        else f"this machine has {_memory():,} bytes of memory"
+    )
+    raise ModelError(
+        f"{str(path)!r} declares at least {total:,} weights (layer {printable(str(name))!r}, "
+        f"{layer.get('class_name')} with {fields}: {size:,}), and {limit}; building it "
+        "would allocate them before reading the file's weights. The file is damaged or was "
+        "not saved from this model: save the model again (model.save(path))"
+    )
+
+
+def _memory() -> int:
+    """This machine's physical memory in bytes (unbounded where the system does not say)."""
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, OSError, ValueError):
+        return sys.maxsize
 
 
 def _lambda_functions(node: Any) -> Iterator[str]:
