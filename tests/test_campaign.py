@@ -30,6 +30,7 @@ from pytest_rnncov import (
 )
 from pytest_rnncov.generation.results import CampaignSummary
 from pytest_rnncov.reporting.samples import FOLDER_BYTES, MARKER, samples_folder
+from pytest_rnncov.reporting.terminal import campaign_notes
 
 STEPS, FEATURES = 5, 64
 
@@ -343,6 +344,41 @@ def test_interrupted_campaign_keeps_its_samples(stacked_model, seq_inputs, tmp_p
     saved = np.load(tmp_path / "out" / "adversarial.npz")
     assert len(saved["cases"]) == result.adversarial
     assert json.loads((tmp_path / "out" / "summary.json").read_text())["interrupted"] is True
+
+
+def test_a_loop_over_iterate_that_ends_early_marks_the_campaign_interrupted(ramp):
+    """Ctrl-C (or a break) in the body of a user's loop over iterate() never reaches the
+    campaign's code: it is told by the generator's close. The result, and the reports'
+    note, then say the campaign stopped early; a loop run to the end does not."""
+    rnn, profile = ramp
+
+    def campaign():
+        return Campaign(
+            rnn, SEEDS, SMALL_NOISE, Oracle(), profile=profile, metrics=[BC()],
+            budget=200, batch_size=10, schedule="stall", patience=100,
+        )  # fmt: skip
+
+    stopped = campaign()
+    with pytest.raises(KeyboardInterrupt):
+        try:
+            for number, _ in enumerate(stopped.iterate()):
+                if number == 3:  # the seeds' step, then 3 batches of 10
+                    raise KeyboardInterrupt
+        finally:
+            stopped.finish()
+    assert stopped.result.interrupted and stopped.result.test_cases == 30
+    note = campaign_notes([stopped.result.summary("ramp").to_json()])[0]
+    assert note.startswith("ramp: interrupted after 30 test cases; oracle ")
+    broken_off = campaign()
+    for number, _ in enumerate(broken_off.iterate()):
+        if number == 1:
+            break
+    assert broken_off.finish().interrupted and broken_off.result.test_cases == 10
+    whole = campaign()
+    for _ in whole.iterate():
+        pass
+    assert not whole.finish().interrupted and whole.result.test_cases == 200
+    assert "interrupted" not in campaign_notes([whole.result.summary("ramp").to_json()])[0]
 
 
 def test_bad_campaigns(ramp, tmp_path):

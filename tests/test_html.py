@@ -278,6 +278,18 @@ def test_names_with_dollar_signs_are_drawn_as_text_not_mathtext(tmp_path):
     assert page.count("data:image/png;base64,") == 1  # the growth figure
 
 
+def test_a_campaign_that_stopped_early_says_so_on_the_page(tmp_path):
+    campaign = {"model": "m", "test_cases": 30, "adversarial": 0, "adversary_rate": 0.0,
+                "unique": 0, "distance": "L2", "interrupted": True, "shrunk": False,
+                "oracle": "classification, radius 0.5"}  # fmt: skip
+    data = CoverageData(campaigns=[campaign])
+    page = HtmlReport().render(data, evaluate(data, None))
+    assert (
+        "distance L2; interrupted after 30 test cases; shrinking cut short (samples as "
+        "found); oracle classification, radius 0.5</p>" in page
+    )
+
+
 def test_track_errors_are_shown_beside_a_tracked_model(tmp_path):
     state = ModelState("m", "lstm", "lstm", (0, 2), "f", 3, {})
     data = CoverageData(

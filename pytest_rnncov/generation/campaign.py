@@ -522,7 +522,16 @@ class Campaign:
         return self._steps()
 
     def _steps(self) -> Iterator[Step]:
-        """The campaign's steps: the seeds, then the schedule's."""
+        """The campaign's steps; a loop over them that ends before they do (``break``, an
+        interrupt or an error in its body) marks the campaign ``interrupted``."""
+        try:
+            yield from self._schedule()
+        except GeneratorExit:
+            self.interrupted = True
+            raise
+
+    def _schedule(self) -> Iterator[Step]:
+        """The seeds' step, then the schedule's."""
         yield self._evaluate(self.seeds, np.arange(len(self.seeds)), "seeds").step
         if self.schedule == "adaptive":
             yield from self._adaptive()

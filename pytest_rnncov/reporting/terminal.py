@@ -184,17 +184,23 @@ def adversarial_lines(campaigns: Sequence[dict[str, Any]]) -> list[str]:
     return table(adversarial_rows(campaigns)) + campaign_notes(campaigns)
 
 
+def campaign_note(campaign: dict[str, Any]) -> str:
+    """What a campaign's row does not say: whether it stopped early or kept its samples
+    unshrunk, its oracle and mutator, its discarded mutants ("" when nothing)."""
+    notes = []
+    if campaign.get("interrupted"):
+        notes.append(f"interrupted after {campaign['test_cases']} test cases")
+    if campaign.get("shrunk") is False:
+        notes.append("shrinking cut short (samples as found)")
+    notes += [f"{key} {campaign[key]}" for key in ("oracle", "mutator") if campaign.get(key)]
+    if campaign.get("discarded"):
+        notes.append(f"{campaign['discarded']} unchanged mutants discarded")
+    return "; ".join(notes)
+
+
 def campaign_notes(campaigns: Sequence[dict[str, Any]]) -> list[str]:
-    """One line per campaign that names its oracle, mutator or discarded mutants."""
-    lines = []
-    for c in campaigns:
-        settings = "; ".join(f"{key} {c[key]}" for key in ("oracle", "mutator") if c.get(key))
-        discarded = c.get("discarded") or 0
-        if discarded:
-            settings += f"; {discarded} unchanged mutants discarded"
-        if settings:
-            lines.append(f"{c.get('model', '?')}: {settings}")
-    return lines
+    """One line per campaign with a ``campaign_note``, after its model's name."""
+    return [f"{c.get('model', '?')}: {note}" for c in campaigns if (note := campaign_note(c))]
 
 
 class TermReport:

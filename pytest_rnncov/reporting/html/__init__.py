@@ -28,7 +28,7 @@ from ..attribution import coverage_by_test
 from ..data import CoverageData
 from ..images import png_bytes, side_by_side, to_gray8
 from ..results import Verdict
-from ..terminal import exclusion_lines
+from ..terminal import campaign_note, exclusion_lines
 
 #: TC grids are drawn up to this many words and this many rows or columns (a^(w//2) rows,
 #: a^(w - w//2) columns); beyond either the report lists the most covered words.
@@ -428,7 +428,7 @@ def _campaign_section(campaign: dict[str, Any]) -> dict[str, Any]:
         "unique": campaign["unique"],
         "distance": str(campaign.get("distance", "")),
         "saved_to": campaign.get("saved_to"),
-        "oracle": campaign.get("oracle"),
+        "note": campaign_note(campaign),
         "growth": growth_figure(campaign),
         "gallery": [gallery_item(item) for item in campaign.get("gallery") or []],
     }
