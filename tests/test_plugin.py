@@ -108,6 +108,7 @@ def test_gate_with_no_tracked_model_fails_and_the_json_agrees(pytester):
         (("", " "), ["--rnn-coverage=0"], ("PASSIVE", "4"), True),  # empty: refused, so unset
         (None, ["--no-rnn"], (None, None), False),  # switched off: left alone
         (None, ["@args.txt", "--rnn-coverage=0"], (None, None), False),  # --no-rnn in a file
+        (None, [], ("PASSIVE", "4"), True),  # not asked for: set, and the header says so
     ],
 )
 def test_idle_threads_sleep_unless_the_user_chose(
@@ -115,7 +116,8 @@ def test_idle_threads_sleep_unless_the_user_chose(
 ):
     """PyTorch's OpenMP runtime and numpy's OpenBLAS read their variables when they load:
     the plugin sets OMP_WAIT_POLICY=PASSIVE and OPENBLAS_THREAD_TIMEOUT=4 before conftest
-    files load (and says so in the header), unless they are set."""
+    files load (and says so in the header, also in a session that asks for nothing else),
+    unless they are set."""
     names = ("OMP_WAIT_POLICY", "OPENBLAS_THREAD_TIMEOUT")
     for name, value in zip(names, given or (None, None)):
         monkeypatch.delenv(name, raising=False)

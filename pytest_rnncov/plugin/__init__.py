@@ -158,14 +158,16 @@ class RNNCovPlugin:
         return self._role
 
     def pytest_report_header(self, config: pytest.Config) -> str | None:
-        if not self.settings.explicit:
-            return None  # installed but not asked for: print nothing
-        bars = self.settings.bars
+        """The gate and seed when asked for; the variables the plugin set in every session
+        that set any (installed but not asked for, it changes nothing else)."""
         made = config.stash.get(THREADS_SET, ())
-        threads = f", {', '.join(made)} (set by pytest-rnncov; your own values win)" if made else ""
+        threads = f"{', '.join(made)} (set by pytest-rnncov; your own values win)" if made else ""
+        if not self.settings.explicit:
+            return f"rnncov: {threads}" if threads else None
+        bars = self.settings.bars
         return (
             f"rnncov: gate {'off' if bars is None else bars.describe()}, seed "
-            f"{self.settings.seed}{threads}"
+            f"{self.settings.seed}{', ' if threads else ''}{threads}"
         )
 
     @pytest.hookimpl(wrapper=True)
