@@ -1531,7 +1531,8 @@ def test_xdist_stopping_on_a_failure_says_so(pytester):
 
 
 RANDOM_DRAWS = """
-from hypothesis import given, seed, settings, strategies as st
+from hypothesis import Phase, example, find, given, seed, settings, strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, rule, run_state_machine_as_test
 from conftest import inputs
 
 OWN = dict(max_examples=3, deadline=None, database=None)
@@ -1560,13 +1561,56 @@ def test_seeded(tiny, k):
 @given(st.integers(0, 1000))
 def test_random_without_a_model(k):
     pass
+
+
+def feed_from_an_inner_given(tiny, derandomize):
+    @settings(derandomize=derandomize, **OWN)
+    @given(st.integers(0, 1000))
+    def inner(k):
+        tiny.predict(inputs(k, n=2))
+
+    inner()
+
+
+def test_inner_random(tiny):
+    feed_from_an_inner_given(tiny, derandomize=False)
+
+
+def test_inner_pinned(tiny):
+    feed_from_an_inner_given(tiny, derandomize=True)
+
+
+def test_find(tiny):
+    find(st.integers(0, 1000), lambda k: tiny.predict(inputs(k, n=2)) is not None,
+         settings=settings(database=None))  # fmt: skip
+
+
+def test_machine(tiny):
+    class Feeding(RuleBasedStateMachine):
+        @rule(k=st.integers(0, 1000))
+        def feed(self, k):
+            tiny.predict(inputs(k, n=2))
+
+    run_state_machine_as_test(
+        Feeding, settings=settings(stateful_step_count=2, **OWN)
+    )
+
+
+@settings(phases=[Phase.explicit], **OWN)
+@example(5)
+@given(st.integers(0, 1000))
+def test_explicit_only(tiny, k):
+    tiny.predict(inputs(k, n=2))
 """
 
 
 def test_coverage_from_random_hypothesis_draws_is_named(pytester, monkeypatch):
     """A gate fed by examples Hypothesis draws anew on every run can pass on a retry: the
     tests that fed such inputs are named in every report (derandomize, @seed and
-    --hypothesis-seed pin the draws; a random test that feeds no model is not named)."""
+    --hypothesis-seed pin the draws; a random test that feeds no model is not named, nor
+    one that runs only explicit examples). The draws are seen where the inputs are fed, so
+    a @given function called from a plain test (as the examples' tests do), find() and a
+    state machine count too: they were missed when only the test function was read."""
     monkeypatch.delenv("CI", raising=False)
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_draws=RANDOM_DRAWS)
@@ -1575,15 +1619,19 @@ def test_coverage_from_random_hypothesis_draws_is_named(pytester, monkeypatch):
     assert result.ret == 0
     result.stdout.fnmatch_lines(
         [
-            "WARNING RNN coverage counts inputs Hypothesis drew at random in 1 test "
-            "(test_draws.py::test_random): another run draws others, *--hypothesis-seed=N*",
+            "WARNING RNN coverage counts inputs Hypothesis drew at random in 4 tests "
+            "(test_draws.py::test_random, test_draws.py::test_inner_random, "
+            "test_draws.py::test_find, ...): another run draws others, *--hypothesis-seed=N*",
             "Required RNN coverage of 1% reached.",
         ]
     )
+    drawn = [
+        f"test_draws.py::test_{name}" for name in ("random", "inner_random", "find", "machine")
+    ]
     verdict = json.loads((pytester.path / "r.json").read_text())["verdict"]
-    assert verdict["random_tests"] == ["test_draws.py::test_random"]
+    assert verdict["random_tests"] == drawn
     data = json.loads((pytester.path / "d.json").read_text())
-    assert data["random_tests"] == ["test_draws.py::test_random"]
+    assert data["random_tests"] == drawn
     pinned = pytester.runpytest_subprocess(*options, "--hypothesis-seed=3")
     assert pinned.ret == 0 and "drew at random" not in pinned.stdout.str()
     assert json.loads((pytester.path / "r.json").read_text())["verdict"]["random_tests"] == []

@@ -212,3 +212,66 @@ def test_failure_mutants_aim_at_the_oracle(tracked, seq_inputs):
     assert seen and min(seen) <= 0  # the search reached failing cases
     with pytest.raises(InvalidArgument, match="metric='failure' needs the oracle"):
         targeted_mutants(tracked, unit_seeds(seq_inputs), GaussianMutator(), metric="failure")
+
+
+def test_strategy_arguments_are_checked_when_the_strategy_is_made(tracked, seq_inputs):
+    seeds, mutator = unit_seeds(seq_inputs), GaussianMutator()
+    with pytest.raises(InvalidArgument, match="model=''; pass a tracked model"):
+        targeted_mutants("", seeds, mutator)
+    with pytest.raises(InvalidArgument, match=r"metric=5; pass a metric's name \('TC'"):
+        targeted_mutants(tracked, seeds, mutator, metric=5)
+    # an oracle was silently ignored unless the metric was "failure"
+    with pytest.raises(InvalidArgument, match="oracle= is read only with metric='failure'"):
+        targeted_mutants(tracked, seeds, mutator, metric="TC", oracle=Oracle())
+    with pytest.raises(
+        InvalidArgument, match=r"targeted_mutants\(\.\.\., metric='XX'\): no metric 'XX' here"
+    ):
+        targeted_mutants(tracked, seeds, mutator, metric="XX")
+
+
+def test_a_mutant_shows_its_arrays_by_shape_and_counts_the_generations_it_ran(tracked, seq_inputs):
+    """A falsifying example printed every number of both arrays (2 x 784 for MNIST); and a
+    mutant that failed the oracle after one of five drawn generations said 5."""
+    strategy = targeted_mutants(
+        tracked,
+        unit_seeds(seq_inputs),
+        GaussianMutator(variance=(0.2, 0.3)),
+        metric="failure",
+        oracle=Oracle(radius=None),
+        ga=GAConfig(k=2, n=4, gamma=6),
+    )
+    seen = []
+
+    @settings(model_settings, max_examples=25, database=None)
+    @given(strategy)
+    def never_fails(mutant):
+        seen.append(mutant)
+        assert mutant.fitness is None or mutant.fitness > 0
+
+    with pytest.raises(AssertionError) as caught:
+        never_fails()
+    failing = seen[-1]  # Hypothesis runs the minimal failing example last
+    notes = "\n".join(caught.value.__notes__)
+    assert f"bred toward failure for {failing.generations} generations" in notes
+    shown = f"{failing!r}"
+    assert shown.startswith("Mutant(case=<float32 array (7, 3)>, seed=<float32 array (7, 3)>, ")
+    assert f"never_fails(\n    mutant={shown},\n)" in notes  # Hypothesis's failing case
+
+
+def test_model_settings_are_derandomized():
+    """The coverage a test's examples feed, and the gate, repeat on a retry."""
+    assert model_settings.derandomize and model_settings.database is None
+    assert model_settings.deadline is None
+
+
+def test_the_rnncov_profile_loads_from_the_command_line(pytester):
+    """--hypothesis-profile=rnncov was an INTERNALERROR: the profile was registered only
+    when a test module imported the strategies, after Hypothesis loaded the profile."""
+    pytester.makepyfile(
+        "from hypothesis import settings\n\n"
+        "def test_profile():\n"
+        "    assert settings.get_current_profile_name() == 'rnncov'\n"
+        "    assert settings.default.deadline is None and settings.default.derandomize\n"
+    )
+    result = pytester.runpytest_subprocess("-p", "no:xdist", "--hypothesis-profile=rnncov")
+    result.assert_outcomes(passed=1)

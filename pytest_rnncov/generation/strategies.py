@@ -26,8 +26,11 @@ from .oracle import Oracle
 #: the most rounds of mutation ``random_mutants`` draws (each round is one mutate call)
 MAX_ROUNDS = 1000
 
-#: Settings for tests that call models: no deadline, slow-data health checks off.
+#: Settings for tests that call models: derandomized (the same examples every run, so the
+#: coverage they feed and the gate repeat on a retry), no deadline, slow-data health checks
+#: off. Other settings come from the Hypothesis profile loaded when this module is imported.
 model_settings = settings(
+    derandomize=True,
     deadline=None,
     max_examples=25,
     suppress_health_check=[
@@ -39,9 +42,11 @@ model_settings = settings(
 settings.register_profile("rnncov", model_settings)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Mutant:
-    """A generated test case and the seed it came from."""
+    """A generated test case and the seed it came from. Shown (also in a falsifying
+    example) with arrays by their dtype and shape: the example's note says how it was made,
+    and Hypothesis replays it from its database."""
 
     case: Any
     seed: Any
@@ -49,6 +54,29 @@ class Mutant:
     generations: int
     target: str | None = None  # "TC:abcab" for targeted mutants
     fitness: float | None = None  # best fitness reached for the target (<= 0: covered)
+
+    def __repr__(self) -> str:
+        return (
+            f"Mutant(case={_brief(self.case)}, seed={_brief(self.seed)}, "
+            f"seed_index={self.seed_index}, generations={self.generations}, "
+            f"target={self.target!r}, fitness={self.fitness!r})"
+        )
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """How Hypothesis prints it (its printer lists a dataclass's fields otherwise)."""
+        printer.text(repr(self))
+
+
+#: the longest text of a case or seed a Mutant's repr shows
+SHOWN_TEXT = 120
+
+
+def _brief(value: Any) -> str:
+    """An array as its dtype and shape; anything else as its repr, cut to SHOWN_TEXT."""
+    if isinstance(value, np.ndarray):
+        return f"<{value.dtype} array {value.shape}>"
+    text = repr(value)
+    return text if len(text) <= SHOWN_TEXT else f"{text[: SHOWN_TEXT - 3]}..."
 
 
 def random_mutants(
@@ -148,18 +176,28 @@ def targeted_mutants(
     toward uncovered behaviour (or, for failures, toward the oracle's boundary: fitness
     <= 0 fails it).
     """
-    if not isinstance(model, (TrackedLike, str)):
+    if not isinstance(model, (TrackedLike, str)) or model == "":
         raise InvalidArgument(
             f"model={model!r}; pass a tracked model (rnncov.track(model, ...)) or its name"
+        )
+    if not isinstance(metric, str) or not metric:
+        raise InvalidArgument(
+            f"metric={metric!r}; pass a metric's name ('TC', 'BC', ...), or 'failure' with "
+            "oracle=Oracle(...)"
         )
     if not isinstance(mutator, Mutator):
         raise InvalidArgument(f"mutator={mutator!r} is not a pytest_rnncov Mutator")
     if not isinstance(ga, GAConfig):
         raise InvalidArgument(f"ga={ga!r}; pass GAConfig(k=..., n=..., gamma=...)")
     seeds = mutator.check_seeds(seeds)
-    failure = isinstance(metric, str) and metric.lower() == "failure"
+    failure = metric.lower() == "failure"
     if failure and not isinstance(oracle, Oracle):
         raise InvalidArgument("metric='failure' needs the oracle to fail: pass oracle=Oracle(...)")
+    if not failure and oracle is not None:
+        raise InvalidArgument(
+            f"oracle= is read only with metric='failure' (breeding toward failing it), not "
+            f"with metric={metric!r}; drop oracle=, or pass metric='failure'"
+        )
     if isinstance(model, str):
         name = model
 
@@ -174,7 +212,10 @@ def targeted_mutants(
     if failure:
         assert oracle is not None
         return _failure_mutants(model, seeds, mutator, ga, oracle)
-    scorer = model.coverage[metric]
+    try:
+        scorer = model.coverage[metric]
+    except InvalidArgument as exc:
+        raise InvalidArgument(f"targeted_mutants(..., metric={metric!r}): {exc}") from None
 
     def coverage_fitness(seed: Any, condition: int) -> Callable[[Any], np.ndarray]:
         def fitness(cases: Any) -> np.ndarray:
@@ -262,12 +303,12 @@ def _bred(
             f"(best fitness per generation: {' -> '.join(path)}; <= 0 {reached})"
         )
         if math.isfinite(float(scores[best])):  # Hypothesis takes finite observations only
-            _target(-float(scores[best]), f"-fitness {label.split(':')[0]}")
+            _target(0.0 - float(scores[best]), f"-fitness {label.split(':')[0]}")  # not -0.0
         return Mutant(
             mutator.take(population, [best])[0],
             seed[0],
             index,
-            generations,
+            len(path) - 1,  # the generations run (fewer than drawn when one reached it)
             label,
             float(scores[best]),
         )

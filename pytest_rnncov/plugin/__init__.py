@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Callable, Generator
 
 import pytest
 
+from .draws import draws_at_random
 from .options import addoption, check_outputs, read_settings, seed_setting
 
 if TYPE_CHECKING:
@@ -35,13 +36,17 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     """Before conftest files import the frameworks: TensorFlow's native start-up notices
     stay out of captured test output (``config.tf_notices``), and PyTorch's OpenMP and
     numpy's OpenBLAS threads will sleep when idle instead of spinning
-    (``config.idle_threads``); not with ``--no-rnn``."""
-    if not getattr(early_config.known_args_namespace, "no_rnn", False):  # @files, addopts
+    (``config.idle_threads``); not with ``--no-rnn``. ``--hypothesis-profile=rnncov``
+    registers the profile before Hypothesis loads it (it is ``model_settings``)."""
+    known = early_config.known_args_namespace  # @files and addopts included
+    if not getattr(known, "no_rnn", False):
         from ..config.idle_threads import sleeping_idle_threads
         from ..config.tf_notices import quiet_tensorflow_import
 
         quiet_tensorflow_import()
         early_config.stash[THREADS_SET] = sleeping_idle_threads()
+    if getattr(known, "hypothesis_profile", None) == "rnncov":
+        from ..generation import strategies  # noqa: F401  (registers the profile)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -433,18 +438,14 @@ def _uncollected_reason(nodeids: list[str]) -> str:
 
 
 def _draws_at_random(item: pytest.Item) -> bool:
-    """Whether ``item`` is a Hypothesis test that draws its examples at random: no
-    ``derandomize`` in its settings, no ``@seed``, no ``--hypothesis-seed`` (another run
-    draws others). Read from what ``@given`` left on the test; Hypothesis is not imported."""
-    test = getattr(item, "obj", None)
-    if not getattr(test, "is_hypothesis_test", False):
-        return False
-    settings = getattr(test, "_hypothesis_internal_use_settings", None)
-    if settings is None or getattr(settings, "derandomize", True):
-        return False
-    if getattr(test, "_hypothesis_internal_use_seed", None) is not None:
-        return False
-    return item.config.getoption("hypothesis_seed", None) is None
+    """Whether ``item`` is a Hypothesis test that draws its examples at random (another
+    run draws others) and no ``--hypothesis-seed`` pins them. Draws made inside the test
+    (a ``@given`` function it calls) are seen where the inputs are fed
+    (``RNNCovSession.note_random_draws``)."""
+    return (
+        draws_at_random(getattr(item, "obj", None))
+        and item.config.getoption("hypothesis_seed", None) is None
+    )
 
 
 def _worker_id(node: Any) -> str:

@@ -35,6 +35,7 @@ from ..reporting.data import CoverageData, new_run_id
 from ..reporting.samples import SampleWriter, gallery_entries, samples_folder
 from ..reporting.signals import SIGNAL_SAMPLES, sample_signals
 from ..validation import check_int, check_str, check_window
+from .draws import running_draws_at_random
 
 
 class _TestCoverage:
@@ -333,6 +334,7 @@ class RNNCovSession:
         self.current_random = False
         #: the tests that fed inputs Hypothesis drew at random (another run draws others)
         self.random_tests: list[str] = []
+        self._random_set: set[str] = set()
         #: this session's id in its data: a run is never combined twice
         self.run_id = new_run_id()
         #: the profile files track() fitted and wrote (the report names them: commit them)
@@ -512,10 +514,16 @@ class RNNCovSession:
         return loaded
 
     def note_random_draws(self) -> None:
-        """Record that the running test fed inputs Hypothesis drew at random."""
+        """Record that the running test fed inputs Hypothesis drew at random: the test is a
+        ``@given`` test drawing at random (``current_random``), or the inputs are fed while
+        Hypothesis runs a test that drew its seed at random (a ``@given`` function the test
+        calls, ``find()``, a state machine)."""
         test = self.current_test
-        if self.current_random and test is not None and test not in self.random_tests:
+        if test is None or test in self._random_set:
+            return
+        if self.current_random or running_draws_at_random():
             self.random_tests.append(test)
+            self._random_set.add(test)
 
     # -- per-test coverage (for @pytest.mark.rnn_coverage) -------------------------------
     def start_test(self) -> None:
