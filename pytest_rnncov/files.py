@@ -286,7 +286,7 @@ ORPHAN_AGE = 600
 _NAME_KEPT = 64
 
 
-#: the targets whose orphans this process has looked for (once each: a folder of many
+#: the folders whose orphans this process has looked for (once each: a folder of many
 #: samples is not listed again at every file written into it)
 _TIDIED: set[Path] = set()
 
@@ -303,20 +303,21 @@ def _temporary_stem(target: Path) -> str:
 
 
 def _remove_orphans(target: Path) -> None:
-    """Remove the temporary files of ``target`` left by writers of this host that were
-    killed mid-write (SIGKILL, a lost machine): their process is gone and the file is
+    """Remove the temporary files in ``target``'s folder left by writers of this host that
+    were killed mid-write (SIGKILL, a lost machine): their process is gone and the file is
     older than ORPHAN_AGE (a writer on another host that shares the name is long done by
-    then). Once per target and process; never on Windows, where there is no harmless test
-    of a process id."""
-    if os.name == "nt" or target in _TIDIED:
+    then). Once per folder and process (one listing, however many files are written into
+    it); never on Windows, where there is no harmless test of a process id."""
+    folder = target.parent
+    if os.name == "nt" or folder in _TIDIED:
         return
-    _TIDIED.add(target)
-    pattern = re.compile(re.escape(_temporary_stem(target)) + r"([0-9]+)\.[a-z0-9_]+\.tmp")
-    for name in os.listdir(target.parent):
+    _TIDIED.add(folder)
+    pattern = re.compile(r"\..*\." + re.escape(_host()) + r"-([0-9]+)\.[a-z0-9_]+\.tmp")
+    for name in os.listdir(folder):
         match = pattern.fullmatch(name)
         if match is None or _alive(int(match.group(1))):
             continue
-        path = target.parent / name
+        path = folder / name
         if time.time() - path.lstat().st_mtime > ORPHAN_AGE:
             path.unlink()
 

@@ -1413,10 +1413,12 @@ def test_a_baseline_link_to_nothing_is_named_as_such(tmp_path):
         load_baseline(tmp_path / "absent.json")
 
 
-def test_a_killed_writers_temporary_file_is_removed_by_the_next_write(tmp_path):
-    """SIGKILL mid-write leaves `.NAME.HOST-PID.XXXX.tmp`; the next write of NAME removes
-    it once its writer is gone and it is older than ORPHAN_AGE. A live writer's file, a
-    fresh one and another host's are left alone."""
+def test_a_killed_writers_temporary_file_is_removed_by_the_next_write(tmp_path, monkeypatch):
+    """SIGKILL mid-write leaves `.NAME.HOST-PID.XXXX.tmp`; the next write into its folder
+    removes it once its writer is gone and it is older than ORPHAN_AGE. A live writer's
+    file, a fresh one and another host's are left alone. The folder is listed once per
+    process, however many files are written into it (a campaign's samples folder was
+    listed at every sample: quadratic in the samples)."""
     from pytest_rnncov import files
 
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
@@ -1430,7 +1432,7 @@ def test_a_killed_writers_temporary_file_is_removed_by_the_next_write(tmp_path):
         f".d.json.{host}-{dead}.a2.tmp": (None, True),  # too fresh: maybe another host's
         f".d.json.{host}-{live}.a3.tmp": (old, True),  # a live writer
         f".d.json.0badc0de-{dead}.a4.tmp": (old, True),  # another host
-        f".e.json.{host}-{dead}.a5.tmp": (old, True),  # another file's
+        f".e.json.{host}-{dead}.a5.tmp": (old, False),  # another file's: removed too
         # a live writer's file of the target 'd.json.{host}-{dead}.x' is not d.json's
         f".d.json.{host}-{dead}.x.{host}-{live}.a6.tmp": (old, True),
     }
@@ -1438,9 +1440,15 @@ def test_a_killed_writers_temporary_file_is_removed_by_the_next_write(tmp_path):
         (tmp_path / name).write_text("part")
         if mtime is not None:
             os.utime(tmp_path / name, (mtime, mtime))
+    listed = []
+    listdir = files.os.listdir
+    monkeypatch.setattr(files.os, "listdir", lambda p: listed.append(p) or listdir(p))
     CoverageData(runs=["r"]).save(tmp_path / "d.json")
     for name, (_, kept) in orphans.items():
         assert (tmp_path / name).exists() is kept, name
+    for n in range(20):
+        files.write_atomic(tmp_path / f"adv_{n}.png", b"png", "an image")
+    assert len(listed) == 1  # one listing for the folder
     assert CoverageData.load(tmp_path / "d.json").runs == ["r"]
     long = tmp_path / ("x" * 240 + ".json")  # temporary names stay within 255 bytes
     CoverageData(runs=["r"]).save(long)

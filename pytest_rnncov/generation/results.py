@@ -103,7 +103,7 @@ class CampaignResult:
             shrunk=self.shrunk,
             oracle=self.oracle,
             mutator=self.mutator,
-            growth=list(self.growth),
+            growth=thinned(self.growth, GROWTH_POINTS),
             saved_to=saved_to,
             gallery=list(gallery),
         )
@@ -111,6 +111,18 @@ class CampaignResult:
 
 #: the most gallery samples and growth points a summary may hold
 MAX_GALLERY, MAX_GROWTH = 256, 100_000
+#: the growth points a summary keeps of a campaign's (one per model call: a long campaign
+#: of small batches makes more than a file may hold)
+GROWTH_POINTS = 2_000
+
+
+def thinned(points: Sequence[Any], limit: int) -> list[Any]:
+    """At most ``limit`` (>= 2) of ``points``, evenly spaced, the first and last kept."""
+    if len(points) <= limit:
+        return list(points)
+    return [points[i] for i in np.linspace(0, len(points) - 1, limit).round().astype(int)]
+
+
 _COUNTS = (
     "test_cases",
     "adversarial",

@@ -28,6 +28,8 @@ GALLERY = 8
 MARKER = ".pytest-rnncov-samples"
 #: The files a SampleWriter writes (images: IMAGE_PREFIX...png)
 SUMMARY, ARRAYS, TEXT, IMAGE_PREFIX = "summary.json", "adversarial.npz", "adversarial.txt", "adv_"
+#: How many samples get a PNG (the first found; adversarial.npz holds every one)
+MAX_IMAGES = 1000
 
 
 def gallery_entries(
@@ -57,14 +59,17 @@ def gallery_entries(
 class SampleWriter:
     """Writes a campaign's adversarial samples into ``directory`` as they are found.
 
-    Images (2-D cases): a PNG per sample (seed | case | difference, a small image scaled up
-    by an integer factor, ``images.upscale_factor``), named
-    ``adv_NNNNN_seed<i>_<from>to<to>.png``; text and SMILES: a line in ``adversarial.txt``.
-    Each is written when the sample is found and replaced by its shrunk version once
-    shrinking finished. At the end: ``adversarial.npz`` (cases, seeds, seed indices,
-    outputs, distances) for array cases, and ``summary.json`` (which says whether the
-    samples were shrunk). Every file is written atomically, so an interrupt at any point
-    leaves whole files: the samples found so far, shrunk or as found.
+    Images (2-D cases): a PNG for each of the first MAX_IMAGES samples (seed | case |
+    difference, a small image scaled up by an integer factor, ``images.upscale_factor``),
+    named ``adv_NNNNN_seed<i>_<from>to<to>.png``, written when the sample is found and
+    replaced by its shrunk version once shrinking finished; text and SMILES: a line each in
+    ``adversarial.txt``, rewritten whenever the samples found doubled and once shrinking
+    finished (so writing it costs time in proportion to the samples, not their square). At
+    the end: ``adversarial.npz`` (cases, seeds, seed indices, outputs, distances) for array
+    cases, every sample, and ``summary.json`` (which says whether the samples were shrunk).
+    Every file is written atomically, so an interrupt at any point leaves whole files: the
+    samples found so far (an interrupted ``run()`` finishes and writes them all), shrunk or
+    as found.
     """
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
@@ -74,6 +79,8 @@ class SampleWriter:
         self._check_replaceable()
         self._samples: list[AdversarialSample] = []
         self._names: list[str | None] = []
+        #: how many samples adversarial.txt holds
+        self._in_text = 0
         self._started = False
         #: the campaign whose samples the folder holds (a writer reused for another starts
         #: the folder afresh)
@@ -88,6 +95,7 @@ class SampleWriter:
             return
         self._campaign = weakref.ref(campaign)
         self._samples, self._names, self._started, self.saved = [], [], False, False
+        self._in_text = 0
 
     def _check_replaceable(self) -> None:
         """Refuse a folder holding files of the names this writer uses that no earlier
@@ -130,7 +138,10 @@ class SampleWriter:
         return self.directory
 
     def _image(self, campaign: Campaign, index: int, sample: AdversarialSample) -> str | None:
-        """Write sample ``index``'s PNG (2-D cases); returns its file name."""
+        """Write sample ``index``'s PNG (2-D cases, the first MAX_IMAGES); returns its file
+        name."""
+        if index >= MAX_IMAGES:
+            return None
         image, seed_image = np.squeeze(np.asarray(sample.case)), np.squeeze(np.asarray(sample.seed))
         if image.ndim != 2 or seed_image.shape != image.shape:
             return None
@@ -157,13 +168,14 @@ class SampleWriter:
             for s in self._samples
         )
         write_atomic(self._ready() / TEXT, "".join(lines), "the adversarial cases")
+        self._in_text = len(self._samples)
 
     def on_adversarial(self, campaign: Campaign, sample: AdversarialSample) -> None:
         self._for(campaign)
         self._samples.append(sample)
         if campaign.mutator.array_cases:
             self._names.append(self._image(campaign, len(self._samples) - 1, sample))
-        else:
+        elif len(self._samples) >= 2 * self._in_text:  # the samples doubled since
             self._text()
 
     def on_shrunk(self, campaign: Campaign, samples: list[AdversarialSample]) -> None:
@@ -173,7 +185,7 @@ class SampleWriter:
             self._text()
             return
         names = self._names + [None] * (len(samples) - len(self._names))
-        for index, sample in enumerate(samples):
+        for index, sample in enumerate(samples[:MAX_IMAGES]):
             name = self._image(campaign, index, sample)
             if names[index] is not None and names[index] != name:  # the decision moved
                 _remove_all([self.directory / str(names[index])])
@@ -184,6 +196,8 @@ class SampleWriter:
         self._for(campaign)
         self.saved = False  # this campaign's files, not a reused writer's earlier ones
         folder = self._ready()
+        if not campaign.mutator.array_cases and self._in_text < len(self._samples):
+            self._text()  # not shrunk: the samples found since it doubled last
         if campaign.mutator.array_cases and self._samples:
             arrays: dict[str, Any] = {
                 "cases": np.stack([np.asarray(s.case) for s in self._samples]),
