@@ -36,6 +36,36 @@ def test_continuous_cases_shrink_to_the_steps_that_matter():
     )
 
 
+def test_many_samples_shrink_in_parts_to_the_same_cases(monkeypatch):
+    """More than SHRINK_ROWS samples are shrunk in parts (the float64 work arrays of every
+    sample at once took 12x their bytes at the end of a campaign); the cases, distances and
+    outputs are those of one part, and the calls are one set per part. The distances are
+    computed DISTANCE_ROWS rows at a time, to the same numbers."""
+    from pytest_rnncov.generation import mutators, shrinking
+
+    mutator = GaussianMutator(clip=None)
+
+    def predict(x):
+        x = np.asarray(x)
+        return np.stack([np.zeros(len(x)), (x[:, 0, 0] > 0.5).astype(float)], axis=1)
+
+    rng = np.random.default_rng(1)
+    seeds = np.zeros((7, 4, 2), np.float32)
+    cases = rng.normal(0, 1, (7, 4, 2)).astype(np.float32)
+    cases[:, 0, 0] = rng.uniform(1.0, 4.0, 7)
+    whole = shrink(mutator, Oracle(), predict, seeds, predict(seeds), cases, predict(cases))
+    monkeypatch.setattr(shrinking, "SHRINK_ROWS", 3)
+    monkeypatch.setattr(mutators, "DISTANCE_ROWS", 2)
+    parts = shrink(mutator, Oracle(), predict, seeds, predict(seeds), cases, predict(cases))
+    np.testing.assert_array_equal(parts.cases, whole.cases)
+    np.testing.assert_array_equal(parts.distances, whole.distances)
+    np.testing.assert_array_equal(parts.outputs, whole.outputs)
+    assert whole.model_calls == 8 + 4 and parts.model_calls == 3 * (8 + 4)  # 7 rows: 3 parts
+    by_hand = np.sqrt((cases.astype(np.float64) ** 2).reshape(7, -1).sum(axis=1))
+    np.testing.assert_allclose(mutator.distance(seeds, cases), by_hand, rtol=1e-12)
+    assert mutator.distance(seeds[:0], cases[:0]).shape == (0,)
+
+
 def test_text_edits_are_undone_while_the_case_still_fails():
     encoder = WordEncoder(["a", "b", "c", "d", "x", "y", "z"], length=6)
     mutator = EDAMutator(encoder=encoder)

@@ -1019,8 +1019,9 @@ class Campaign:
         ]
 
     def _rows(self, cases: Any) -> list[Any]:
-        """The cases of a batch one by one (array cases: rows of a copy of their own)."""
-        return list(np.array(cases)) if self.mutator.array_cases else list(cases)
+        """The cases of a batch one by one (array cases: rows of the array, which is a copy
+        the campaign took of its cases for these samples alone)."""
+        return list(np.asarray(cases)) if self.mutator.array_cases else list(cases)
 
     def _found_samples(self) -> list[AdversarialSample]:
         """Every adversarial sample as found, in the order found."""
@@ -1035,15 +1036,15 @@ class Campaign:
             np.array(self._adversarial_distances),
         )
 
-    def _shrunk(self, samples: list[AdversarialSample]) -> tuple[list[AdversarialSample], int]:
-        """``samples`` shrunk toward their seeds in batched model calls, taking at most
-        SHRINK_SHARE x the campaign's model inputs: each failing seed's first sample first,
-        then each one's second, and so on (see ``shrinking.shrink``)."""
+    def _shrunk(self) -> tuple[list[AdversarialSample], int]:
+        """The adversarial samples shrunk toward their seeds in batched model calls, taking
+        at most SHRINK_SHARE x the campaign's model inputs: each failing seed's first sample
+        first, then each one's second, and so on (see ``shrinking.shrink``)."""
         assert self._seed_outputs is not None
-        ids = np.array([s.case_id for s in samples], np.int64)
+        ids = np.array(self._adversarial, np.int64)
         seed_index = self._seed_of[ids]
         seeds = self.mutator.take(self.seeds, seed_index)
-        found = np.array([s.found_distance for s in samples])
+        found = np.array(self._adversarial_distances)
         shrunk = shrink(
             self.mutator,
             self.oracle,
@@ -1055,6 +1056,7 @@ class Campaign:
             order=_round_robin(seed_index),
             max_inputs=int(SHRINK_SHARE * self.generated),
         )
+        del seeds  # _samples takes the seeds' rows of its own
         return (
             self._samples(ids, shrunk.cases, seed_index, shrunk.outputs, found, shrunk.distances),
             shrunk.model_calls,
@@ -1076,13 +1078,16 @@ class Campaign:
                 "first; run() finishes it"
             )
         pending: BaseException | None = None
-        samples, calls, shrunk = self._found_samples(), 0, None
-        if samples and self.shrink and can_shrink(self.mutator):
+        samples: list[AdversarialSample] | None = None
+        calls, shrunk = 0, None
+        if self._adversarial and self.shrink and can_shrink(self.mutator):
             try:
-                samples, calls = self._shrunk(samples)
+                samples, calls = self._shrunk()
                 shrunk = True
             except BaseException as exc:  # a second Ctrl-C too: what was found is kept
                 pending, shrunk = exc, False
+        if samples is None:  # as found (made only now: shrinking needs no copy of them)
+            samples = self._found_samples()
         result = self._result(samples, calls, shrunk)
         self.result = result
         for method, args in (("on_shrunk", (samples,)), ("on_finish", (result,))):

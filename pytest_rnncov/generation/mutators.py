@@ -44,9 +44,19 @@ class Mutator(ABC):
         return np.asarray(cases)
 
     def distance(self, seeds: Cases, cases: Cases) -> np.ndarray:
-        """Distance of each case to its seed (row-aligned): L2 of the flattened difference."""
+        """Distance of each case to its seed (row-aligned): L2 of the flattened difference,
+        in float64, DISTANCE_ROWS rows at a time (the work arrays of a part at once)."""
         seeds, cases = _numeric_pair(seeds, cases)
-        return _row_norms(cases - seeds)
+        return np.concatenate(
+            [
+                _row_norms(
+                    cases[i : i + DISTANCE_ROWS].astype(np.float64)
+                    - seeds[i : i + DISTANCE_ROWS].astype(np.float64)
+                )
+                for i in range(0, len(cases), DISTANCE_ROWS)
+            ]
+            or [np.zeros(0)]
+        )
 
     def unchanged(self, before: Cases, after: Cases) -> np.ndarray:
         """Which mutants equal the case they came from (they are not new test cases)."""
@@ -95,7 +105,7 @@ def within_l2(seeds: Cases, cases: Cases, radius: float) -> np.ndarray:
     after that becomes its seed."""
     radius = check_float("radius", radius, minimum=0.0)
     dtype = np.asarray(cases).dtype
-    seeds, cases = _numeric_pair(seeds, cases)
+    seeds, cases = (array.astype(np.float64) for array in _numeric_pair(seeds, cases))
     diff = cases - seeds
     norms = _row_norms(diff)
     outside = norms > radius
@@ -281,12 +291,17 @@ def nonfinite_rows(values: np.ndarray) -> np.ndarray:
     return np.flatnonzero(~_flat_rows(finite).all(axis=1))
 
 
+#: the rows Mutator.distance converts to float64 at once
+DISTANCE_ROWS = 4096
+
+
 def _numeric_pair(seeds: Cases, cases: Cases) -> tuple[np.ndarray, np.ndarray]:
-    """Seeds and cases as float64 arrays of one shape, finite (for distances)."""
+    """Seeds and cases as numeric arrays of one shape, finite (for distances), in their own
+    dtype (not copied when they are arrays already)."""
     try:
         pair = (
-            input_array(seeds, "seeds").astype(np.float64),
-            input_array(cases, "cases").astype(np.float64),
+            _as_numbers(input_array(seeds, "seeds")),
+            _as_numbers(input_array(cases, "cases")),
         )
     except InvalidInput:
         raise
@@ -300,6 +315,11 @@ def _numeric_pair(seeds: Cases, cases: Cases) -> tuple[np.ndarray, np.ndarray]:
     if not (np.isfinite(pair[0]).all() and np.isfinite(pair[1]).all()):
         raise InvalidInput("seeds or cases hold NaN or inf; a distance needs finite values")
     return pair
+
+
+def _as_numbers(array: np.ndarray) -> np.ndarray:
+    """``array`` itself when it holds real numbers, else converted to float64."""
+    return array if array.dtype.kind in "biuf" else array.astype(np.float64)
 
 
 def _row_norms(diff: np.ndarray) -> np.ndarray:

@@ -2,10 +2,12 @@
 examples: a failing case is replaced by the closest one found that still fails.
 
 Every step is one batched model call over all samples being shrunk (never one call per
-case). Continuous cases: bisection on the line from the seed to the case, then reverting
-time steps (the first axis of a case) to the seed's values while the oracle still fails.
-Text: each word edit (as ``difflib`` aligns seed and case) is undone, last first, while the
-case still fails. SMILES re-enumerations have no edit to undo and are left as found.
+case; more than SHRINK_ROWS samples are shrunk in parts of that many, so that the work
+arrays held at once stay bounded). Continuous cases: bisection on the line from the seed
+to the case, then reverting time steps (the first axis of a case) to the seed's values
+while the oracle still fails. Text: each word edit (as ``difflib`` aligns seed and case)
+is undone, last first, while the case still fails. SMILES re-enumerations have no edit
+to undo and are left as found.
 
 Like Hypothesis' shrink limits, the work can be bounded (``max_inputs``, the model inputs
 all calls may take together): samples are then shrunk in the ``order`` given as far as the
@@ -31,6 +33,9 @@ from .text import EDAMutator
 
 #: Bisection steps on the seed-case line (the found distance shrinks to within 2**-8 of it).
 BISECTION_STEPS = 8
+#: The samples shrunk together, in one model call per step (more are shrunk in parts of
+#: this many: the work arrays of a part, not of every sample, are held at once)
+SHRINK_ROWS = 4096
 
 
 @dataclass
@@ -67,17 +72,9 @@ def shrink(
     rows = np.arange(len(outputs)) if order is None else np.asarray(order, np.int64)
     budget = math.inf if max_inputs is None else check_int("max_inputs", max_inputs, minimum=0)
     if mutator.array_cases:
-        return _shrink_arrays(
-            mutator,
-            oracle,
-            predict,
-            np.asarray(seeds),
-            seed_outputs,
-            np.asarray(cases),
-            outputs,
-            rows,
-            budget,
-        )
+        return _ArrayShrinking(
+            mutator, oracle, predict, np.asarray(seeds), seed_outputs, np.asarray(cases), outputs
+        ).run(rows, budget)
     if isinstance(mutator, EDAMutator):
         return _shrink_words(
             mutator, oracle, predict, list(seeds), seed_outputs, list(cases), outputs, rows, budget
@@ -98,62 +95,87 @@ def _still_fails(
     return oracle.fails(seed_outputs, outputs, distances), outputs
 
 
-def _shrink_arrays(
-    mutator: Mutator,
-    oracle: Oracle,
-    predict: Callable[[Any], np.ndarray],
-    seeds: np.ndarray,
-    seed_outputs: np.ndarray,
-    cases: np.ndarray,
-    outputs: np.ndarray,
-    order: np.ndarray,
-    budget: float,
-) -> Shrunk:
-    current, current_out = cases.copy(), np.array(outputs, copy=True)
-    calls = 0
-    steps = cases.shape[1] if cases.ndim > 1 else 0
-    # the rows the bound allows bisection for, then the time-step phase too (cost per row:
-    # one input per bisection step, at most one per time step)
-    bisected = order[: int(min(len(order), budget // BISECTION_STEPS))]
-    left = budget - BISECTION_STEPS * len(bisected)
-    reverted = np.sort(bisected[: int(min(len(bisected), left // max(steps, 1)))])
-    bisected = np.sort(bisected)
-    if len(bisected):
-        low = np.zeros(len(bisected))  # the seed (alpha 0) passes, the case (alpha 1) fails
-        high = np.ones(len(bisected))
-        base = seeds[bisected]
+def _parts(rows: np.ndarray) -> list[np.ndarray]:
+    """``rows`` in parts of at most SHRINK_ROWS."""
+    return [rows[start : start + SHRINK_ROWS] for start in range(0, len(rows), SHRINK_ROWS)]
+
+
+class _ArrayShrinking:
+    """The shrinking of array cases: the closest failing case of each row so far
+    (``current``, its outputs ``current_out``) and the model calls made."""
+
+    def __init__(
+        self,
+        mutator: Mutator,
+        oracle: Oracle,
+        predict: Callable[[Any], np.ndarray],
+        seeds: np.ndarray,
+        seed_outputs: np.ndarray,
+        cases: np.ndarray,
+        outputs: np.ndarray,
+    ) -> None:
+        self.mutator, self.oracle, self.predict = mutator, oracle, predict
+        self.seeds, self.seed_outputs, self.cases = seeds, seed_outputs, cases
+        self.current, self.current_out = cases.copy(), np.array(outputs, copy=True)
+        self.calls = 0
+
+    def run(self, order: np.ndarray, budget: float) -> Shrunk:
+        """Shrink the rows in ``order`` as far as ``budget`` (model inputs) allows: bisection
+        for every row it reaches (one input per step), then the time steps (at most one input
+        per step) for as many as it still can."""
+        steps = self.cases.shape[1] if self.cases.ndim > 1 else 0
+        bisected = order[: int(min(len(order), budget // BISECTION_STEPS))]
+        left = budget - BISECTION_STEPS * len(bisected)
+        reverted = np.sort(bisected[: int(min(len(bisected), left // max(steps, 1)))])
+        for part in _parts(np.sort(bisected)):
+            self.bisect(part)
+        for part in _parts(reverted):
+            self.revert_steps(part)
+        distances = checked_distance(self.mutator, self.seeds, self.current)
+        return Shrunk(self.current, distances, self.current_out, self.calls)
+
+    def _fails(self, rows: np.ndarray, seeds: np.ndarray, candidates: np.ndarray) -> Any:
+        """Which ``candidates`` of ``rows`` still fail, and their outputs (one model call)."""
+        self.calls += 1
+        return _still_fails(
+            self.mutator, self.oracle, self.predict, seeds, self.seed_outputs[rows], candidates
+        )
+
+    def bisect(self, rows: np.ndarray) -> None:
+        """Bisect ``rows`` on the line from their seed to their case."""
+        cases, current, current_out = self.cases, self.current, self.current_out
+        low = np.zeros(len(rows))  # the seed (alpha 0) passes, the case (alpha 1) fails
+        high = np.ones(len(rows))
+        base = self.seeds[rows]
         # in float64: an integer dtype's own subtraction wraps (uint8: 5 - 10 is 251)
-        delta = cases[bisected].astype(np.float64) - base.astype(np.float64)
+        delta = cases[rows].astype(np.float64) - base.astype(np.float64)
         shape = (-1,) + (1,) * (cases.ndim - 1)
         for _ in range(BISECTION_STEPS):
             middle = (low + high) / 2
             candidates = (base + middle.reshape(shape) * delta).astype(cases.dtype)
-            fails, out = _still_fails(
-                mutator, oracle, predict, base, seed_outputs[bisected], candidates
-            )
-            calls += 1
+            fails, out = self._fails(rows, base, candidates)
             high = np.where(fails, middle, high)
             low = np.where(fails, low, middle)
-            hit = bisected[fails]
+            hit = rows[fails]
             current[hit], current_out[hit] = candidates[fails], out[fails]
-    for step in range(steps if len(reverted) else 0):
-        differs = (
-            (current[reverted, step] != seeds[reverted, step])
-            .reshape(len(reverted), -1)
-            .any(axis=1)
-        )
-        if not differs.any():
-            continue
-        rows = reverted[differs]
-        candidates = current[rows].copy()
-        candidates[:, step] = seeds[rows, step]
-        fails, out = _still_fails(
-            mutator, oracle, predict, seeds[rows], seed_outputs[rows], candidates
-        )
-        calls += 1
-        current[rows[fails]], current_out[rows[fails]] = candidates[fails], out[fails]
-    distances = checked_distance(mutator, seeds, current)
-    return Shrunk(current, distances, current_out, calls)
+
+    def revert_steps(self, reverted: np.ndarray) -> None:
+        """Put back the seed's values of each time step (the first axis of a case) in the
+        rows ``reverted`` where the case still fails."""
+        seeds, current, current_out = self.seeds, self.current, self.current_out
+        for step in range(current.shape[1] if current.ndim > 1 else 0):
+            differs = (
+                (current[reverted, step] != seeds[reverted, step])
+                .reshape(len(reverted), -1)
+                .any(axis=1)
+            )
+            if not differs.any():
+                continue
+            rows = reverted[differs]
+            candidates = current[rows].copy()
+            candidates[:, step] = seeds[rows, step]
+            fails, out = self._fails(rows, seeds[rows], candidates)
+            current[rows[fails]], current_out[rows[fails]] = candidates[fails], out[fails]
 
 
 def _shrink_words(
