@@ -1151,3 +1151,19 @@ def test_a_long_campaigns_summary_thins_its_growth_to_what_a_file_may_hold(ramp)
     assert steps.min() >= 50 and steps.max() <= 51  # evenly spaced: 100,000 / 1,999
     assert CampaignSummary.from_json(summary, "the summary").growth == growth
     assert len(result.growth) == 100_001  # the result keeps every point
+
+
+def test_the_variants_arm_keeps_its_parents_grouped_by_seed_as_samples_are_found(threshold):
+    """The variants arm sorted every adversarial id by seed at every pull (39% of a
+    300,000-case campaign's time); the grouping is now kept up to date by inserting the
+    new ones, and must equal a stable sort of all of them by seed."""
+    campaign = failure_campaign(threshold, budget=2_000, schedule="adaptive", shrink=False)
+    steps = campaign.iterate()
+    checked = 0
+    for step in steps:
+        if step.target == "failure:variants":
+            ids = campaign._adversarial[: len(campaign._by_seed)]
+            owners = campaign.seed_indices()[ids]
+            np.testing.assert_array_equal(campaign._by_seed, ids[np.argsort(owners, kind="stable")])
+            checked += 1
+    assert checked >= 3 and len(np.unique(campaign.seed_indices()[campaign._adversarial])) > 1

@@ -339,12 +339,17 @@ class Campaign:
         self._offsets = np.cumsum([0] + [m.total for m in self.coverage.metrics.values()])
         self._suite = MinimalSuite(int(self._offsets[-1]))
         self._diversity = DiversityAccumulator(len(self.seeds)) if mutator.array_cases else None
-        self._adversarial: list[int] = []
+        #: the case ids of the adversarial samples, in the order found (grown in place)
+        self._adversarial_store = CaseStore(True)
         #: (seed, case) of every adversarial sample, so that a repeated case counts once
         self._adversarial_keys: set[tuple[int, Any]] = set()
-        self._adversarial_outputs: list[np.ndarray] = []
-        #: each adversarial case's distance to its seed, as found
-        self._adversarial_distances: list[float] = []
+        #: each adversarial case's model outputs and distance to its seed, as found
+        self._adversarial_outputs = CaseStore(True)
+        self._adversarial_distances = CaseStore(True)
+        #: the adversarial ids grouped by seed (ids ascending within a seed), and their
+        #: seeds: the variants arm's parents, kept up to date as samples are found
+        self._by_seed = np.zeros(0, np.int64)
+        self._by_seed_owner = np.zeros(0, np.int64)
         #: adversarial samples found per seed (a seed with any is a failing seed)
         self._samples_per_seed = np.zeros(len(self.seeds))
         n_seeds = len(self.seeds)
@@ -422,9 +427,9 @@ class Campaign:
                     self.mutator, self.mutator.take(self.seeds, seed_index[found]), found_cases
                 )
             )
-            self._adversarial.extend(ids[found].tolist())
+            self._adversarial_store.extend(ids[found].astype(np.int64))
             self._adversarial_outputs.extend(np.asarray(outputs)[found])
-            self._adversarial_distances.extend(found_distances.tolist())
+            self._adversarial_distances.extend(np.asarray(found_distances, np.float64))
             np.add.at(self._samples_per_seed, seed_index[found], 1)
             if self._has_listener("on_adversarial"):
                 for sample in self._samples(
@@ -668,7 +673,7 @@ class Campaign:
         if arm == "failure":
             return self._n_failing_seeds() < len(self.seeds)
         if arm == "variants":
-            return bool(self._adversarial)
+            return self._adversarial_store.size > 0
         if self._turns(arm):
             return self._closest(arm, set()) is not None  # what a turn can aim at
         return bool(self._sweepable(arm).any())
@@ -817,19 +822,38 @@ class Campaign:
         given an equal share, kept within the oracle's radius of their seeds (more failures
         where the model already fails); None when the mutator changed none."""
         size = int(min(self.batch_size, self._remaining()))
-        found = np.asarray(self._adversarial, np.int64)
-        owners = self._seed_of[found]
-        order = np.argsort(owners, kind="stable")
-        found, owners = found[order], owners[order]
-        _, starts, counts = np.unique(owners, return_index=True, return_counts=True)
+        self._group_by_seed()
+        failing = np.flatnonzero(self._samples_per_seed)
+        counts = self._samples_per_seed[failing]
+        starts = np.concatenate([[0], np.cumsum(counts[:-1])]).astype(np.int64)
         pick = self.rng.integers(0, len(starts), size)
         within = (self.rng.random(size) * counts[pick]).astype(np.int64)
-        offspring, from_ids = self._mutate(found[starts[pick] + within])
+        offspring, from_ids = self._mutate(self._by_seed[starts[pick] + within])
         if len(from_ids) == 0:
             return None
         seed_index = self._seed_of[from_ids]
         offspring = self._within_radius(offspring, seed_index)
         return self._evaluate(offspring, seed_index, "targeted", "failure:variants").step
+
+    def _group_by_seed(self) -> None:
+        """Bring ``_by_seed`` up to date: the samples found since it was last, sorted by
+        seed, inserted after their seeds' earlier ones (a memory move of the ids, not a
+        sort of all of them at every pull)."""
+        found = self._adversarial
+        new = found[len(self._by_seed) :]
+        if not len(new):
+            return
+        owners = self._seed_of[new]
+        order = np.argsort(owners, kind="stable")
+        new, owners = new[order], owners[order]
+        at = np.searchsorted(self._by_seed_owner, owners, side="right")
+        self._by_seed = np.insert(self._by_seed, at, new)
+        self._by_seed_owner = np.insert(self._by_seed_owner, at, owners)
+
+    @property
+    def _adversarial(self) -> np.ndarray:
+        """The case ids of the adversarial samples, in the order found (not copied)."""
+        return self._adversarial_store.view(np.int64)
 
     def _mutate(self, parents: np.ndarray) -> tuple[Any, np.ndarray]:
         """Mutants of the cases ``parents``, without the ones the mutator left unchanged."""
@@ -1025,15 +1049,15 @@ class Campaign:
 
     def _found_samples(self) -> list[AdversarialSample]:
         """Every adversarial sample as found, in the order found."""
-        if not self._adversarial:
+        if not len(self._adversarial):
             return []
-        ids = np.array(self._adversarial, np.int64)
+        ids = self._adversarial.copy()
         return self._samples(
             ids,
             self._cases.take(ids),
             self._seed_of[ids],
-            np.stack(self._adversarial_outputs),
-            np.array(self._adversarial_distances),
+            self._adversarial_outputs.view(np.float64).copy(),
+            self._adversarial_distances.view(np.float64).copy(),
         )
 
     def _shrunk(self) -> tuple[list[AdversarialSample], int]:
@@ -1041,10 +1065,10 @@ class Campaign:
         at most SHRINK_SHARE x the campaign's model inputs: each failing seed's first sample
         first, then each one's second, and so on (see ``shrinking.shrink``)."""
         assert self._seed_outputs is not None
-        ids = np.array(self._adversarial, np.int64)
+        ids = self._adversarial.copy()
         seed_index = self._seed_of[ids]
         seeds = self.mutator.take(self.seeds, seed_index)
-        found = np.array(self._adversarial_distances)
+        found = self._adversarial_distances.view(np.float64).copy()
         shrunk = shrink(
             self.mutator,
             self.oracle,
@@ -1052,7 +1076,7 @@ class Campaign:
             seeds,
             self._seed_outputs[seed_index],
             self._cases.take(ids),
-            np.stack(self._adversarial_outputs),
+            self._adversarial_outputs.view(np.float64),
             order=_round_robin(seed_index),
             max_inputs=int(SHRINK_SHARE * self.generated),
         )
@@ -1080,7 +1104,7 @@ class Campaign:
         pending: BaseException | None = None
         samples: list[AdversarialSample] | None = None
         calls, shrunk = 0, None
-        if self._adversarial and self.shrink and can_shrink(self.mutator):
+        if len(self._adversarial) and self.shrink and can_shrink(self.mutator):
             try:
                 samples, calls = self._shrunk()
                 shrunk = True
@@ -1108,7 +1132,7 @@ class Campaign:
     def _result(
         self, samples: list[AdversarialSample], calls: int, shrunk: bool | None
     ) -> CampaignResult:
-        adversarial = np.array(self._adversarial, np.int64)
+        adversarial = self._adversarial.copy()
         pairs: dict[str, int] = {}
         per_seed: dict[int, int] = {}
         for sample in samples:
@@ -1154,7 +1178,7 @@ class Campaign:
                 self.mutator.take(self.seeds, [self._seed_of[i]])[0],
                 int(self._seed_of[i]),
             )
-            for i in self._adversarial
+            for i in self._adversarial.tolist()
         ]
 
     def cases(self) -> Any:
