@@ -348,13 +348,16 @@ def test_interrupted_campaign_keeps_its_samples(stacked_model, seq_inputs, tmp_p
 
 def test_a_loop_over_iterate_that_ends_early_marks_the_campaign_interrupted(ramp):
     """Ctrl-C (or a break) in the body of a user's loop over iterate() never reaches the
-    campaign's code: it is told by the generator's close. The result, and the reports'
-    note, then say the campaign stopped early; a loop run to the end does not."""
+    campaign's code: finish() counts steps that stopped before the schedule ended and
+    before the budget as interrupted, whether the loop's generator is still held or not,
+    and so a Ctrl-C inside the campaign's own step. The result, and the reports' note,
+    then say the campaign stopped early; a loop run to the end (or broken off once the
+    budget is spent) does not."""
     rnn, profile = ramp
 
-    def campaign():
+    def campaign(mutator=SMALL_NOISE):
         return Campaign(
-            rnn, SEEDS, SMALL_NOISE, Oracle(), profile=profile, metrics=[BC()],
+            rnn, SEEDS, mutator, Oracle(), profile=profile, metrics=[BC()],
             budget=200, batch_size=10, schedule="stall", patience=100,
         )  # fmt: skip
 
@@ -374,6 +377,25 @@ def test_a_loop_over_iterate_that_ends_early_marks_the_campaign_interrupted(ramp
         if number == 1:
             break
     assert broken_off.finish().interrupted and broken_off.result.test_cases == 10
+    held = campaign()
+    steps = held.iterate()  # the generator outlives the loop: it is never closed
+    for number, _ in enumerate(steps):
+        if number == 1:
+            break
+    assert held.finish().interrupted and held.result.test_cases == 10
+    inside = campaign(InterruptAfter(3))  # Ctrl-C while the campaign mutates its 4th batch
+    with pytest.raises(KeyboardInterrupt):
+        try:
+            for _ in inside.iterate():
+                pass
+        finally:
+            inside.finish()
+    assert inside.result.interrupted and inside.result.test_cases == 30
+    spent = campaign()
+    for _ in spent.iterate():
+        if spent.generated >= 200:
+            break  # the budget is spent: nothing was left to do
+    assert not spent.finish().interrupted
     whole = campaign()
     for _ in whole.iterate():
         pass

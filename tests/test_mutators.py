@@ -406,3 +406,22 @@ def test_time_series_mutants_stay_in_range_and_refuse_overflow():
         TimeSeriesMutator().mutate(np.ones((1, 3, 1), complex), np.random.default_rng(0))
     with pytest.raises(InvalidInput, match="not one array"):
         GaussianMutator().check_seeds([[0.1, 0.2], [0.3]])
+
+
+def test_distances_refuse_values_float64_cannot_hold():
+    """A longdouble of 1e400 is finite, and float64 makes it inf: distances are measured in
+    float64, so such cases are refused by name instead of giving inf (or NaN cases once
+    moved within a radius)."""
+    from pytest_rnncov.generation.mutators import within_l2
+
+    seeds = np.zeros((1, 3), np.longdouble)
+    cases = seeds.copy()
+    cases[0, 0] = np.longdouble("1e400")
+    if not np.isfinite(cases).all():  # a platform whose longdouble is float64
+        pytest.skip("longdouble is float64 here: 1e400 is inf already")
+    with pytest.raises(InvalidInput, match="hold NaN or inf; a distance needs finite values"):
+        GaussianMutator().distance(seeds, cases)
+    with pytest.raises(InvalidInput, match="hold NaN or inf"):
+        within_l2(seeds, cases, 1.0)
+    exact = np.array([[3.0, 4.0, 0.0]], np.longdouble)
+    np.testing.assert_array_equal(GaussianMutator().distance(seeds, exact), [5.0])

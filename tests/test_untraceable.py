@@ -360,7 +360,8 @@ def test_a_config_declaring_more_weights_than_its_file_holds_is_refused(keras, t
     with pytest.raises(
         ModelError,
         match=rf"declares at least 10,000,000,0\d\d weights \(layer 'cell', LSTMCell "
-        rf"with units=50000: 10,000,000,000\), and its weights file holds {held:,} bytes",
+        rf"with units=50000: 10,000,000,000\), at least 1,250,000,00\d bytes, and its "
+        rf"weights file holds {held:,} bytes",
     ):
         load_model(forged)
     forged = _forged(tmp_path, path, lambda c: _set(c, "Embedding", input_dim=10**9))
@@ -372,7 +373,8 @@ def test_a_config_declaring_more_weights_than_its_file_holds_is_refused(keras, t
 def test_a_config_larger_than_memory_is_refused(keras, tmp_path, monkeypatch):
     """Within what the file holds, a model larger than the machine's memory is refused too
     (a compressed weights file can hold more than its size); by hand, LSTM(3) then Dense(2)
-    declare at least 4 * 3 * 3 + 2 = 38 weights."""
+    declare at least 4 * 3 * 3 + 2 = 38 weights, at one bit each (int4 packs two a byte)
+    at least 4 bytes."""
     from pytest_rnncov.adapters import loading
 
     model = keras.Sequential(
@@ -381,14 +383,14 @@ def test_a_config_larger_than_memory_is_refused(keras, tmp_path, monkeypatch):
     for suffix in (".keras", ".h5"):
         path = tmp_path / f"m{suffix}"
         model.save(path)
-        monkeypatch.setattr(loading, "_memory", lambda: 37)
+        monkeypatch.setattr(loading, "_memory", lambda: 3)
         with pytest.raises(
             ModelError,
-            match=r"declares at least 38 weights \(layer 'lstm', LSTM with units=3: 36\), and "
-            "this machine has 37 bytes of memory",
+            match=r"declares at least 38 weights \(layer 'lstm', LSTM with units=3: 36\), at "
+            "least 4 bytes, and this machine has 3 bytes of memory",
         ):
             load_model(path)
-        monkeypatch.setattr(loading, "_memory", lambda: 38)
+        monkeypatch.setattr(loading, "_memory", lambda: 4)
         assert load_model(path).layers[0].units == 3
 
 
@@ -402,6 +404,25 @@ def test_an_h5_config_declaring_more_weights_than_the_file_is_refused(keras, tmp
         handle.attrs["model_config"] = json.dumps(config)
     with pytest.raises(ModelError, match=r"GRU with units=10000000: 300,000,000,000,000\)"):
         load_model(path)
+
+
+def test_a_forged_configuration_is_refused_by_name_however_odd(keras, tmp_path):
+    """A class name that is a list made the size check raise a bare TypeError, and units of
+    3,000 digits a ValueError from printing their product (over Python's 4,300 digits)."""
+    model = keras.Sequential([keras.Input((5, 2)), keras.layers.LSTM(3, name="lstm")])
+    path = tmp_path / "m.keras"
+    model.save(path)
+    forged = _forged(tmp_path, path, lambda c: _set(c, "LSTM", units=10**2999))
+    with pytest.raises(ModelError, match=r"LSTM with units=about 10\^2999: about 10\^5998\)"):
+        load_model(forged)
+
+    def listed(config):
+        for layer in config["config"]["layers"]:
+            if layer["class_name"] == "LSTM":
+                layer["class_name"] = ["LSTM"]
+
+    with pytest.raises(UnsafeModel, match="of class \"\\['LSTM'\\]\""):
+        load_model(_forged(tmp_path, path, listed))
 
 
 def test_a_broken_keras_zip_is_a_model_error(tmp_path):

@@ -18,6 +18,7 @@ anyway, as pytest runs a conftest.py) and loads a ``state_dict`` file into it wi
 from __future__ import annotations
 
 import importlib
+import math
 import os
 import pickle
 import re
@@ -42,9 +43,12 @@ _KERAS_OPERATION_MODULES = {
 }
 #: the largest model configuration read (bytes)
 MAX_CONFIG = 64 * 1024 * 1024
-#: the weights a configuration may declare beyond those its file holds (bytes at one byte a
-#: weight): a model saved before it was built is built from its configuration when loaded
+#: the bytes of weights a configuration may declare beyond those its file holds (a model
+#: saved before it was built is built from its configuration when loaded)
 UNSTORED_WEIGHTS = 64 * 1024 * 1024
+#: the fewest bits a weight is stored in (Keras packs int4-quantized weights two a byte;
+#: GPTQ goes lower): the bound on what a file must hold, never above what it does
+BITS_PER_WEIGHT = 1
 #: the gates of the recurrent layers and cells whose recurrent kernel is gates * units**2
 _RECURRENT_GATES = {
     "LSTM": 4,
@@ -258,43 +262,58 @@ def _declared_weights(layer: dict[str, Any]) -> tuple[int, str]:
         value = settings.get(key)
         return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
+    def shown(key: str) -> str:
+        return f"{key}={_count(count(key)).replace(',', '')}"
+
     name = layer.get("class_name")
+    if not isinstance(name, str):
+        return 0, ""  # not a layer Keras builds (_refuse_unsafe names it)
     if name in _RECURRENT_GATES:
         units = count("units")
-        return _RECURRENT_GATES[name] * units * units, f"units={units}"
+        return _RECURRENT_GATES[name] * units * units, shown("units")
     if name == "Embedding":
         size = count("input_dim") * count("output_dim")
-        return size, f"input_dim={count('input_dim')}, output_dim={count('output_dim')}"
+        return size, f"{shown('input_dim')}, {shown('output_dim')}"
     if name == "Dense":
-        return count("units"), f"units={count('units')}"
+        return count("units"), shown("units")
     return 0, ""
 
 
 def _refuse_oversized(config: Any, path: Path, stored: int) -> None:
-    """Refuse a configuration declaring more weights (at one byte each) than the file holds
-    beyond UNSTORED_WEIGHTS, or than this machine's memory: Keras would allocate them while
-    building the model, before reading a weight."""
+    """Refuse a configuration declaring more weights (at BITS_PER_WEIGHT each) than the
+    file holds beyond UNSTORED_WEIGHTS, or than this machine's memory: Keras would allocate
+    them while building the model, before reading a weight."""
     try:
         layers = [(layer, *_declared_weights(layer)) for layer in _layers(config)]
     except RecursionError:
         return  # _refuse_unsafe says so (safe mode), or the user trusts the file
     total = sum(size for _, size, _ in layers)
-    if total <= UNSTORED_WEIGHTS + stored and total <= _memory():
+    needed = total * BITS_PER_WEIGHT // 8
+    if needed <= UNSTORED_WEIGHTS + stored and needed <= _memory():
         return
     layer, size, fields = max(layers, key=lambda item: item[1])
     settings = layer.get("config")
     name = settings.get("name", "?") if isinstance(settings, dict) else "?"
     limit = (
         f"its weights file holds {stored:,} bytes"
-        if total > UNSTORED_WEIGHTS + stored
+        if needed > UNSTORED_WEIGHTS + stored
         else f"this machine has {_memory():,} bytes of memory"
     )
     raise ModelError(
-        f"{str(path)!r} declares at least {total:,} weights (layer {printable(str(name))!r}, "
-        f"{layer.get('class_name')} with {fields}: {size:,}), and {limit}; building it "
-        "would allocate them before reading the file's weights. The file is damaged or was "
-        "not saved from this model: save the model again (model.save(path))"
+        f"{str(path)!r} declares at least {_count(total)} weights (layer "
+        f"{printable(str(name))!r}, {layer['class_name']} with {fields}: {_count(size)}), at "
+        f"least {_count(needed)} bytes, and {limit}; building it would allocate them before "
+        "reading the file's weights. The file is damaged or was not saved from this model: "
+        "save the model again (model.save(path))"
     )
+
+
+def _count(number: int) -> str:
+    """``number`` with thousands separators, or its order of magnitude past 30 digits (a
+    forged configuration's product may have more digits than Python prints)."""
+    if number < 10**30:
+        return f"{number:,}"
+    return f"about 10^{int(number.bit_length() * math.log10(2))}"
 
 
 def _memory() -> int:

@@ -365,6 +365,8 @@ class Campaign:
         self.discarded = 0
         self._unchanged_batches = 0  # batches in a row the mutator left unchanged
         self.interrupted = False
+        #: whether the schedule ran to its end (not stopped by its caller)
+        self._schedule_ended = False
         self._started = False
         self.result: CampaignResult | None = None
 
@@ -527,13 +529,11 @@ class Campaign:
         return self._steps()
 
     def _steps(self) -> Iterator[Step]:
-        """The campaign's steps; a loop over them that ends before they do (``break``, an
-        interrupt or an error in its body) marks the campaign ``interrupted``."""
-        try:
-            yield from self._schedule()
-        except GeneratorExit:
-            self.interrupted = True
-            raise
+        """The campaign's steps, noting when the schedule ran to its end (``finish`` counts
+        a campaign whose steps stopped before that, and before its budget or goal, as
+        interrupted)."""
+        yield from self._schedule()
+        self._schedule_ended = True
 
     def _schedule(self) -> Iterator[Step]:
         """The seeds' step, then the schedule's."""
@@ -1101,6 +1101,10 @@ class Campaign:
                 "finish() before the campaign ran: call run() (or iterate over iterate()) "
                 "first; run() finishes it"
             )
+        if not self._schedule_ended and not self._done():
+            # a loop over iterate() that stopped early: a break, or Ctrl-C or an error in
+            # its body or in the campaign's own step
+            self.interrupted = True
         pending: BaseException | None = None
         samples: list[AdversarialSample] | None = None
         calls, shrunk = 0, None

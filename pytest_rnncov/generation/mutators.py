@@ -318,8 +318,11 @@ def _numeric_pair(seeds: Cases, cases: Cases) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _as_numbers(array: np.ndarray) -> np.ndarray:
-    """``array`` itself when it holds real numbers, else converted to float64."""
-    return array if array.dtype.kind in "biuf" else array.astype(np.float64)
+    """``array`` itself when float64 holds its values exactly as they are checked (bools,
+    integers, floats of up to 64 bits), else converted to float64 (a longdouble beyond
+    float64's range becomes inf, and is refused as such)."""
+    kind, size = array.dtype.kind, array.dtype.itemsize
+    return array if kind in "biu" or (kind == "f" and size <= 8) else array.astype(np.float64)
 
 
 def _row_norms(diff: np.ndarray) -> np.ndarray:

@@ -1,8 +1,10 @@
 """Hypothesis strategies whose examples are mutants of seeds (random or GA-targeted).
 
 Every example is a pure function of Hypothesis's draws (seed index, condition, number of
-generations or rounds, an integer rng seed), so a failing example replays from the example
-database and shrinks toward its seed (zero generations is the seed itself).
+generations or rounds, an integer rng seed), so a failing example shrinks toward its seed
+(zero generations is the seed itself) and, under settings with an example database,
+replays from it (``model_settings`` is derandomized: it runs the same examples every time
+and keeps no database).
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ settings.register_profile("rnncov", model_settings)
 class Mutant:
     """A generated test case and the seed it came from. Shown (also in a falsifying
     example) with arrays by their dtype and shape: the example's note says how it was made,
-    and Hypothesis replays it from its database."""
+    and Hypothesis runs it again (derandomized settings draw the same examples every run)."""
 
     case: Any
     seed: Any
