@@ -1063,6 +1063,12 @@ def test_samples_folder_keeps_every_campaigns_samples_for_ci(pytester):
         assert (root / name / "summary.json").is_file()
         assert (root / name / "adversarial.npz").is_file()
     assert (pytester.path / "mine" / "summary.json").is_file()
+    # the campaign whose output_dir won says so (its samples silently missed the artifact)
+    result.stdout.fnmatch_lines(
+        ["*RNNCovWarning: --rnn-samples=*artifacts/samples* is set, and this campaign's "
+         "output_dir='mine' wins: its samples are saved there, not in the --rnn-samples "
+         "folder; drop output_dir= to keep them with the others"]
+    )  # fmt: skip
     bad = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--rnn-samples=conftest.py")
     assert bad.ret == 4
     bad.stderr.fnmatch_lines(["*--rnn-samples*conftest.py*is not a directory*"])

@@ -7,6 +7,8 @@ import functools
 
 import numpy as np
 
+#: how to install what the example needs beyond the examples extra
+INSTALL = "pip install -e '.[examples,timeseries]' (or 'pytest-rnncov[timeseries]')"
 #: Every utterance (7-29 frames) is resampled to this many steps.
 STEPS = 20
 CHANNELS = 12
@@ -18,7 +20,7 @@ def japanese_vowels(split: str) -> tuple[list[np.ndarray], np.ndarray]:
     try:
         from sktime.datasets import load_japanese_vowels
     except ImportError:
-        raise RuntimeError("the vowels example needs sktime: pip install sktime") from None
+        raise RuntimeError(f"the vowels example needs sktime and torch: {INSTALL}") from None
     frame, labels = load_japanese_vowels(split=split, return_X_y=True)
     series = [
         np.stack([frame.iloc[row, col].to_numpy(np.float64) for col in range(CHANNELS)], axis=1)

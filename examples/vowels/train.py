@@ -16,15 +16,26 @@ from pathlib import Path
 
 import numpy as np
 
+from .data import INSTALL
+
 ARTIFACTS = Path(__file__).parent / "artifacts"
 LAYER = "rnn"
 #: The tested steps: all but the first two, where the state still climbs from zero.
 WINDOW = (2, 19)
 
 
+def require_torch():
+    """PyTorch, or a RuntimeError saying which extra installs it."""
+    try:
+        import torch
+    except ImportError:
+        raise RuntimeError(f"the vowels example needs torch: {INSTALL}") from None
+    return torch
+
+
 def build(channels: int = 12, hidden: int = 32, classes: int = 9):
     """The classifier: (batch, steps, channels) float32 -> (batch, classes) logits."""
-    import torch
+    torch = require_torch()
 
     class SpeakerGRU(torch.nn.Module):
         """A GRU over the frames; the last hidden state goes through a linear layer."""
@@ -43,7 +54,7 @@ def build(channels: int = 12, hidden: int = 32, classes: int = 9):
 
 def load(folder: Path = ARTIFACTS):
     """The trained model from ``folder``: config.json's sizes, model.pt's weights."""
-    import torch
+    torch = require_torch()
 
     config = json.loads((folder / "config.json").read_text())
     model = build(config["channels"], config["hidden"], config["classes"])
@@ -56,7 +67,7 @@ def fit(model, x_train: np.ndarray, y_train: np.ndarray, epochs: int, lr: float,
     order each epoch (drawn from ``rng``), on one thread (batches of 32 short series:
     threads only add overhead, 20x on 2 cores). bench/generation_unseen.py trains with it
     too."""
-    import torch
+    torch = require_torch()
 
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     loss_of = torch.nn.CrossEntropyLoss()
@@ -76,7 +87,7 @@ def fit(model, x_train: np.ndarray, y_train: np.ndarray, epochs: int, lr: float,
 
 
 def train(out: Path = ARTIFACTS, epochs: int = 40, seed: int = 0, hidden: int = 32) -> dict:
-    import torch
+    torch = require_torch()
 
     from pytest_rnncov import Profile, RNNModel
 

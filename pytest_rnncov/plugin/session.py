@@ -273,6 +273,14 @@ class TrackedModel:
             output_dir = samples_folder(
                 self.session.samples, self.name, self.session.current_test, self.session.folders
             )
+        elif output_dir is not None and self.session.samples is not None:
+            warnings.warn(
+                f"--rnn-samples={str(self.session.samples)!r} is set, and this campaign's "
+                f"output_dir={str(output_dir)!r} wins: its samples are saved there, not in "
+                "the --rnn-samples folder; drop output_dir= to keep them with the others",
+                RNNCovWarning,
+                stacklevel=2,
+            )
         if output_dir is not None:
             listeners.append(SampleWriter(output_dir))
         return Campaign(self, seeds, mutator, oracle, listeners=listeners, **options)
