@@ -288,8 +288,8 @@ def _refuse_oversized(config: Any, path: Path, stored: int) -> None:
     except RecursionError:
         return  # _refuse_unsafe says so (safe mode), or the user trusts the file
     total = sum(size for _, size, _ in layers)
-    needed = total * BITS_PER_WEIGHT // 8
-    if needed <= UNSTORED_WEIGHTS + stored and needed <= _memory():
+    needed, memory = total * BITS_PER_WEIGHT // 8, _memory()
+    if needed <= UNSTORED_WEIGHTS + stored and needed <= memory:
         return
     layer, size, fields = max(layers, key=lambda item: item[1])
     settings = layer.get("config")
@@ -297,7 +297,7 @@ def _refuse_oversized(config: Any, path: Path, stored: int) -> None:
     limit = (
         f"its weights file holds {stored:,} bytes"
         if needed > UNSTORED_WEIGHTS + stored
-        else f"this machine has {_memory():,} bytes of memory"
+        else f"this machine has {memory:,} bytes of memory"
     )
     raise ModelError(
         f"{str(path)!r} declares at least {_count(total)} weights (layer "

@@ -341,8 +341,7 @@ class RNNCovSession:
         #: whether that test is a Hypothesis test drawing its examples at random
         self.current_random = False
         #: the tests that fed inputs Hypothesis drew at random (another run draws others)
-        self.random_tests: list[str] = []
-        self._random_set: set[str] = set()
+        self.random_tests: dict[str, None] = {}  # ordered, and looked up per batch fed
         #: this session's id in its data: a run is never combined twice
         self.run_id = new_run_id()
         #: the profile files track() fitted and wrote (the report names them: commit them)
@@ -527,11 +526,10 @@ class RNNCovSession:
         Hypothesis runs a test that drew its seed at random (a ``@given`` function the test
         calls, ``find()``, a state machine)."""
         test = self.current_test
-        if test is None or test in self._random_set:
+        if test is None or test in self.random_tests:
             return
         if self.current_random or running_draws_at_random():
-            self.random_tests.append(test)
-            self._random_set.add(test)
+            self.random_tests[test] = None
 
     # -- per-test coverage (for @pytest.mark.rnn_coverage) -------------------------------
     def start_test(self) -> None:
