@@ -36,13 +36,19 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: kilobytes
 
 
-def anonymous_mb() -> float:
-    """The process's anonymous resident memory now (RssAnon), in MB."""
+def status_mb(field: str) -> float:
+    """A memory figure of this process now (``field`` of /proc/self/status: RssAnon,
+    VmRSS), in MB."""
     with open("/proc/self/status") as status:
         for line in status:
-            if line.startswith("RssAnon:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) / 1024
-    raise RuntimeError("no RssAnon in /proc/self/status")
+    raise RuntimeError(f"no {field} in /proc/self/status")
+
+
+def anonymous_mb() -> float:
+    """The process's anonymous resident memory now (RssAnon), in MB."""
+    return status_mb("RssAnon")
 
 
 def memmap_update(coverage, n: int) -> None:
