@@ -9,9 +9,14 @@ and mean time per step over the first and the last tenth of the steps, the time 
 the end and at its peak.
 
     python bench/bench_long_campaign.py [--budget 100000] [--no-shrink] [--writer]
+        [--features 4] [--case-memory MIB]
 
 ``--writer`` gives the campaign a ``SampleWriter`` in a temporary folder (PNGs are written
 for 2-D cases only: these are 20 x 4, so it writes a PNG per sample up to its cap).
+``--features`` widens the inputs (20 x 64 float32 is 5 KiB a case); ``--case-memory`` sets
+how many MiB of cases the campaign keeps in memory before the rest go to a temporary file
+(``CASE_MEMORY``, 256 by default): run it with a bound the cases pass and one they do not,
+one after the other, to see what spilling saves and costs.
 """
 
 from __future__ import annotations
@@ -59,12 +64,17 @@ def main() -> None:
     parser.add_argument("--budget", type=int, default=100_000)
     parser.add_argument("--no-shrink", action="store_true")
     parser.add_argument("--writer", action="store_true")
+    parser.add_argument("--features", type=int, default=4)
+    parser.add_argument("--case-memory", type=int, default=None, help="MiB")
     args = parser.parse_args()
 
+    import pytest_rnncov.generation.cases as cases_module
     from pytest_rnncov import Campaign, GaussianMutator, Oracle, Profile, RNNModel, SampleWriter
 
-    rnn = RNNModel(balanced_model())
-    x = np.random.default_rng(0).random((500, 20, 4), np.float32)
+    if args.case_memory is not None:
+        cases_module.CASE_MEMORY = args.case_memory * 2**20
+    rnn = RNNModel(balanced_model(features=args.features))
+    x = np.random.default_rng(0).random((500, 20, args.features), np.float32)
     profile = Profile().fit(rnn, x)
     listeners = [SampleWriter(tempfile.mkdtemp(prefix="bench-long-"))] if args.writer else []
     campaign = Campaign(
@@ -86,13 +96,16 @@ def main() -> None:
         times.append(now - last)
         last = now
     loop = time.perf_counter() - start
+    after_loop = status_mb("RssAnon"), status_mb("RssFile")
     start = time.perf_counter()
     result = campaign.finish()
     finish = time.perf_counter() - start
     steps = np.array(times[1:]) * 1e3  # the seeds' step aside
     tenth = max(5, len(steps) // 10)
     print(
-        f"budget {args.budget}, shrink {not args.no_shrink}, writer {args.writer}: "
+        f"budget {args.budget}, shrink {not args.no_shrink}, writer {args.writer}, "
+        f"{args.features} features, cases in memory up to "
+        f"{cases_module.CASE_MEMORY / 2**20:.0f} MiB ({campaign._cases._spilled} in the file): "
         f"{len(times)} steps, loop {loop:.1f} s, finish {finish:.1f} s"
     )
     print(
@@ -102,7 +115,9 @@ def main() -> None:
     )
     print(
         f"adversarial {result.adversarial} from {result.unique} seeds; RSS "
-        f"{status_mb('VmRSS'):.0f} MB at the end, {peak_rss_mb():.0f} MB at the peak"
+        f"{status_mb('VmRSS'):.0f} MB at the end, {peak_rss_mb():.0f} MB at the peak; "
+        f"after the loop {after_loop[0]:.0f} MB anonymous, {after_loop[1]:.0f} MB of mapped "
+        "files (the page cache's, which the system reclaims under pressure)"
     )
 
 

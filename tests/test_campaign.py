@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import pytest_rnncov.generation.campaign as campaign_module
+import pytest_rnncov.generation.cases as cases_module
 from pytest_rnncov import (
     BC,
     SC,
@@ -109,6 +110,17 @@ def test_same_seed_same_suite(ramp):
     assert result_a.growth == result_b.growth
     c, _ = run(ramp, budget=300, patience=1, seed=6)
     assert not np.array_equal(a.cases(), c.cases())
+
+
+def test_a_campaign_whose_cases_pass_the_memory_bound_runs_the_same(ramp, monkeypatch):
+    """The paper's schedule draws parents from every case: with all but 50 cases in the
+    temporary file, the campaign is the one it is with every case in memory."""
+    a, result_a = run(ramp, budget=400, patience=1, seed=3)
+    monkeypatch.setattr(cases_module, "CASE_MEMORY", 50 * STEPS * FEATURES * 4)
+    b, result_b = run(ramp, budget=400, patience=1, seed=3)
+    assert b._cases._held() == 50 and b._cases._spilled == b._cases.size - 50 > 300
+    np.testing.assert_array_equal(a.cases(), b.cases())
+    assert result_a.growth == result_b.growth and result_a.covered == result_b.covered
 
 
 def test_a_sample_folder_is_reused_only_where_a_campaign_wrote(tmp_path):

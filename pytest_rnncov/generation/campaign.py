@@ -332,7 +332,7 @@ class Campaign:
                 f"{', '.join(LISTENER_METHODS)}, so it would receive nothing"
             )
         self.listeners = list(listeners)
-        self._cases = CaseStore(mutator.array_cases)
+        self._cases = CaseStore(mutator.array_cases, spill=True)
         #: the seed each case descends from, by case id (grown in place, not re-joined)
         self._seed_store = CaseStore(True)
         self._seed_outputs: np.ndarray | None = None
@@ -1186,7 +1186,8 @@ class Campaign:
         ]
 
     def cases(self) -> Any:
-        """Every case of the campaign so far, seeds first (an array, or a list of strings)."""
+        """Every case of the campaign so far, seeds first (an array, in memory, or a list of
+        strings)."""
         return self._cases.take(np.arange(self._cases.size))
 
     def seed_indices(self) -> np.ndarray:

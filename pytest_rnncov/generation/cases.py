@@ -1,19 +1,38 @@
-"""The cases of a campaign, by id: a growing array (array cases) or a list (strings)."""
+"""The cases of a campaign, by id: a growing array (array cases) or a list (strings).
+
+A campaign keeps every case it generated (the paper's schedule draws parents from all of
+them). Array cases beyond :data:`CASE_MEMORY` bytes go to an unlinked temporary file and
+are read back through the page cache, so a long campaign's memory stays bounded."""
 
 from __future__ import annotations
 
-from typing import Any
+import tempfile
+import warnings
+from typing import IO, Any
 
 import numpy as np
 
+from ..errors import RNNCovWarning, user_stacklevel
+
+#: bytes of array cases a spilling store keeps in memory; later cases go to a temporary
+#: file in the system's temporary folder (``TMPDIR``)
+CASE_MEMORY = 256 * 2**20
+
 
 class CaseStore:
-    """All cases of a campaign, by id: a growing array, or a list of strings."""
+    """All cases of a campaign, by id: a growing array, or a list of strings. With
+    ``spill``, array cases past :data:`CASE_MEMORY` bytes go to a temporary file; if the
+    file cannot be written (a full disk), they stay in memory, with a warning."""
 
-    def __init__(self, arrays: bool) -> None:
+    def __init__(self, arrays: bool, *, spill: bool = False) -> None:
         self.arrays = arrays
+        self.spill = spill
         self._list: list[Any] = []
         self._array: np.ndarray | None = None
+        self._file: IO[bytes] | None = None
+        self._spilled = 0  # rows in the file, after the array's
+        self._mapped: np.ndarray | None = None  # the file's rows, mapped (maybe fewer)
+        self._tail: CaseStore | None = None  # the rows after the file's, if it failed
         self.size = 0
 
     def extend(self, cases: Any) -> None:
@@ -23,23 +42,108 @@ class CaseStore:
             return
         cases = np.asarray(cases)
         if self._array is None:
-            self._array = np.empty((max(1024, 2 * len(cases)),) + cases.shape[1:], cases.dtype)
-        if self.size + len(cases) > len(self._array):
-            grown = np.empty(
-                (2 * (self.size + len(cases)),) + self._array.shape[1:], self._array.dtype
-            )
-            grown[: self.size] = self._array[: self.size]
+            self._array = np.empty((0,) + cases.shape[1:], cases.dtype)
+        if self._tail is not None:  # the file could not be written: the rest stays here
+            self._tail.extend(cases)
+            self.size += len(cases)
+            return
+        if self._file is not None:  # spilling already: every later case goes to the file
+            room = 0
+        elif self.spill:
+            room = max(0, self._memory_rows() - self._held())
+        else:
+            room = len(cases)
+        self._keep(cases[:room])
+        if room < len(cases):
+            self._write(cases[room:])
+
+    def _keep(self, cases: np.ndarray) -> None:
+        """Append ``cases`` to the array in memory (grown by doubling, up to what a
+        spilling store keeps)."""
+        assert self._array is not None
+        held = self._held()
+        if held + len(cases) > len(self._array):
+            rows = max(1024, 2 * (held + len(cases)))
+            if self.spill:
+                rows = max(held + len(cases), min(rows, self._memory_rows()))
+            grown = np.empty((rows,) + self._array.shape[1:], self._array.dtype)
+            grown[:held] = self._array[:held]
             self._array = grown
-        self._array[self.size : self.size + len(cases)] = cases
+        self._array[held : held + len(cases)] = cases
         self.size += len(cases)
 
+    def _row_bytes(self) -> int:
+        assert self._array is not None
+        return max(1, self._array.dtype.itemsize * int(np.prod(self._array.shape[1:])))
+
+    def _memory_rows(self) -> int:
+        """Rows of array cases a spilling store keeps in memory (at least one)."""
+        return max(1, CASE_MEMORY // self._row_bytes())
+
+    def _write(self, cases: np.ndarray) -> None:
+        """Append ``cases`` to the temporary file; if that fails, they and every later
+        case stay in memory (the file keeps the rows it holds)."""
+        assert self._array is not None
+        data = np.ascontiguousarray(cases, self._array.dtype)
+        try:
+            if self._file is None:
+                self._file = tempfile.TemporaryFile(prefix="rnncov-cases-")
+            self._file.seek(self._spilled * self._row_bytes())
+            self._file.write(data.tobytes())
+            self._file.flush()
+        except OSError as error:
+            warnings.warn(
+                f"could not write a campaign's cases to a temporary file ({error}); the "
+                "later cases stay in memory. Give the temporary folder room, or point "
+                "TMPDIR at a folder that has it",
+                RNNCovWarning,
+                stacklevel=user_stacklevel(),
+            )
+            self._tail = CaseStore(True)
+            self._tail.extend(data)
+            self.size += len(data)
+            return
+        self._spilled += len(data)
+        self.size += len(data)
+
+    def _spilled_rows(self) -> np.ndarray:
+        """The file's rows, mapped read-only (mapped again when the file grew)."""
+        assert self._array is not None and self._file is not None
+        if self._mapped is None or len(self._mapped) < self._spilled:
+            self._mapped = np.memmap(
+                self._file,
+                self._array.dtype,
+                "r",
+                shape=(self._spilled,) + self._array.shape[1:],
+            )
+        return self._mapped
+
     def view(self, dtype: Any) -> np.ndarray:
-        """The array cases so far, not copied (empty, of ``dtype``, before the first)."""
-        assert self.arrays
+        """The array cases so far, not copied (empty, of ``dtype``, before the first); a
+        store that spills has no such view."""
+        assert self.arrays and not self.spill
         return np.zeros(0, dtype) if self._array is None else self._array[: self.size]
 
     def take(self, index: Any) -> Any:
-        if self.arrays:
-            assert self._array is not None
-            return self._array[: self.size][np.asarray(index, np.int64)]
-        return [self._list[int(i)] for i in index]
+        if not self.arrays:
+            return [self._list[int(i)] for i in index]
+        assert self._array is not None
+        index = np.asarray(index, np.int64)
+        index = np.where(index < 0, index + self.size, index)
+        held = self._held()
+        if held == self.size:
+            return self._array[:held][index]
+        taken = np.empty(index.shape + self._array.shape[1:], self._array.dtype)
+        kept, tail = index < held, index >= held + self._spilled
+        taken[kept] = self._array[:held][index[kept]]
+        spilled = ~(kept | tail)
+        if spilled.any():
+            taken[spilled] = self._spilled_rows()[index[spilled] - held]
+        if self._tail is not None and tail.any():
+            taken[tail] = self._tail.take(index[tail] - held - self._spilled)
+        return taken
+
+    def _held(self) -> int:
+        """Rows in the array in memory (the first ones)."""
+        tail = 0 if self._tail is None else self._tail.size
+        return self.size - self._spilled - tail
