@@ -849,3 +849,211 @@ def test_a_name_shared_by_two_nodes_is_refused():
     node.name = shown
     with pytest.raises(ModelError, match=f"layer='{shown}' names 2 recurrent nodes"):
         RNNModel(model, shown)
+
+
+# -- a hostile review's findings (2026-11-29) ---------------------------------------------
+def test_external_data_in_a_functions_attribute_default_is_checked(tmp_path, monkeypatch):
+    """A local function's attribute default (FunctionProto.attribute_proto), taken by a
+    Constant by reference, held an external tensor no check saw, and ONNX Runtime read
+    the file from the current directory into the outputs."""
+    folder, cwd = tmp_path / "model", tmp_path / "cwd"
+    folder.mkdir()
+    cwd.mkdir()
+    (cwd / "secret.bin").write_bytes(np.arange(1, 5, dtype=np.float32).tobytes())
+    model = hand_model("GRU", lengths=False)
+    constant = helper.make_node("Constant", [], ["y"])
+    reference = constant.attribute.add()
+    reference.name, reference.ref_attr_name = "value", "v"
+    reference.type = onnx.AttributeProto.TENSOR
+    function = helper.make_function(
+        "evil.local", "Leak", [], ["y"], [constant], [helper.make_opsetid("", 17)]
+    )
+    leak = _external_tensor("leak", "secret.bin", TensorProto.FLOAT, [4])
+    function.attribute_proto.append(helper.make_attribute("v", leak))
+    model.functions.append(function)
+    model.opset_import.append(helper.make_opsetid("evil.local", 1))
+    model.graph.node.append(helper.make_node("Leak", [], ["leaked"], domain="evil.local"))
+    model.graph.output.append(helper.make_tensor_value_info("leaked", TensorProto.FLOAT, [4]))
+    model.ir_version = 9
+    path = folder / "m.onnx"
+    path.write_bytes(model.SerializeToString())
+    monkeypatch.chdir(cwd)
+    with pytest.raises(ModelError, match="'leak' keeps its data in 'secret.bin', which does not"):
+        RNNModel(path, output="leaked")
+    (folder / "secret.bin").write_bytes(np.zeros(4, np.float32).tobytes())
+    with pytest.raises(UnsafeModel, match="'leak' keeps its data in 'secret.bin', which ONNX"):
+        RNNModel(path, output="leaked")  # beside the model, but ONNX would not load it
+
+
+def test_external_data_of_another_size_than_its_tensor_is_refused_unread(tmp_path):
+    """ONNX read a whole data file for a tensor of 48 values (6 GiB of memory for a 3 GiB
+    file): a tensor's data must be the bytes its shape and type need."""
+    model = hand_model("GRU", lengths=False)
+    path = tmp_path / "gru.onnx"
+    onnx.save(model, str(path), save_as_external_data=True, location="w.bin", size_threshold=0)
+    proto = onnx.load(str(path), load_external_data=False)
+    for tensor in proto.graph.initializer:  # every tensor's data to the end of the file
+        del tensor.external_data[:]
+        for key, value in (("location", "w.bin"), ("offset", "0")):
+            entry = tensor.external_data.add()
+            entry.key, entry.value = key, value
+    path.write_bytes(proto.SerializeToString())
+    with pytest.raises(ModelError, match=r"tensor 'W' of shape \[1, 12, 3\] needs 144 bytes"):
+        RNNModel(path)
+    with open(tmp_path / "w.bin", "r+b") as data:  # beyond the file's end
+        data.truncate(100)
+    for key, value in (("offset", "50"), ("length", "144")):
+        entry = proto.graph.initializer[0].external_data.add()
+        entry.key, entry.value = key, value
+    del proto.graph.initializer[0].external_data[1]  # the offset 0
+    path.write_bytes(proto.SerializeToString())
+    with pytest.raises(ModelError, match="offset 50, length 144; the file holds 100 bytes"):
+        load_model(path)
+
+
+def test_a_file_larger_than_protobuf_reads_is_refused_unread(tmp_path, monkeypatch):
+    import pytest_rnncov.adapters.onnx as onnx_adapter
+
+    path = tmp_path / "big.onnx"
+    path.write_bytes(hand_model("GRU", lengths=False).SerializeToString())
+    monkeypatch.setattr(onnx_adapter, "MAX_PROTO_BYTES", path.stat().st_size - 1)
+    with pytest.raises(ModelError, match="more than the 2 GiB an ONNX file"):
+        RNNModel(path)
+
+
+def test_sparse_tensors_onnx_runtime_would_make_dense_are_bounded():
+    """ONNX Runtime makes every sparse initializer dense when it loads the model, used or
+    not: a 911-byte file declaring 2 GiB took 4 GiB of memory."""
+    model = hand_model("GRU", lengths=False)
+    values = numpy_helper.from_array(np.ones(1, np.float32), "bomb")
+    indices = numpy_helper.from_array(np.zeros(1, np.int64), "bomb_indices")
+    model.graph.sparse_initializer.append(helper.make_sparse_tensor(values, indices, [2**29]))
+    with pytest.raises(ModelError, match="sparse tensors of 536,870,912 values once dense"):
+        RNNModel(model)
+
+
+def test_a_custom_operator_inside_a_local_function_is_unsafe():
+    model = hand_model("GRU", lengths=False)
+    body = [helper.make_node("Evil", ["a"], ["b"], domain="evil.ops")]
+    model.functions.append(
+        helper.make_function(
+            "my.local",
+            "Wrap",
+            ["a"],
+            ["b"],
+            body,
+            [helper.make_opsetid("", 17), helper.make_opsetid("evil.ops", 1)],
+        )
+    )
+    with pytest.raises(UnsafeModel, match=r"custom operators Evil \(domain 'evil.ops'\)"):
+        RNNModel(model)
+
+
+def test_a_time_major_model_fed_as_many_inputs_as_steps_is_refused(tmp_path):
+    """With a layer between the input and a time-major LSTM, only the node's batch axis
+    tells; with as many inputs as steps it could not, and input i's trace was batch
+    column i of every input's step: one input is run to tell."""
+
+    class TimeMajor(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.linear, self.rnn = nn.Linear(3, 3), nn.LSTM(3, 4)
+
+        def forward(self, x):  # x: (steps, batch, 3)
+            return self.rnn(self.linear(x))[0][-1]
+
+    torch.manual_seed(0)
+    path = tmp_path / "time_major.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            TimeMajor().eval(),
+            (torch.randn(6, 2, 3),),
+            str(path),
+            dynamo=False,
+            input_names=["x"],
+            output_names=["y"],
+            dynamic_axes={"x": {0: "steps", 1: "batch"}, "y": {0: "batch"}},
+        )
+    square = np.random.default_rng(0).normal(size=(6, 6, 3)).astype(np.float32)
+    with pytest.raises(ModelError, match="its batch axis is not the model input's first"):
+        RNNModel(path).trace(square)
+    with pytest.raises(ModelError, match="its batch axis is not the model input's first"):
+        RNNModel(path).trace(square[:5])
+
+
+def test_square_batches_of_a_batch_first_model_are_traced(exported):
+    path, module = exported["lstm"]
+    square = np.random.default_rng(1).normal(size=(6, 6, 3)).astype(np.float32)
+    with torch.no_grad():
+        own = module.rnn(torch.from_numpy(square))[0].numpy()
+    np.testing.assert_allclose(RNNModel(path).trace(square).h, own, atol=TOL)
+
+
+def test_the_fingerprint_covers_integer_and_sparse_initializers():
+    """A quantized (int8) or sparse weight that changed left the fingerprint as it was,
+    so a profile of the old model was taken for the new one's."""
+    fingerprints = []
+    for scale in (1, 2):
+        model = hand_model("GRU", lengths=False)
+        quantized = numpy_helper.from_array(np.full(3, scale, np.int8), "q")
+        model.graph.initializer.append(quantized)
+        values = numpy_helper.from_array(np.full(1, scale, np.float32), "s")
+        indices = numpy_helper.from_array(np.zeros(1, np.int64), "s_indices")
+        model.graph.sparse_initializer.append(helper.make_sparse_tensor(values, indices, [2]))
+        fingerprints.append(RNNModel(model).fingerprint())
+        model.graph.initializer[-1].CopyFrom(numpy_helper.from_array(np.full(3, 3, np.int8), "q"))
+        fingerprints.append(RNNModel(model).fingerprint())
+    assert len(set(fingerprints)) == 4
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        (lambda m: m.graph.initializer[0].raw_data.__len__(), None),  # unchanged: traced
+        (
+            lambda m: m.graph.initializer[0].CopyFrom(
+                numpy_helper.from_array(np.full((1, 12, 3), np.nan, np.float32), "W")
+            ),
+            "NaN or infinite values in W",
+        ),
+        (
+            lambda m: m.graph.input[0].type.tensor_type.shape.dim[2].__setattr__("dim_value", 0),
+            "declares dimension 2 of its input 'x' as 0",
+        ),
+        (
+            lambda m: m.graph.input[0].CopyFrom(
+                helper.make_tensor_sequence_value_info("x", TensorProto.FLOAT, None)
+            ),
+            "takes input 'x' as a sequence_type, not a tensor",
+        ),
+    ],
+)
+def test_weights_and_inputs_that_cannot_be_traced_are_refused(x, change, match):
+    model = hand_model("GRU", lengths=False)
+    change(model)
+    if match is None:
+        RNNModel(model).trace(x)
+        return
+    with pytest.raises(ModelError, match=match):
+        RNNModel(model)
+
+
+def test_a_nul_byte_or_a_fifo_as_the_data_file_is_refused(tmp_path):
+    import os
+
+    model = hand_model("GRU", lengths=False)
+    path = tmp_path / "gru.onnx"
+    onnx.save(model, str(path), save_as_external_data=True, location="w.bin", size_threshold=0)
+    proto = onnx.load(str(path), load_external_data=False)
+    location = proto.graph.initializer[0].external_data[0]
+    assert location.key == "location"
+    location.value = "w.bin\0x"
+    path.write_bytes(proto.SerializeToString())
+    with pytest.raises(ModelError, match="not a file name \\(it holds a NUL byte\\)"):
+        RNNModel(path)
+    os.mkfifo(tmp_path / "fifo.bin")  # reading it would wait forever
+    location.value = "fifo.bin"
+    path.write_bytes(proto.SerializeToString())
+    with pytest.raises(ModelError, match="'fifo.bin', which is not a regular file"):
+        RNNModel(path)

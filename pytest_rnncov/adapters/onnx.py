@@ -62,6 +62,11 @@ def _modules() -> tuple[Any, Any]:
 
 
 # -- reading and checking ---------------------------------------------------------------
+#: the most values of the model's sparse tensors together: ONNX Runtime makes a dense copy
+#: of each (and pytest-rnncov of those it reads)
+MAX_SPARSE_VALUES = 1 << 28
+
+
 def _tensors(graph: Any) -> Any:
     """Every tensor stored in ``graph`` (initializers, constants, subgraphs included)."""
     yield from graph.initializer
@@ -74,42 +79,106 @@ def _tensors(graph: Any) -> Any:
 def _node_tensors(nodes: Any) -> Any:
     """Every tensor in the attributes of ``nodes`` (their subgraphs included)."""
     for node in nodes:
-        for attribute in node.attribute:
-            if attribute.HasField("t"):
-                yield attribute.t
-            yield from attribute.tensors
-            sparse = list(attribute.sparse_tensors)
-            if attribute.HasField("sparse_tensor"):
-                sparse.append(attribute.sparse_tensor)
-            for tensor in sparse:
-                yield tensor.values
-                yield tensor.indices
-            if attribute.HasField("g"):
-                yield from _tensors(attribute.g)
-            for sub in attribute.graphs:
-                yield from _tensors(sub)
+        yield from _attribute_tensors(node.attribute)
+
+
+def _attribute_tensors(attributes: Any) -> Any:
+    """Every tensor in ``attributes`` (their subgraphs included)."""
+    for attribute in attributes:
+        if attribute.HasField("t"):
+            yield attribute.t
+        yield from attribute.tensors
+        for tensor in _sparse_attributes(attribute):
+            yield tensor.values
+            yield tensor.indices
+        if attribute.HasField("g"):
+            yield from _tensors(attribute.g)
+        for sub in attribute.graphs:
+            yield from _tensors(sub)
+
+
+def _sparse_attributes(attribute: Any) -> list[Any]:
+    sparse = list(attribute.sparse_tensors)
+    if attribute.HasField("sparse_tensor"):
+        sparse.append(attribute.sparse_tensor)
+    return sparse
+
+
+def _function_tensors(function: Any) -> Any:
+    """Every tensor of a local function: in its nodes' attributes and in the defaults of
+    its own attributes (``attribute_proto``), which a node can take by reference."""
+    yield from _node_tensors(function.node)
+    yield from _attribute_tensors(getattr(function, "attribute_proto", ()))
+
+
+def _external_tensors(proto: Any) -> list[Any]:
+    """Every tensor whose data lies in another file: in the graph, its subgraphs and the
+    model's local functions (their attributes' defaults too), sparse ones included."""
+    tensors = [_tensors(proto.graph), *(_function_tensors(f) for f in proto.functions)]
+    return [t for group in tensors for t in group if t.data_location == 1]  # EXTERNAL
 
 
 def _external(proto: Any) -> list[tuple[str, str]]:
-    """(tensor name, location) of every tensor whose data lies in another file: in the
-    graph, its subgraphs and the model's local functions, sparse ones included."""
-    tensors = [_tensors(proto.graph), *(_node_tensors(f.node) for f in proto.functions)]
-    found = []
-    for tensor in (t for group in tensors for t in group):
-        if tensor.data_location == 1:  # TensorProto.EXTERNAL
-            where = {entry.key: entry.value for entry in tensor.external_data}
-            found.append((tensor.name, where.get("location", "")))
-    return found
+    """(tensor name, location) of every tensor whose data lies in another file."""
+    return [(t.name, _external_info(t).get("location", "")) for t in _external_tensors(proto)]
+
+
+def _external_info(tensor: Any) -> dict[str, str]:
+    return {entry.key: entry.value for entry in tensor.external_data}
+
+
+#: bits per element of ONNX's tensor element types (TensorProto.DataType; strings have
+#: no fixed size and are never stored apart)
+ELEMENT_BITS = {
+    1: 32, 2: 8, 3: 8, 4: 16, 5: 16, 6: 32, 7: 64, 9: 8, 10: 16, 11: 64, 12: 32, 13: 64,
+    14: 64, 15: 128, 16: 16, 17: 8, 18: 8, 19: 8, 20: 8, 21: 4, 22: 4, 23: 4, 24: 8,
+}  # fmt: skip
+#: the largest file protobuf reads (2 GiB): a larger model keeps its weights apart
+MAX_PROTO_BYTES = 2**31 - 1
+
+
+def _sparse_tensors(proto: Any) -> Any:
+    """Every sparse tensor of the model: initializers, attributes (Constant's
+    ``sparse_value``), subgraphs and local functions."""
+
+    def of_graph(graph: Any) -> Any:
+        yield from graph.sparse_initializer
+        yield from of_attributes(a for node in graph.node for a in node.attribute)
+
+    def of_attributes(attributes: Any) -> Any:
+        for attribute in attributes:
+            yield from _sparse_attributes(attribute)
+            if attribute.HasField("g"):
+                yield from of_graph(attribute.g)
+            for sub in attribute.graphs:
+                yield from of_graph(sub)
+
+    yield from of_graph(proto.graph)
+    for function in proto.functions:
+        yield from of_attributes(a for node in function.node for a in node.attribute)
+        yield from of_attributes(getattr(function, "attribute_proto", ()))
 
 
 def _nodes(graph: Any) -> Any:
-    for node in graph.node:
+    yield from _with_subgraphs(graph.node)
+
+
+def _with_subgraphs(nodes: Any) -> Any:
+    """``nodes`` and every node of their subgraphs."""
+    for node in nodes:
         yield node
         for attribute in node.attribute:
             if attribute.HasField("g"):
                 yield from _nodes(attribute.g)
             for sub in attribute.graphs:
                 yield from _nodes(sub)
+
+
+def _all_nodes(proto: Any) -> Any:
+    """Every node of the model: its graph's, its subgraphs' and its local functions'."""
+    yield from _nodes(proto.graph)
+    for function in proto.functions:
+        yield from _with_subgraphs(function.node)
 
 
 def check_onnx(proto: Any, where: str) -> None:
@@ -126,7 +195,7 @@ def check_onnx(proto: Any, where: str) -> None:
     custom = sorted(
         {
             f"{node.op_type} (domain {node.domain!r})"
-            for node in _nodes(proto.graph)
+            for node in _all_nodes(proto)
             if node.domain not in STANDARD_DOMAINS and node.domain not in local
         }
     )
@@ -135,6 +204,72 @@ def check_onnx(proto: Any, where: str) -> None:
             f"{where} uses custom operators {', '.join(custom[:5])}, which ONNX Runtime runs "
             "only from a compiled library; pytest-rnncov loads standard operators only"
         )
+    dense = sum(
+        math.prod(int(d) for d in t.dims) if all(d >= 0 for d in t.dims) else MAX_SPARSE_VALUES + 1
+        for t in _sparse_tensors(proto)
+    )
+    if dense > MAX_SPARSE_VALUES:
+        raise ModelError(
+            f"{where} holds sparse tensors of {dense:,} values once dense, which ONNX Runtime "
+            f"makes dense when it loads the model; pytest-rnncov loads at most "
+            f"{MAX_SPARSE_VALUES:,}: store them dense, or leave them out"
+        )
+
+
+def _check_external(tensor: Any, folder: Path, shown: str) -> None:
+    """Refuse external data outside ``folder``, missing, or of another size than the
+    tensor declares (ONNX would read a whole file for a tensor of a few values)."""
+    name, info = tensor.name, _external_info(tensor)
+    location = info.get("location", "")
+    if "\0" in location:
+        raise ModelError(
+            f"{shown}: tensor {name!r} names its data file {location!r}, which is not a file "
+            "name (it holds a NUL byte); export the model again"
+        )
+    target = (folder / location).resolve()
+    if (
+        not location
+        or os.path.isabs(location)
+        or not target.is_relative_to(folder)
+        or target == folder
+    ):
+        raise UnsafeModel(
+            f"{shown}: tensor {name!r} keeps its data at {location!r}, outside the "
+            f"model's folder {str(folder)!r}; pytest-rnncov reads external data only "
+            "from files beside the model: save it with its data in that folder"
+        )
+    if not target.is_file():
+        what = "is not a regular file" if target.exists() else "does not exist"
+        raise ModelError(
+            f"{shown}: tensor {name!r} keeps its data in {location!r}, which {what} in "
+            f"{str(folder)!r}; copy the data file beside the model"
+        )
+    bits = ELEMENT_BITS.get(tensor.data_type)
+    dims = [int(d) for d in tensor.dims]
+    try:
+        offset = int(info.get("offset") or 0)
+        length = None if info.get("length") in (None, "") else int(info["length"])
+    except ValueError:
+        raise ModelError(
+            f"{shown}: tensor {name!r} has external data at offset {info.get('offset', '0')!r}, "
+            f"length {info.get('length')!r}, which are not whole numbers; export it again"
+        ) from None
+    if bits is None or any(d < 0 for d in dims):
+        raise ModelError(
+            f"{shown}: tensor {name!r} of element type {tensor.data_type} and shape "
+            f"{dims} keeps its data apart, whose size pytest-rnncov cannot check; save "
+            "the model with that tensor's data inside it"
+        )
+    declared = -(-math.prod(dims) * bits // 8)
+    size = target.stat().st_size
+    held = size - offset if length is None else length
+    if offset < 0 or held < 0 or offset + held > size or held != declared:
+        span = "to the end" if length is None else f"length {length:,}"
+        raise ModelError(
+            f"{shown}: tensor {name!r} of shape {dims} needs {declared:,} bytes, and its "
+            f"data in {location!r} (offset {offset:,}, {span}; the file holds {size:,} "
+            "bytes) is not that: export the model again with its data"
+        )
 
 
 def read_onnx(path: Path) -> Any:
@@ -142,6 +277,13 @@ def read_onnx(path: Path) -> Any:
     model's folder) loaded."""
     onnx, _ = _modules()
     shown = repr(str(path))
+    size = path.stat().st_size
+    if size > MAX_PROTO_BYTES:
+        raise ModelError(
+            f"{shown} is {size:,} bytes, more than the 2 GiB an ONNX file (a protobuf) can "
+            "hold; save a larger model with its weights as external data beside it "
+            "(onnx.save_model(..., save_as_external_data=True))"
+        )
     try:
         proto = onnx.load(str(path), load_external_data=False)
     except Exception as exc:
@@ -154,27 +296,11 @@ def read_onnx(path: Path) -> Any:
             f"{shown} is not an ONNX file (no graph or IR version); export the model with "
             "torch.onnx.export or tf2onnx"
         )
-    external = _external(proto)
+    external = _external_tensors(proto)
     if external:
         folder = path.resolve().parent
-        for name, location in external:
-            target = (folder / location).resolve()
-            if (
-                not location
-                or os.path.isabs(location)
-                or not target.is_relative_to(folder)
-                or target == folder
-            ):
-                raise UnsafeModel(
-                    f"{shown}: tensor {name!r} keeps its data at {location!r}, outside the "
-                    f"model's folder {str(folder)!r}; pytest-rnncov reads external data only "
-                    "from files beside the model: save it with its data in that folder"
-                )
-            if not target.is_file():
-                raise ModelError(
-                    f"{shown}: tensor {name!r} keeps its data in {location!r}, which does "
-                    f"not exist in {str(folder)!r}; copy the data file beside the model"
-                )
+        for tensor in external:
+            _check_external(tensor, folder, shown)
         try:
             onnx.load_external_data_for_model(proto, str(folder))
         except Exception as exc:
@@ -187,10 +313,6 @@ def read_onnx(path: Path) -> Any:
             )
     check_onnx(proto, shown)
     return proto
-
-
-#: the most values of a sparse initializer read (a dense copy is made)
-MAX_SPARSE_VALUES = 1 << 28
 
 
 def _constant(graph: Any, name: str) -> np.ndarray | None:
@@ -330,6 +452,8 @@ class OnnxModel(Adapter):
         self.cell = self._cell()
         self.units = self.cell.units
         self._n_steps = None
+        #: whether a batch of more than one input showed them on the node's batch axis
+        self._batch_axis_seen = False
         self.output_name = self._pick_output(output)
         self.trace_on = self._pick_trace_on(
             trace_on, False, False, "ONNX Runtime gives numpy arrays: traces run in numpy"
@@ -366,6 +490,12 @@ class OnnxModel(Adapter):
         return model, model.graph.name or "onnx"
 
     def _input_info(self, info: Any) -> None:
+        if not info.type.HasField("tensor_type"):
+            raise ModelError(
+                f"ONNX model {self.name!r} takes input {info.name!r} as a "
+                f"{info.type.WhichOneof('value') or 'value of no type'}, not a tensor; "
+                "pytest-rnncov feeds one tensor (batch, steps, ...): export the model so"
+            )
         tensor = info.type.tensor_type
         element = INPUT_TYPES.get(tensor.elem_type)
         if element is None:
@@ -378,6 +508,17 @@ class OnnxModel(Adapter):
             raise ModelError(
                 f"ONNX model {self.name!r} does not declare the rank of its input "
                 f"{info.name!r}; export it with the input's shape (batch, steps, ...)"
+            )
+        zero = [
+            k
+            for k, d in enumerate(tensor.shape.dim)
+            if d.HasField("dim_value") and d.dim_value <= 0
+        ]
+        if zero:
+            raise ModelError(
+                f"ONNX model {self.name!r} declares dimension {zero[0]} of its input "
+                f"{info.name!r} as {tensor.shape.dim[zero[0]].dim_value}; export it with "
+                "that dimension dynamic or of its real size"
             )
         first = tensor.shape.dim[0]
         #: the batch the input's dimension 0 fixes (0: none; checked once the node is known)
@@ -566,6 +707,12 @@ class OnnxModel(Adapter):
                 f"B of shape {bias.shape}",
                 f"expected (num_directions, 2*gates*hidden_size) = {(directions, 2 * size)}",
             )
+        for label, value in (("W", w), ("R", r), ("B", bias)):
+            if not np.isfinite(value).all():
+                self._refuse(
+                    f"NaN or infinite values in {label}",
+                    "the trace would not be a number; export a trained model's weights",
+                )
         return w[d], r[d], bias[d, :size], bias[d, size:]
 
     def _cell(self) -> Cell:
@@ -715,15 +862,14 @@ class OnnxModel(Adapter):
                     f"a non-zero {key} in this run",
                     "pytest-rnncov traces recurrent layers that start from zeros",
                 )
+        self._refuse_batch_axis(got["x"], len(x))
         sequence = np.swapaxes(got["x"], 0, 1)  # (T, B, D) -> (B, T, D)
-        if sequence.ndim != 3 or sequence.shape[0] != len(x):
-            raise ModelError(
-                f"node {self.node_name!r} gets an input of shape {got['x'].shape} for "
-                f"{len(x)} inputs: its batch axis is not the model input's first axis. "
-                "pytest-rnncov feeds inputs batch first (export the model so)"
-            )
         sequence = np.ascontiguousarray(sequence, np.float32)
         steps = sequence.shape[1]
+        if not self._batch_axis_seen and len(x) > 1:
+            if len(x) == steps:  # as many inputs as steps: the shape cannot tell the axes
+                self._check_batch_axis(x[:1])
+            self._batch_axis_seen = True
         if self._n_steps is None and all(d is not None for d in self.input_shape[:1]):
             self._n_steps = steps
         lengths = got.get("lengths", self._lengths)
@@ -751,16 +897,36 @@ class OnnxModel(Adapter):
             h,
         )
 
+    def _refuse_batch_axis(self, node_input: np.ndarray, rows: int) -> None:
+        """Refuse a node whose input (T, B, D) does not have the ``rows`` inputs on B."""
+        if node_input.ndim != 3 or node_input.shape[1] != rows:
+            raise ModelError(
+                f"node {self.node_name!r} gets an input of shape {node_input.shape} for "
+                f"{rows} input{'s' if rows != 1 else ''}: its batch axis is not the model "
+                "input's first axis. pytest-rnncov feeds inputs batch first (export the "
+                "model so)"
+            )
+
+    def _check_batch_axis(self, one: np.ndarray) -> None:
+        """Run one input (once per model, when a batch had as many inputs as steps): a
+        time-major model then shows its steps on the node's batch axis."""
+        self._refuse_batch_axis(self._run(one, ["x"])["x"], 1)
+
     def _predict(self, x: np.ndarray) -> np.ndarray:
         return self._run(x, ["out"])["out"]
 
     # -- fingerprint --------------------------------------------------------------------
     def _weight_arrays(self) -> list[np.ndarray]:
         onnx, _ = _modules()
+        graph = self.proto.graph
+        tensors = [*graph.initializer]
+        tensors += [
+            t for sparse in graph.sparse_initializer for t in (sparse.values, sparse.indices)
+        ]
         arrays = []
-        for tensor in self.proto.graph.initializer:
+        for tensor in tensors:  # quantized (integer) weights count as much as float ones
             value = np.asarray(onnx.numpy_helper.to_array(tensor))
-            if value.dtype.kind == "f":
+            if value.dtype.kind in "biuf":
                 arrays.append(value)
         return arrays
 
