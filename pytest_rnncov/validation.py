@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 import re
+import sys
 from typing import Any, Iterable, Literal, Sequence, overload
 
 from .errors import InvalidArgument
@@ -225,3 +227,11 @@ def check_window(value: Any) -> tuple[int, int] | None:
             "window=(4, 24) (both ends inclusive, 0-based; negatives count from the end)"
         )
     return int(items[0]), int(items[1])
+
+
+def physical_memory() -> int:
+    """This machine's physical memory in bytes (unbounded where the system does not say)."""
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, OSError, ValueError):
+        return sys.maxsize

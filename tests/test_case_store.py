@@ -97,3 +97,63 @@ def test_a_disk_that_takes_no_write_at_all(three_rows, monkeypatch):
         filled(store, [5, 4])
     assert store._spilled == 0 and store._tail.size == 6
     np.testing.assert_array_equal(store.take(np.arange(9))[:, 0, 0], np.arange(9))
+
+
+def test_ids_outside_the_store_are_refused(three_rows):
+    """Past the end, a spilled store returned uninitialised memory; below -size an id
+    wrapped twice."""
+    for store in (filled(CaseStore(True, spill=True), [2, 2, 4]), filled(CaseStore(True), [8])):
+        for index in ([8], [0, 13], [-9]):
+            with pytest.raises(IndexError, match="of 8 cases"):
+                store.take(index)
+        np.testing.assert_array_equal(store.take([-8, -1])[:, 0, 0], [0, 7])
+        with pytest.raises(TypeError, match="case ids must be integers, not bool"):
+            store.take(np.ones(8, bool))  # a mask read as ids 0 and 1
+        assert store.take([]).shape == (0, *ROW)
+
+
+def test_rows_of_no_bytes_never_spill(three_rows):
+    store = CaseStore(True, spill=True)
+    store.extend(np.zeros((50, 0), np.float32))  # more rows than 72 bytes hold of 1 byte
+    store.extend(np.zeros((50, 0), np.float32))
+    assert store._file is None and store.take([99, 0]).shape == (2, 0)
+
+
+def test_rows_of_another_shape_are_refused(three_rows):
+    store = filled(CaseStore(True, spill=True), [4])
+    with pytest.raises(ValueError, match=r"cases of shape \(3, 2\) added to a store of \(2, 3\)"):
+        store.extend(np.zeros((2, 3, 2), np.float32))
+
+
+def test_a_forked_process_copies_the_file_before_it_adds_cases(three_rows):
+    """Parent and child shared one file: the child's cases overwrote the parent's."""
+    import os
+
+    store = filled(CaseStore(True, spill=True), [6])  # rows 3-5 in the file
+    written, wait = os.pipe()
+    answer, tell = os.pipe()
+    child = os.fork()
+    if child == 0:  # once the parent added rows, the child adds its own and reads all
+        try:
+            os.read(written, 1)
+            store.extend(np.full((3, *ROW), -1, np.float32))
+            os.write(tell, store.take(np.arange(9))[:, 0, 0].astype(np.float32).tobytes())
+        finally:
+            os._exit(0)
+    store.extend(rows(6, 9))  # the parent's, where the child's would go in a shared file
+    os.write(wait, b"x")
+    os.waitpid(child, 0)
+    seen = np.frombuffer(os.read(answer, 4 * 9), np.float32)
+    np.testing.assert_array_equal(seen, [0, 1, 2, 3, 4, 5, -1, -1, -1])
+    np.testing.assert_array_equal(store.take(np.arange(9))[:, 0, 0], np.arange(9))
+
+
+def test_rows_are_read_without_a_mapping_when_none_can_be_made(three_rows, monkeypatch):
+    """Out of file descriptors (each mapping holds one), the rows are read one by one."""
+    store = filled(CaseStore(True, spill=True), [2, 2, 4])
+
+    def no_mapping(*args, **kwargs):
+        raise OSError(24, "Too many open files")
+
+    monkeypatch.setattr(cases_module.np, "memmap", no_mapping)
+    np.testing.assert_array_equal(store.take([7, 3, 0, 5])[:, 0, 0], [7, 3, 0, 5])

@@ -27,6 +27,7 @@ from pytest_rnncov import (  # noqa: E402
     ModelError,
     Profile,
     RNNModel,
+    StaleProfile,
     UnsafeModel,
     load_model,
 )
@@ -907,7 +908,7 @@ def test_external_data_of_another_size_than_its_tensor_is_refused_unread(tmp_pat
         entry.key, entry.value = key, value
     del proto.graph.initializer[0].external_data[1]  # the offset 0
     path.write_bytes(proto.SerializeToString())
-    with pytest.raises(ModelError, match="offset 50, length 144; the file holds 100 bytes"):
+    with pytest.raises(ModelError, match="at offset 50, length 144, outside the file's 100 bytes"):
         load_model(path)
 
 
@@ -1021,6 +1022,10 @@ def test_the_fingerprint_covers_integer_and_sparse_initializers():
             lambda m: m.graph.input[0].type.tensor_type.shape.dim[2].__setattr__("dim_value", 0),
             "declares dimension 2 of its input 'x' as 0",
         ),
+        (  # -1 is how some converters write a dynamic dimension: read as one
+            lambda m: m.graph.input[0].type.tensor_type.shape.dim[0].__setattr__("dim_value", -1),
+            None,
+        ),
         (
             lambda m: m.graph.input[0].CopyFrom(
                 helper.make_tensor_sequence_value_info("x", TensorProto.FLOAT, None)
@@ -1057,3 +1062,62 @@ def test_a_nul_byte_or_a_fifo_as_the_data_file_is_refused(tmp_path):
     path.write_bytes(proto.SerializeToString())
     with pytest.raises(ModelError, match="'fifo.bin', which is not a regular file"):
         RNNModel(path)
+
+
+@pytest.mark.parametrize(
+    ("data_type", "values"),
+    [
+        (TensorProto.INT4, [1, 2, 3, -1, 0]),
+        (TensorProto.UINT4, [1, 2, 3, 15, 0]),
+        (26, [1, 0, -1, 1, 0]),  # INT2 (onnx 1.20)
+        (TensorProto.BFLOAT16, [1.0, 2.0, 3.0, 4.0, 5.0]),
+        (TensorProto.FLOAT8E4M3FN, [1.0, 2.0, 3.0, 4.0, 5.0]),
+    ],
+)
+def test_packed_and_narrow_initializers_load_from_external_data(tmp_path, x, data_type, values):
+    """Each external tensor's bytes are checked against its shape and type: types of
+    fewer than 8 bits pack several values a byte, and a valid model must still load;
+    their fingerprint follows their bytes."""
+    fingerprints = []
+    for scale in (1, 0):
+        model = hand_model("GRU", lengths=False)
+        scaled = [v * scale for v in values]
+        model.graph.initializer.append(helper.make_tensor("q", data_type, [5], scaled))
+        model.ir_version = 11
+        path = tmp_path / f"m{scale}.onnx"
+        onnx.save(model, str(path), save_as_external_data=True, location=f"d{scale}.bin",
+                  size_threshold=0)  # fmt: skip
+        rnn = RNNModel(path)
+        assert rnn.trace(x).h.shape == (9, 6, 4)
+        fingerprints.append(rnn.fingerprint())
+    assert fingerprints[0] != fingerprints[1]
+
+
+def test_external_data_larger_than_the_machine_is_refused_unread(tmp_path, monkeypatch):
+    import pytest_rnncov.adapters.onnx as onnx_adapter
+
+    path = tmp_path / "gru.onnx"
+    model = hand_model("GRU", lengths=False)
+    onnx.save(model, str(path), save_as_external_data=True, location="w.bin", size_threshold=0)
+    monkeypatch.setattr(onnx_adapter, "physical_memory", lambda: 100)
+    with pytest.raises(ModelError, match="keeps 444 bytes of weights apart, more than this"):
+        RNNModel(path)
+
+
+def test_a_profile_fingerprinted_by_an_earlier_release_says_so(x):
+    """The fingerprint now covers integer initializers; a profile fitted before says why
+    it is stale, rather than that the weights changed."""
+    model = hand_model("GRU", lengths=False)
+    model.graph.initializer.append(numpy_helper.from_array(np.arange(3, dtype=np.int64), "k"))
+    rnn = RNNModel(model)
+    (earlier,) = rnn.earlier_fingerprints()
+    profile = Profile(window=(1, 4)).fit(rnn, x)
+    profile.fingerprint_ = earlier
+    with pytest.raises(StaleProfile, match="fitted by an earlier pytest-rnncov, whose"):
+        Coverage(rnn, profile)
+    profile.fingerprint_ = "0" * 16
+    with pytest.raises(StaleProfile, match="the weights from the model input to the layer"):
+        Coverage(rnn, profile)
+    floats_only = hand_model("GRU", lengths=False)
+    del floats_only.graph.initializer[-1]  # the int64 axis, unused without lengths
+    assert RNNModel(floats_only).earlier_fingerprints() == ()  # the same as before

@@ -325,7 +325,6 @@ def test_native_toml_table_takes_numbers_and_lists_as_documented(project):
             ["--rnn-report=html:out", "--rnn-report=json:out/index.html"],
             "*lies inside the folder of --rnn-report=html: *out*",
         ),
-        (["--rnn-coverage=BC:0.5", "--rnn-coverage=BC:0.6"], "*'BC:0.6' is given twice*"),
     ],
 )
 def test_bad_option_values(pytester, args, message):
@@ -1088,3 +1087,56 @@ def test_samples_folder_keeps_every_campaigns_samples_for_ci(pytester):
     inside = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--rnn-samples=loop/sub")
     assert inside.ret == 4  # a loop above the folder too
     inside.stderr.fnmatch_lines(["*--rnn-samples*sub': '*loop' is a symbolic link to nothing*"])
+
+
+@pytest.mark.parametrize(
+    ("option", "reason"),
+    [
+        ("--setup-only", "only setting up fixtures (--setup-only)"),
+        ("--setup-plan", "only planning the fixtures' setup (--setup-plan)"),
+        ("--fixtures", "only listing fixtures (--fixtures)"),
+        ("--fixtures-per-test", "only listing each test's fixtures (--fixtures-per-test)"),
+    ],
+)
+def test_options_that_run_no_test_apply_no_gate_and_keep_the_files(project, option, reason):
+    """--setup-only ran the fixtures (tracking the model) but no test: its 0% replaced a
+    good baseline and data file and failed the gate; --fixtures printed a false error."""
+    assert project.runpytest("--rnn-save=main", "--rnn-data=d.json").ret == 0
+    baseline = (project.path / ".rnncov" / "main.json").read_text()
+    data = (project.path / "d.json").read_text()
+    result = project.runpytest(option, "--rnn-coverage=0.9", "--rnn-save=main", "--rnn-data=d.json")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines([f"RNN coverage gate not applied: {reason}*"])
+    result.stdout.no_fnmatch_line("*ERROR pytest-rnncov*")
+    assert (project.path / ".rnncov" / "main.json").read_text() == baseline
+    assert (project.path / "d.json").read_text() == data
+
+
+def test_a_bar_on_the_command_line_overrides_one_in_addopts(project, monkeypatch):
+    """A bar in addopts and another for the same metrics on the command line read as one
+    bar given twice (exit 4): the later one applies, as pytest's own options do."""
+    project.makeini("[pytest]\naddopts = --rnn-coverage=1.0 --rnn-report=json:r.json\n")
+    assert project.runpytest().ret == 1
+    result = project.runpytest("--rnn-coverage=0.05")
+    assert result.ret == 0
+    gate = json.loads((project.path / "r.json").read_text())["verdict"]["gate"]
+    assert gate["required"] == 0.05
+    monkeypatch.setenv("PYTEST_ADDOPTS", "--rnn-coverage=BC:0.01")
+    result = project.runpytest("--rnn-coverage=BC:0.02,TC:0.01")
+    assert result.ret == 0  # BC's later bar, 0.02, beside the ini's 1.0 for the others
+    result = project.runpytest("--rnn-coverage=BC:0.02,BC:0.01")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*coverage bar 'BC:0.01' is given twice*"])
+
+
+def test_relative_ini_paths_are_under_the_rootdir(project):
+    """rnn_data = out/d.json wrote to out/d.json under whichever folder pytest ran from."""
+    project.makeini("[pytest]\nrnn_data = out/d.json\nrnn_report = json:out/r.json\n")
+    sub = project.mkdir("sub")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(sub)
+        result = project.runpytest_subprocess(str(project.path))
+    assert result.ret == 0
+    assert (project.path / "out" / "d.json").is_file()
+    assert (project.path / "out" / "r.json").is_file()
+    assert not (sub / "out").exists()

@@ -383,14 +383,14 @@ def test_a_config_larger_than_memory_is_refused(keras, tmp_path, monkeypatch):
     for suffix in (".keras", ".h5"):
         path = tmp_path / f"m{suffix}"
         model.save(path)
-        monkeypatch.setattr(loading, "_memory", lambda: 3)
+        monkeypatch.setattr(loading, "physical_memory", lambda: 3)
         with pytest.raises(
             ModelError,
             match=r"declares at least 38 weights \(layer 'lstm', LSTM with units=3: 36\), at "
             "least 4 bytes, and this machine has 3 bytes of memory",
         ):
             load_model(path)
-        monkeypatch.setattr(loading, "_memory", lambda: 4)
+        monkeypatch.setattr(loading, "physical_memory", lambda: 4)
         assert load_model(path).layers[0].units == 3
 
 

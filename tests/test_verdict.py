@@ -140,7 +140,7 @@ def test_twice(tiny, rnncov):
     copy = keras.models.clone_model(tiny.rnn.model)  # what a function-scoped fixture makes
     with pytest.raises(
         InvalidArgument,
-        match=r"another model object \\(a function-scoped fixture .* scope='session'\\)",
+        match=r"another model object \\(a fixture narrower than the session.* scope='session'\\)",
     ):
         rnncov.track(copy, name="tiny")
 """

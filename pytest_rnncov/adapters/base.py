@@ -257,14 +257,23 @@ class Adapter:
         """A short hash of every weight and layer from the model input through the traced
         layer, its cell type, activations and direction."""
         if getattr(self, "_fingerprint", None) is None:
-            digest = hashlib.sha256()
-            for array in self._weight_arrays() + self.cell.arrays():
-                array = np.ascontiguousarray(array, np.float32)
-                digest.update(str(array.shape).encode())
-                digest.update(array.tobytes())
-            digest.update(f"{self.framework}|{self.cell.describe()}|{self._structure()}".encode())
-            self._fingerprint = digest.hexdigest()[:16]
+            self._fingerprint = self._digest(self._weight_arrays())
         return self._fingerprint
+
+    def earlier_fingerprints(self) -> tuple[str, ...]:
+        """What earlier releases took as this model's fingerprint, where it differs (a
+        profile holding one was fitted on this model, or one whose weights differ where
+        those releases did not look)."""
+        return ()
+
+    def _digest(self, weights: list[np.ndarray]) -> str:
+        digest = hashlib.sha256()
+        for array in weights + self.cell.arrays():
+            array = np.ascontiguousarray(array, np.float32)
+            digest.update(str(array.shape).encode())
+            digest.update(array.tobytes())
+        digest.update(f"{self.framework}|{self.cell.describe()}|{self._structure()}".encode())
+        return digest.hexdigest()[:16]
 
     def check_layout(self, x: Any) -> np.ndarray:
         """``x`` as a numpy array (no copy where it is one), refused unless it is a

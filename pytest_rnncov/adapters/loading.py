@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 from ..errors import DataFileError, InvalidArgument, MissingResource, ModelError, UnsafeModel
 from ..files import as_path, parse_json
-from ..validation import check_bool, printable
+from ..validation import check_bool, physical_memory, printable
 
 #: config keys under which Keras nests layers
 _LAYER_KEYS = ("layer", "forward_layer", "backward_layer", "cell")
@@ -288,7 +288,7 @@ def _refuse_oversized(config: Any, path: Path, stored: int) -> None:
     except RecursionError:
         return  # _refuse_unsafe says so (safe mode), or the user trusts the file
     total = sum(size for _, size, _ in layers)
-    needed, memory = total * BITS_PER_WEIGHT // 8, _memory()
+    needed, memory = total * BITS_PER_WEIGHT // 8, physical_memory()
     if needed <= UNSTORED_WEIGHTS + stored and needed <= memory:
         return
     layer, size, fields = max(layers, key=lambda item: item[1])
@@ -314,14 +314,6 @@ def _count(number: int) -> str:
     if number < 10**30:
         return f"{number:,}"
     return f"about 10^{int(number.bit_length() * math.log10(2))}"
-
-
-def _memory() -> int:
-    """This machine's physical memory in bytes (unbounded where the system does not say)."""
-    try:
-        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
-    except (AttributeError, OSError, ValueError):
-        return sys.maxsize
 
 
 def _lambda_functions(node: Any) -> Iterator[str]:

@@ -27,6 +27,7 @@ import numpy as np
 from ..core.activations import Activation
 from ..core.cells import Cell, GRUCell, LSTMCell, SimpleRNNCell
 from ..errors import InvalidArgument, MissingResource, ModelError, UnsafeModel
+from ..validation import physical_memory
 from .base import Adapter, direction_hint, model_error_from
 
 KINDS = {"LSTM": "lstm", "GRU": "gru", "RNN": "simple_rnn"}
@@ -132,6 +133,7 @@ def _external_info(tensor: Any) -> dict[str, str]:
 ELEMENT_BITS = {
     1: 32, 2: 8, 3: 8, 4: 16, 5: 16, 6: 32, 7: 64, 9: 8, 10: 16, 11: 64, 12: 32, 13: 64,
     14: 64, 15: 128, 16: 16, 17: 8, 18: 8, 19: 8, 20: 8, 21: 4, 22: 4, 23: 4, 24: 8,
+    25: 2, 26: 2, 27: 6, 28: 6,
 }  # fmt: skip
 #: the largest file protobuf reads (2 GiB): a larger model keeps its weights apart
 MAX_PROTO_BYTES = 2**31 - 1
@@ -216,9 +218,10 @@ def check_onnx(proto: Any, where: str) -> None:
         )
 
 
-def _check_external(tensor: Any, folder: Path, shown: str) -> None:
-    """Refuse external data outside ``folder``, missing, or of another size than the
-    tensor declares (ONNX would read a whole file for a tensor of a few values)."""
+def _check_external(tensor: Any, folder: Path, shown: str) -> int:
+    """The bytes of the tensor's external data; refused when outside ``folder``, missing,
+    or of another size than the tensor declares (ONNX would read a whole file for a
+    tensor of a few values)."""
     name, info = tensor.name, _external_info(tensor)
     location = info.get("location", "")
     if "\0" in location:
@@ -244,8 +247,6 @@ def _check_external(tensor: Any, folder: Path, shown: str) -> None:
             f"{shown}: tensor {name!r} keeps its data in {location!r}, which {what} in "
             f"{str(folder)!r}; copy the data file beside the model"
         )
-    bits = ELEMENT_BITS.get(tensor.data_type)
-    dims = [int(d) for d in tensor.dims]
     try:
         offset = int(info.get("offset") or 0)
         length = None if info.get("length") in (None, "") else int(info["length"])
@@ -254,22 +255,23 @@ def _check_external(tensor: Any, folder: Path, shown: str) -> None:
             f"{shown}: tensor {name!r} has external data at offset {info.get('offset', '0')!r}, "
             f"length {info.get('length')!r}, which are not whole numbers; export it again"
         ) from None
-    if bits is None or any(d < 0 for d in dims):
-        raise ModelError(
-            f"{shown}: tensor {name!r} of element type {tensor.data_type} and shape "
-            f"{dims} keeps its data apart, whose size pytest-rnncov cannot check; save "
-            "the model with that tensor's data inside it"
-        )
-    declared = -(-math.prod(dims) * bits // 8)
+    dims = [int(d) for d in tensor.dims]
     size = target.stat().st_size
     held = size - offset if length is None else length
-    if offset < 0 or held < 0 or offset + held > size or held != declared:
-        span = "to the end" if length is None else f"length {length:,}"
+    span = f"offset {offset:,}, " + ("to the end" if length is None else f"length {length:,}")
+    if offset < 0 or held < 0 or offset + held > size:
+        raise ModelError(
+            f"{shown}: tensor {name!r} keeps its data in {location!r} at {span}, outside the "
+            f"file's {size:,} bytes; export the model again with its data"
+        )
+    bits = ELEMENT_BITS.get(tensor.data_type)  # None: a type newer than this table
+    declared = None if bits is None else -(-math.prod(dims) * bits // 8)
+    if declared is not None and held != declared:
         raise ModelError(
             f"{shown}: tensor {name!r} of shape {dims} needs {declared:,} bytes, and its "
-            f"data in {location!r} (offset {offset:,}, {span}; the file holds {size:,} "
-            "bytes) is not that: export the model again with its data"
+            f"data in {location!r} ({span}) is {held:,}: export the model again with its data"
         )
+    return held
 
 
 def read_onnx(path: Path) -> Any:
@@ -299,8 +301,12 @@ def read_onnx(path: Path) -> Any:
     external = _external_tensors(proto)
     if external:
         folder = path.resolve().parent
-        for tensor in external:
-            _check_external(tensor, folder, shown)
+        held = sum(_check_external(tensor, folder, shown) for tensor in external)
+        if held > physical_memory():
+            raise ModelError(
+                f"{shown} keeps {held:,} bytes of weights apart, more than this machine's "
+                f"memory ({physical_memory():,} bytes); load it on a larger machine"
+            )
         try:
             onnx.load_external_data_for_model(proto, str(folder))
         except Exception as exc:
@@ -512,7 +518,7 @@ class OnnxModel(Adapter):
         zero = [
             k
             for k, d in enumerate(tensor.shape.dim)
-            if d.HasField("dim_value") and d.dim_value <= 0
+            if d.HasField("dim_value") and d.dim_value == 0
         ]
         if zero:
             raise ModelError(
@@ -924,11 +930,20 @@ class OnnxModel(Adapter):
             t for sparse in graph.sparse_initializer for t in (sparse.values, sparse.indices)
         ]
         arrays = []
-        for tensor in tensors:  # quantized (integer) weights count as much as float ones
+        for tensor in tensors:  # quantized (integer, int4, float8) weights count too
             value = np.asarray(onnx.numpy_helper.to_array(tensor))
             if value.dtype.kind in "biuf":
                 arrays.append(value)
+            elif value.dtype.kind not in "OSU":  # bfloat16, int4, float8: by their bytes
+                arrays.append(np.ascontiguousarray(value).reshape(-1).view(np.uint8))
         return arrays
+
+    def earlier_fingerprints(self) -> tuple[str, ...]:
+        """Releases before 2026-11-29 took only the dense float initializers."""
+        onnx, _ = _modules()
+        dense = [np.asarray(onnx.numpy_helper.to_array(t)) for t in self.proto.graph.initializer]
+        earlier = self._digest([a for a in dense if a.dtype.kind == "f"])
+        return () if earlier == self.fingerprint() else (earlier,)
 
     def _structure(self) -> str:
         digest = hashlib.sha256()

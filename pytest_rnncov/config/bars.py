@@ -101,6 +101,17 @@ def parse_bars(text: Any) -> tuple[Bar, ...]:
     return tuple(entries)
 
 
+def latest_bars(occurrences: Sequence[Sequence[Bar]]) -> list[Bar]:
+    """The bars of a repeated option, each occurrence's in turn: a bar for a model and
+    metric given again takes the later value (as pytest's own options do, so the command
+    line overrides ``addopts``); one occurrence naming a bar twice is refused."""
+    latest: dict[tuple[str | None, str | None], Bar] = {}
+    for entries in occurrences:
+        Bars(entries)  # one value naming a model's metric twice is a mistake
+        latest.update(((bar.model, bar.metric), bar) for bar in entries)
+    return list(latest.values())
+
+
 class Bars:
     """The coverage bars of a gate.
 

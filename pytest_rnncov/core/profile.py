@@ -322,9 +322,15 @@ class Profile:
         if model.n_steps is not None and self.n_steps_ != model.n_steps:
             problems.append(f"steps {self.n_steps_!r} != {model.n_steps!r}")
         if self.fingerprint_ != model.fingerprint():
+            earlier: tuple[str, ...] = getattr(model, "earlier_fingerprints", tuple)()
+            why = (
+                "fitted by an earlier pytest-rnncov, whose fingerprint left out weights it "
+                "now covers (integer, quantized or sparse ones)"
+                if self.fingerprint_ in earlier
+                else "the weights from the model input to the layer changed"
+            )
             problems.append(
-                f"weights fingerprint {self.fingerprint_} != {model.fingerprint()} (the weights "
-                "from the model input to the layer changed)"
+                f"weights fingerprint {self.fingerprint_} != {model.fingerprint()} ({why})"
             )
         if problems:
             where = f"profile {str(self.path_)!r}" if self.path_ is not None else "the profile"

@@ -34,7 +34,8 @@ class TraceSource(Protocol):
     A source may also have ``gives_sums(components) -> bool``: where it returns True,
     ``Coverage`` calls ``iter_traces(..., summed=True)`` for metrics that read only signals,
     and the traces may hold only the per-step sums of those components
-    (``Trace.step_sums``)."""
+    (``Trace.step_sums``). And ``earlier_fingerprints() -> tuple[str, ...]``: what earlier
+    releases took as its fingerprint, so that a stale profile says why."""
 
     name: str
     layer_name: str

@@ -6,6 +6,7 @@ are read back through the page cache, so a long campaign's memory stays bounded.
 
 from __future__ import annotations
 
+import os
 import tempfile
 import warnings
 from typing import IO, Any
@@ -17,12 +18,15 @@ from ..errors import RNNCovWarning, user_stacklevel
 #: bytes of array cases a spilling store keeps in memory; later cases go to a temporary
 #: file in the system's temporary folder (``TMPDIR``)
 CASE_MEMORY = 256 * 2**20
+#: bytes copied at a time when a forked process takes its own copy of the file
+COPY_BYTES = 64 * 2**20
 
 
 class CaseStore:
     """All cases of a campaign, by id: a growing array, or a list of strings. With
-    ``spill``, array cases past :data:`CASE_MEMORY` bytes go to a temporary file; if the
-    file cannot be written (a full disk), they stay in memory, with a warning."""
+    ``spill``, array cases past :data:`CASE_MEMORY` bytes go to a temporary file (a
+    forked process copies it before it adds cases of its own); if the file cannot be
+    written (a full disk), the later cases stay in memory, with a warning."""
 
     def __init__(self, arrays: bool, *, spill: bool = False) -> None:
         self.arrays = arrays
@@ -30,6 +34,7 @@ class CaseStore:
         self._list: list[Any] = []
         self._array: np.ndarray | None = None
         self._file: IO[bytes] | None = None
+        self._owner = 0  # the process that made the file
         self._spilled = 0  # rows in the file, after the array's
         self._mapped: np.ndarray | None = None  # the file's rows, mapped (maybe fewer)
         self._tail: CaseStore | None = None  # the rows after the file's, if it failed
@@ -43,13 +48,17 @@ class CaseStore:
         cases = np.asarray(cases)
         if self._array is None:
             self._array = np.empty((0,) + cases.shape[1:], cases.dtype)
+        elif cases.shape[1:] != self._array.shape[1:]:
+            raise ValueError(
+                f"cases of shape {cases.shape[1:]} added to a store of {self._array.shape[1:]}"
+            )
         if self._tail is not None:  # the file could not be written: the rest stays here
             self._tail.extend(cases)
             self.size += len(cases)
             return
         if self._file is not None:  # spilling already: every later case goes to the file
             room = 0
-        elif self.spill:
+        elif self.spill and self._row_bytes():
             room = max(0, self._memory_rows() - self._held())
         else:
             room = len(cases)
@@ -64,7 +73,7 @@ class CaseStore:
         held = self._held()
         if held + len(cases) > len(self._array):
             rows = max(1024, 2 * (held + len(cases)))
-            if self.spill:
+            if self.spill and self._row_bytes():
                 rows = max(held + len(cases), min(rows, self._memory_rows()))
             grown = np.empty((rows,) + self._array.shape[1:], self._array.dtype)
             grown[:held] = self._array[:held]
@@ -74,7 +83,7 @@ class CaseStore:
 
     def _row_bytes(self) -> int:
         assert self._array is not None
-        return max(1, self._array.dtype.itemsize * int(np.prod(self._array.shape[1:])))
+        return self._array.dtype.itemsize * int(np.prod(self._array.shape[1:]))
 
     def _memory_rows(self) -> int:
         """Rows of array cases a spilling store keeps in memory (at least one)."""
@@ -86,8 +95,10 @@ class CaseStore:
         assert self._array is not None
         data = np.ascontiguousarray(cases, self._array.dtype)
         try:
+            if self._file is not None and self._owner != os.getpid():
+                self._copy_file()  # forked: the parent appends to the file it shares
             if self._file is None:
-                self._file = tempfile.TemporaryFile(prefix="rnncov-cases-")
+                self._file, self._owner = tempfile.TemporaryFile(prefix="rnncov-"), os.getpid()
             self._file.seek(self._spilled * self._row_bytes())
             self._file.write(data.tobytes())
             self._file.flush()
@@ -106,17 +117,44 @@ class CaseStore:
         self._spilled += len(data)
         self.size += len(data)
 
-    def _spilled_rows(self) -> np.ndarray:
-        """The file's rows, mapped read-only (mapped again when the file grew)."""
+    def _copy_file(self) -> None:
+        """This process's own copy of the file it shares with the one it was forked from
+        (whose rows past this store's may differ)."""
+        assert self._file is not None
+        shared, rows = self._file, max(1, COPY_BYTES // self._row_bytes())
+        copy = tempfile.TemporaryFile(prefix="rnncov-")
+        for start in range(0, self._spilled, rows):
+            stop = min(start + rows, self._spilled)
+            copy.write(self._read(shared, np.arange(start, stop)).tobytes())
+        self._file, self._owner, self._mapped = copy, os.getpid(), None
+        shared.close()
+
+    def _spilled_rows(self, local: np.ndarray) -> np.ndarray:
+        """The file's rows ``local``: through a read-only mapping (made again when the
+        file grew), or read one by one where no mapping can be made (no file descriptor
+        or address space left)."""
         assert self._array is not None and self._file is not None
         if self._mapped is None or len(self._mapped) < self._spilled:
-            self._mapped = np.memmap(
-                self._file,
-                self._array.dtype,
-                "r",
-                shape=(self._spilled,) + self._array.shape[1:],
-            )
-        return self._mapped
+            try:
+                self._mapped = np.memmap(
+                    self._file,
+                    self._array.dtype,
+                    "r",
+                    shape=(self._spilled,) + self._array.shape[1:],
+                )
+            except OSError:
+                self._mapped = None
+                return self._read(self._file, local)
+        return self._mapped[local]
+
+    def _read(self, file: IO[bytes], local: np.ndarray) -> np.ndarray:
+        assert self._array is not None
+        size = self._row_bytes()
+        out = np.empty((len(local),) + self._array.shape[1:], self._array.dtype)
+        for k, row in enumerate(local.tolist()):
+            data = os.pread(file.fileno(), size, row * size)
+            out[k] = np.frombuffer(data, self._array.dtype).reshape(out.shape[1:])
+        return out
 
     def view(self, dtype: Any) -> np.ndarray:
         """The array cases so far, not copied (empty, of ``dtype``, before the first); a
@@ -125,10 +163,16 @@ class CaseStore:
         return np.zeros(0, dtype) if self._array is None else self._array[: self.size]
 
     def take(self, index: Any) -> Any:
+        """The cases ``index`` (ids; negative ones count from the end), copied."""
         if not self.arrays:
             return [self._list[int(i)] for i in index]
         assert self._array is not None
-        index = np.asarray(index, np.int64)
+        index = np.asarray(index)
+        if index.dtype.kind not in "iu" and index.size:
+            raise TypeError(f"case ids must be integers, not {index.dtype} (a mask?)")
+        index = index.astype(np.int64)
+        if index.size and (index.min() < -self.size or index.max() >= self.size):
+            raise IndexError(f"case ids {index.min()}..{index.max()} of {self.size} cases")
         index = np.where(index < 0, index + self.size, index)
         held = self._held()
         if held == self.size:
@@ -138,7 +182,7 @@ class CaseStore:
         taken[kept] = self._array[:held][index[kept]]
         spilled = ~(kept | tail)
         if spilled.any():
-            taken[spilled] = self._spilled_rows()[index[spilled] - held]
+            taken[spilled] = self._spilled_rows(index[spilled] - held)
         if self._tail is not None and tail.any():
             taken[tail] = self._tail.take(index[tail] - held - self._spilled)
         return taken

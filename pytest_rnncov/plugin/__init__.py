@@ -5,7 +5,7 @@ PyTorch, RDKit or NLTK: models are wrapped only when a test uses the ``rnncov`` 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Callable, Generator
+from typing import TYPE_CHECKING, Any, Callable, Generator, Sequence
 
 import pytest
 
@@ -246,8 +246,8 @@ class RNNCovPlugin:
                 stopped = None  # -x failing the last test: every test ran
             if stopped is not None:
                 why = self._stopped_reason(session, stopped)
-            elif session.config.option.collectonly:
-                applied, reason = False, "only collecting (--collect-only)"
+            elif (running_none := _running_no_test(session.config)) is not None:
+                applied, reason = False, running_none
             elif self._uncollected:
                 why = _uncollected_reason(self._uncollected)
             elif session.testscollected == 0:
@@ -324,6 +324,9 @@ class RNNCovPlugin:
             return
         role = self.role
         interrupted = False
+        listing = _running_no_test(self.config, NO_TEST_LOOP)
+        if listing is not None and role.controller and getattr(role, "verdict", None) is None:
+            role.decide(False, listing)  # type: ignore[union-attr]  # no test loop ran
         # the test loop never ended (pytest.exit() while collecting, say): stopped early
         stopped = getattr(role, "stopped", None) is not None or (
             role.controller and getattr(role, "verdict", None) is None
@@ -350,7 +353,7 @@ class RNNCovPlugin:
         ):  # pytest.exit(returncode=0) in a test: a gate asked for was never decided
             self.problems.append(
                 "the gate was not applied (the session stopped early) and pytest would have "
-                "exited 0: a session that stops before its tests ran cannot pass a gate"
+                "exited 0: a session that stops before all its tests ran cannot pass a gate"
             )
         if interrupted or getattr(role, "interrupted", False):
             session.exitstatus = pytest.ExitCode.INTERRUPTED
@@ -423,6 +426,29 @@ def _stepwise_skipped(report_status: Any) -> int:
         if skipped:
             return int(skipped.group(1))
     return 0
+
+
+#: pytest's options that run no test, and what the gate says of them
+RUNNING_NO_TEST = (
+    ("collectonly", "only collecting (--collect-only)"),
+    ("setupplan", "only planning the fixtures' setup (--setup-plan)"),
+    ("setuponly", "only setting up fixtures (--setup-only)"),
+    ("showfixtures", "only listing fixtures (--fixtures)"),
+    ("show_fixtures_per_test", "only listing each test's fixtures (--fixtures-per-test)"),
+)
+
+
+#: those of them whose session has no test loop at all
+NO_TEST_LOOP = ("showfixtures", "show_fixtures_per_test")
+
+
+def _running_no_test(config: pytest.Config, options: Sequence[str] = ()) -> str | None:
+    """Why this session runs no test by design (None: it runs them); ``options``: look
+    at those of ``RUNNING_NO_TEST`` only."""
+    for option, reason in RUNNING_NO_TEST:
+        if (not options or option in options) and config.getoption(option, False):
+            return reason
+    return None
 
 
 def _uncollected_reason(nodeids: list[str]) -> str:

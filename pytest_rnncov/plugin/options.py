@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import pytest
 
-from ..config.bars import Bars, parse_bars, parse_fraction
+from ..config.bars import Bars, latest_bars, parse_bars, parse_fraction
 from ..config.values import parse_metrics, parse_report, parse_seed
 from ..core.exclusions import Exclusion, parse_exclusion
 from ..core.names import DEFAULT_METRICS, METRIC_NAMES, TESTS_PER_CONDITION
@@ -238,6 +238,15 @@ def _ini(config: pytest.Config, name: str) -> Any:
     return raw
 
 
+def _from_root(config: pytest.Config, path: Any) -> Any:
+    """A relative path given in the ini file, under the rootdir (as ``--rnn-save``'s
+    baselines and pytest's cache are): the same files wherever pytest runs from. Paths on
+    the command line are relative to the current directory, as a shell's are."""
+    if not isinstance(path, str) or not path.strip() or Path(path).is_absolute():
+        return path
+    return str(Path(config.rootpath) / path)
+
+
 def _usage(where: str, exc: Exception) -> pytest.UsageError:
     return pytest.UsageError(f"{where}: {exc}")
 
@@ -283,7 +292,7 @@ def read_settings(config: pytest.Config) -> Settings:
     try:
         if given is not None:
             where = "--rnn-coverage"
-            bars = Bars([bar for entries in given for bar in entries], gate_metrics)
+            bars = Bars(latest_bars(given), gate_metrics)
         else:
             text = _joined(config, "rnn_coverage")
             where = f"ini option rnn_coverage = {text!r}"
@@ -304,6 +313,7 @@ def read_settings(config: pytest.Config) -> Settings:
             reports = [report_spec(s) for s in specs]
         except (argparse.ArgumentTypeError, ValueError) as exc:
             raise _usage(f"ini option rnn_report = {lines!r}", exc) from None
+        reports = [(kind, _from_root(config, path)) for kind, path in reports]
     reports = tuple(dict.fromkeys(reports or [("term", None)]))
 
     context = config.getoption("rnn_context") or _ini(config, "rnn_context")
@@ -324,6 +334,8 @@ def read_settings(config: pytest.Config) -> Settings:
             raise pytest.UsageError(
                 f"{given}{samples!r}: give a folder, e.g. {example}rnncov-samples"
             )
+        if given.startswith("ini"):
+            samples = _from_root(config, samples)
         from ..config.paths import check_output_dir
 
         try:
@@ -354,10 +366,12 @@ def read_settings(config: pytest.Config) -> Settings:
         raise pytest.UsageError("--rnn-data='': give a file path, e.g. --rnn-data=rnncov-data.json")
     if data is None:
         data = _ini(config, "rnn_data")
-    if data is not None and (not isinstance(data, str) or not data.strip()):
-        raise pytest.UsageError(
-            f"ini option rnn_data = {data!r}: give one file path, e.g. rnn_data = .rnncov/data.json"
-        )
+        if data is not None and (not isinstance(data, str) or not data.strip()):
+            raise pytest.UsageError(
+                f"ini option rnn_data = {data!r}: give one file path, e.g. "
+                "rnn_data = .rnncov/data.json"
+            )
+        data = _from_root(config, data)
     if data is not None:
         from ..files import as_output_path
 

@@ -455,8 +455,9 @@ class RNNCovSession:
             if not differ:
                 return tracked
             hint = (
-                " (a function-scoped fixture builds a new model for every test: track it in "
-                "a fixture with scope='session')"
+                " (a fixture narrower than the session, function-, class- or module-scoped, "
+                "builds a new model each time it runs: track it in a fixture with "
+                "scope='session')"
                 if differ[0] == "model object"
                 else ""
             )
