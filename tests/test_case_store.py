@@ -109,7 +109,16 @@ def test_ids_outside_the_store_are_refused(three_rows):
         np.testing.assert_array_equal(store.take([-8, -1])[:, 0, 0], [0, 7])
         with pytest.raises(TypeError, match="case ids must be integers, not bool"):
             store.take(np.ones(8, bool))  # a mask read as ids 0 and 1
+        with pytest.raises(IndexError, match="case ids 18446744073709551615..1844"):
+            store.take(np.array([2**64 - 1], np.uint64))  # wrapped to -1: the last case
         assert store.take([]).shape == (0, *ROW)
+    text = CaseStore(False)
+    text.extend(["a", "b"])
+    with pytest.raises(TypeError, match="not bool"):
+        text.take(np.array([True, False]))
+    with pytest.raises(TypeError, match="not float64"):
+        text.take([1.7])
+    assert text.take([-1]) == ["b"] and CaseStore(True).take([]).shape == (0,)
 
 
 def test_rows_of_no_bytes_never_spill(three_rows):

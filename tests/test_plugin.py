@@ -1101,14 +1101,30 @@ def test_samples_folder_keeps_every_campaigns_samples_for_ci(pytester):
 def test_options_that_run_no_test_apply_no_gate_and_keep_the_files(project, option, reason):
     """--setup-only ran the fixtures (tracking the model) but no test: its 0% replaced a
     good baseline and data file and failed the gate; --fixtures printed a false error."""
-    assert project.runpytest("--rnn-save=main", "--rnn-data=d.json").ret == 0
-    baseline = (project.path / ".rnncov" / "main.json").read_text()
-    data = (project.path / "d.json").read_text()
-    result = project.runpytest(option, "--rnn-coverage=0.9", "--rnn-save=main", "--rnn-data=d.json")
+    outputs = ("--rnn-save=main", "--rnn-data=d.json", "--rnn-report=json:r.json")
+    assert project.runpytest(*outputs).ret == 0
+    files = [project.path / ".rnncov" / "main.json", project.path / "d.json"]
+    before = [f.read_text() for f in files]
+    result = project.runpytest(option, "--rnn-coverage=0.9", *outputs)
     assert result.ret == 0
     result.stdout.fnmatch_lines([f"RNN coverage gate not applied: {reason}*"])
     result.stdout.no_fnmatch_line("*ERROR pytest-rnncov*")
-    assert (project.path / ".rnncov" / "main.json").read_text() == baseline
+    assert [f.read_text() for f in files] == before
+    verdict = json.loads((project.path / "r.json").read_text())["verdict"]
+    assert verdict["applied"] is False and verdict["passed"] is None  # this session's
+
+
+def test_setup_only_stopped_by_a_fixture_error_keeps_the_files(project):
+    """With -x, a fixture error stopped a --setup-only session, which then wrote its 0
+    inputs to the data file as the coverage of the tests that ran (none did)."""
+    project.makepyfile(
+        test_broken="import pytest\n\n@pytest.fixture\ndef broken():\n    raise RuntimeError\n\n"
+        "def test_b(tiny, broken):\n    pass\n"
+    )
+    assert project.runpytest("--rnn-data=d.json", "-k", "one or two").ret == 0
+    data = (project.path / "d.json").read_text()
+    result = project.runpytest("--setup-only", "-x", "--rnn-data=d.json", "--rnn-coverage=0.05")
+    result.stdout.fnmatch_lines(["RNN coverage gate not applied: only setting up fixtures*"])
     assert (project.path / "d.json").read_text() == data
 
 

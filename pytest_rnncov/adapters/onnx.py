@@ -256,6 +256,11 @@ def _check_external(tensor: Any, folder: Path, shown: str) -> int:
             f"length {info.get('length')!r}, which are not whole numbers; export it again"
         ) from None
     dims = [int(d) for d in tensor.dims]
+    if any(d < 0 for d in dims):
+        raise ModelError(
+            f"{shown}: tensor {name!r} declares shape {dims}, with a negative dimension; "
+            "export the model again"
+        )
     size = target.stat().st_size
     held = size - offset if length is None else length
     span = f"offset {offset:,}, " + ("to the end" if length is None else f"length {length:,}")

@@ -121,11 +121,10 @@ class CaseStore:
         """This process's own copy of the file it shares with the one it was forked from
         (whose rows past this store's may differ)."""
         assert self._file is not None
-        shared, rows = self._file, max(1, COPY_BYTES // self._row_bytes())
+        shared, size = self._file, self._spilled * self._row_bytes()
         copy = tempfile.TemporaryFile(prefix="rnncov-")
-        for start in range(0, self._spilled, rows):
-            stop = min(start + rows, self._spilled)
-            copy.write(self._read(shared, np.arange(start, stop)).tobytes())
+        for start in range(0, size, COPY_BYTES):
+            copy.write(os.pread(shared.fileno(), min(COPY_BYTES, size - start), start))
         self._file, self._owner, self._mapped = copy, os.getpid(), None
         shared.close()
 
@@ -164,16 +163,11 @@ class CaseStore:
 
     def take(self, index: Any) -> Any:
         """The cases ``index`` (ids; negative ones count from the end), copied."""
+        index = self._ids(index)
         if not self.arrays:
-            return [self._list[int(i)] for i in index]
-        assert self._array is not None
-        index = np.asarray(index)
-        if index.dtype.kind not in "iu" and index.size:
-            raise TypeError(f"case ids must be integers, not {index.dtype} (a mask?)")
-        index = index.astype(np.int64)
-        if index.size and (index.min() < -self.size or index.max() >= self.size):
-            raise IndexError(f"case ids {index.min()}..{index.max()} of {self.size} cases")
-        index = np.where(index < 0, index + self.size, index)
+            return [self._list[i] for i in index.tolist()]
+        if self._array is None:
+            return np.zeros(index.shape)
         held = self._held()
         if held == self.size:
             return self._array[:held][index]
@@ -186,6 +180,20 @@ class CaseStore:
         if self._tail is not None and tail.any():
             taken[tail] = self._tail.take(index[tail] - held - self._spilled)
         return taken
+
+    def _ids(self, index: Any) -> np.ndarray:
+        """``index`` as int64 ids in 0..size-1; IndexError or TypeError otherwise."""
+        index = np.asarray(index)
+        if not index.size:
+            return index.astype(np.int64)
+        if index.dtype.kind not in "iu":
+            mask = " (a mask?)" if index.dtype.kind == "b" else ""
+            raise TypeError(f"case ids must be integers, not {index.dtype}{mask}")
+        low, high = int(index.min()), int(index.max())  # Python ints: no wrapping
+        if low < -self.size or high >= self.size:
+            raise IndexError(f"case ids {low}..{high} of {self.size} cases")
+        index = index.astype(np.int64)
+        return np.where(index < 0, index + self.size, index)
 
     def _held(self) -> int:
         """Rows in the array in memory (the first ones)."""

@@ -5,7 +5,7 @@ PyTorch, RDKit or NLTK: models are wrapped only when a test uses the ``rnncov`` 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Callable, Generator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Generator
 
 import pytest
 
@@ -244,10 +244,10 @@ class RNNCovPlugin:
             applied, reason, why, partial = True, None, None, None
             if stopped is not None and 0 < session.testscollected <= len(self._finished):
                 stopped = None  # -x failing the last test: every test ran
-            if stopped is not None:
+            if (running_none := _running_no_test(session.config)) is not None:
+                applied, reason = False, running_none  # stopped or not, no test ran
+            elif stopped is not None:
                 why = self._stopped_reason(session, stopped)
-            elif (running_none := _running_no_test(session.config)) is not None:
-                applied, reason = False, running_none
             elif self._uncollected:
                 why = _uncollected_reason(self._uncollected)
             elif session.testscollected == 0:
@@ -324,9 +324,11 @@ class RNNCovPlugin:
             return
         role = self.role
         interrupted = False
-        listing = _running_no_test(self.config, NO_TEST_LOOP)
+        listing = _running_no_test(self.config)
         if listing is not None and role.controller and getattr(role, "verdict", None) is None:
-            role.decide(False, listing)  # type: ignore[union-attr]  # no test loop ran
+            # --fixtures has no test loop, and pytest.exit() while collecting ends the others
+            # before it: either way no test was to run, so no gate was to be applied
+            role.decide(False, listing)  # type: ignore[union-attr]
         # the test loop never ended (pytest.exit() while collecting, say): stopped early
         stopped = getattr(role, "stopped", None) is not None or (
             role.controller and getattr(role, "verdict", None) is None
@@ -438,15 +440,10 @@ RUNNING_NO_TEST = (
 )
 
 
-#: those of them whose session has no test loop at all
-NO_TEST_LOOP = ("showfixtures", "show_fixtures_per_test")
-
-
-def _running_no_test(config: pytest.Config, options: Sequence[str] = ()) -> str | None:
-    """Why this session runs no test by design (None: it runs them); ``options``: look
-    at those of ``RUNNING_NO_TEST`` only."""
+def _running_no_test(config: pytest.Config) -> str | None:
+    """Why this session runs no test by design (None: it runs them)."""
     for option, reason in RUNNING_NO_TEST:
-        if (not options or option in options) and config.getoption(option, False):
+        if config.getoption(option, False):
             return reason
     return None
 

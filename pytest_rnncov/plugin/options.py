@@ -58,8 +58,8 @@ def addoption(parser: pytest.Parser) -> None:
         default=None,
         help="fail the session when a tracked model's coverage is below the bar: "
         "0.9 (every gate metric), BC:0.9,TC:0.4 (per metric) or "
-        "mnist:TC:0.4 (per model); repeatable: the bars add up "
-        "(ini: rnn_coverage)",
+        "mnist:TC:0.4 (per model); repeatable: the bars add up, and a bar for the same "
+        "model and metric takes the later value (ini: rnn_coverage)",
     )
     group.addoption(
         "--rnn-metrics",
