@@ -24,8 +24,10 @@ def shown(value: Any) -> str:
 
 
 #: characters a terminal acts on instead of showing: C0 and C1 controls, DEL, and the
-#: bidirectional overrides that reorder what is shown
-_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+#: bidirectional overrides that reorder what is shown; and those that show nothing (zero
+#: widths, direction marks, line and paragraph separators, the byte-order mark), which
+#: make two names look the same
+_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
 
 
 def printable(text: str, *, newlines: bool = False) -> str:

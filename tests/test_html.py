@@ -374,3 +374,49 @@ def test_a_write_that_fails_unexpectedly_costs_only_itself(tmp_path):
         "allowed (an error in pytest-rnncov; please report it)"
     ]
     assert not (tmp_path / "r.md").exists()
+
+
+def test_a_long_text_sample_is_marked_in_bounded_time(tmp_path):
+    """difflib's matcher is quadratic: two 20,000-character samples took 45 s. What lies
+    between the common start and end is compared only up to DIFF_PAIRS token pairs."""
+    import time
+
+    from pytest_rnncov.reporting.html import _marked_diff
+
+    seed = list("ab" * 10_000)
+    case = seed[:5] + list("cd" * 10_000) + seed[-5:]
+    start = time.perf_counter()
+    pieces = _marked_diff(seed, case, "")
+    assert time.perf_counter() - start < 2.0
+    assert [p["kind"] for p in pieces] == ["equal", "del", "ins", "equal"]
+    assert "".join(p["text"] for p in pieces if p["kind"] != "del") == "".join(case)
+    small = _marked_diff("a fine movie".split(), "a fine moving picture".split(), " ")
+    assert small == [
+        {"kind": "equal", "text": "a fine"},
+        {"kind": "del", "text": "movie"},
+        {"kind": "ins", "text": "moving picture"},
+    ]
+
+
+def test_a_long_model_name_is_cut_in_figure_titles(tmp_path):
+    """A 60,000-character model name made the growth figure 600,000 pixels wide: Pillow
+    refused it, and the report was lost; at 3,000 characters it was a sliver."""
+    growth = [
+        {"test_cases": n, "phase": "random", "BC": rate} for n, rate in ((100, 0.2), (200, 0.4))
+    ]
+    campaign = {"model": "M" * 60_000, "test_cases": 200, "adversarial": 0,
+                "adversary_rate": 0.0, "unique": 0, "distance": "L2", "growth": growth}  # fmt: skip
+    data = CoverageData(campaigns=[campaign])
+    page = HtmlReport().render(data, evaluate(data, None))
+    (encoded,) = re.findall(r"data:image/png;base64,([A-Za-z0-9+/=]+)", page)
+    width = png_pixels(base64.b64decode(encoded)).shape[1]
+    assert width < 1500
+
+
+def test_invisible_characters_are_shown_escaped():
+    """A zero-width space made 'tiny' and 'tiny\\u200b' look the same in every report."""
+    from pytest_rnncov.reporting.markdown_report import escape
+    from pytest_rnncov.validation import printable
+
+    assert printable("tiny\u200b\u200f\ufeff\u2028") == "tiny\\u200b\\u200f\\ufeff\\u2028"
+    assert escape("~~struck~~") == "\\~\\~struck\\~\\~"

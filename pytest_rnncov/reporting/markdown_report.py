@@ -27,6 +27,7 @@ _ESCAPES = str.maketrans(
         "[": "\\[",
         "]": "\\]",
         "$": "\\$",  # GitHub renders $...$ as mathematics
+        "~": "\\~",  # ~~text~~ is struck through
     }
 )
 

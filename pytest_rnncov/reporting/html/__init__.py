@@ -94,18 +94,48 @@ def _figure(fig: Any, colors: int = PALETTE) -> str:
     return _uri(figure_png(fig, colors))
 
 
+#: the most token pairs a sample's diff compares (difflib's matcher is quadratic); past
+#: it, what lies between the common start and end is shown as deleted, then inserted
+DIFF_PAIRS = 4_000_000
+
+
 def _marked_diff(seed: Sequence[str], case: Sequence[str], joiner: str) -> list[dict[str, str]]:
     """The case as (kind, text) pieces against the seed: equal, del, ins."""
-    out = []
-    matcher = difflib.SequenceMatcher(a=list(seed), b=list(case), autojunk=False)
-    for op, a1, a2, b1, b2 in matcher.get_opcodes():
+    seed, case = list(seed), list(case)
+    start = 0
+    while start < min(len(seed), len(case)) and seed[start] == case[start]:
+        start += 1
+    end = 0
+    while end < min(len(seed), len(case)) - start and seed[-1 - end] == case[-1 - end]:
+        end += 1
+    a, b = seed[start : len(seed) - end], case[start : len(case) - end]
+    opcodes: Sequence[tuple[str, int, int, int, int]] = (
+        [("replace", 0, len(a), 0, len(b))]
+        if len(a) * len(b) > DIFF_PAIRS
+        else difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes()
+    )
+    out = [{"kind": "equal", "text": joiner.join(case[:start])}] if start else []
+    for op, a1, a2, b1, b2 in opcodes:
         if op == "equal":
-            out.append({"kind": "equal", "text": joiner.join(case[b1:b2])})
-        if op in ("delete", "replace"):
-            out.append({"kind": "del", "text": joiner.join(seed[a1:a2])})
-        if op in ("insert", "replace"):
-            out.append({"kind": "ins", "text": joiner.join(case[b1:b2])})
+            out.append({"kind": "equal", "text": joiner.join(b[b1:b2])})
+        if op in ("delete", "replace") and a2 > a1:
+            out.append({"kind": "del", "text": joiner.join(a[a1:a2])})
+        if op in ("insert", "replace") and b2 > b1:
+            out.append({"kind": "ins", "text": joiner.join(b[b1:b2])})
+    if end:
+        out.append({"kind": "equal", "text": joiner.join(case[len(case) - end :])})
     return out
+
+
+#: characters of a name or description drawn in a figure's title
+TITLE_CHARS = 80
+
+
+def _title(text: str) -> str:
+    """``text`` for a figure's title: control characters escaped, cut to TITLE_CHARS (a
+    long name made a figure wider than an image may be)."""
+    text = printable(str(text))
+    return text if len(text) <= TITLE_CHARS else text[: TITLE_CHARS - 1] + "…"
 
 
 # -- figures ---------------------------------------------------------------------------------
@@ -181,7 +211,7 @@ def times_figure(key: str, state: MetricState) -> str:
         else f"steps, {size} a bar (red: some uncovered; x: none covered{grey})"
     )
     ax.set_ylabel("test cases")
-    ax.set_title(f"coverage times: {state.describe}", fontsize=10)
+    ax.set_title(f"coverage times: {_title(state.describe)}", fontsize=10, parse_math=False)
     return _figure(fig)
 
 
@@ -210,9 +240,10 @@ def words_figure(state: MetricState) -> str:
     ax.set_ylabel(f"first {head} symbols")
     ax.set_xlabel(f"last {w - head} symbols")
     ax.set_title(
-        f"{state.describe}: covered SAX words (colour: log coverage times; pink: uncovered"
-        + ("; grey: excluded)" if state.n_excluded else ")"),
+        f"{_title(state.describe)}: covered SAX words (colour: log coverage times; pink: "
+        + ("uncovered; grey: excluded)" if state.n_excluded else "uncovered)"),
         fontsize=9,
+        parse_math=False,
     )
     return _figure(fig, colors=256)
 
@@ -246,7 +277,9 @@ def growth_figure(campaign: dict[str, Any]) -> str | None:
     ax.set_ylabel("coverage rate")
     # beside the axes: rates often run along 1.0, where a legend inside would sit
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    ax.set_title(f"coverage growth: {campaign.get('model', '')}", fontsize=10)
+    ax.set_title(
+        f"coverage growth: {_title(campaign.get('model', ''))}", fontsize=10, parse_math=False
+    )
     return _figure(fig)
 
 
