@@ -420,3 +420,10 @@ def test_invisible_characters_are_shown_escaped():
 
     assert printable("tiny\u200b\u200f\ufeff\u2028") == "tiny\\u200b\\u200f\\ufeff\\u2028"
     assert escape("~~struck~~") == "\\~\\~struck\\~\\~"
+
+
+def test_terminal_columns_align_with_escaped_names():
+    from pytest_rnncov.reporting.terminal import table
+
+    lines = table([["model", "BC"], ["tiny\x1b", "50%"], ["other", "7%"]])
+    assert lines == ["model     BC", "tiny\\x1b  50%", "other     7%"]

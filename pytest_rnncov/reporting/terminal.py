@@ -41,6 +41,9 @@ def _ranges(steps: Sequence[int]) -> str:
 
 
 def table(rows: list[list[str]]) -> list[str]:
+    """Rows as aligned columns, every cell as it will show (control characters escaped:
+    the lines are escaped again when written, which changes nothing more)."""
+    rows = [[printable(c) for c in r] for r in rows]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
 
