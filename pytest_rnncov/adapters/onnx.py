@@ -68,55 +68,49 @@ def _modules() -> tuple[Any, Any]:
 MAX_SPARSE_VALUES = 1 << 28
 
 
-def _tensors(graph: Any) -> Any:
-    """Every tensor stored in ``graph`` (initializers, constants, subgraphs included)."""
-    yield from graph.initializer
-    for sparse in graph.sparse_initializer:
-        yield sparse.values
-        yield sparse.indices
-    yield from _node_tensors(graph.node)
+def _stored(proto: Any) -> Any:
+    """Every tensor (``TensorProto``) and sparse tensor (``SparseTensorProto``) the model
+    stores: initializers, attributes (constants), subgraphs, and local functions' nodes
+    and attribute defaults (``attribute_proto``, which a node can take by reference)."""
+
+    def of_graph(graph: Any) -> Any:
+        yield from graph.initializer
+        yield from graph.sparse_initializer
+        yield from of_attributes(a for node in graph.node for a in node.attribute)
+
+    def of_attributes(attributes: Any) -> Any:
+        for attribute in attributes:
+            if attribute.HasField("t"):
+                yield attribute.t
+            yield from attribute.tensors
+            yield from attribute.sparse_tensors
+            if attribute.HasField("sparse_tensor"):
+                yield attribute.sparse_tensor
+            if attribute.HasField("g"):
+                yield from of_graph(attribute.g)
+            for sub in attribute.graphs:
+                yield from of_graph(sub)
+
+    yield from of_graph(proto.graph)
+    for function in proto.functions:
+        yield from of_attributes(a for node in function.node for a in node.attribute)
+        yield from of_attributes(getattr(function, "attribute_proto", ()))
 
 
-def _node_tensors(nodes: Any) -> Any:
-    """Every tensor in the attributes of ``nodes`` (their subgraphs included)."""
-    for node in nodes:
-        yield from _attribute_tensors(node.attribute)
-
-
-def _attribute_tensors(attributes: Any) -> Any:
-    """Every tensor in ``attributes`` (their subgraphs included)."""
-    for attribute in attributes:
-        if attribute.HasField("t"):
-            yield attribute.t
-        yield from attribute.tensors
-        for tensor in _sparse_attributes(attribute):
-            yield tensor.values
-            yield tensor.indices
-        if attribute.HasField("g"):
-            yield from _tensors(attribute.g)
-        for sub in attribute.graphs:
-            yield from _tensors(sub)
-
-
-def _sparse_attributes(attribute: Any) -> list[Any]:
-    sparse = list(attribute.sparse_tensors)
-    if attribute.HasField("sparse_tensor"):
-        sparse.append(attribute.sparse_tensor)
-    return sparse
-
-
-def _function_tensors(function: Any) -> Any:
-    """Every tensor of a local function: in its nodes' attributes and in the defaults of
-    its own attributes (``attribute_proto``), which a node can take by reference."""
-    yield from _node_tensors(function.node)
-    yield from _attribute_tensors(getattr(function, "attribute_proto", ()))
+def _sparse(stored: Any) -> bool:
+    """Whether a stored tensor is a ``SparseTensorProto`` (its data: values and indices)."""
+    return type(stored).__name__ == "SparseTensorProto"
 
 
 def _external_tensors(proto: Any) -> list[Any]:
-    """Every tensor whose data lies in another file: in the graph, its subgraphs and the
-    model's local functions (their attributes' defaults too), sparse ones included."""
-    tensors = [_tensors(proto.graph), *(_function_tensors(f) for f in proto.functions)]
-    return [t for group in tensors for t in group if t.data_location == 1]  # EXTERNAL
+    """Every tensor whose data lies in another file, a sparse tensor's values and indices
+    included."""
+    tensors = (
+        part
+        for stored in _stored(proto)
+        for part in ((stored.values, stored.indices) if _sparse(stored) else (stored,))
+    )
+    return [t for t in tensors if t.data_location == 1]  # TensorProto.EXTERNAL
 
 
 def _external(proto: Any) -> list[tuple[str, str]]:
@@ -137,28 +131,6 @@ ELEMENT_BITS = {
 }  # fmt: skip
 #: the largest file protobuf reads (2 GiB): a larger model keeps its weights apart
 MAX_PROTO_BYTES = 2**31 - 1
-
-
-def _sparse_tensors(proto: Any) -> Any:
-    """Every sparse tensor of the model: initializers, attributes (Constant's
-    ``sparse_value``), subgraphs and local functions."""
-
-    def of_graph(graph: Any) -> Any:
-        yield from graph.sparse_initializer
-        yield from of_attributes(a for node in graph.node for a in node.attribute)
-
-    def of_attributes(attributes: Any) -> Any:
-        for attribute in attributes:
-            yield from _sparse_attributes(attribute)
-            if attribute.HasField("g"):
-                yield from of_graph(attribute.g)
-            for sub in attribute.graphs:
-                yield from of_graph(sub)
-
-    yield from of_graph(proto.graph)
-    for function in proto.functions:
-        yield from of_attributes(a for node in function.node for a in node.attribute)
-        yield from of_attributes(getattr(function, "attribute_proto", ()))
 
 
 def _nodes(graph: Any) -> Any:
@@ -208,7 +180,8 @@ def check_onnx(proto: Any, where: str) -> None:
         )
     dense = sum(
         math.prod(int(d) for d in t.dims) if all(d >= 0 for d in t.dims) else MAX_SPARSE_VALUES + 1
-        for t in _sparse_tensors(proto)
+        for t in _stored(proto)
+        if _sparse(t)
     )
     if dense > MAX_SPARSE_VALUES:
         raise ModelError(
@@ -306,11 +279,11 @@ def read_onnx(path: Path) -> Any:
     external = _external_tensors(proto)
     if external:
         folder = path.resolve().parent
-        held = sum(_check_external(tensor, folder, shown) for tensor in external)
-        if held > physical_memory():
+        held, memory = sum(_check_external(t, folder, shown) for t in external), physical_memory()
+        if held > memory:
             raise ModelError(
                 f"{shown} keeps {held:,} bytes of weights apart, more than this machine's "
-                f"memory ({physical_memory():,} bytes); load it on a larger machine"
+                f"memory ({memory:,} bytes); load it on a larger machine"
             )
         try:
             onnx.load_external_data_for_model(proto, str(folder))
@@ -528,8 +501,7 @@ class OnnxModel(Adapter):
         if zero:
             raise ModelError(
                 f"ONNX model {self.name!r} declares dimension {zero[0]} of its input "
-                f"{info.name!r} as {tensor.shape.dim[zero[0]].dim_value}; export it with "
-                "that dimension dynamic or of its real size"
+                f"{info.name!r} as 0; export it with that dimension dynamic or of its real size"
             )
         first = tensor.shape.dim[0]
         #: the batch the input's dimension 0 fixes (0: none; checked once the node is known)
