@@ -454,6 +454,19 @@ def test_a_non_finite_signal_is_refused_not_counted():
     assert tc.covered == 0
 
 
+@pytest.mark.filterwarnings("error")  # as a project running pytest -W error
+def test_an_infinite_state_is_refused_by_name_under_warnings_as_errors():
+    # inf - inf in the negative parts' sums raised numpy's RuntimeWarning first, which
+    # -W error turned into the error instead of the project's
+    good = make_trace(h=[[[1.0, -1.0]] * 3, [[3.0, -2.0]] * 3])
+    infinite = make_trace(h=[[[2.0, -1.0], [np.inf, -1.0], [4.0, -1.0]], [[1.0, -1.0]] * 3])
+    sc = SC().bind(fit_profile(good))  # SC reads h/delta: the positive and negative parts
+    with pytest.raises(InvalidInput, match=r"h/delta signal holds NaN or inf for inputs \[0\]"):
+        update(sc, infinite, (0, 2))
+    with pytest.raises(InvalidArgument, match=r"signal of the training inputs holds NaN or inf"):
+        fit_profile(good, infinite)
+
+
 @given(
     st.floats(allow_nan=False, width=64), st.lists(st.floats(allow_nan=False, width=32), min_size=1)
 )

@@ -160,6 +160,13 @@ def _host_sums(steps: np.ndarray, positive: bool) -> np.ndarray:
 def from_sums(total: Any, positive: Any, abstraction: str, window: Window, units: int) -> Any:
     """A signal from the per-step sums of ``step_total`` / ``step_positive`` (``positive``
     may be None unless the abstraction is in NEEDS_POSITIVE) of a layer of ``units``."""
+    # sums holding inf give NaN here, quietly: the caller's finiteness check names the inputs
+    # (numpy's RuntimeWarning came first, and was the error under ``-W error``)
+    with np.errstate(invalid="ignore", over="ignore"):
+        return _from_sums(total, positive, abstraction, window, units)
+
+
+def _from_sums(total: Any, positive: Any, abstraction: str, window: Window, units: int) -> Any:
     xp = array_namespace(total)
     first = 1 if window[0] > 0 else 0  # sums begin one step early when there is a step before
     if abstraction == "avg":
