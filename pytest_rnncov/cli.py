@@ -110,7 +110,8 @@ def _parser() -> _Parser:
             action="append",
             default=None,
             metavar="BARS",
-            help="0.9, BC:0.9,TC:0.4 or MODEL:METRIC:BAR; repeatable: the bars add up",
+            help="0.9, BC:0.9,TC:0.4 or MODEL:METRIC:BAR; repeatable: the bars add up, and "
+            "a bar given again takes the later value",
         )
         command.add_argument(
             "--rnn-metrics",
@@ -178,7 +179,7 @@ def _err(text: str) -> None:
     happened."""
     try:
         print(printable(text, newlines=True), file=sys.stderr, flush=True)
-    except BrokenPipeError:
+    except OSError:  # a closed pipe, a full disk: stderr has nowhere else to say it
         _to_nowhere(sys.stderr)
 
 
@@ -195,6 +196,14 @@ def _print(text: str | Sequence[str]) -> None:
         print(shown, flush=True)
     except BrokenPipeError:
         _to_nowhere(sys.stdout)
+    except OSError as exc:  # a full disk under ``> summary.md``: an error, not a gate's 1
+        from .errors import DataFileError
+
+        _to_nowhere(sys.stdout)  # the exit's flush of what is left would fail again
+        raise DataFileError(
+            f"could not write to stdout ({exc.strerror or exc}); free space where it goes, "
+            "or write the report to a file (--report)"
+        ) from None
 
 
 def _to_nowhere(stream: Any) -> None:
@@ -258,6 +267,11 @@ def _load_array(path: str, key: str | None) -> Any:
         # .npy is memory-mapped: a header that claims more data than the file holds fails
         data = np.load(source, mmap_mode="r", allow_pickle=False)  # never runs file code
         if isinstance(data, np.ndarray):
+            if key is not None:  # what the file holds decides, whatever its name ends in
+                raise DataFileError(  # not a ValueError: the handler below rewords those
+                    f"--x-train-key {key!r} names an array inside a .npz file; {path!r} is "
+                    "one array (.npy): drop --x-train-key"
+                )
             return data
         names = list(data.files)
         if not names:
@@ -393,16 +407,11 @@ def _profile_fit(args: argparse.Namespace) -> int:
     _model_file(args)  # MODEL names no model (an .npy, a folder, no file): refused here
     check_distinct([("--out", target)], [model, ("--x-train", _array_file(args.x_train))])
     out = Output(target, "pytest-rnncov-profile", "--out", ProfileError)
-    if args.x_train_key is not None and not args.x_train.endswith(".npz"):
-        raise InvalidArgument(
-            f"--x-train-key {args.x_train_key!r} names an array inside a .npz "
-            f"file; {args.x_train!r} is one array: drop --x-train-key"
-        )
+    x = _load_array(args.x_train, args.x_train_key)  # before the model: quick to refuse
     quiet_tensorflow_import(list_devices=True)
     rnn = RNNModel(
         _load(args), _layer(args.layer), direction=args.direction, output=_layer(args.output)
     )
-    x = _load_array(args.x_train, args.x_train_key)
     profile = Profile(
         window=_window(args.window),
         state_components=args.state_components,
@@ -429,19 +438,32 @@ def _show(args: argparse.Namespace) -> int:
     where = f"file {args.file!r}"
     content = parse_json(read_bounded(path, where), where)
     kind = content.get("format") if isinstance(content, dict) else None
+    if kind in (PROFILE, DATA, BASELINE):
+        del content  # read again by the file's own reader: one parse in memory at a time
     if kind == PROFILE:
         _print(_profile_text(path))
     elif kind in (DATA, BASELINE):
         from .reporting.baseline import load_baseline
         from .reporting.data import CoverageData
+        from .reporting.results import evaluate
         from .reporting.terminal import coverage_lines
 
-        data = (
-            CoverageData.load(path)
-            if kind == DATA
-            else CoverageData(models=load_baseline(path).models)
-        )
-        _print(coverage_lines(data, detail=kind == DATA))
+        if kind == DATA:
+            data = CoverageData.load(path)
+            warnings = [text for text, style in evaluate(data, None).lines() if style == "yellow"]
+        else:
+            baseline = load_baseline(path)
+            data = CoverageData(models=baseline.models)
+            warnings = (
+                []
+                if baseline.complete
+                else [
+                    f"WARNING baseline {args.file} is partial: worker "
+                    + ", ".join(baseline.missing_workers)
+                    + " sent no coverage data when it was saved, so it is lower than a full run"
+                ]
+            )
+        _print([*coverage_lines(data, detail=kind == DATA), *warnings])  # as report says them
     elif kind == JSON_FORMAT:
         passed, rates = read_report(content, where)
         _print(
@@ -450,12 +472,40 @@ def _show(args: argparse.Namespace) -> int:
                 f"  {name}: " + ", ".join(f"{m} {r:.1%}" for m, r in metrics.items())
                 for name, metrics in rates.items()
             ]
+            + _report_warnings(content["verdict"])
         )
     else:
         raise DataFileError(
             f"{args.file!r} is not a pytest-rnncov profile, data, baseline or report file"
         )
     return 0
+
+
+def _report_warnings(verdict: dict[str, Any]) -> list[str]:
+    """What a JSON report's verdict says of partial data and a gate not applied."""
+
+    def names(key: str) -> str:
+        value = verdict.get(key)
+        return ", ".join(str(v) for v in value) if isinstance(value, list) else ""
+
+    out = []
+    if verdict.get("complete") is False:
+        parts = (
+            [f"worker {names('missing_workers')} sent no data"] if names("missing_workers") else []
+        )
+        parts += [names("stopped")] if names("stopped") else []
+        out.append(
+            "WARNING RNN coverage is partial: "
+            + ("; ".join(parts) or "the run saw part of the data")
+        )
+    if names("random_tests"):
+        out.append(
+            "WARNING RNN coverage counts inputs Hypothesis drew at random in "
+            + names("random_tests")
+        )
+    if verdict.get("applied") is False and isinstance(verdict.get("skipped_reason"), str):
+        out.append(f"RNN coverage gate not applied: {verdict['skipped_reason']}.")
+    return out
 
 
 def _profile_text(path: Path) -> list[str]:
@@ -575,12 +625,14 @@ def _print_report(
 def _verdict(args: argparse.Namespace, data: Any, errors: list[str]) -> Any:
     """The verdict, as a pytest session decides it: the bars, and ``errors`` (exclusions
     that cannot apply), each failing it."""
-    from .config.bars import Bars
+    from .config.bars import Bars, latest_bars, parse_bars
     from .core.names import DEFAULT_METRICS
     from .reporting.results import evaluate
 
     gate = DEFAULT_METRICS if args.rnn_metrics is None else args.rnn_metrics
-    bars = None if args.rnn_coverage is None else Bars.parse(",".join(args.rnn_coverage), gate)
+    bars = None
+    if args.rnn_coverage is not None:  # a bar given again takes the later value, as in pytest
+        bars = Bars(latest_bars([parse_bars(text) for text in args.rnn_coverage]), gate)
     return evaluate(data, bars, errors=errors)
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import shutil
 import subprocess
 import sys
 
@@ -137,6 +139,34 @@ def test_show_reads_every_file_kind(runs):
     assert "tiny" in cli("show", "base.json", cwd=runs).stdout
 
 
+def test_show_says_what_data_is_partial_as_report_does(runs, tmp_path):
+    """show printed the table alone for data of a run that lost a worker, stopped early or
+    drew at random, and for a partial baseline or JSON report."""
+    data = json.loads((runs / "whole.json").read_text())
+    data |= {"missing_workers": ["gw1"], "stopped": ["stopped after 1 of 2 tests (-x)"]}
+    data["random_tests"] = ["test_x.py::test_drawn"]
+    (tmp_path / "partial.json").write_text(json.dumps(data))
+    shown = cli("show", "partial.json", cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert "tiny" in shown.stdout
+    assert "WARNING RNN coverage is partial: worker gw1 sent no coverage data" in shown.stdout
+    assert "WARNING RNN coverage is partial: stopped after 1 of 2 tests (-x)" in shown.stdout
+    assert "drew at random in 1 test (test_x.py::test_drawn)" in shown.stdout
+    baseline = json.loads((runs / "base.json").read_text())
+    baseline |= {"complete": False, "missing_workers": ["gw1"]}
+    (tmp_path / "base.json").write_text(json.dumps(baseline))
+    shown = cli("show", "base.json", cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert "WARNING baseline base.json is partial: worker gw1" in shown.stdout
+    assert cli("report", "partial.json", "--report", "json:r.json", cwd=tmp_path).returncode == 0
+    shown = cli("show", "r.json", cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert (
+        "WARNING RNN coverage is partial: worker gw1 sent no data; stopped after 1" in shown.stdout
+    )
+    assert "drew at random in test_x.py::test_drawn" in shown.stdout
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -154,7 +184,7 @@ def test_show_reads_every_file_kind(runs):
             "would collide with --report json:",
         ),
         (["combine", "a.json", "--out", ""], "--out '': give a file path"),
-        (["combine", "a.json", "--rnn-coverage=0.1", "--rnn-coverage=0.2"], "is given twice"),
+        (["combine", "a.json", "--rnn-coverage=0.1,0.2"], "is given twice"),
         # the reason, not a clash found later: a folder, a file taken for a folder, a role
         (["combine", "a.json", "b.json", "--out", "."], "--out '.' is a directory"),
         (["combine", "a.json", "--out", "a.json/x.json"], "'a.json' is not a directory"),
@@ -870,3 +900,58 @@ def test_an_escaped_lone_surrogate_is_refused_as_a_file_error_not_a_traceback(ru
     done = pytest_run("--rnn-compare=half-base.json", "--rnn-report=markdown:m.md", cwd=runs)
     assert done.returncode == 4 and "an escaped lone surrogate" in done.stderr
     assert not (runs / "m.md").exists()
+
+
+def test_a_source_named_in_no_encoding_is_written_as_it_shows(runs, tmp_path):
+    """A file name that is not UTF-8 went into 'sources' as a lone surrogate: combine
+    exited 0 and wrote a file that report then refused."""
+    name = os.fsdecode(b"job\xe9.json")
+    shutil.copy(runs / "a.json", tmp_path / name)
+    done = cli("combine", name, "--out", "combined.json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads((tmp_path / "combined.json").read_text())["sources"] == ["job\\udce9.json"]
+    assert cli("report", "combined.json", cwd=tmp_path).returncode == 0
+
+
+def test_stdout_that_cannot_be_written_is_an_error_not_a_gate_failure(runs):
+    """> /dev/full (a full disk under a job summary): a traceback and exit 1, which CI
+    reads as the gate failing."""
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest_rnncov", "report", "whole.json"],
+            cwd=runs,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    assert done.returncode == 4, done.stderr
+    assert "could not write to stdout (No space left on device)" in done.stderr
+    assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr
+
+
+def test_a_bar_given_again_takes_the_later_value_as_in_the_plugin(runs):
+    done = cli("report", "whole.json", "--rnn-coverage=BC:0.99", "--rnn-coverage=BC:0.01", cwd=runs)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "BC:0.01" in done.stdout and "0.99" not in done.stdout
+    refused = cli("report", "whole.json", "--rnn-coverage=BC:0.99,BC:0.01", cwd=runs)
+    assert refused.returncode == 4 and "is given twice" in refused.stderr
+
+
+def test_what_an_array_file_holds_decides_not_its_name(model_files):
+    """An .npz whose name ends otherwise could not be read: without the key "pick one
+    with --x-train-key", with it "is one array: drop --x-train-key"."""
+    x = np.load(model_files / "x.npy")
+    with open(model_files / "inputs.NPZ", "wb") as file:
+        np.savez(file, a=x, b=x[:2])
+    done = cli(
+        "profile", "fit", "m.keras", "--x-train", "inputs.NPZ", "--x-train-key", "a",
+        "--out", "p.json", cwd=model_files,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert f"{len(x)} training inputs" in done.stdout
+    refused = cli(
+        "profile", "fit", "m.keras", "--x-train", "x.npy", "--x-train-key", "a",
+        "--out", "q.json", cwd=model_files,
+    )  # fmt: skip
+    assert refused.returncode == 4
+    assert "'x.npy' is one array (.npy): drop --x-train-key" in refused.stderr

@@ -389,7 +389,8 @@ def test_edited_data_files_are_refused_or_read_back_exactly(folder, data):
     if edited.get("sources") == []:
         expected["sources"] = [str(path)]
     if edited.get("runs", []) == []:
-        expected["runs"] = [f"file-{hashlib.sha256(raw).hexdigest()[:16]}"]
+        canonical = json.dumps(json.loads(raw), sort_keys=True, separators=(",", ":"))
+        expected["runs"] = [f"file-{hashlib.sha256(canonical.encode()).hexdigest()[:16]}"]
     again = json.loads(loaded.dumps())
     assert same(again, expected), f"{edit}: read back {difference(again, expected)}"
 

@@ -6,6 +6,7 @@ hostile files are refused before anything runs."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import warnings
 from typing import Any
@@ -19,6 +20,7 @@ torch = pytest.importorskip("torch")
 
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 from torch import nn  # noqa: E402
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence  # noqa: E402
 
 from pytest_rnncov import (  # noqa: E402
     Coverage,
@@ -195,6 +197,54 @@ def test_the_second_of_stacked_layers(exported, x, name):
         check_exact(path, x, layer=1, direction="backward")
         backward = RNNModel(path, 1, direction="backward").trace(x)
         np.testing.assert_allclose(backward.h[:, ::-1], out[..., 4:].numpy(), atol=TOL)
+
+
+class PackedHead(nn.Module):
+    """Right-padded inputs packed with enforce_sorted=False: the export sorts the batch by
+    length before the recurrent nodes and unsorts their output after."""
+
+    def __init__(self, rnn: nn.Module, flip: bool = False) -> None:
+        super().__init__()
+        self.rnn, self.flip = rnn, flip
+        self.head = nn.Linear(rnn.hidden_size * (2 if rnn.bidirectional else 1), 2)
+
+    def forward(self, x):
+        if self.flip:  # a reordering no Gather shows
+            return self.head(self.rnn(torch.flip(x, dims=(0,)))[0][:, -1]).flip(0)
+        lengths = (x.abs().sum(-1) != 0).sum(1).clamp(min=1)
+        packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+        out, _ = pad_packed_sequence(self.rnn(packed)[0], batch_first=True)
+        return self.head(out.sum(1))
+
+
+@pytest.mark.parametrize("kind", [nn.LSTM, nn.GRU, nn.RNN])
+def test_an_exported_packed_model_is_traced_in_the_inputs_order(padded, tmp_path, kind):
+    # the node's rows are sorted by length: each input got another's trace
+    torch.manual_seed(1)
+    module = PackedHead(kind(3, 4, batch_first=True, num_layers=2, bidirectional=True))
+    path = export(module, tmp_path / "packed.onnx")
+    for layer, direction in itertools.product((0, 1), ("forward", "backward")):
+        onnx_trace = RNNModel(path, layer, direction=direction).trace(padded)
+        torch_trace = RNNModel(module, f"rnn.l{layer}", direction=direction).trace(padded)
+        real = np.arange(6) < LENGTHS[:, None]  # processing order: a backward half's reversed
+        np.testing.assert_array_equal(
+            onnx_trace.mask, real if direction == "forward" else real[:, ::-1]
+        )
+        np.testing.assert_array_equal(onnx_trace.mask, torch_trace.mask)
+        for name in onnx_trace.names:
+            assert largest(onnx_trace.components[name], torch_trace.components[name]) <= TOL
+    top = RNNModel(path, 1).trace(padded).h
+    with torch.no_grad():  # the top layer's forward h: each input run alone
+        for row, length in enumerate(LENGTHS):
+            own = module.rnn(torch.from_numpy(padded[row : row + 1, :length]))[0][0, :, :4]
+            assert largest(top[row, :length], own.numpy()) <= TOL
+
+
+def test_a_reordered_batch_the_adapter_cannot_follow_is_refused(x, tmp_path):
+    module = PackedHead(nn.GRU(3, 4, batch_first=True), flip=True)
+    path = export(module, tmp_path / "flip.onnx")
+    with pytest.raises(ModelError, match="reorders its batch before node .*not by one Gather"):
+        RNNModel(path).trace(x)
 
 
 def test_model_proto_and_load_model(exported, x):

@@ -772,6 +772,10 @@ def test_data_saved_without_run_ids_is_named_by_its_content(shard, tmp_path, mea
     older = json.loads(made.dumps()) | {"runs": []}
     (tmp_path / "older.json").write_text(json.dumps(older))
     assert CoverageData.load(tmp_path / "older.json").runs[0].startswith("file-")
+    # laid out again, it is the same run: its id came from the bytes, so it counted twice
+    (tmp_path / "older-copy.json").write_text(json.dumps(older, indent=2).replace("\n", "\r\n"))
+    copy = cli("combine", "older.json", "older-copy.json", cwd=tmp_path)
+    assert copy.returncode == 4 and "again (a copy of a file already combined?)" in copy.stderr
     both = cli("combine", "older.json", "made.json", "--out", "both.json", cwd=tmp_path)
     assert both.returncode == 0, both.stderr
 

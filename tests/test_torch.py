@@ -166,6 +166,65 @@ def test_packed_sequences(kind, bidirectional):
         np.testing.assert_allclose(backward.h[:, -1], h[3], atol=H_TOL, rtol=0)
 
 
+class SortsItself(nn.Module):
+    """The classic pattern: sort the batch by length, pack with enforce_sorted=True (or
+    ``sort=False``: the inputs must come sorted), unsort the outputs."""
+
+    def __init__(self, sort=True):
+        super().__init__()
+        self.sort = sort
+        self.rnn = nn.GRU(3, 5, batch_first=True)
+
+    def forward(self, x):
+        lengths = (x.abs().sum(-1) != 0).sum(1).clamp(min=1)
+        order = lengths.argsort(descending=True) if self.sort else torch.arange(len(x))
+        _, h = self.rnn(pack_padded_sequence(x[order], lengths[order], batch_first=True))
+        return h[-1][order.argsort()]
+
+
+def padded(lengths, seed=0):
+    x = np.random.default_rng(seed).normal(size=(len(lengths), 6, 3)).astype(np.float32)
+    x[np.arange(6)[None, :] >= np.array(lengths)[:, None]] = 0
+    return x
+
+
+def test_a_model_that_reorders_its_batch_before_the_module_is_refused():
+    # its rows came back in the sorted order: input 0 got input 1's trace
+    torch.manual_seed(0)
+    rnn = RNNModel(SortsItself())
+    with pytest.raises(
+        ModelError, match="reorders its batch before module 'rnn'.*enforce_sorted=False"
+    ):
+        rnn.trace(padded([2, 6, 4, 3]))
+    # a batch of one length cannot show a sort: the check waits for one that can
+    rnn = RNNModel(SortsItself())
+    rnn.trace(padded([6, 6, 6]))
+    with pytest.raises(ModelError, match="reorders its batch"):
+        rnn.trace(padded([2, 6, 4, 3]))
+
+    class Flips(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = nn.GRU(3, 5, batch_first=True)
+
+        def forward(self, x):
+            return self.rnn(torch.flip(x, dims=(0,)))[0][:, -1].flip(0)
+
+    with pytest.raises(ModelError, match="reorders its batch"):
+        RNNModel(Flips()).trace(padded([6, 6, 6], seed=1))
+
+
+def test_a_model_that_must_get_its_inputs_sorted_is_traced_in_their_order():
+    torch.manual_seed(0)
+    model = SortsItself(sort=False)  # enforce_sorted=True: unsorted inputs fail in torch
+    x = padded([6, 4, 3, 2])
+    trace = RNNModel(model).trace(x)
+    with torch.no_grad():
+        for i, n in enumerate([6, 4, 3, 2]):
+            own = model.rnn(torch.from_numpy(x[i : i + 1, :n]))[0][0].numpy()
+            np.testing.assert_allclose(trace.h[i, :n], own, atol=H_TOL, rtol=0)
+
+
 def test_coverage_and_profile_on_a_torch_model(x, tmp_path):
     torch.manual_seed(5)
     model = Wrapped(nn.LSTM(3, 4, batch_first=True))

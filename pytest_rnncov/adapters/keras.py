@@ -25,7 +25,7 @@ from ..core.abstractions import step_positive, step_total
 from ..core.activations import Activation
 from ..core.arrays import all_finite
 from ..core.cells import Cell, GRUCell, LSTMCell, SimpleRNNCell
-from ..errors import InvalidArgument, ModelError, RNNCovWarning
+from ..errors import InvalidArgument, ModelError, RNNCovWarning, user_stacklevel
 from .base import (
     MIXED_PRECISION_NOTE,
     Adapter,
@@ -404,6 +404,7 @@ class KerasModel(Adapter):
             self.layer = self.wrapper
         self._refuse_untraceable()
         self.cell = self._cell()
+        self._warn_own_call()
         self.units = int(self.cell.units)
         self.input_shape = tuple(None if d is None else int(d) for d in model.inputs[0].shape[1:])
         self.input_dtype = np.dtype(
@@ -424,6 +425,25 @@ class KerasModel(Adapter):
             f"the {backend} backend's arrays have no array-API kernel here"
             if backend not in ("jax", "torch")
             else "an activation has no array-API twin",
+        )
+
+    def _warn_own_call(self) -> None:
+        """Announce a subclass of a Keras recurrent layer with its own ``call``: its ``h`` is
+        the layer's own, its gates and cell state the formula of the cell's."""
+        own: Any = type(self.layer)
+        keras_class: Any = next(
+            (c for c in own.__mro__ if c.__module__.startswith(("keras.", "tf_keras."))), own
+        )
+        if own.call is keras_class.call or self.cell.components == ("h",):
+            return
+        warnings.warn(
+            f"layer {self.layer_name!r} is a {own.__name__}, a subclass of Keras' "
+            f"{keras_class.__name__} with its own call(): the trace's h is the layer's own, "
+            f"its {', '.join(c for c in self.cell.components if c != 'h')} come from "
+            f"{keras_class.__name__}'s formula on the layer's input and h, which is what the "
+            "layer computes only if its call() hands its input to the cell unchanged",
+            RNNCovWarning,
+            stacklevel=user_stacklevel(),
         )
 
     @property

@@ -362,6 +362,57 @@ def _optional(node: Any, index: int) -> str:
     return node.input[index] if len(node.input) > index else ""
 
 
+def _batch_order(graph: Any, name: str) -> str | None:
+    """The indices of the ``Gather`` that picks the batch's rows in a new order before they
+    become ``name``, the recurrent node's (T, B, D) input (what ``torch.onnx.export``
+    writes for ``pack_padded_sequence(..., enforce_sorted=False)``: the batch sorted by
+    length, the output unsorted after), followed back through nodes that keep each row
+    whole: Transpose, Cast, Identity, Squeeze, a Reshape that keeps the axes up to the
+    batch's, and the recurrent nodes below (stacked layers); None when there is none."""
+    producers = {output: node for node in graph.node for output in node.output}
+    axis: int = 1  # the batch's axis in ``name``
+    rank: int | None = 3  # its rank (None: not known)
+    while name in producers:
+        node = producers[name]
+        op, attributes = node.op_type, _attributes(node)
+        if op == "Transpose":
+            perm = attributes.get("perm") or (None if rank is None else list(range(rank))[::-1])
+            if perm is None:
+                return None
+            axis, rank = int(perm[axis]), len(perm)
+        elif op in ("LSTM", "GRU", "RNN"):
+            if list(node.output[:1]) != [name] or axis != 2:  # Y: (T, directions, B, H)
+                return None
+            axis, rank = 1, 3  # X: (T, B, D)
+        elif op == "Squeeze":
+            given = attributes.get("axes")
+            if given is None and len(node.input) > 1:
+                given = _constant(graph, node.input[1])
+            if given is None or rank is None:
+                return None
+            taken = np.atleast_1d(np.asarray(given, np.int64))
+            before = rank + len(taken)  # the input's rank
+            kept = [a for a in range(before) if a not in set((taken % before).tolist())]
+            axis, rank = kept[axis], before
+        elif (
+            op == "Reshape"
+        ):  # keeps the batch's axis where the new shape copies it and those before
+            shape = _constant(graph, node.input[1]) if len(node.input) > 1 else None
+            if shape is None or shape.ndim != 1 or np.any(shape[: axis + 1] != 0):
+                return None
+            rank = None
+        elif op == "Gather":
+            if rank is None or int(attributes.get("axis", 0)) % rank != axis:
+                return None
+            data, indices = node.input[0], node.input[1]
+            constant = _constant(graph, data) is not None or _constant(graph, indices) is not None
+            return None if constant else indices
+        elif op not in ("Cast", "Identity"):
+            return None
+        name = node.input[0]
+    return None
+
+
 class OnnxModel(Adapter):
     """An ONNX model (a ``.onnx`` path or an ``onnx.ModelProto``) with one of its ``LSTM``,
     ``GRU`` or ``RNN`` nodes made traceable, run by ONNX Runtime on the CPU.
@@ -438,6 +489,7 @@ class OnnxModel(Adapter):
         self._n_steps = None
         #: whether a batch of more than one input showed them on the node's batch axis
         self._batch_axis_seen = False
+        self._order_known = False  # whether a run showed the node gets the inputs' order
         self.output_name = self._pick_output(output)
         self.trace_on = self._pick_trace_on(
             trace_on, False, False, "ONNX Runtime gives numpy arrays: traces run in numpy"
@@ -776,12 +828,17 @@ class OnnxModel(Adapter):
             if name not in outputs:
                 modified.graph.output.append(
                     onnx.helper.make_tensor_value_info(name, element, None)
+                    if element
+                    else onnx.ValueInfoProto(name=name)  # ONNX Runtime infers the type
                 )
                 outputs.add(name)
             self._fetch[key] = name
 
         add("x", target.input[0], onnx.TensorProto.FLOAT)
         add("y", target.output[0], onnx.TensorProto.FLOAT)
+        order = _batch_order(graph, node.input[0])
+        if order:
+            add("order", order, onnx.TensorProto.UNDEFINED)  # its type: as the graph has it
         lengths = _optional(node, 4)
         self._lengths = None if not lengths else _constant(graph, lengths)
         if lengths and self._lengths is None:
@@ -835,7 +892,7 @@ class OnnxModel(Adapter):
     ) -> tuple[Any, Any, Any, Any]:
         wanted = ["out"] if outputs else []
         # the node's input always comes along: its batch axis is checked against x's
-        wanted += ["x", "lengths", "initial_h", "initial_c"]
+        wanted += ["x", "order", "lengths", "initial_h", "initial_c"]
         if states is not None:
             wanted.append("y")
         got = self._run(x, wanted)
@@ -846,8 +903,9 @@ class OnnxModel(Adapter):
                     "pytest-rnncov traces recurrent layers that start from zeros",
                 )
         self._refuse_batch_axis(got["x"], len(x))
+        rows = self._input_rows(got, len(x))
         sequence = np.swapaxes(got["x"], 0, 1)  # (T, B, D) -> (B, T, D)
-        sequence = np.ascontiguousarray(sequence, np.float32)
+        sequence = np.ascontiguousarray(sequence if rows is None else sequence[rows], np.float32)
         steps = sequence.shape[1]
         if not self._batch_axis_seen and len(x) > 1:
             if len(x) == steps:  # as many inputs as steps: the shape cannot tell the axes
@@ -865,11 +923,16 @@ class OnnxModel(Adapter):
                     "inputs; compute them from the model's input inside the graph"
                 )
             lengths = np.broadcast_to(lengths, (len(x),))
+            if rows is not None:
+                lengths = lengths[rows]
             mask = np.arange(steps)[None, :] < lengths[:, None]
+        self._check_order(x, sequence, lengths)
         h = None
         if states is not None:
             half = 1 if self.direction == "backward" else 0
             h = np.swapaxes(got["y"][:, half], 0, 1)  # (T, dirs, B, H) -> (B, T, H)
+            if rows is not None:
+                h = h[rows]
             if self.cell.go_backwards:  # processing order
                 h = h[:, ::-1]
             h = np.ascontiguousarray(h, np.float32)
@@ -879,6 +942,51 @@ class OnnxModel(Adapter):
             mask,
             h,
         )
+
+    def _input_rows(self, got: dict[str, np.ndarray], n: int) -> np.ndarray | None:
+        """For each of the ``n`` inputs, the node's batch row that holds it, when a Gather
+        reorders the batch before the node (``_batch_order``); None when none does."""
+        order = got.get("order")
+        if order is None:
+            return None
+        order = np.asarray(order).reshape(-1)
+        if order.dtype.kind in "iu" and order.size == n:
+            order = np.where(order < 0, order + n, order)  # Gather counts -1 from the end
+            if np.array_equal(np.sort(order), np.arange(n)):
+                return np.argsort(order)
+        raise ModelError(
+            f"node {self.node_name!r} gets its batch through a Gather whose indices are not "
+            f"an order of the {n} inputs; pytest-rnncov traces a node that runs each input "
+            "once: export the model so"
+        )
+
+    def _check_order(self, x: np.ndarray, sequence: np.ndarray, lengths: Any) -> None:
+        """Refuse a model that reorders its batch before the node in a way ``_batch_order``
+        does not follow: the node's rows, and so the trace's, would not be the inputs'.
+        Until one run tells (two or more different rows reached the node, of different
+        lengths if it has any), run the model on the batch reversed, less its last input:
+        the node must get those inputs' rows in that order."""
+        if self._order_known or len(x) < 2:
+            return
+        if lengths is not None and bool((lengths == lengths[0]).all()):
+            return  # one length: a sort by length need not move a row
+        if bool((sequence == sequence[:1]).all()):
+            return  # every row the same: no order shows
+        got = self._run(np.ascontiguousarray(x[-2::-1]), ["x", "order"])
+        self._refuse_batch_axis(got["x"], len(x) - 1)
+        rows = self._input_rows(got, len(x) - 1)
+        probe = np.swapaxes(got["x"], 0, 1)
+        probe = probe if rows is None else probe[rows]
+        if not np.allclose(probe, sequence[-2::-1], rtol=1e-4, atol=1e-5):
+            raise ModelError(
+                f"ONNX model {self.name!r} reorders its batch before node "
+                f"{self.node_name!r}, and not by one Gather of its rows (as "
+                "torch.onnx.export writes pack_padded_sequence(..., enforce_sorted=False), "
+                "which pytest-rnncov follows): the node's rows are not the inputs' rows, so "
+                "their traces cannot be told apart; export the model so that the node gets "
+                "the inputs in their order"
+            )
+        self._order_known = True
 
     def _refuse_batch_axis(self, node_input: np.ndarray, rows: int) -> None:
         """Refuse a node whose input (T, B, D) does not have the ``rows`` inputs on B."""

@@ -276,6 +276,7 @@ class TorchModel(Adapter):
         #: whether a pass on one input has shown which axis the module reads as the batch
         #: (needed once a batch of n inputs reached it as n sequences of n steps)
         self._layout_known = False
+        self._order_known = False  # whether a pass showed the module gets the inputs' order
         self._step_work: int | None = None  # ``_work_per_row``, once known
         self._threads_lowered = False  # while ``_framework_threads`` holds one fewer
         self._device = next((p.device for p in model.parameters()), torch.device("cpu"))
@@ -849,6 +850,7 @@ class TorchModel(Adapter):
         out, captured, produced = self._run_model(x, outputs, states is not None, split)
         self._check_batch(captured, len(x))
         self._check_layout(x, captured)
+        self._check_order(x, captured)
         steps = int(x.shape[1])
         if self._n_steps is None:
             self._n_steps = self._padded(captured, steps).shape[1]
@@ -925,6 +927,45 @@ class TorchModel(Adapter):
             self._split = split
         self._check_batch(probe, n + 1)
         self._layout_known = True
+
+    def _check_order(self, x: np.ndarray, captured: Any) -> None:
+        """Refuse a model that reorders its batch before the module (sorts it by length to
+        pack it with ``enforce_sorted=True``, takes ``x[perm]``): the module's rows, and so
+        the trace's, would not be the inputs'. Until one pass tells (two or more different
+        rows reached the module; packed: of different lengths), run the model to the module
+        on the batch reversed, less its last input: the module must get the rows of those
+        inputs in that order (a reversal alone cannot show a flip, nor dropping an input a
+        sort that put the dropped one first). A model that refuses that batch (one that must
+        get its inputs sorted) cannot have reordered it. The pass's own results stay."""
+        import torch
+        from torch.nn.utils.rnn import PackedSequence
+
+        if self._order_known or len(x) < 2:
+            return
+        steps = int(x.shape[1])
+        rows = self._padded(captured, steps)
+        if isinstance(captured, PackedSequence) and captured.sorted_indices is None:
+            if bool((captured.batch_sizes == captured.batch_sizes[0]).all()):
+                return  # one length: a sort by length need not move a row
+        if bool((rows == rows[:1]).all()):
+            return  # every row the same: no order shows
+        split = self._split  # the pass's split values: the probe's own pass resets them
+        try:
+            probe = self._run_model(np.ascontiguousarray(x[-2::-1]), outputs=False)[1]
+        except ModelError:
+            self._order_known = True
+            return
+        finally:
+            self._split = split
+        expected = torch.flip(rows[:-1], dims=(0,))
+        if not torch.allclose(self._padded(probe, steps), expected, rtol=1e-4, atol=1e-5):
+            raise ModelError(
+                f"model {self.name} reorders its batch before module {self.module_name!r}: "
+                "the module's rows are not the inputs' rows, so their traces cannot be told "
+                "apart. Sorting by length to pack? Pack with enforce_sorted=False instead "
+                "(PyTorch then keeps the order, and pytest-rnncov reads it)"
+            )
+        self._order_known = True
 
     # -- fingerprint --------------------------------------------------------------------
     def _weight_arrays(self) -> list[np.ndarray]:

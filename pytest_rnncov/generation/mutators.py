@@ -322,7 +322,10 @@ def _as_numbers(array: np.ndarray) -> np.ndarray:
     integers, floats of up to 64 bits), else converted to float64 (a longdouble beyond
     float64's range becomes inf, and is refused as such)."""
     kind, size = array.dtype.kind, array.dtype.itemsize
-    return array if kind in "biu" or (kind == "f" and size <= 8) else array.astype(np.float64)
+    if kind in "biu" or (kind == "f" and size <= 8):
+        return array
+    with np.errstate(over="ignore"):  # no RuntimeWarning first (the error under -W error)
+        return array.astype(np.float64)
 
 
 def _row_norms(diff: np.ndarray) -> np.ndarray:

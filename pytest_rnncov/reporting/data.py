@@ -202,11 +202,17 @@ class CoverageData:
     def load(cls, path: str | os.PathLike[str]) -> "CoverageData":
         source = as_path(path, "data file")
         where = f"data file {str(source)!r}"
-        text = read_bounded(source, where)
-        data = cls.loads(text, where)
-        data.sources = data.sources or [str(source)]
-        if not data.runs:  # version 1: the content stands for the run (copies are caught)
-            data.runs = [f"file-{hashlib.sha256(text).hexdigest()[:16]}"]
+        parsed = parse_json(read_bounded(source, where), where)
+        data = cls.from_json(parsed, where)
+        if not data.runs:  # version 1: the content stands for the run, so copies are caught
+            # however they are laid out (indented again, other line endings)
+            canonical = json.dumps(parsed, sort_keys=True, separators=(",", ":"))
+            data.runs = [f"file-{hashlib.sha256(canonical.encode()).hexdigest()[:16]}"]
+        del parsed
+        # a name the file system gave in no encoding is written as it shows, not as a lone
+        # surrogate, which the file written from this data could not be read back with
+        shown = str(source).encode("utf-8", "backslashreplace").decode("utf-8")
+        data.sources = data.sources or [shown]
         return data
 
 
