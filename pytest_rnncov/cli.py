@@ -247,8 +247,12 @@ def _array_file(path: str) -> Path:
     from .errors import DataFileError
 
     source = Path(path)
+    if not path.strip():
+        raise DataFileError("--x-train '': give the .npy or .npz file of training inputs")
     if source.is_dir():
         raise DataFileError(f"{path!r} is a folder; name the .npy or .npz file inside it")
+    if source.exists() and not source.is_file():
+        raise DataFileError(f"{path!r} is not a regular file; give the .npy or .npz file")
     if not source.is_file():
         raise DataFileError(f"no file at {path!r}; save the training inputs with numpy.save")
     return source

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from .errors import DataFileError, InvalidArgument, OutputConflict, RNNCovError
-from .validation import shown
+from .validation import physical_memory, shown
 
 #: The largest file read (bytes); bigger files are refused, not loaded.
 MAX_FILE = 512 * 1024 * 1024
@@ -113,6 +113,7 @@ def parse_json(
             raw = raw.decode("utf-8")
         except UnicodeDecodeError:
             raise error(f"{where} is not UTF-8 text{suffix}") from None
+    _check_parsed_size(raw, where, error, suffix)
     try:
         parsed = json.loads(raw, parse_constant=_refuse_constant, object_pairs_hook=_unique_keys)
         if _SURROGATE_ESCAPE.search(raw):  # rare: only then the whole is checked
@@ -126,6 +127,8 @@ def parse_json(
         ) from None
     except RecursionError:
         raise error(f"{where} nests JSON too deeply to be one of our files{suffix}") from None
+    except MemoryError:
+        raise error(f"{where} is too large to read in this machine's memory{suffix}") from None
     except ValueError as exc:  # JSONDecodeError, constants, integers too long to convert
         if "integer string conversion" in str(exc):  # Python's advice is no fix here
             raise error(
@@ -133,6 +136,25 @@ def parse_json(
                 f"file does{suffix}"
             ) from None
         raise error(f"{where} is not valid JSON ({exc}){suffix}") from None
+
+
+#: Bytes a parsed JSON list or object takes at least (an empty Python list: 56)
+CONTAINER_BYTES = 56
+
+
+def _check_parsed_size(text: str, where: str, error: type[RNNCovError], suffix: str) -> None:
+    """Refuse JSON whose parsed form would take more than half this machine's memory,
+    before it is parsed: ``[]`` is 2 bytes of text and 56 of Python list, so a file of
+    a few hundred MB of them took tens of GB. Estimated from its lists and objects (each
+    bracket counted, also inside strings: an overestimate) and its length."""
+    containers = text.count("[") + text.count("{")
+    estimate = containers * CONTAINER_BYTES + 8 * len(text)
+    if estimate > physical_memory() // 2:
+        raise error(
+            f"{where} holds {containers:,} JSON lists and objects in {len(text):,} "
+            f"characters: parsed, that is about {estimate / 2**30:.1f} GiB, more than half "
+            f"this machine's memory, which none of pytest-rnncov's files needs{suffix}"
+        )
 
 
 #: What the files pytest-rnncov writes start with, by kind (the JSON formats put "format"

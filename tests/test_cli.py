@@ -273,6 +273,8 @@ def test_profile_fit_from_a_model_file_and_a_npy(model_files):
         ("empty.npz", "'empty.npz' holds no array; save the inputs with numpy.savez"),
         ("dir.npy", "'dir.npy' is a folder; name the .npy or .npz file inside it"),
         (".", "'.' is a folder; name the .npy or .npz file inside it"),  # not "overwrite"
+        ("/dev/zero", "'/dev/zero' is not a regular file"),  # not "no file at"
+        ("", "--x-train '': give the .npy or .npz file"),  # not "'' is a folder"
     ):
         refused = cli(
             "profile", "fit", "m.keras", "--x-train", name, "--out", "q.json", cwd=tmp_path
@@ -773,6 +775,35 @@ def test_load_torch_model_takes_a_callable_and_returns_the_module_in_eval_mode(t
     loaded = load_torch_model(type(net), path / "w.pt")  # the class is a factory too
     assert isinstance(loaded, type(net)) and not loaded.training
     assert all(torch.equal(loaded.state_dict()[k], v) for k, v in net.state_dict().items())
+
+
+def test_a_weights_archive_that_unpacks_to_more_than_it_holds_is_refused_unread(
+    torch_files, tmp_path
+):
+    """A state_dict re-zipped with deflate made torch.load allocate 1 GB from a 1 MB
+    file before any check; torch.save never compresses."""
+    import zipfile
+
+    from pytest_rnncov import DataFileError, load_torch_model
+
+    path, net = torch_files
+    with zipfile.ZipFile(path / "w.pt") as original:
+        entries = [(info, original.read(info)) for info in original.infolist()]
+    with zipfile.ZipFile(tmp_path / "deflated.pt", "w", zipfile.ZIP_DEFLATED) as packed:
+        for info, data in entries:
+            packed.writestr(info.filename, data)
+    with pytest.raises(DataFileError, match=r"entry '.*' is compressed, which torch.save never"):
+        load_torch_model(type(net), tmp_path / "deflated.pt")
+    # an entry claiming more bytes than the file has (its header edited)
+    raw = bytearray((path / "w.pt").read_bytes())
+    central = raw.rindex(b"PK\x01\x02")  # the last entry's central directory header
+    raw[central + 24 : central + 28] = (2**31).to_bytes(4, "little")  # its unpacked size
+    (tmp_path / "claims.pt").write_bytes(bytes(raw))
+    with pytest.raises(DataFileError, match="claim .* bytes, more than the file's"):
+        load_torch_model(type(net), tmp_path / "claims.pt")
+    with pytest.raises(DataFileError, match="'/dev/zero' is not a regular file"):
+        load_torch_model(type(net), "/dev/zero")
+    assert load_torch_model(type(net), path / "w.pt") is not None  # torch.save's own file
 
 
 def test_per_test_attribution_through_xdist_and_the_report(runs):

@@ -541,3 +541,21 @@ def test_what_the_constructors_accept_a_data_file_reads_back(profile_options, me
     )
     text = CoverageData(models={"m": state}, runs=["r"]).dumps()
     assert CoverageData.loads(text).dumps() == text
+
+
+def test_json_that_would_parse_into_more_than_half_the_memory_is_refused_unparsed(
+    folder, monkeypatch
+):
+    """'[]' is 2 bytes of text and 56 of Python list: a 50 MB data file of them took 1.4 GB
+    to read, a file at the 512 MiB cap would have taken about 13 GB."""
+    from pytest_rnncov import files
+
+    text = json.dumps({"format": "pytest-rnncov-data", "version": 1, "x": [[]] * 100_000})
+    # read on a machine of 8 MiB: its 100,002 lists and objects parse to about 9 MB
+    monkeypatch.setattr(files, "physical_memory", lambda: 8 * 2**20)
+    (folder / "lists.json").write_text(text)
+    with pytest.raises(DataFileError, match=r"holds 100,002 JSON lists and objects in .* about"):
+        CoverageData.load(folder / "lists.json")
+    monkeypatch.setattr(files, "physical_memory", lambda: 64 * 2**20)
+    with pytest.raises(DataFileError, match="missing key 'models'"):
+        CoverageData.load(folder / "lists.json")  # parsed, then refused for its content

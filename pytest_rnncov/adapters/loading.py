@@ -498,8 +498,15 @@ def _parse_factory(text: str) -> tuple[str, str]:
 def _state_dict(torch: Any, source: Path) -> Any:
     """The ``state_dict`` in ``source``, read with ``weights_only=True`` (never runs code)."""
     if not source.is_file():
-        what = "is a directory" if source.is_dir() else "does not exist"
+        what = (
+            "is a directory"
+            if source.is_dir()
+            else "is not a regular file"
+            if source.exists()
+            else "does not exist"
+        )
         raise DataFileError(f"weights file {str(source)!r} {what}; {_SAVE_HINT}")
+    _check_archive(source)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # torch's notes on pickle protocols
@@ -533,6 +540,36 @@ def _state_dict(torch: Any, source: Path) -> Any:
         f"weights file {str(source)!r} holds {what}, not a state_dict (parameter names "
         f"to tensors); {_SAVE_HINT}"
     )
+
+
+def _check_archive(source: Path) -> None:
+    """Refuse a zip archive (what torch.save writes) that unpacks to more than it holds:
+    torch.save stores its entries uncompressed, so compressed ones, or entries that claim
+    more bytes than the file has, would make torch.load allocate what the file only
+    claims (a 1 MB file unpacked to 1 GB before any check)."""
+    import zipfile
+
+    if not zipfile.is_zipfile(source):
+        return  # the legacy format, read as its bytes are: torch.load says what is wrong
+    try:
+        with zipfile.ZipFile(source) as archive:
+            entries = archive.infolist()
+    except (zipfile.BadZipFile, OSError, ValueError):
+        return
+    packed = [e.filename for e in entries if e.compress_type != zipfile.ZIP_STORED]
+    claimed = sum(e.file_size for e in entries)
+    if packed or claimed > source.stat().st_size:
+        why = (
+            f"its entry {packed[0]!r} is compressed, which torch.save never does"
+            if packed
+            else f"its entries claim {claimed:,} bytes, more than the file's "
+            f"{source.stat().st_size:,}"
+        )
+        raise DataFileError(
+            f"weights file {str(source)!r} is a zip archive torch.save did not write as it "
+            f"is: {why}, so reading it could take far more memory than the file; "
+            f"{_SAVE_HINT}"
+        )
 
 
 def _import_factory(torch: Any, text: str) -> Callable[[], Any]:

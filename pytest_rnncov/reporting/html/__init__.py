@@ -377,8 +377,13 @@ def gallery_item(item: dict[str, Any]) -> dict[str, Any]:
 
 
 # -- the page ------------------------------------------------------------------------------
+#: the models, and the campaigns, a page draws figures for (each takes about 0.4 s: a file
+#: of thousands of models took hours); the others are in its tables, with a note
+FIGURED = 20
+
+
 def _model_section(
-    state: ModelState, signals: dict[str, Any] | None, verdict: Verdict
+    state: ModelState, signals: dict[str, Any] | None, verdict: Verdict, drawn: bool = True
 ) -> dict[str, Any]:
     checks = {(c.model, c.metric): c for c in verdict.checks}
     rows = []
@@ -398,7 +403,7 @@ def _model_section(
         )
     figures = []
     for key, m in state.metrics.items():
-        if key in ("BC", "SC") and m.total:
+        if drawn and key in ("BC", "SC") and m.total:
             figures.append(
                 {"title": f"{key}: coverage times per step", "uri": times_figure(key, m)}
             )
@@ -406,7 +411,7 @@ def _model_section(
     tc = state.metrics.get("TC")
     if tc is not None:
         w, a = int(tc.config["w"]), int(tc.config["a"])
-        if tc.total <= GRID_WORDS and a ** (w - w // 2) <= GRID_SIDE:
+        if drawn and tc.total <= GRID_WORDS and a ** (w - w // 2) <= GRID_SIDE:
             figures.append({"title": "TC: SAX words", "uri": words_figure(tc)})
         else:
             words = {"total": tc.total, "covered": tc.n_covered, "top": top_words(tc)}
@@ -419,7 +424,7 @@ def _model_section(
         "rows": rows,
         "excluded": exclusion_lines(CoverageData(models={state.name: state})),
         "tests": _tests_section(state),
-        "signals": signals_figure(signals) if signals else None,
+        "signals": signals_figure(signals) if signals and drawn else None,
         "figures": figures,
         "words": words,
     }
@@ -452,7 +457,7 @@ def _tests_section(state: ModelState) -> dict[str, Any] | None:
     }
 
 
-def _campaign_section(campaign: dict[str, Any]) -> dict[str, Any]:
+def _campaign_section(campaign: dict[str, Any], drawn: bool = True) -> dict[str, Any]:
     return {
         "model": str(campaign.get("model", "")),
         "test_cases": campaign["test_cases"],
@@ -462,8 +467,8 @@ def _campaign_section(campaign: dict[str, Any]) -> dict[str, Any]:
         "distance": str(campaign.get("distance", "")),
         "saved_to": campaign.get("saved_to"),
         "note": campaign_note(campaign),
-        "growth": growth_figure(campaign),
-        "gallery": [gallery_item(item) for item in campaign.get("gallery") or []],
+        "growth": growth_figure(campaign) if drawn else None,
+        "gallery": [gallery_item(item) for item in campaign.get("gallery") or []] if drawn else [],
     }
 
 
@@ -476,10 +481,18 @@ def page_data(data: CoverageData, verdict: Verdict) -> dict[str, Any]:
         "bars": None if verdict.bars is None else verdict.bars.describe(),
         "verdict": [{"text": t, "style": s} for t, s in verdict.lines()],
         "models": [
-            _model_section(state, data.signals.get(name), verdict)
-            for name, state in data.models.items()
+            _model_section(state, data.signals.get(name), verdict, drawn=index < FIGURED)
+            for index, (name, state) in enumerate(data.models.items())
         ],
-        "campaigns": [_campaign_section(c) for c in data.campaigns],
+        "campaigns": [
+            _campaign_section(c, drawn=index < FIGURED) for index, c in enumerate(data.campaigns)
+        ],
+        "undrawn": " and ".join(
+            f"{count - FIGURED} {what}{'s' if count - FIGURED != 1 else ''}"
+            for count, what in ((len(data.models), "model"), (len(data.campaigns), "campaign"))
+            if count > FIGURED
+        ),
+        "figured": FIGURED,
         "track_errors": data.track_errors,
     }
 
