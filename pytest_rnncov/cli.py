@@ -507,8 +507,17 @@ def _report_warnings(verdict: dict[str, Any]) -> list[str]:
             "WARNING RNN coverage counts inputs Hypothesis drew at random in "
             + names("random_tests")
         )
-    if verdict.get("applied") is False and isinstance(verdict.get("skipped_reason"), str):
-        out.append(f"RNN coverage gate not applied: {verdict['skipped_reason']}.")
+    baseline = verdict.get("baseline")
+    if isinstance(baseline, dict) and baseline.get("complete") is False:
+        out.append(
+            f"WARNING baseline {baseline.get('path')} is partial: worker "
+            + ", ".join(str(w) for w in baseline.get("missing_workers") or [])
+            + " sent no coverage data when it was saved, so it is lower than a full run"
+        )
+    gated = verdict.get("gate") is not None or baseline is not None  # as Verdict.gated
+    reason = verdict.get("skipped_reason")
+    if gated and verdict.get("applied") is False and isinstance(reason, str):
+        out.append(f"RNN coverage gate not applied: {reason}.")
     return out
 
 
@@ -582,7 +591,15 @@ def _render(
     are printed)."""
     from .reporting.outputs import write_reports
 
-    written, problems, interrupted = write_reports(files, data, verdict)
+    try:
+        written, problems, interrupted = write_reports(files, data, verdict)
+    except KeyboardInterrupt:  # while they were drawn: none was written
+        if files:
+            _err(
+                "reports not written: interrupted while they were drawn (the files there are "
+                "as they were): " + ", ".join(str(output.path) for _, output in files)
+            )
+        raise
     _print_report(kinds, written, problems, data, verdict, markdown, tests)
     return problems, interrupted
 

@@ -151,9 +151,10 @@ def _check_parsed_size(text: str, where: str, error: type[RNNCovError], suffix: 
     estimate = containers * CONTAINER_BYTES + 8 * len(text)
     if estimate > physical_memory() // 2:
         raise error(
-            f"{where} holds {containers:,} JSON lists and objects in {len(text):,} "
-            f"characters: parsed, that is about {estimate / 2**30:.1f} GiB, more than half "
-            f"this machine's memory, which none of pytest-rnncov's files needs{suffix}"
+            f"{where} would take about {estimate / 2**30:.1f} GiB once parsed ({containers:,} "
+            f"JSON lists and objects at {CONTAINER_BYTES} bytes each, {len(text):,} "
+            "characters at up to 8 bytes each: a number), more than half this machine's "
+            f"memory, which none of pytest-rnncov's files needs{suffix}"
         )
 
 

@@ -17,6 +17,12 @@ from typing import Any, Iterable, Literal, Sequence, overload
 from .errors import InvalidArgument
 
 
+def path_text(path: Any) -> str:
+    """A file system path as text a file can hold: bytes the name has in no encoding (kept
+    by Python as lone surrogates, which no UTF-8 file can hold) escaped, ``\\udce9``."""
+    return str(path).encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def shown(value: Any) -> str:
     """``repr(value)``, cut to 80 characters for messages."""
     text = repr(value)

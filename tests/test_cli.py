@@ -165,6 +165,16 @@ def test_show_says_what_data_is_partial_as_report_does(runs, tmp_path):
         "WARNING RNN coverage is partial: worker gw1 sent no data; stopped after 1" in shown.stdout
     )
     assert "drew at random in test_x.py::test_drawn" in shown.stdout
+    assert "gate not applied" not in shown.stdout  # no gate was asked for: none to apply
+    report = json.loads((tmp_path / "r.json").read_text())
+    report["verdict"]["baseline"] = {
+        "path": "b.json",
+        "complete": False,
+        "missing_workers": ["gw3"],
+    }
+    (tmp_path / "r.json").write_text(json.dumps(report))
+    shown = cli("show", "r.json", cwd=tmp_path)
+    assert "WARNING baseline b.json is partial: worker gw3 sent no coverage data" in shown.stdout
 
 
 @pytest.mark.parametrize(
@@ -895,6 +905,9 @@ def test_a_ctrl_c_while_report_writes_says_which_files_were_written(runs, monkey
     assert command.main(combine) == command.INTERRUPTED
     out, err = capsys.readouterr()
     assert "combined data of 2 runs written to held-ab.json" in out
+    # ... and the reports that were not: the folder held the new data beside old reports
+    assert "reports not written: interrupted while they were drawn (the files there are as" in err
+    assert "h2.json" in err
 
 
 def test_a_reader_that_went_away_leaves_the_exit_code_as_it_was(tmp_path):
@@ -942,6 +955,9 @@ def test_a_source_named_in_no_encoding_is_written_as_it_shows(runs, tmp_path):
     assert done.returncode == 0, done.stderr
     assert json.loads((tmp_path / "combined.json").read_text())["sources"] == ["job\\udce9.json"]
     assert cli("report", "combined.json", cwd=tmp_path).returncode == 0
+    from pytest_rnncov.validation import path_text  # campaigns' saved_to: the same
+
+    assert path_text(tmp_path / name) == f"{tmp_path}/job\\udce9.json"
 
 
 def test_stdout_that_cannot_be_written_is_an_error_not_a_gate_failure(runs):

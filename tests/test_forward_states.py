@@ -293,7 +293,7 @@ def test_keras_states_where_the_pass_cannot_sum(keras, seq_inputs, token_inputs,
     if case.startswith("subclass"):
         with pytest.warns(
             RNNCovWarning,
-            match=r"subclass of Keras' LSTM with its own call\(\).*f, i, o, c come from",
+            match=r"subclasses Keras' LSTM with its own call\(\).*f, i, o, c come from",
         ):
             rnn = RNNModel(model, "traced")
     else:

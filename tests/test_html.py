@@ -446,6 +446,7 @@ def test_figures_are_drawn_for_the_first_models_and_campaigns_only(monkeypatch):
     page = HtmlReport().render(data, evaluate(data, None))
     assert page.count("data:image/png;base64,") == 2 + 2  # BC of m0, m1; growth of two
     assert (
-        "drawn for the first 2 models and campaigns; the other 3 models and 1 campaign are" in page
+        "drawn for the first 2 models and campaigns; beyond them, tables only (3 models and "
+        "1 campaign more;" in page
     )
     assert all(f"<h2>m{i}" in page or f">m{i}<" in page for i in range(5))  # every table

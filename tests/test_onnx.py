@@ -243,8 +243,51 @@ def test_an_exported_packed_model_is_traced_in_the_inputs_order(padded, tmp_path
 def test_a_reordered_batch_the_adapter_cannot_follow_is_refused(x, tmp_path):
     module = PackedHead(nn.GRU(3, 4, batch_first=True), flip=True)
     path = export(module, tmp_path / "flip.onnx")
-    with pytest.raises(ModelError, match="reorders its batch before node .*not by one Gather"):
+    with pytest.raises(
+        ModelError, match="does not get the inputs' rows in their order, once put back by the one"
+    ):
         RNNModel(path).trace(x)
+
+
+@pytest.mark.parametrize("table_op", ["Cast", "Identity"])
+def test_an_embedding_of_a_table_computed_in_the_graph_is_not_a_reordering(table_op):
+    """The Gather of an embedding whose table the graph computes (normalised, cast) was
+    taken for one that reorders the batch, and the model refused."""
+    rng = np.random.default_rng(0)
+    table = rng.normal(size=(10, 3)).astype(np.float32)
+    w = rng.normal(size=(1, 12, 3)).astype(np.float32)
+    r = rng.normal(size=(1, 12, 4)).astype(np.float32)
+    nodes = [
+        helper.make_node(
+            table_op, ["table"], ["vectors"], **({"to": 1} if table_op == "Cast" else {})
+        ),
+        helper.make_node("Gather", ["vectors", "ids"], ["embedded"], axis=0),
+        helper.make_node("Transpose", ["embedded"], ["X"], perm=[1, 0, 2]),
+        helper.make_node("GRU", ["X", "W", "R"], ["Y", "Y_h"], hidden_size=4, name="gru"),
+        helper.make_node("Squeeze", ["Y_h", "zero_axis"], ["out"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "embedded",
+        [helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch", 5])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, ["batch", 4])],
+        [
+            numpy_helper.from_array(table, "table"),
+            numpy_helper.from_array(w, "W"),
+            numpy_helper.from_array(r, "R"),
+            numpy_helper.from_array(np.array([0], np.int64), "zero_axis"),
+        ],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    ids = rng.integers(0, 10, size=(4, 5))
+    check_exact(model, ids)
+    y = node_y(model, node_of_proto(model), ids)  # the node's own h, in the inputs' order
+    np.testing.assert_allclose(RNNModel(model).trace(ids).h, y[:, 0].swapaxes(0, 1), atol=TOL)
+
+
+def node_of_proto(model):
+    return [n for n in model.graph.node if n.op_type == "GRU"][0]
 
 
 def test_model_proto_and_load_model(exported, x):

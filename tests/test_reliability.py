@@ -4,6 +4,7 @@ has a test here; faults are injected, not simulated by hand."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import multiprocessing
 import os
@@ -776,6 +777,13 @@ def test_data_saved_without_run_ids_is_named_by_its_content(shard, tmp_path, mea
     (tmp_path / "older-copy.json").write_text(json.dumps(older, indent=2).replace("\n", "\r\n"))
     copy = cli("combine", "older.json", "older-copy.json", cwd=tmp_path)
     assert copy.returncode == 4 and "again (a copy of a file already combined?)" in copy.stderr
+    # a file combined before ids came from the parsed content holds the id of the bytes
+    before = json.loads(made.dumps()) | {
+        "runs": [f"file-{hashlib.sha256((tmp_path / 'older.json').read_bytes()).hexdigest()[:16]}"]
+    }
+    (tmp_path / "combined-before.json").write_text(json.dumps(before))
+    again = cli("combine", "combined-before.json", "older.json", cwd=tmp_path)
+    assert again.returncode == 4 and "again (a copy of a file already combined?)" in again.stderr
     both = cli("combine", "older.json", "made.json", "--out", "both.json", cwd=tmp_path)
     assert both.returncode == 0, both.stderr
 

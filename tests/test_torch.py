@@ -193,7 +193,9 @@ def test_a_model_that_reorders_its_batch_before_the_module_is_refused():
     torch.manual_seed(0)
     rnn = RNNModel(SortsItself())
     with pytest.raises(
-        ModelError, match="reorders its batch before module 'rnn'.*enforce_sorted=False"
+        ModelError,
+        match="module 'rnn' does not get the inputs' rows in their order: the model reorders "
+        "its batch.*enforce_sorted=False",
     ):
         rnn.trace(padded([2, 6, 4, 3]))
     # a batch of one length cannot show a sort: the check waits for one that can
@@ -201,6 +203,10 @@ def test_a_model_that_reorders_its_batch_before_the_module_is_refused():
     rnn.trace(padded([6, 6, 6]))
     with pytest.raises(ModelError, match="reorders its batch"):
         rnn.trace(padded([2, 6, 4, 3]))
+    # a first batch sorted already: its reversal shows the sort (less an input, it did not)
+    for lengths in ([6, 3], [6, 6, 3], [6, 6, 6, 2]):
+        with pytest.raises(ModelError, match="reorders its batch"):
+            RNNModel(SortsItself()).trace(padded(lengths))
 
     class Flips(nn.Module):
         def __init__(self):
@@ -212,6 +218,41 @@ def test_a_model_that_reorders_its_batch_before_the_module_is_refused():
 
     with pytest.raises(ModelError, match="reorders its batch"):
         RNNModel(Flips()).trace(padded([6, 6, 6], seed=1))
+
+
+def test_a_model_that_trims_its_batch_to_the_longest_input_is_traced():
+    """The order check compared the batch less its last input, which was the longest, so
+    the module ran fewer steps: a bare size error where the trace had been exact."""
+
+    class Trims(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = nn.GRU(3, 5, batch_first=True)
+
+        def forward(self, x):
+            longest = int((x.abs().sum(-1) != 0).sum(1).max())
+            return self.rnn(x[:, :longest])[0][:, -1]
+
+    torch.manual_seed(0)
+    model = Trims()
+    x = padded([3, 2, 4, 6])
+    trace = RNNModel(model).trace(x)
+    with torch.no_grad():
+        own = model.rnn(torch.from_numpy(x))[0].numpy()
+    np.testing.assert_allclose(trace.h, own, atol=H_TOL, rtol=0)
+
+
+def test_a_model_whose_rows_depend_on_the_batch_is_refused_saying_so():
+    class Standardises(nn.Module):  # statistics over the batch, at inference too
+        def __init__(self):
+            super().__init__()
+            self.rnn = nn.GRU(3, 5, batch_first=True)
+
+        def forward(self, x):
+            return self.rnn((x - x.mean(0)) / (x.std(0) + 1e-3))[0][:, -1]
+
+    with pytest.raises(ModelError, match="depend on the other inputs"):
+        RNNModel(Standardises()).trace(padded([6, 6, 6, 6]))
 
 
 def test_a_model_that_must_get_its_inputs_sorted_is_traced_in_their_order():

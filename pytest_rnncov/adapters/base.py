@@ -583,6 +583,27 @@ class Adapter:
         )
 
 
+#: why a model whose recurrent layer does not get the inputs' rows in order is refused
+REORDERED = (
+    "the model reorders its batch before the layer (sorting by length to pack? pack with "
+    "enforce_sorted=False, whose order PyTorch keeps and pytest-rnncov reads), or an "
+    "input's rows there depend on the other inputs (statistics over the batch) or vary "
+    "between runs (randomness at inference); each trace must be its own input's"
+)
+
+
+def probe_orders(n: int, lengths_vary: bool) -> list[np.ndarray]:
+    """The orders of a batch of ``n`` inputs that show whether a model keeps its rows in
+    order: reversed less its last input (a reversal alone cannot show a flip), and, where
+    the inputs' lengths differ, the whole batch reversed (dropping one input cannot show
+    a sort by length that would put the dropped one first, nor can a batch that is sorted
+    already: reversed, a sort moves its rows)."""
+    orders = [np.arange(n - 2, -1, -1)]
+    if lengths_vary:
+        orders.append(np.arange(n - 1, -1, -1))
+    return orders
+
+
 def not_finite(cast: np.ndarray, given: np.ndarray | None = None) -> InvalidInput:
     """The error for float32 inputs ``cast`` holding NaN or inf (``given``: the inputs
     before the cast, when they were not float32, to tell values beyond its range)."""

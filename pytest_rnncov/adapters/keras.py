@@ -437,7 +437,7 @@ class KerasModel(Adapter):
         if own.call is keras_class.call or self.cell.components == ("h",):
             return
         warnings.warn(
-            f"layer {self.layer_name!r} is a {own.__name__}, a subclass of Keras' "
+            f"layer {self.layer_name!r} (class {own.__name__}) subclasses Keras' "
             f"{keras_class.__name__} with its own call(): the trace's h is the layer's own, "
             f"its {', '.join(c for c in self.cell.components if c != 'h')} come from "
             f"{keras_class.__name__}'s formula on the layer's input and h, which is what the "

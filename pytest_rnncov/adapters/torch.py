@@ -36,11 +36,13 @@ from ..errors import InvalidArgument, InvalidInput, ModelError, RNNCovWarning
 from ..validation import check_choice
 from .base import (
     MIXED_PRECISION_NOTE,
+    REORDERED,
     Adapter,
     check_not_a_scalar_object,
     direction_hint,
     model_error_from,
     not_finite,
+    probe_orders,
     rows_holding,
 )
 
@@ -933,10 +935,9 @@ class TorchModel(Adapter):
         pack it with ``enforce_sorted=True``, takes ``x[perm]``): the module's rows, and so
         the trace's, would not be the inputs'. Until one pass tells (two or more different
         rows reached the module; packed: of different lengths), run the model to the module
-        on the batch reversed, less its last input: the module must get the rows of those
-        inputs in that order (a reversal alone cannot show a flip, nor dropping an input a
-        sort that put the dropped one first). A model that refuses that batch (one that must
-        get its inputs sorted) cannot have reordered it. The pass's own results stay."""
+        on the inputs in other orders (``probe_orders``): the module must get their rows in
+        that order. An order the model refuses (a model that must get its inputs sorted, or
+        batches of one size) shows nothing. The pass's own results stay."""
         import torch
         from torch.nn.utils.rnn import PackedSequence
 
@@ -944,27 +945,32 @@ class TorchModel(Adapter):
             return
         steps = int(x.shape[1])
         rows = self._padded(captured, steps)
+        lengths_vary = isinstance(captured, PackedSequence) and not bool(
+            (captured.batch_sizes == captured.batch_sizes[0]).all()
+        )
         if isinstance(captured, PackedSequence) and captured.sorted_indices is None:
-            if bool((captured.batch_sizes == captured.batch_sizes[0]).all()):
+            if not lengths_vary:
                 return  # one length: a sort by length need not move a row
         if bool((rows == rows[:1]).all()):
             return  # every row the same: no order shows
         split = self._split  # the pass's split values: the probe's own pass resets them
         try:
-            probe = self._run_model(np.ascontiguousarray(x[-2::-1]), outputs=False)[1]
-        except ModelError:
-            self._order_known = True
-            return
+            for order in probe_orders(len(x), lengths_vary):
+                try:
+                    probe = self._padded(self._run_model(x[order], outputs=False)[1], steps)
+                except ModelError:
+                    continue
+                expected = rows[torch.as_tensor(order, device=rows.device)]
+                common = min(probe.shape[1], expected.shape[1])  # a model may trim its steps
+                if probe.shape[0] != expected.shape[0] or not torch.allclose(
+                    probe[:, :common], expected[:, :common], rtol=1e-4, atol=1e-5
+                ):
+                    raise ModelError(
+                        f"model {self.name}: module {self.module_name!r} does not get the "
+                        f"inputs' rows in their order: {REORDERED}"
+                    )
         finally:
             self._split = split
-        expected = torch.flip(rows[:-1], dims=(0,))
-        if not torch.allclose(self._padded(probe, steps), expected, rtol=1e-4, atol=1e-5):
-            raise ModelError(
-                f"model {self.name} reorders its batch before module {self.module_name!r}: "
-                "the module's rows are not the inputs' rows, so their traces cannot be told "
-                "apart. Sorting by length to pack? Pack with enforce_sorted=False instead "
-                "(PyTorch then keeps the order, and pytest-rnncov reads it)"
-            )
         self._order_known = True
 
     # -- fingerprint --------------------------------------------------------------------

@@ -34,7 +34,7 @@ from ..generation.results import CampaignResult
 from ..reporting.data import CoverageData, new_run_id
 from ..reporting.samples import SampleWriter, gallery_entries, samples_folder
 from ..reporting.signals import SIGNAL_SAMPLES, sample_signals
-from ..validation import check_int, check_str, check_window
+from ..validation import check_int, check_str, check_window, path_text
 from .draws import running_draws_at_random
 
 
@@ -135,7 +135,7 @@ class _CampaignRecorder:
         writers = [w for w in campaign.listeners if isinstance(w, SampleWriter) and w.saved]
         summary = result.summary(
             campaign.name,
-            saved_to=str(writers[0].directory) if writers else None,
+            saved_to=path_text(writers[0].directory) if writers else None,
             gallery=gallery_entries(result.samples, getattr(campaign.mutator, "clip", None)),
         )
         self.tracked.session.campaigns.append(summary.to_json())

@@ -29,6 +29,7 @@ from ..core.trace import CELL_COMPONENTS
 from ..errors import DataFileError
 from ..files import as_path, parse_json, read_bounded, read_envelope, write_atomic
 from ..generation.results import CampaignSummary
+from ..validation import path_text
 from .signals import SIGNAL_SAMPLES
 
 FORMAT = "pytest-rnncov-data"
@@ -202,17 +203,17 @@ class CoverageData:
     def load(cls, path: str | os.PathLike[str]) -> "CoverageData":
         source = as_path(path, "data file")
         where = f"data file {str(source)!r}"
-        parsed = parse_json(read_bounded(source, where), where)
+        text = read_bounded(source, where)
+        parsed = parse_json(text, where)
         data = cls.from_json(parsed, where)
         if not data.runs:  # version 1: the content stands for the run, so copies are caught
-            # however they are laid out (indented again, other line endings)
+            # however they are laid out (indented again, other line endings), and by the id
+            # of its bytes, which files combined before 2026-11-29 hold
             canonical = json.dumps(parsed, sort_keys=True, separators=(",", ":"))
-            data.runs = [f"file-{hashlib.sha256(canonical.encode()).hexdigest()[:16]}"]
-        del parsed
-        # a name the file system gave in no encoding is written as it shows, not as a lone
-        # surrogate, which the file written from this data could not be read back with
-        shown = str(source).encode("utf-8", "backslashreplace").decode("utf-8")
-        data.sources = data.sources or [shown]
+            ids = (hashlib.sha256(canonical.encode()), hashlib.sha256(text))
+            data.runs = list(dict.fromkeys(f"file-{i.hexdigest()[:16]}" for i in ids))
+        del parsed, text
+        data.sources = data.sources or [path_text(source)]
         return data
 
 

@@ -20,6 +20,7 @@ from ..errors import DataFileError
 from ..files import as_path, check_replaceable, write_atomic
 from ..generation.campaign import Campaign
 from ..generation.results import AdversarialSample, CampaignResult
+from ..validation import path_text
 from .images import png_bytes, side_by_side
 
 #: How many adversarial samples a report's gallery shows per campaign.
@@ -212,7 +213,7 @@ class SampleWriter:
             write_atomic(folder / ARRAYS, buffer.getvalue(), "the adversarial samples")
         summary = {
             "format": "pytest-rnncov-campaign",
-            **result.summary(campaign.name, saved_to=str(folder)).to_json(),
+            **result.summary(campaign.name, saved_to=path_text(folder)).to_json(),
         }
         write_atomic(folder / SUMMARY, json.dumps(summary, indent=1) + "\n", "the summary")
         self.saved = True
