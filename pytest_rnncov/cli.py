@@ -486,37 +486,37 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _report_warnings(verdict: dict[str, Any]) -> list[str]:
-    """What a JSON report's verdict says of partial data and a gate not applied."""
+    """The warnings a JSON report's verdict held when the report was made, as its terminal
+    report said them (``Verdict.lines``): partial data, random draws, a partial baseline,
+    a gate not applied."""
 
-    def names(key: str) -> str:
-        value = verdict.get(key)
+    def names(value: Any) -> str:
         return ", ".join(str(v) for v in value) if isinstance(value, list) else ""
 
+    baseline = verdict.get("baseline") if isinstance(verdict.get("baseline"), dict) else None
+    gated = verdict.get("gate") is not None or baseline is not None  # as Verdict.gated
+    applied = verdict.get("applied") is not False
     out = []
-    if verdict.get("complete") is False:
-        parts = (
-            [f"worker {names('missing_workers')} sent no data"] if names("missing_workers") else []
-        )
-        parts += [names("stopped")] if names("stopped") else []
+    if names(verdict.get("missing_workers")):
         out.append(
-            "WARNING RNN coverage is partial: "
-            + ("; ".join(parts) or "the run saw part of the data")
+            f"WARNING RNN coverage is partial: worker {names(verdict['missing_workers'])} sent "
+            "no coverage data that could be used; the numbers miss its inputs"
         )
-    if names("random_tests"):
+    if names(verdict.get("stopped")) and (applied or not gated):
+        out.append(f"WARNING RNN coverage is partial: {names(verdict['stopped'])}")
+    if names(verdict.get("random_tests")):
         out.append(
             "WARNING RNN coverage counts inputs Hypothesis drew at random in "
-            + names("random_tests")
+            + names(verdict["random_tests"])
         )
-    baseline = verdict.get("baseline")
-    if isinstance(baseline, dict) and baseline.get("complete") is False:
+    if baseline is not None and names(baseline.get("missing_workers")) and applied:
         out.append(
             f"WARNING baseline {baseline.get('path')} is partial: worker "
-            + ", ".join(str(w) for w in baseline.get("missing_workers") or [])
-            + " sent no coverage data when it was saved, so it is lower than a full run"
+            f"{names(baseline['missing_workers'])} sent no coverage data when it was saved, "
+            "so it is lower than a full run"
         )
-    gated = verdict.get("gate") is not None or baseline is not None  # as Verdict.gated
     reason = verdict.get("skipped_reason")
-    if gated and verdict.get("applied") is False and isinstance(reason, str):
+    if gated and not applied and isinstance(reason, str):
         out.append(f"RNN coverage gate not applied: {reason}.")
     return out
 

@@ -249,6 +249,34 @@ def test_a_reordered_batch_the_adapter_cannot_follow_is_refused(x, tmp_path):
         RNNModel(path).trace(x)
 
 
+def test_a_graph_that_cannot_run_a_reordered_batch_is_traced(tmp_path):
+    """A graph that fixes its batch inside (an initial state of 4 rows) could not run the
+    probe of 3 inputs, and that error refused a model that traces right."""
+
+    class FixedStart(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = nn.GRU(3, 4, batch_first=True)
+            self.register_buffer("h0", torch.zeros(1, 4, 4))
+
+        def forward(self, x):
+            return self.rnn(x, self.h0)[1][-1]
+
+    torch.manual_seed(0)
+    module = FixedStart()
+    x = np.random.default_rng(1).normal(size=(4, 6, 3)).astype(np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            module.eval(), (torch.from_numpy(x),), str(tmp_path / "fixed.onnx"), dynamo=False,
+            input_names=["x"], dynamic_axes={"x": {0: "batch", 1: "steps"}},
+        )  # fmt: skip
+    path = str(tmp_path / "fixed.onnx")
+    with torch.no_grad():
+        own = module.rnn(torch.from_numpy(x))[0].numpy()
+    np.testing.assert_allclose(RNNModel(path).trace(x).h, own, atol=TOL, rtol=0)
+
+
 @pytest.mark.parametrize("table_op", ["Cast", "Identity"])
 def test_an_embedding_of_a_table_computed_in_the_graph_is_not_a_reordering(table_op):
     """The Gather of an embedding whose table the graph computes (normalised, cast) was

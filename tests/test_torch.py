@@ -220,39 +220,76 @@ def test_a_model_that_reorders_its_batch_before_the_module_is_refused():
         RNNModel(Flips()).trace(padded([6, 6, 6], seed=1))
 
 
-def test_a_model_that_trims_its_batch_to_the_longest_input_is_traced():
-    """The order check compared the batch less its last input, which was the longest, so
-    the module ran fewer steps: a bare size error where the trace had been exact."""
+class GRUWith(nn.Module):
+    """A GRU(3, 5) called by ``call(module, x)``: what a model does around its layer."""
 
-    class Trims(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.rnn = nn.GRU(3, 5, batch_first=True)
+    def __init__(self, call):
+        super().__init__()
+        self.rnn, self.call = nn.GRU(3, 5, batch_first=True), call
 
-        def forward(self, x):
-            longest = int((x.abs().sum(-1) != 0).sum(1).max())
-            return self.rnn(x[:, :longest])[0][:, -1]
+    def forward(self, x):
+        return self.call(self, x)
+
+
+def longest(x):
+    return int((x.abs().sum(-1) != 0).sum(1).max())
+
+
+def test_models_that_keep_their_rows_in_order_in_other_ways_are_traced():
+    """Each was refused, or broke, in the first order checks: padding trimmed to the batch's
+    longest input (the probe less the longest ran fewer steps: a bare size error; left
+    padded, its steps end where the batch's do), rows padded to a multiple of 8 (a probe of
+    7 reached the module as 8)."""
+
+    def trims(self, x):
+        return self.rnn(x[:, : longest(x)])[0][:, -1]
+
+    def trims_left(self, x):
+        return self.rnn(x[:, x.shape[1] - longest(x) :])[0][:, -1]
+
+    def pads_rows(self, x):
+        pad = (-len(x)) % 8
+        return self.rnn(nn.functional.pad(x, (0, 0, 0, 0, 0, pad)))[1][-1][: len(x)]
 
     torch.manual_seed(0)
-    model = Trims()
-    x = padded([3, 2, 4, 6])
-    trace = RNNModel(model).trace(x)
-    with torch.no_grad():
-        own = model.rnn(torch.from_numpy(x))[0].numpy()
-    np.testing.assert_allclose(trace.h, own, atol=H_TOL, rtol=0)
+    right = padded([3, 2, 4, 6])
+    for call, x in (
+        (trims, right),
+        (trims_left, right[:, ::-1].copy()),
+        (pads_rows, padded([6] * 8, seed=2)),
+    ):
+        model = GRUWith(call)  # the batch's longest input has every step: nothing trimmed
+        trace = RNNModel(model).trace(x)
+        with torch.no_grad():
+            own = model.rnn(torch.from_numpy(x))[0].numpy()
+        np.testing.assert_allclose(trace.h, own, atol=H_TOL, rtol=0)
+
+
+def test_a_reordering_model_is_caught_whatever_orders_it_refuses():
+    """A flip in a model that takes even batches only (the probe less an input failed, and
+    the check ended unchecked), and an unpacked sort whose first batch is a sorted pair."""
+
+    def flips_even(self, x):
+        if len(x) % 2:
+            raise ValueError("batches of pairs")
+        return self.rnn(x.flip(0))[0][:, -1].flip(0)
+
+    def sorts_unpacked(self, x):
+        order = (x.abs().sum(-1) != 0).sum(1).argsort(descending=True, stable=True)
+        return self.rnn(x[order])[1][-1][order.argsort()]
+
+    with pytest.raises(ModelError, match="reorders its batch"):
+        RNNModel(GRUWith(flips_even)).trace(padded([6, 6, 6, 6], seed=1))
+    with pytest.raises(ModelError, match="reorders its batch"):
+        RNNModel(GRUWith(sorts_unpacked)).trace(padded([6, 3]))
 
 
 def test_a_model_whose_rows_depend_on_the_batch_is_refused_saying_so():
-    class Standardises(nn.Module):  # statistics over the batch, at inference too
-        def __init__(self):
-            super().__init__()
-            self.rnn = nn.GRU(3, 5, batch_first=True)
-
-        def forward(self, x):
-            return self.rnn((x - x.mean(0)) / (x.std(0) + 1e-3))[0][:, -1]
+    def standardises(self, x):  # statistics over the batch, at inference too
+        return self.rnn((x - x.mean(0)) / (x.std(0) + 1e-3))[0][:, -1]
 
     with pytest.raises(ModelError, match="depend on the other inputs"):
-        RNNModel(Standardises()).trace(padded([6, 6, 6, 6]))
+        RNNModel(GRUWith(standardises)).trace(padded([6, 6, 6, 6]))
 
 
 def test_a_model_that_must_get_its_inputs_sorted_is_traced_in_their_order():

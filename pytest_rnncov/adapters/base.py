@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -592,16 +592,38 @@ REORDERED = (
 )
 
 
-def probe_orders(n: int, lengths_vary: bool) -> list[np.ndarray]:
+#: batches of different rows whose every reordering a model refused (or ran as other
+#: rows), after which the batch-order check ends unchecked: each try costs model runs
+ORDER_TRIES = 3
+
+
+def probe_orders(n: int) -> list[np.ndarray]:
     """The orders of a batch of ``n`` inputs that show whether a model keeps its rows in
-    order: reversed less its last input (a reversal alone cannot show a flip), and, where
-    the inputs' lengths differ, the whole batch reversed (dropping one input cannot show
-    a sort by length that would put the dropped one first, nor can a batch that is sorted
-    already: reversed, a sort moves its rows)."""
-    orders = [np.arange(n - 2, -1, -1)]
-    if lengths_vary:
-        orders.append(np.arange(n - 1, -1, -1))
+    order: the whole batch reversed (a batch sorted already shows a sort only reversed),
+    rotated by one (a reversal alone cannot show a flip) and reversed less its last input
+    (for a model that takes batches of one size only, or even sizes, one of them runs)."""
+    orders = [np.arange(n - 1, -1, -1), np.arange(n - 2, -1, -1)]
+    if n >= 3:
+        orders.insert(1, np.roll(np.arange(n), 1))
     return orders
+
+
+def same_rows(probe: Any, expected: Any, allclose: Callable[..., Any]) -> bool | None:
+    """Whether a probe's (B, T, D) rows equal ``expected``'s (by the arrays' ``allclose``)
+    over the steps both have: the leading ones, or the trailing ones for left-padded
+    inputs (a model may trim its padding to the batch's longest input); None when the
+    probe reached the layer as another number of rows (a model that pads its batch:
+    nothing to compare)."""
+    if probe.shape[0] != expected.shape[0]:
+        return None
+    common = min(probe.shape[1], expected.shape[1])
+    return any(
+        bool(allclose(p, e, rtol=1e-4, atol=1e-5))
+        for p, e in (
+            (probe[:, :common], expected[:, :common]),
+            (probe[:, probe.shape[1] - common :], expected[:, expected.shape[1] - common :]),
+        )
+    )
 
 
 def not_finite(cast: np.ndarray, given: np.ndarray | None = None) -> InvalidInput:

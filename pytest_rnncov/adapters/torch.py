@@ -36,6 +36,7 @@ from ..errors import InvalidArgument, InvalidInput, ModelError, RNNCovWarning
 from ..validation import check_choice
 from .base import (
     MIXED_PRECISION_NOTE,
+    ORDER_TRIES,
     REORDERED,
     Adapter,
     check_not_a_scalar_object,
@@ -44,6 +45,7 @@ from .base import (
     not_finite,
     probe_orders,
     rows_holding,
+    same_rows,
 )
 
 KINDS = {"LSTM": "lstm", "GRU": "gru", "RNN": "simple_rnn"}
@@ -279,6 +281,7 @@ class TorchModel(Adapter):
         #: (needed once a batch of n inputs reached it as n sequences of n steps)
         self._layout_known = False
         self._order_known = False  # whether a pass showed the module gets the inputs' order
+        self._order_tries = 0  # batches whose every reordering the model refused
         self._step_work: int | None = None  # ``_work_per_row``, once known
         self._threads_lowered = False  # while ``_framework_threads`` holds one fewer
         self._device = next((p.device for p in model.parameters()), torch.device("cpu"))
@@ -933,11 +936,14 @@ class TorchModel(Adapter):
     def _check_order(self, x: np.ndarray, captured: Any) -> None:
         """Refuse a model that reorders its batch before the module (sorts it by length to
         pack it with ``enforce_sorted=True``, takes ``x[perm]``): the module's rows, and so
-        the trace's, would not be the inputs'. Until one pass tells (two or more different
-        rows reached the module; packed: of different lengths), run the model to the module
-        on the inputs in other orders (``probe_orders``): the module must get their rows in
-        that order. An order the model refuses (a model that must get its inputs sorted, or
-        batches of one size) shows nothing. The pass's own results stay."""
+        the trace's, would not be the inputs'. Until a pass tells (two or more different
+        rows reached the module; packed in sorted order: of different lengths), run the
+        model to the module on the inputs in other orders (``probe_orders``): the module
+        must get their rows in that order. An order the model refuses (one that must get
+        its inputs sorted, or batches of one size) or reaches the module with other rows
+        (it pads its batch) shows nothing; the check ends once one order was compared, or
+        after ORDER_TRIES batches that showed nothing (a model that must get its inputs
+        sorted would pay for failed runs at every call). The pass's own results stay."""
         import torch
         from torch.nn.utils.rnn import PackedSequence
 
@@ -945,33 +951,30 @@ class TorchModel(Adapter):
             return
         steps = int(x.shape[1])
         rows = self._padded(captured, steps)
-        lengths_vary = isinstance(captured, PackedSequence) and not bool(
-            (captured.batch_sizes == captured.batch_sizes[0]).all()
-        )
         if isinstance(captured, PackedSequence) and captured.sorted_indices is None:
-            if not lengths_vary:
+            if bool((captured.batch_sizes == captured.batch_sizes[0]).all()):
                 return  # one length: a sort by length need not move a row
         if bool((rows == rows[:1]).all()):
             return  # every row the same: no order shows
         split = self._split  # the pass's split values: the probe's own pass resets them
         try:
-            for order in probe_orders(len(x), lengths_vary):
+            for order in probe_orders(len(x)):
                 try:
                     probe = self._padded(self._run_model(x[order], outputs=False)[1], steps)
                 except ModelError:
                     continue
                 expected = rows[torch.as_tensor(order, device=rows.device)]
-                common = min(probe.shape[1], expected.shape[1])  # a model may trim its steps
-                if probe.shape[0] != expected.shape[0] or not torch.allclose(
-                    probe[:, :common], expected[:, :common], rtol=1e-4, atol=1e-5
-                ):
+                same = same_rows(probe, expected, torch.allclose)
+                if same is False:
                     raise ModelError(
                         f"model {self.name}: module {self.module_name!r} does not get the "
                         f"inputs' rows in their order: {REORDERED}"
                     )
+                self._order_known = self._order_known or same is True
         finally:
             self._split = split
-        self._order_known = True
+        self._order_tries += 1
+        self._order_known = self._order_known or self._order_tries >= ORDER_TRIES
 
     # -- fingerprint --------------------------------------------------------------------
     def _weight_arrays(self) -> list[np.ndarray]:
