@@ -887,8 +887,9 @@ class OnnxModel(Adapter):
         except Exception as exc:
             raise model_error_from(exc, f"creating an ONNX Runtime session for {self.name!r}")
 
-    def _run(self, x: np.ndarray, wanted: list[str]) -> dict[str, np.ndarray]:
-        """One session run: ``wanted`` (keys of ``_fetch``, or "out") as numpy arrays."""
+    def _run(self, x: np.ndarray, wanted: list[str], quiet: bool = False) -> dict[str, np.ndarray]:
+        """One session run: ``wanted`` (keys of ``_fetch``, or "out") as numpy arrays;
+        ``quiet``: a failure is not logged by ONNX Runtime (a run that may fail by design)."""
         names: list[str] = []
         for key in wanted:
             name = self.output_name if key == "out" else self._fetch.get(key)
@@ -902,7 +903,12 @@ class OnnxModel(Adapter):
             if name is not None and name != self.input_name and name not in names:
                 names.append(name)
         try:
-            values = self._session.run(names, {self.input_name: x}) if names else []
+            options = None
+            if quiet:
+                _, ort = _modules()
+                options = ort.RunOptions()
+                options.log_severity_level = 4  # fatal only: no red error line of its own
+            values = self._session.run(names, {self.input_name: x}, options) if names else []
         except Exception as exc:
             raise model_error_from(exc, f"running ONNX model {self.name!r}") from exc
         got = dict(zip(names, values))
@@ -1010,7 +1016,7 @@ class OnnxModel(Adapter):
             return  # every row the same: no order shows
         for order in probe_orders(rows):
             try:
-                got = self._run(np.ascontiguousarray(x[order]), ["x", "order"])
+                got = self._run(np.ascontiguousarray(x[order]), ["x", "order"], quiet=True)
                 self._refuse_batch_axis(got["x"], len(order))
                 back = self._input_rows(got, len(order))
             except ModelError:
