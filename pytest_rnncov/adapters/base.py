@@ -592,38 +592,70 @@ REORDERED = (
 )
 
 
-#: batches of different rows whose every reordering a model refused (or ran as other
-#: rows), after which the batch-order check ends unchecked: each try costs model runs
+#: batches after which the batch-order check ends (``check_order``) when none showed the
+#: order for good (each try costs model runs)
 ORDER_TRIES = 3
+#: the inputs the batch-order check runs the model on (the whole batch only when the model
+#: runs no order of these: a graph that fixes its batch inside)
+PROBE_ROWS = 32
 
 
 def probe_orders(n: int) -> list[np.ndarray]:
-    """The orders of a batch of ``n`` inputs that show whether a model keeps its rows in
-    order: the whole batch reversed (a batch sorted already shows a sort only reversed),
-    rotated by one (a reversal alone cannot show a flip) and reversed less its last input
-    (for a model that takes batches of one size only, or even sizes, one of them runs)."""
-    orders = [np.arange(n - 1, -1, -1), np.arange(n - 2, -1, -1)]
+    """Orders of ``n`` inputs that show whether a model keeps its rows in order: reversed
+    (a batch sorted already shows a sort only reversed), rotated by one (a reversal cannot
+    show a flip), its first two swapped (with the rotation, only keeping every row in place
+    commutes: a swap of halves did not show) and reversed less its last input (for a model
+    that takes some batch sizes only)."""
+    orders = [np.arange(n - 1, -1, -1)]
     if n >= 3:
-        orders.insert(1, np.roll(np.arange(n), 1))
-    return orders
+        orders += [np.roll(np.arange(n), 1), np.r_[1, 0, 2:n]]
+    return [*orders, np.arange(n - 2, -1, -1)]
 
 
 def same_rows(probe: Any, expected: Any, allclose: Callable[..., Any]) -> bool | None:
-    """Whether a probe's (B, T, D) rows equal ``expected``'s (by the arrays' ``allclose``)
-    over the steps both have: the leading ones, or the trailing ones for left-padded
-    inputs (a model may trim its padding to the batch's longest input); None when the
-    probe reached the layer as another number of rows (a model that pads its batch:
-    nothing to compare)."""
+    """Whether a probe's (B, T, D) rows equal ``expected``'s (by the arrays' ``allclose``,
+    NaN equal to NaN: non-finite values have checks of their own) over the steps both
+    have: the leading ones, or the trailing ones for left-padded inputs (a model may trim
+    its padding to the batch's longest input); None when the probe reached the layer as
+    another number of rows (a model that pads its batch: nothing to compare)."""
     if probe.shape[0] != expected.shape[0]:
         return None
     common = min(probe.shape[1], expected.shape[1])
     return any(
-        bool(allclose(p, e, rtol=1e-4, atol=1e-5))
+        bool(allclose(p, e, rtol=1e-4, atol=1e-5, equal_nan=True))
         for p, e in (
             (probe[:, :common], expected[:, :common]),
             (probe[:, probe.shape[1] - common :], expected[:, expected.shape[1] - common :]),
         )
     )
+
+
+def check_order(
+    x: np.ndarray,
+    expected: Callable[[np.ndarray], Any],
+    run: Callable[[np.ndarray], Any],
+    allclose: Callable[..., Any],
+) -> bool | None:
+    """Run the model to its layer (``run``: the layer's (B, T, D) rows for a batch, in
+    input order; ModelError when the model refuses the batch) on the first PROBE_ROWS
+    inputs of ``x`` in each of ``probe_orders``, or on the whole batch when it runs none of
+    those, and compare with ``expected(order)``, the rows the layer got for ``x`` taken in
+    that order. False: an order came back otherwise; True: every compared order matched;
+    None: the model ran no order as its rows (it refused them, or padded its batch)."""
+    for size in dict.fromkeys((min(len(x), PROBE_ROWS), len(x))):
+        compared = False
+        for order in probe_orders(size):
+            try:
+                probe = run(np.ascontiguousarray(x[order]))
+            except ModelError:
+                continue
+            same = same_rows(probe, expected(order), allclose)
+            if same is False:
+                return False
+            compared = compared or same is True
+        if compared:
+            return True
+    return None
 
 
 def not_finite(cast: np.ndarray, given: np.ndarray | None = None) -> InvalidInput:

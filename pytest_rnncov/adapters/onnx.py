@@ -32,15 +32,12 @@ from .base import (
     ORDER_TRIES,
     REORDERED,
     Adapter,
+    check_order,
     direction_hint,
     model_error_from,
-    probe_orders,
-    same_rows,
 )
 
 KINDS = {"LSTM": "lstm", "GRU": "gru", "RNN": "simple_rnn"}
-#: the inputs the batch-order check runs the model on again (``_check_order``)
-PROBE_ROWS = 32
 #: gate blocks per node type
 BLOCKS = {"LSTM": 4, "GRU": 3, "RNN": 1}
 #: operator domains ONNX Runtime implements itself (no custom-op library)
@@ -998,41 +995,35 @@ class OnnxModel(Adapter):
         )
 
     def _check_order(self, x: np.ndarray, sequence: np.ndarray, lengths: Any) -> None:
-        """Refuse a model whose node does not get the inputs' rows in order, once they are
-        put back by the Gather ``_batch_order`` follows: the trace's rows would not be the
-        inputs'. Until a run tells (two or more different rows among the first PROBE_ROWS
-        inputs, of different lengths if the node has any), run the model on those inputs in
-        other orders (``probe_orders``): the node must get their rows in that order. An
-        order the model cannot run (a graph that fixes its batch inside) or that reaches
-        the node as other rows shows nothing; the check ends once one order was compared,
-        or after ORDER_TRIES batches that showed nothing."""
+        """Refuse a model whose node does not get the inputs' rows in order, once rows a
+        Gather reorders are put back (``_batch_order``): the trace's rows would not be the
+        inputs'. On batches of two or more different rows, ``check_order`` runs the model
+        on reorderings of them, until one shows the order for good (not a batch of one
+        length: an unstable sort moves equal lengths only sometimes) or ORDER_TRIES
+        batches were tried."""
         if self._order_known or len(x) < 2:
             return
-        rows = min(len(x), PROBE_ROWS)  # whole runs of the model: a few inputs tell
-        x, sequence = x[:rows], sequence[:rows]
-        if lengths is not None and bool((lengths[:rows] == lengths[0]).all()):
-            return  # one length: a sort by length need not move a row
         if bool((sequence == sequence[:1]).all()):
             return  # every row the same: no order shows
-        for order in probe_orders(rows):
-            try:
-                got = self._run(np.ascontiguousarray(x[order]), ["x", "order"], quiet=True)
-                self._refuse_batch_axis(got["x"], len(order))
-                back = self._input_rows(got, len(order))
-            except ModelError:
-                continue
-            probe = np.swapaxes(got["x"], 0, 1)
-            same = same_rows(probe if back is None else probe[back], sequence[order], np.allclose)
-            if same is False:
-                raise ModelError(
-                    f"ONNX model {self.name!r}: node {self.node_name!r} does not get the "
-                    "inputs' rows in their order, once put back by the one Gather of them "
-                    "pytest-rnncov follows (what torch.onnx.export writes for "
-                    "pack_padded_sequence(..., enforce_sorted=False)): " + REORDERED
-                )
-            self._order_known = self._order_known or same is True
+        one_length = lengths is not None and bool((lengths == lengths[0]).all())
+
+        def run(batch: np.ndarray) -> np.ndarray:
+            got = self._run(batch, ["x", "order"], quiet=True)  # a failure is expected
+            self._refuse_batch_axis(got["x"], len(batch))
+            back = self._input_rows(got, len(batch))
+            rows = np.swapaxes(got["x"], 0, 1)
+            return rows if back is None else rows[back]
+
+        kept = check_order(x, lambda order: sequence[order], run, np.allclose)
+        if kept is False:
+            raise ModelError(
+                f"ONNX model {self.name!r}: node {self.node_name!r} does not get the inputs' "
+                "rows in their order (rows a Gather of the batch reorders, as "
+                "torch.onnx.export writes for pack_padded_sequence(..., "
+                "enforce_sorted=False), are put back first): " + REORDERED
+            )
         self._order_tries += 1
-        self._order_known = self._order_known or self._order_tries >= ORDER_TRIES
+        self._order_known = (kept is True and not one_length) or self._order_tries >= ORDER_TRIES
 
     def _refuse_batch_axis(self, node_input: np.ndarray, rows: int) -> None:
         """Refuse a node whose input (T, B, D) does not have the ``rows`` inputs on B."""

@@ -40,12 +40,11 @@ from .base import (
     REORDERED,
     Adapter,
     check_not_a_scalar_object,
+    check_order,
     direction_hint,
     model_error_from,
     not_finite,
-    probe_orders,
     rows_holding,
-    same_rows,
 )
 
 KINDS = {"LSTM": "lstm", "GRU": "gru", "RNN": "simple_rnn"}
@@ -936,14 +935,11 @@ class TorchModel(Adapter):
     def _check_order(self, x: np.ndarray, captured: Any) -> None:
         """Refuse a model that reorders its batch before the module (sorts it by length to
         pack it with ``enforce_sorted=True``, takes ``x[perm]``): the module's rows, and so
-        the trace's, would not be the inputs'. Until a pass tells (two or more different
-        rows reached the module; packed in sorted order: of different lengths), run the
-        model to the module on the inputs in other orders (``probe_orders``): the module
-        must get their rows in that order. An order the model refuses (one that must get
-        its inputs sorted, or batches of one size) or reaches the module with other rows
-        (it pads its batch) shows nothing; the check ends once one order was compared, or
-        after ORDER_TRIES batches that showed nothing (a model that must get its inputs
-        sorted would pay for failed runs at every call). The pass's own results stay."""
+        the trace's, would not be the inputs'. On batches of two or more different rows,
+        ``check_order`` runs the model up to the module on reorderings of them, until one
+        shows the order for good (not a packed batch of one length: an unstable sort of
+        equal lengths moves rows only sometimes) or ORDER_TRIES batches were tried. The
+        pass's own results stay."""
         import torch
         from torch.nn.utils.rnn import PackedSequence
 
@@ -951,30 +947,27 @@ class TorchModel(Adapter):
             return
         steps = int(x.shape[1])
         rows = self._padded(captured, steps)
-        if isinstance(captured, PackedSequence) and captured.sorted_indices is None:
-            if bool((captured.batch_sizes == captured.batch_sizes[0]).all()):
-                return  # one length: a sort by length need not move a row
         if bool((rows == rows[:1]).all()):
             return  # every row the same: no order shows
+        sizes = captured.batch_sizes if isinstance(captured, PackedSequence) else None
+        one_length = sizes is not None and bool((sizes == sizes[0]).all())
         split = self._split  # the pass's split values: the probe's own pass resets them
         try:
-            for order in probe_orders(len(x)):
-                try:
-                    probe = self._padded(self._run_model(x[order], outputs=False)[1], steps)
-                except ModelError:
-                    continue
-                expected = rows[torch.as_tensor(order, device=rows.device)]
-                same = same_rows(probe, expected, torch.allclose)
-                if same is False:
-                    raise ModelError(
-                        f"model {self.name}: module {self.module_name!r} does not get the "
-                        f"inputs' rows in their order: {REORDERED}"
-                    )
-                self._order_known = self._order_known or same is True
+            kept = check_order(
+                x,
+                lambda order: rows[torch.as_tensor(order, device=rows.device)],
+                lambda batch: self._padded(self._run_model(batch, outputs=False)[1], steps),
+                torch.allclose,
+            )
         finally:
             self._split = split
+        if kept is False:
+            raise ModelError(
+                f"model {self.name}: module {self.module_name!r} does not get the inputs' "
+                f"rows in their order: {REORDERED}"
+            )
         self._order_tries += 1
-        self._order_known = self._order_known or self._order_tries >= ORDER_TRIES
+        self._order_known = (kept is True and not one_length) or self._order_tries >= ORDER_TRIES
 
     # -- fingerprint --------------------------------------------------------------------
     def _weight_arrays(self) -> list[np.ndarray]:
