@@ -922,10 +922,11 @@ def test_small_torch_cpu_calls_run_on_one_thread_and_set_it_back(monkeypatch):
         seen.clear()
         monkeypatch.setattr(torch_adapter, "SMALL_CALL_WORK", 10**12)
         list(rnn.iter_traces(x, components=("c", "h")))  # gates beside the next call
-        # one fewer, not one; the first batch's rows checked once, up to the module, on its
-        # first 32 inputs reversed, rotated, two swapped, and reversed less one (check_order)
+        # one fewer, not one; each batch's rows checked, up to the module, on 32 inputs
+        # reversed, rotated, two swapped, and reversed less one (check_order: every input
+        # here has every step, one length, which does not end the check)
         probes = [(32, 2), (32, 2), (32, 2), (31, 2)]
-        assert seen == [(OVERLAP_BATCH, 2), *probes, (OVERLAP_BATCH, 2)]
+        assert seen == [(OVERLAP_BATCH, 2), *probes, (OVERLAP_BATCH, 2), *probes]
         assert torch.get_num_threads() == 3
     finally:
         torch.set_num_threads(own)

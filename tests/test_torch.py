@@ -254,6 +254,10 @@ def test_models_that_keep_their_rows_in_order_in_other_ways_are_traced():
     def normalises(self, x):  # zero padding steps become NaN: NaN rows are rows all the same
         return self.rnn(x / x.norm(dim=-1, keepdim=True))[0][:, -1]
 
+    def trims_left_with_positions(self, x):  # positions 0..L-1 over the kept steps
+        kept = x[:, x.shape[1] - longest(x) :]
+        return self.rnn(kept + torch.arange(kept.shape[1])[None, :, None] / 10)[0][:, -1]
+
     torch.manual_seed(0)
     right = padded([3, 2, 4, 6])
     for call, x in (
@@ -261,6 +265,8 @@ def test_models_that_keep_their_rows_in_order_in_other_ways_are_traced():
         (trims_left, right[:, ::-1].copy()),
         (pads_rows, padded([6] * 8, seed=2)),
         (normalises, right),
+        # the batch's longest input is not among its first 32: the probes take it first
+        (trims_left_with_positions, padded([3, 2] * 20 + [6])[:, ::-1].copy()),
     ):
         model = GRUWith(call)  # the batch's longest input has every step: nothing trimmed
         trace = RNNModel(model).trace(x)
@@ -301,6 +307,22 @@ def test_a_reordering_model_is_caught_whatever_orders_it_refuses():
     # packed batch of one length is checked too (it was let through, every row wrong)
     with pytest.raises(ModelError, match="reorders its batch"):
         RNNModel(SortsItself()).trace(padded([6] * 40))
+
+    # a stable sort, whose first 32 inputs tie at the longest: the probes take the batch's
+    # longest and shortest inputs first (32 ties stayed in place, and it was let through)
+    def sorts_stably(self, x):
+        lengths = (x.abs().sum(-1) != 0).sum(1)
+        order = lengths.argsort(descending=True, stable=True)
+        packed = pack_padded_sequence(x[order], lengths[order], batch_first=True)
+        return self.rnn(packed)[1][-1][order.argsort()]
+
+    with pytest.raises(ModelError, match="reorders its batch"):
+        RNNModel(GRUWith(sorts_stably)).trace(padded([6] * 40 + [3, 2] * 12))
+    # an unpacked sort whose first batch has one length: it does not end the check
+    rnn = RNNModel(GRUWith(sorts_unpacked))
+    rnn.trace(padded([6] * 8))
+    with pytest.raises(ModelError, match="reorders its batch"):
+        rnn.trace(padded([2, 6, 4, 3]))
 
 
 def test_a_model_whose_rows_depend_on_the_batch_is_refused_saying_so():

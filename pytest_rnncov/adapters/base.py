@@ -630,6 +630,11 @@ def same_rows(probe: Any, expected: Any, allclose: Callable[..., Any]) -> bool |
     )
 
 
+def held_steps(x: np.ndarray) -> np.ndarray:
+    """Per input, its steps that hold a nonzero value: the length a model sorts by."""
+    return (np.asarray(x).reshape(len(x), x.shape[1], -1) != 0).any(axis=2).sum(axis=1)
+
+
 def check_order(
     x: np.ndarray,
     expected: Callable[[np.ndarray], Any],
@@ -637,19 +642,23 @@ def check_order(
     allclose: Callable[..., Any],
 ) -> bool | None:
     """Run the model to its layer (``run``: the layer's (B, T, D) rows for a batch, in
-    input order; ModelError when the model refuses the batch) on the first PROBE_ROWS
-    inputs of ``x`` in each of ``probe_orders``, or on the whole batch when it runs none of
-    those, and compare with ``expected(order)``, the rows the layer got for ``x`` taken in
-    that order. False: an order came back otherwise; True: every compared order matched;
-    None: the model ran no order as its rows (it refused them, or padded its batch)."""
-    for size in dict.fromkeys((min(len(x), PROBE_ROWS), len(x))):
+    input order; ModelError when the model refuses the batch) on PROBE_ROWS inputs of
+    ``x`` in each of ``probe_orders``, or on the whole batch when it runs none of those,
+    and compare with ``expected(rows)``, the rows the layer got for those inputs of ``x``.
+    The inputs: the longest and the shortest first (so that a sort has rows to move, and a
+    model that trims to the batch's longest input trims the probe alike), then the first
+    ones. False: an order came back otherwise; True: every compared order matched; None:
+    the model ran no order as its rows (it refused them, or padded its batch)."""
+    held = held_steps(x)
+    every = np.array(list(dict.fromkeys([int(held.argmax()), int(held.argmin()), *range(len(x))])))
+    for inputs in (every[:PROBE_ROWS], every) if len(x) > PROBE_ROWS else (every,):
         compared = False
-        for order in probe_orders(size):
+        for order in probe_orders(len(inputs)):
             try:
-                probe = run(np.ascontiguousarray(x[order]))
+                probe = run(np.ascontiguousarray(x[inputs[order]]))
             except ModelError:
                 continue
-            same = same_rows(probe, expected(order), allclose)
+            same = same_rows(probe, expected(inputs[order]), allclose)
             if same is False:
                 return False
             compared = compared or same is True

@@ -34,6 +34,7 @@ from .base import (
     Adapter,
     check_order,
     direction_hint,
+    held_steps,
     model_error_from,
 )
 
@@ -1005,7 +1006,10 @@ class OnnxModel(Adapter):
             return
         if bool((sequence == sequence[:1]).all()):
             return  # every row the same: no order shows
-        one_length = lengths is not None and bool((lengths == lengths[0]).all())
+        held = held_steps(x)
+        one_length = bool((held == held[0]).all()) or (
+            lengths is not None and bool((lengths == lengths[0]).all())
+        )
 
         def run(batch: np.ndarray) -> np.ndarray:
             got = self._run(batch, ["x", "order"], quiet=True)  # a failure is expected

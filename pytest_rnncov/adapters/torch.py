@@ -42,6 +42,7 @@ from .base import (
     check_not_a_scalar_object,
     check_order,
     direction_hint,
+    held_steps,
     model_error_from,
     not_finite,
     rows_holding,
@@ -937,9 +938,9 @@ class TorchModel(Adapter):
         pack it with ``enforce_sorted=True``, takes ``x[perm]``): the module's rows, and so
         the trace's, would not be the inputs'. On batches of two or more different rows,
         ``check_order`` runs the model up to the module on reorderings of them, until one
-        shows the order for good (not a packed batch of one length: an unstable sort of
-        equal lengths moves rows only sometimes) or ORDER_TRIES batches were tried. The
-        pass's own results stay."""
+        shows the order for good (not a batch of one length: a sort of equal lengths moves
+        rows only sometimes) or ORDER_TRIES batches were tried. The pass's own results
+        stay."""
         import torch
         from torch.nn.utils.rnn import PackedSequence
 
@@ -950,7 +951,10 @@ class TorchModel(Adapter):
         if bool((rows == rows[:1]).all()):
             return  # every row the same: no order shows
         sizes = captured.batch_sizes if isinstance(captured, PackedSequence) else None
-        one_length = sizes is not None and bool((sizes == sizes[0]).all())
+        held = held_steps(x)
+        one_length = bool((held == held[0]).all()) or (
+            sizes is not None and bool((sizes == sizes[0]).all())
+        )
         split = self._split  # the pass's split values: the probe's own pass resets them
         try:
             kept = check_order(
