@@ -318,6 +318,15 @@ def test_a_reordering_model_is_caught_whatever_orders_it_refuses():
 
     with pytest.raises(ModelError, match="reorders its batch"):
         RNNModel(GRUWith(sorts_stably)).trace(padded([6] * 40 + [3, 2] * 12))
+
+    # a model of batches of two: its longest input last, reversed they were as given
+    def sorts_pairs(self, x):
+        if len(x) != 2:
+            raise ValueError("batches of two")
+        return sorts_unpacked(self, x)
+
+    with pytest.raises(ModelError, match="reorders its batch"):
+        RNNModel(GRUWith(sorts_pairs)).trace(padded([2, 6]))
     # an unpacked sort whose first batch has one length: it does not end the check
     rnn = RNNModel(GRUWith(sorts_unpacked))
     rnn.trace(padded([6] * 8))

@@ -654,11 +654,14 @@ def check_order(
     for inputs in (every[:PROBE_ROWS], every) if len(x) > PROBE_ROWS else (every,):
         compared = False
         for order in probe_orders(len(inputs)):
+            rows = inputs[order]
+            if np.array_equal(rows, np.arange(len(x))):  # the batch's own order shows nothing
+                rows = inputs  # (two inputs, the longest last: reversed, they are as given)
             try:
-                probe = run(np.ascontiguousarray(x[inputs[order]]))
+                probe = run(np.ascontiguousarray(x[rows]))
             except ModelError:
                 continue
-            same = same_rows(probe, expected(inputs[order]), allclose)
+            same = same_rows(probe, expected(rows), allclose)
             if same is False:
                 return False
             compared = compared or same is True
