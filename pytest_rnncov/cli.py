@@ -452,22 +452,11 @@ def _show(args: argparse.Namespace) -> int:
         from .reporting.results import evaluate
         from .reporting.terminal import coverage_lines
 
-        if kind == DATA:
-            data = CoverageData.load(path)
-            warnings = [text for text, style in evaluate(data, None).lines() if style == "yellow"]
-        else:
-            baseline = load_baseline(path)
-            data = CoverageData(models=baseline.models)
-            warnings = (
-                []
-                if baseline.complete
-                else [
-                    f"WARNING baseline {args.file} is partial: worker "
-                    + ", ".join(baseline.missing_workers)
-                    + " sent no coverage data when it was saved, so it is lower than a full run"
-                ]
-            )
-        _print([*coverage_lines(data, detail=kind == DATA), *warnings])  # as report says them
+        baseline = None if kind == DATA else load_baseline(path)
+        data = CoverageData.load(path) if baseline is None else CoverageData(models=baseline.models)
+        verdict = evaluate(data, None, baseline=baseline)  # its warnings, as report says them
+        warnings = [text for text, style in verdict.lines() if style == "yellow"]
+        _print([*coverage_lines(data, detail=kind == DATA), *warnings])
     elif kind == JSON_FORMAT:
         passed, rates = read_report(content, where)
         _print(

@@ -637,37 +637,74 @@ def held_steps(x: np.ndarray) -> np.ndarray:
 
 def check_order(
     x: np.ndarray,
-    expected: Callable[[np.ndarray], Any],
+    held: np.ndarray,
+    rows: Any,
     run: Callable[[np.ndarray], Any],
     allclose: Callable[..., Any],
 ) -> bool | None:
     """Run the model to its layer (``run``: the layer's (B, T, D) rows for a batch, in
     input order; ModelError when the model refuses the batch) on PROBE_ROWS inputs of
     ``x`` in each of ``probe_orders``, or on the whole batch when it runs none of those,
-    and compare with ``expected(rows)``, the rows the layer got for those inputs of ``x``.
-    The inputs: the longest and the shortest first (so that a sort has rows to move, and a
-    model that trims to the batch's longest input trims the probe alike), then the first
-    ones. False: an order came back otherwise; True: every compared order matched; None:
-    the model ran no order as its rows (it refused them, or padded its batch)."""
-    held = held_steps(x)
+    and compare with the same inputs' ``rows``, the layer's rows for ``x`` (``held``:
+    ``held_steps(x)``). The inputs: the longest and the shortest first (so that a sort
+    has rows to move, and a model that trims to the batch's longest input trims the probe
+    alike), then the first ones. False: an order came back otherwise; True: every compared
+    order matched; None: the model ran no order as its rows (it refused them, or padded
+    its batch)."""
     every = np.array(list(dict.fromkeys([int(held.argmax()), int(held.argmin()), *range(len(x))])))
     for inputs in (every[:PROBE_ROWS], every) if len(x) > PROBE_ROWS else (every,):
         compared = False
         for order in probe_orders(len(inputs)):
-            rows = inputs[order]
-            if np.array_equal(rows, np.arange(len(x))):  # the batch's own order shows nothing
-                rows = inputs  # (two inputs, the longest last: reversed, they are as given)
+            picked = inputs[order]
+            if np.array_equal(picked, np.arange(len(x))):  # the batch's own order shows nothing
+                picked = inputs  # (two inputs, the longest last: reversed, they are as given)
             try:
-                probe = run(np.ascontiguousarray(x[rows]))
+                probe = run(np.ascontiguousarray(x[picked]))
             except ModelError:
                 continue
-            same = same_rows(probe, expected(rows), allclose)
+            same = same_rows(probe, rows[picked], allclose)
             if same is False:
                 return False
             compared = compared or same is True
         if compared:
             return True
     return None
+
+
+class OrderCheck:
+    """Whether a model's recurrent layer gets the inputs' rows in order (the adapters'
+    state of it): batches are checked (``check_order``) until one shows the order for good
+    (not a batch of one length: a sort of equal lengths moves rows only sometimes) or
+    ORDER_TRIES batches were tried (each try costs model runs)."""
+
+    def __init__(self) -> None:
+        self.done = False
+        self.tries = 0
+
+    def keeps_order(
+        self,
+        x: np.ndarray,
+        rows: Any,
+        lengths: Any,
+        run: Callable[[np.ndarray], Any],
+        allclose: Callable[..., Any],
+    ) -> bool:
+        """False when the layer's ``rows`` (B, T, D) for ``x``, in input order, are not
+        the inputs' own as far as ``check_order`` shows; ``lengths``: values all equal
+        exactly when the layer's sequences have one length (their lengths, a
+        PackedSequence's batch sizes), or None."""
+        if self.done or len(x) < 2 or bool((rows == rows[:1]).all()):
+            return True  # every row the same: no order shows
+        held = held_steps(x)
+        kept = check_order(x, held, rows, run, allclose)
+        if kept is False:
+            return False
+        one_length = bool((held == held[0]).all()) or (
+            lengths is not None and bool((lengths == lengths[0]).all())
+        )
+        self.tries += 1
+        self.done = (kept is True and not one_length) or self.tries >= ORDER_TRIES
+        return True
 
 
 def not_finite(cast: np.ndarray, given: np.ndarray | None = None) -> InvalidInput:

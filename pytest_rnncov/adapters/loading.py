@@ -557,13 +557,12 @@ def _check_archive(source: Path) -> None:
     except (zipfile.BadZipFile, OSError, ValueError):
         return
     packed = [e.filename for e in entries if e.compress_type != zipfile.ZIP_STORED]
-    claimed = sum(e.file_size for e in entries)
-    if packed or claimed > source.stat().st_size:
+    claimed, size = sum(e.file_size for e in entries), source.stat().st_size
+    if packed or claimed > size:
         why = (
             f"its entry {packed[0]!r} is compressed, which torch.save never does"
             if packed
-            else f"its entries claim {claimed:,} bytes, more than the file's "
-            f"{source.stat().st_size:,}"
+            else f"its entries claim {claimed:,} bytes, more than the file's {size:,}"
         )
         raise DataFileError(
             f"weights file {str(source)!r} is a zip archive torch.save did not write as it "

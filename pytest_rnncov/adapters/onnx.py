@@ -28,15 +28,7 @@ from ..core.activations import Activation
 from ..core.cells import Cell, GRUCell, LSTMCell, SimpleRNNCell
 from ..errors import InvalidArgument, MissingResource, ModelError, UnsafeModel
 from ..validation import physical_memory
-from .base import (
-    ORDER_TRIES,
-    REORDERED,
-    Adapter,
-    check_order,
-    direction_hint,
-    held_steps,
-    model_error_from,
-)
+from .base import REORDERED, Adapter, OrderCheck, direction_hint, model_error_from
 
 KINDS = {"LSTM": "lstm", "GRU": "gru", "RNN": "simple_rnn"}
 #: gate blocks per node type
@@ -419,9 +411,8 @@ def _batch_order(graph: Any, name: str) -> str | None:
             before = rank + len(taken)  # the input's rank
             kept = [a for a in range(before) if a not in set((taken % before).tolist())]
             axis, rank = kept[axis], before
-        elif (
-            op == "Reshape"
-        ):  # keeps the batch's axis where the new shape copies it and those before
+        elif op == "Reshape":
+            # keeps the batch's axis where the new shape copies it and those before
             shape = _constant(graph, node.input[1]) if len(node.input) > 1 else None
             if shape is None or shape.ndim != 1 or np.any(shape[: axis + 1] != 0):
                 return None
@@ -517,8 +508,7 @@ class OnnxModel(Adapter):
         self._n_steps = None
         #: whether a batch of more than one input showed them on the node's batch axis
         self._batch_axis_seen = False
-        self._order_known = False  # whether a run showed the node gets the inputs' order
-        self._order_tries = 0  # batches whose every reordering the model could not run
+        self._order = OrderCheck()  # whether the node gets the inputs' rows in order
         self.output_name = self._pick_output(output)
         self.trace_on = self._pick_trace_on(
             trace_on, False, False, "ONNX Runtime gives numpy arrays: traces run in numpy"
@@ -998,18 +988,7 @@ class OnnxModel(Adapter):
     def _check_order(self, x: np.ndarray, sequence: np.ndarray, lengths: Any) -> None:
         """Refuse a model whose node does not get the inputs' rows in order, once rows a
         Gather reorders are put back (``_batch_order``): the trace's rows would not be the
-        inputs'. On batches of two or more different rows, ``check_order`` runs the model
-        on reorderings of them, until one shows the order for good (not a batch of one
-        length: an unstable sort moves equal lengths only sometimes) or ORDER_TRIES
-        batches were tried."""
-        if self._order_known or len(x) < 2:
-            return
-        if bool((sequence == sequence[:1]).all()):
-            return  # every row the same: no order shows
-        held = held_steps(x)
-        one_length = bool((held == held[0]).all()) or (
-            lengths is not None and bool((lengths == lengths[0]).all())
-        )
+        inputs'. ``OrderCheck`` runs the model on reorderings of the first batches."""
 
         def run(batch: np.ndarray) -> np.ndarray:
             got = self._run(batch, ["x", "order"], quiet=True)  # a failure is expected
@@ -1018,16 +997,13 @@ class OnnxModel(Adapter):
             rows = np.swapaxes(got["x"], 0, 1)
             return rows if back is None else rows[back]
 
-        kept = check_order(x, lambda order: sequence[order], run, np.allclose)
-        if kept is False:
+        if not self._order.keeps_order(x, sequence, lengths, run, np.allclose):
             raise ModelError(
                 f"ONNX model {self.name!r}: node {self.node_name!r} does not get the inputs' "
                 "rows in their order (rows a Gather of the batch reorders, as "
                 "torch.onnx.export writes for pack_padded_sequence(..., "
                 "enforce_sorted=False), are put back first): " + REORDERED
             )
-        self._order_tries += 1
-        self._order_known = (kept is True and not one_length) or self._order_tries >= ORDER_TRIES
 
     def _refuse_batch_axis(self, node_input: np.ndarray, rows: int) -> None:
         """Refuse a node whose input (T, B, D) does not have the ``rows`` inputs on B."""

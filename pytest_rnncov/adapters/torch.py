@@ -36,13 +36,11 @@ from ..errors import InvalidArgument, InvalidInput, ModelError, RNNCovWarning
 from ..validation import check_choice
 from .base import (
     MIXED_PRECISION_NOTE,
-    ORDER_TRIES,
     REORDERED,
     Adapter,
+    OrderCheck,
     check_not_a_scalar_object,
-    check_order,
     direction_hint,
-    held_steps,
     model_error_from,
     not_finite,
     rows_holding,
@@ -280,8 +278,7 @@ class TorchModel(Adapter):
         #: whether a pass on one input has shown which axis the module reads as the batch
         #: (needed once a batch of n inputs reached it as n sequences of n steps)
         self._layout_known = False
-        self._order_known = False  # whether a pass showed the module gets the inputs' order
-        self._order_tries = 0  # batches whose every reordering the model refused
+        self._order = OrderCheck()  # whether the module gets the inputs' rows in order
         self._step_work: int | None = None  # ``_work_per_row``, once known
         self._threads_lowered = False  # while ``_framework_threads`` holds one fewer
         self._device = next((p.device for p in model.parameters()), torch.device("cpu"))
@@ -936,42 +933,31 @@ class TorchModel(Adapter):
     def _check_order(self, x: np.ndarray, captured: Any) -> None:
         """Refuse a model that reorders its batch before the module (sorts it by length to
         pack it with ``enforce_sorted=True``, takes ``x[perm]``): the module's rows, and so
-        the trace's, would not be the inputs'. On batches of two or more different rows,
-        ``check_order`` runs the model up to the module on reorderings of them, until one
-        shows the order for good (not a batch of one length: a sort of equal lengths moves
-        rows only sometimes) or ORDER_TRIES batches were tried. The pass's own results
-        stay."""
+        the trace's, would not be the inputs'. ``OrderCheck`` runs the model up to the
+        module on reorderings of the first batches. The pass's own results stay."""
         import torch
         from torch.nn.utils.rnn import PackedSequence
 
-        if self._order_known or len(x) < 2:
+        if self._order.done or len(x) < 2:
             return
         steps = int(x.shape[1])
-        rows = self._padded(captured, steps)
-        if bool((rows == rows[:1]).all()):
-            return  # every row the same: no order shows
         sizes = captured.batch_sizes if isinstance(captured, PackedSequence) else None
-        held = held_steps(x)
-        one_length = bool((held == held[0]).all()) or (
-            sizes is not None and bool((sizes == sizes[0]).all())
-        )
         split = self._split  # the pass's split values: the probe's own pass resets them
         try:
-            kept = check_order(
+            kept = self._order.keeps_order(
                 x,
-                lambda order: rows[torch.as_tensor(order, device=rows.device)],
+                self._padded(captured, steps),
+                sizes,
                 lambda batch: self._padded(self._run_model(batch, outputs=False)[1], steps),
                 torch.allclose,
             )
         finally:
             self._split = split
-        if kept is False:
+        if not kept:
             raise ModelError(
                 f"model {self.name}: module {self.module_name!r} does not get the inputs' "
                 f"rows in their order: {REORDERED}"
             )
-        self._order_tries += 1
-        self._order_known = (kept is True and not one_length) or self._order_tries >= ORDER_TRIES
 
     # -- fingerprint --------------------------------------------------------------------
     def _weight_arrays(self) -> list[np.ndarray]:

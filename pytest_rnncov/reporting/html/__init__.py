@@ -377,8 +377,8 @@ def gallery_item(item: dict[str, Any]) -> dict[str, Any]:
 
 
 # -- the page ------------------------------------------------------------------------------
-#: the models, and the campaigns, a page draws figures for (each takes about 0.4 s: a file
-#: of thousands of models took hours); the others are in its tables, with a note
+#: the models, and the campaigns, a page draws figures for (a model's take about 0.4 s: a
+#: file of 2,000 models took 14 minutes); the others are in its tables, with a note
 FIGURED = 20
 
 
