@@ -395,7 +395,7 @@ def _profile_fit(args: argparse.Namespace) -> int:
     from .config.paths import check_distinct, check_output_file
     from .config.tf_notices import quiet_tensorflow_import
     from .core.profile import Profile
-    from .errors import InvalidArgument, ProfileError
+    from .errors import InvalidArgument, ProfileError, RNNCovError
     from .files import Output, as_output_path, as_path
 
     target = check_output_file(as_output_path(args.out, "--out"), "--out")
@@ -416,17 +416,36 @@ def _profile_fit(args: argparse.Namespace) -> int:
     rnn = RNNModel(
         _load(args), _layer(args.layer), direction=args.direction, output=_layer(args.output)
     )
-    profile = Profile(
-        window=_window(args.window),
-        state_components=args.state_components,
-        state_intervals=args.state_intervals,
-    ).fit(rnn, x)
+    try:
+        profile = Profile(
+            window=_window(args.window),
+            state_components=args.state_components,
+            state_intervals=args.state_intervals,
+        ).fit(rnn, x)
+    except RNNCovError as exc:  # Profile's messages name its arguments: say the options
+        raise _in_option_words(exc) from None
     out.write(profile.text())
     _print(
         f"profile of {rnn.cell_kind} layer {rnn.layer_name!r} (window {list(profile.window_)}, "
         f"{profile.n_samples_} training inputs) written to {out.path}"
     )
     return 0
+
+
+#: Profile's keyword arguments in its messages, and the options of ``profile fit`` they are
+_OPTION_WORDS = (
+    (re.compile(r"\bwindow=\((-?[0-9]+), (-?[0-9]+)\)"), r"--window \1,\2"),
+    (re.compile(r"\bstate_(components|intervals)="), r"--state-\1 "),
+)
+
+
+def _in_option_words(exc: Exception) -> Exception:
+    """``exc`` again, its message naming ``profile fit``'s options where it named
+    Profile's arguments (``--window 3,40`` for ``window=(3, 40)``)."""
+    message = str(exc)
+    for pattern, words in _OPTION_WORDS:
+        message = pattern.sub(words, message)
+    return type(exc)(message)
 
 
 # -- show --------------------------------------------------------------------------------

@@ -143,18 +143,20 @@ CONTAINER_BYTES = 56
 
 
 def _check_parsed_size(text: str, where: str, error: type[RNNCovError], suffix: str) -> None:
-    """Refuse JSON whose parsed form would take more than half this machine's memory,
-    before it is parsed: ``[]`` is 2 bytes of text and 56 of Python list, so a file of
-    a few hundred MB of them took tens of GB. Estimated from its lists and objects (each
-    bracket counted, also inside strings: an overestimate) and its length."""
+    """Refuse JSON whose parsed form would take more than half the memory this process may
+    use (``physical_memory``), before it is parsed: ``[]`` is 2 bytes of text and 56 of
+    Python list, so a file of a few hundred MB of them took tens of GB. Estimated from its
+    lists and objects (each bracket counted, also inside strings: an overestimate) and its
+    length."""
     containers = text.count("[") + text.count("{")
-    estimate = containers * CONTAINER_BYTES + 8 * len(text)
-    if estimate > physical_memory() // 2:
+    estimate, memory = containers * CONTAINER_BYTES + 8 * len(text), physical_memory()
+    if estimate > memory // 2:
         raise error(
             f"{where} would take about {estimate / 2**30:.1f} GiB once parsed ({containers:,} "
             f"JSON lists and objects at {CONTAINER_BYTES} bytes each, {len(text):,} "
-            "characters at up to 8 bytes each: a number), more than half this machine's "
-            f"memory, which none of pytest-rnncov's files needs{suffix}"
+            "characters at up to 8 bytes each: a number), more than half the "
+            f"{memory / 2**30:.1f} GiB this process may use (the machine's memory or its "
+            f"container's limit), which none of pytest-rnncov's files needs{suffix}"
         )
 
 

@@ -237,9 +237,28 @@ def check_window(value: Any) -> tuple[int, int] | None:
     return int(items[0]), int(items[1])
 
 
+#: where a container's memory limit is read: cgroup v2, then v1 ("max" or a huge number:
+#: no limit)
+CGROUP_LIMITS = (
+    "/sys/fs/cgroup/memory.max",
+    "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+)
+
+
 def physical_memory() -> int:
-    """This machine's physical memory in bytes (unbounded where the system does not say)."""
+    """The memory this process may use in bytes: the machine's physical memory, or the
+    container's limit (cgroup) where that is lower; unbounded where the system says
+    neither."""
     try:
-        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+        memory = int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
     except (AttributeError, OSError, ValueError):
-        return sys.maxsize
+        memory = sys.maxsize
+    for path in CGROUP_LIMITS:
+        try:
+            with open(path, encoding="ascii") as file:
+                text = file.read(64).strip()
+        except (OSError, ValueError):
+            continue
+        if text.isdigit() and int(text) > 0:
+            memory = min(memory, int(text))
+    return memory

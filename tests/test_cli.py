@@ -411,6 +411,38 @@ def test_profile_fit_takes_a_window_counted_from_the_end(model_files):
     assert bad.returncode == 4 and "give two step indices" in bad.stderr
 
 
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (["--window", "3,40"], "error: --window 3,40 lies outside the layer's 7 steps"),
+        (["--window", "5,2"], "error: --window 5,2 starts after it ends"),
+        (["--state-components", "0"], "error: --state-components 0 must be an integer >= 1"),
+        (
+            ["--state-components", "64", "--state-intervals", "2000"],
+            "error: --state-intervals 2000 ** --state-components 64 abstract states are",
+        ),
+    ],
+)
+def test_profile_fit_errors_name_its_options(model_files, options, message):
+    """The Profile's checks name its keyword arguments (window=(3, 40)); on the command
+    line they name the options the user typed."""
+    done = cli(
+        "profile",
+        "fit",
+        "m.keras",
+        "--x-train",
+        "x.npy",
+        *options,
+        "--out",
+        "q.json",
+        cwd=model_files,
+    )
+    assert done.returncode == 4
+    assert message in done.stderr, done.stderr
+    assert "window=" not in done.stderr and "state_" not in done.stderr
+    assert not (model_files / "q.json").exists()
+
+
 def _table_cells(line):
     return [c.strip() for c in line.strip().strip("|").split(" | ")]
 

@@ -563,3 +563,36 @@ def test_json_that_would_parse_into_more_than_half_the_memory_is_refused_unparse
     monkeypatch.setattr(files, "physical_memory", lambda: 64 * 2**20)
     with pytest.raises(DataFileError, match="missing key 'models'"):
         CoverageData.load(folder / "lists.json")  # parsed, then refused for its content
+
+
+def test_a_containers_memory_limit_bounds_what_a_file_may_parse_into(folder, monkeypatch):
+    """In a container (a CI job under Docker or Kubernetes) the machine's memory is not
+    what the process may use: the cgroup's limit is, where it is lower. Limits are read
+    from cgroup v2 ("max": none) and v1 (a huge number: none); unreadable ones are no
+    limit."""
+    from pytest_rnncov import files, validation
+
+    machine = validation.physical_memory()
+    v2, v1 = folder / "memory.max", folder / "memory.limit_in_bytes"
+    monkeypatch.setattr(validation, "CGROUP_LIMITS", (str(v2), str(v1)))
+    assert validation.physical_memory() == machine  # neither file exists
+    v2.write_text("max\n")
+    v1.write_text("9223372036854771712\n")  # cgroup v1's "no limit"
+    assert validation.physical_memory() == machine
+    v1.write_text("garbage\n")
+    assert validation.physical_memory() == machine
+    v2.write_text("16777216\n")  # a container of 16 MiB
+    assert validation.physical_memory() == min(machine, 16 * 2**20)
+    v1.write_text("8388608\n")  # the lower of the two counts
+    assert validation.physical_memory() == min(machine, 8 * 2**20)
+
+    # the 100,002 lists and objects parse to about 9 MB: more than half of 8 MiB
+    text = json.dumps({"format": "pytest-rnncov-data", "version": 1, "x": [[]] * 100_000})
+    (folder / "lists.json").write_text(text)
+    monkeypatch.setattr(files, "physical_memory", validation.physical_memory)
+    with pytest.raises(DataFileError, match=r"more than half the 0.0 GiB this process may use"):
+        CoverageData.load(folder / "lists.json")
+    v1.write_text("67108864\n")
+    v2.write_text("max\n")  # 64 MiB: parsed, then refused for its content
+    with pytest.raises(DataFileError, match="missing key 'models'"):
+        CoverageData.load(folder / "lists.json")

@@ -387,7 +387,7 @@ def test_a_config_larger_than_memory_is_refused(keras, tmp_path, monkeypatch):
         with pytest.raises(
             ModelError,
             match=r"declares at least 38 weights \(layer 'lstm', LSTM with units=3: 36\), at "
-            "least 4 bytes, and this machine has 3 bytes of memory",
+            "least 4 bytes, and this process may use 3 bytes of memory",
         ):
             load_model(path)
         monkeypatch.setattr(loading, "physical_memory", lambda: 4)

@@ -8,7 +8,8 @@ is refused unless you opt in with ``safe_mode=False`` (or pass your own classes 
 ``custom_objects``). Which loader reads an ``.h5`` file is decided by its
 ``keras_version`` attribute, which is checked too: tf_keras, the only loader for
 Keras-2 files, has no safe mode of its own. A configuration declaring more weights than the
-file holds, or than the machine has memory, is refused before Keras allocates them.
+file holds, or than the memory this process may use (the machine's, or its container's
+limit), is refused before Keras allocates them.
 
 ``load_torch_model`` builds a PyTorch module with the team's own factory (code they run
 anyway, as pytest runs a conftest.py) and loads a ``state_dict`` file into it with
@@ -281,8 +282,8 @@ def _declared_weights(layer: dict[str, Any]) -> tuple[int, str]:
 
 def _refuse_oversized(config: Any, path: Path, stored: int) -> None:
     """Refuse a configuration declaring more weights (at BITS_PER_WEIGHT each) than the
-    file holds beyond UNSTORED_WEIGHTS, or than this machine's memory: Keras would allocate
-    them while building the model, before reading a weight."""
+    file holds beyond UNSTORED_WEIGHTS, or than the memory this process may use: Keras would
+    allocate them while building the model, before reading a weight."""
     try:
         layers = [(layer, *_declared_weights(layer)) for layer in _layers(config)]
     except RecursionError:
@@ -297,7 +298,8 @@ def _refuse_oversized(config: Any, path: Path, stored: int) -> None:
     limit = (
         f"its weights file holds {stored:,} bytes"
         if needed > UNSTORED_WEIGHTS + stored
-        else f"this machine has {memory:,} bytes of memory"
+        else f"this process may use {memory:,} bytes of memory (the machine's, or its "
+        "container's limit)"
     )
     raise ModelError(
         f"{str(path)!r} declares at least {_count(total)} weights (layer "

@@ -282,8 +282,9 @@ def read_onnx(path: Path) -> Any:
         held, memory = sum(_check_external(t, folder, shown) for t in external), physical_memory()
         if held > memory:
             raise ModelError(
-                f"{shown} keeps {held:,} bytes of weights apart, more than this machine's "
-                f"memory ({memory:,} bytes); load it on a larger machine"
+                f"{shown} keeps {held:,} bytes of weights apart, more than the memory this "
+                f"process may use ({memory:,} bytes: the machine's, or its container's limit); "
+                "load it on a larger machine"
             )
         try:
             onnx.load_external_data_for_model(proto, str(folder))
