@@ -1,6 +1,7 @@
 """``python -m pytest_rnncov``: what teams need outside a test session.
 
     profile fit MODEL --x-train FILE.npy --out PROFILE.json [--layer L] [--window T1,T2]
+                                   [--batch-size N]
                                    MODEL: a .keras/.h5/.onnx file, or a PyTorch factory
                                    module:function with --weights STATE_DICT.pt
     show FILE                      a profile, data file, baseline or JSON report, readably
@@ -87,6 +88,12 @@ def _parser() -> _Parser:
     )
     fit.add_argument("--direction", default="forward", choices=["forward", "backward"])
     fit.add_argument("--output", default=None, help="the output a multi-output model predicts")
+    fit.add_argument(
+        "--batch-size",
+        type=int,
+        default=None,
+        help="inputs per model call (1 for an ONNX model exported for batches of one)",
+    )
     fit.add_argument("--window", default=None, help="T1,T2: steps of interest, inclusive")
     fit.add_argument("--state-components", type=int, default=5)
     fit.add_argument("--state-intervals", type=int, default=10)
@@ -344,6 +351,11 @@ def _model_file(args: argparse.Namespace) -> Path | None:
                 f"--weights {args.weights!r} is for a PyTorch factory (module:function); "
                 f"the model file {args.model!r} holds its own weights: drop --weights"
             )
+        if args.unsafe_load and path.suffix.lower() == ".onnx":
+            raise InvalidArgument(
+                "--unsafe-load is for Keras files; an ONNX file holds no code to run and is "
+                "always read checked: drop --unsafe-load"
+            )
         return model_path(path)
     if args.weights is None:
         if ":" in args.model:
@@ -369,6 +381,8 @@ def _load(args: argparse.Namespace) -> Any:
     from .errors import UnsafeModel
 
     path = _model_file(args)
+    if path is not None and path.suffix.lower() == ".onnx":
+        return path  # RNNModel reads it, naming the model after its file as in Python
     if path is not None:
         try:
             return load_model(path, safe_mode=not args.unsafe_load)
@@ -413,16 +427,20 @@ def _profile_fit(args: argparse.Namespace) -> int:
     out = Output(target, "pytest-rnncov-profile", "--out", ProfileError)
     x = _load_array(args.x_train, args.x_train_key)  # before the model: quick to refuse
     quiet_tensorflow_import(list_devices=True)
-    rnn = RNNModel(
-        _load(args), _layer(args.layer), direction=args.direction, output=_layer(args.output)
-    )
     try:
+        rnn = RNNModel(
+            _load(args),
+            _layer(args.layer),
+            direction=args.direction,
+            output=_layer(args.output),
+            batch_size=args.batch_size,
+        )
         profile = Profile(
             window=_window(args.window),
             state_components=args.state_components,
             state_intervals=args.state_intervals,
         ).fit(rnn, x)
-    except RNNCovError as exc:  # Profile's messages name its arguments: say the options
+    except RNNCovError as exc:  # the messages name Python's arguments: say the options
         raise _in_option_words(exc) from None
     out.write(profile.text())
     _print(
@@ -432,10 +450,13 @@ def _profile_fit(args: argparse.Namespace) -> int:
     return 0
 
 
-#: Profile's keyword arguments in its messages, and the options of ``profile fit`` they are
+#: Python's arguments in the messages of RNNModel and Profile, and the options of
+#: ``profile fit`` they are
 _OPTION_WORDS = (
     (re.compile(r"\bwindow=\((-?[0-9]+), (-?[0-9]+)\)"), r"--window \1,\2"),
     (re.compile(r"\bstate_(components|intervals)="), r"--state-\1 "),
+    (re.compile(r"RNNModel\(\.\.\., batch_size=([0-9]+)\)"), r"--batch-size \1"),
+    (re.compile(r"\bbatch_size="), "--batch-size "),
 )
 
 

@@ -549,7 +549,10 @@ def test_a_time_major_model_fed_as_many_inputs_as_steps_is_refused(trace_on, lay
 
     square = np.random.default_rng(0).normal(size=(5, 5, 3)).astype(np.float32)
     torch.manual_seed(0)
-    with pytest.raises(ModelError, match="ran on a batch of 5 sequences for 6 inputs"):
+    with pytest.raises(
+        ModelError,
+        match=r"ran on a batch of 5 sequences for 6 inputs \(the 5 given and a copy of the first",
+    ):
         RNNModel(Layout(time_major=True), layer, trace_on=trace_on).trace(square)
     model = Layout(time_major=False)
     calls = []

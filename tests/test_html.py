@@ -450,3 +450,18 @@ def test_figures_are_drawn_for_the_first_models_and_campaigns_only(monkeypatch):
         "1 campaign more;" in page
     )
     assert all(f"<h2>m{i}" in page or f">m{i}<" in page for i in range(5))  # every table
+
+
+def test_markdown_tables_right_align_numbers_only():
+    """The adversarial table's last column is a folder: it was right-aligned as a number."""
+    from pytest_rnncov.reporting.markdown_report import MarkdownReport
+
+    campaign = {"model": "tiny", "test_cases": 200, "adversarial": 3, "adversary_rate": 0.015,
+                "unique": 2, "distance": "L2", "average_perturbation": 0.5,
+                "saved_to": "/ci/samples/tiny"}  # fmt: skip
+    data = CoverageData(campaigns=[campaign])
+    lines = MarkdownReport().render(data, evaluate(data, None)).splitlines()
+    head = lines.index("### RNN adversarial samples") + 2
+    assert lines[head].startswith("| model | test cases |") and "saved to |" in lines[head]
+    assert lines[head + 1] == "| --- | ---: | ---: | ---: | ---: | ---: | --- |"
+    assert lines[head + 2].endswith("| /ci/samples/tiny |")

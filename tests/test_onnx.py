@@ -808,7 +808,10 @@ def test_layers_and_outputs_are_chosen_clearly(exported, x):
     first, second = node_of(path, 0), node_of(path, 1)
     with pytest.raises(ModelError, match=f"'{first.name}' \\(GRU, index 0\\), '{second.name}'"):
         RNNModel(path, "decoder")
-    with pytest.raises(ModelError, match="layer=2; the recurrent nodes are"):
+    with pytest.raises(
+        ModelError,
+        match=r"layer=2 is no index of a recurrent node \(0 to 1\); the recurrent nodes are",
+    ):
         RNNModel(path, 2)
     with pytest.raises(InvalidArgument, match="not bidirectional"):
         RNNModel(path, direction="backward")
@@ -889,6 +892,11 @@ def test_a_fixed_batch_is_refused_naming_the_export_fix(x):
     failed in ONNX Runtime, with the cause cut off the message."""
     with pytest.raises(ModelError, match=r"batches of exactly 4 .*dynamic_axes=\{'x': \{0:"):
         RNNModel(with_input_shape(hand_model("GRU", lengths=False), [4, 6, 3]))
+    any_steps = RNNModel(with_input_shape(hand_model("GRU", lengths=False), ["b", "t", 3]))
+    with pytest.raises(InvalidInput, match=r"expects \(batch, any, 3\) \(add a batch axis"):
+        any_steps.predict(x[0])
+    with pytest.raises(InvalidInput, match=r"expects \(batch, any, 3\)$"):
+        any_steps.predict(x[0, :, 0])
     fixed_at_one = with_input_shape(hand_model("GRU", lengths=False), [1, 6, 3])
     with pytest.raises(
         ModelError, match=r"exactly 1 .*also runs with RNNModel\(..., batch_size=1\)"
@@ -899,6 +907,36 @@ def test_a_fixed_batch_is_refused_naming_the_export_fix(x):
         np.concatenate([ort_run(fixed_at_one, x[i : i + 1])[0] for i in range(3)]),
         atol=1e-6,
     )
+
+
+def test_the_command_line_fits_a_model_fixed_at_one_and_names_it_by_its_file(x, tmp_path):
+    """profile fit said "also runs with RNNModel(..., batch_size=1)", which it had no option
+    for; it named the model after its graph ('hand'), where Python names it after its file;
+    and it took --unsafe-load for an ONNX file, which holds no code to run."""
+    import subprocess
+    import sys
+
+    onnx.save(with_input_shape(hand_model("GRU", lengths=False), [1, 6, 3]), tmp_path / "gru.onnx")
+    np.save(tmp_path / "x.npy", x)
+
+    def fit(*options):
+        return subprocess.run(
+            [sys.executable, "-m", "pytest_rnncov", "profile", "fit", "gru.onnx", "--x-train",
+             "x.npy", "--out", "p.json", *options],
+            cwd=tmp_path, capture_output=True, text=True,
+        )  # fmt: skip
+
+    refused = fit()
+    assert refused.returncode == 4 and not (tmp_path / "p.json").exists()
+    assert "ONNX model 'gru' takes batches of exactly 1" in refused.stderr
+    assert "(a model fixed at 1 also runs with --batch-size 1)" in refused.stderr
+    assert "--batch-size 0 must be an integer >= 1" in fit("--batch-size", "0").stderr
+    unsafe = fit("--batch-size", "1", "--unsafe-load")
+    assert unsafe.returncode == 4 and "drop --unsafe-load" in unsafe.stderr
+    done = fit("--batch-size", "1")
+    assert done.returncode == 0, done.stderr
+    expected = Profile().fit(RNNModel(tmp_path / "gru.onnx", batch_size=1), x)
+    assert Profile.load(tmp_path / "p.json").text() == expected.text()
 
 
 def test_token_ids_are_checked_against_the_gathered_axis():
@@ -1250,7 +1288,7 @@ def test_a_profile_fingerprinted_by_an_earlier_release_says_so(x):
     with pytest.raises(StaleProfile, match="fitted by an earlier pytest-rnncov, whose"):
         Coverage(rnn, profile)
     profile.fingerprint_ = "0" * 16
-    with pytest.raises(StaleProfile, match="the weights from the model input to the layer"):
+    with pytest.raises(StaleProfile, match="every initializer and node of the graph, also"):
         Coverage(rnn, profile)
     floats_only = hand_model("GRU", lengths=False)
     del floats_only.graph.initializer[-1]  # the int64 axis, unused without lengths

@@ -174,7 +174,11 @@ def test_the_fingerprint_covers_the_layers_before_the_traced_one(keras, stacked_
     changed.set_weights(stacked_model.get_weights())
     first = changed.get_layer("lstm_a")
     first.set_weights([w * 1.01 for w in first.get_weights()])
-    with pytest.raises(StaleProfile, match="weights from the model input to the layer changed"):
+    with pytest.raises(
+        StaleProfile,
+        match="the model changed where the fingerprint looks: the weights and layers from the "
+        "model input through the traced layer",
+    ):
         profile.check(RNNModel(changed, "lstm_b"))
     # the head after the layer is not part of it
     head = changed.get_layer("head")

@@ -12,6 +12,7 @@ from torch.nn.utils.rnn import pack_padded_sequence
 
 from pytest_rnncov import Coverage, InvalidInput, ModelError, Profile, RNNCovWarning, RNNModel
 from pytest_rnncov.adapters import base as adapter_base
+from pytest_rnncov.errors import StaleProfile
 
 H_TOL = 1e-5
 KINDS = {"LSTM": nn.LSTM, "GRU": nn.GRU, "RNN": nn.RNN}
@@ -364,8 +365,17 @@ def test_coverage_and_profile_on_a_torch_model(x, tmp_path):
     coverage.update(x)
     assert coverage.n_inputs_ == 9 and 0 < coverage.rates()["TC"] <= 1
     with torch.no_grad():
+        model.head.weight.add_(0.01)  # past the traced layer: a module shows no order unrun
+    with pytest.raises(
+        StaleProfile,
+        match=r"weights fingerprint .* \(the model changed where the fingerprint looks: every "
+        "floating-point tensor of the module's state_dict, also those past the traced layer",
+    ):
+        loaded.check(RNNModel(model))
+    with torch.no_grad():
+        model.head.weight.sub_(0.01)
         model.encoder.rnn.weight_hh_l0.add_(0.01)
-    with pytest.raises(Exception, match="weights fingerprint"):
+    with pytest.raises(StaleProfile, match="weights fingerprint"):
         loaded.check(RNNModel(model))
 
 
@@ -380,14 +390,26 @@ def test_torch_errors(x):
         match=r"'encoder.rnn' \(LSTM, index 0, 2 stacked layers: 'encoder.rnn.l1' for the second",
     ):
         RNNModel(model, "decoder")
+    with pytest.raises(
+        ModelError,
+        match=r"layer=1 is no index of a recurrent module \(0 to 0\); the recurrent modules "
+        r"are 'encoder.rnn' \(LSTM, index 0",
+    ):
+        RNNModel(model, 1)
     with pytest.raises(ModelError, match="is not a recurrent module"):  # a full-width 1
         RNNModel(model, "encoder.rnn.l\uff11")
     with pytest.raises(ModelError, match="pass layer='encoder.rnn.l1', direction='backward'"):
         RNNModel(model, "encoder.rnn.l1/backward")  # as the reports name a backward half
     rnn = RNNModel(model)
+    with pytest.raises(InvalidInput, match=r"shape \(6,\); pass a batch, of shape \(batch"):
+        rnn.trace(x[0, :, 0])  # the input shape is not known yet
     rnn.trace(x)
     with pytest.raises(InvalidInput, match=r"expects \(batch, 6, 3\)"):
         rnn.trace(x[:, :4])
+    with pytest.raises(InvalidInput, match=r"shape \(6,\); model .* expects \(batch, 6, 3\)$"):
+        rnn.trace(x[0, :, 0])  # labels, say: x[None] would not do
+    with pytest.raises(InvalidInput, match=r"expects \(batch, 6, 3\) \(add a batch axis"):
+        rnn.trace(x[0])
 
     class Seeded(nn.Module):
         def __init__(self, fill: float, kind=nn.GRU):

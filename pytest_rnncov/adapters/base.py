@@ -128,6 +128,8 @@ class Adapter:
     """A model with one of its recurrent layers made traceable (see ``RNNModel``)."""
 
     framework: str = ""
+    #: what the fingerprint covers, for the message of a profile that does not match
+    fingerprint_covers = "the weights and layers from the model input through the traced layer"
     #: canonical cell of the traced layer, set by the adapter
     cell: Cell
     layer_name: str
@@ -236,11 +238,11 @@ class Adapter:
         raise NotImplementedError
 
     def _weight_arrays(self) -> list[np.ndarray]:
-        """Every weight from the model input through the traced layer (for fingerprints)."""
+        """The weights the fingerprint covers (``fingerprint_covers``)."""
         raise NotImplementedError
 
     def _structure(self) -> str:
-        """The layers from the model input through the traced layer, as text."""
+        """The layers the fingerprint covers, as text."""
         raise NotImplementedError
 
     # -- shared ---------------------------------------------------------------------------
@@ -254,8 +256,8 @@ class Adapter:
         return self._n_steps
 
     def fingerprint(self) -> str:
-        """A short hash of every weight and layer from the model input through the traced
-        layer, its cell type, activations and direction."""
+        """A short hash of the weights and layers ``fingerprint_covers`` names, the traced
+        layer's cell type, activations and direction."""
         if getattr(self, "_fingerprint", None) is None:
             self._fingerprint = self._digest(self._weight_arrays())
         return self._fingerprint
@@ -294,7 +296,10 @@ class Adapter:
         if array.ndim != len(expected) + 1 or any(
             d is not None and d != got for d, got in zip(expected, array.shape[1:])
         ):
-            hint = " (add a batch axis: x[None])" if array.shape == tuple(expected) else ""
+            one = array.ndim == len(expected) and all(
+                d is None or d == got for d, got in zip(expected, array.shape)
+            )
+            hint = " (add a batch axis: x[None])" if one else ""
             raise InvalidInput(
                 f"inputs have shape {array.shape}; model {self.name!r} expects {shown}{hint}"
             )

@@ -446,6 +446,10 @@ class OnnxModel(Adapter):
     """
 
     framework = "onnx"
+    fingerprint_covers = (
+        "every initializer and node of the graph, also those past the traced node; the "
+        "module it was exported from has a fingerprint of its own"
+    )
 
     def __init__(
         self,
@@ -624,7 +628,10 @@ class OnnxModel(Adapter):
             raise InvalidArgument(f"layer={layer!r}; pass a node name, an index or None")
         if isinstance(layer, int):
             if not 0 <= layer < len(candidates):
-                raise ModelError(f"layer={layer}; the recurrent nodes are {listing}")
+                raise ModelError(
+                    f"layer={layer} is no index of a recurrent node (0 to "
+                    f"{len(candidates) - 1}); the recurrent nodes are {listing}"
+                )
             return candidates[layer]
         if layer in names:
             return candidates[names.index(layer)]

@@ -173,6 +173,11 @@ class TorchModel(Adapter):
     """
 
     framework = "torch"
+    #: a module's layers run in the order its forward() calls them, which only a call shows
+    fingerprint_covers = (
+        "every floating-point tensor of the module's state_dict, also those past the traced "
+        "layer, and its structure (repr); its ONNX export has a fingerprint of its own"
+    )
     overlaps_trace = True
 
     def __init__(
@@ -355,7 +360,10 @@ class TorchModel(Adapter):
             raise InvalidArgument(f"layer={layer!r}; pass a module name, an index or None")
         if isinstance(layer, int):
             if not 0 <= layer < len(candidates):
-                raise ModelError(f"layer={layer}; the recurrent modules are {listing}")
+                raise ModelError(
+                    f"layer={layer} is no index of a recurrent module (0 to "
+                    f"{len(candidates) - 1}); the recurrent modules are {listing}"
+                )
             return candidates[layer][0], candidates[layer][1], 0
         for candidate, module in candidates:  # a module's own name first: it may end in .lK
             if candidate == layer:
@@ -477,9 +485,9 @@ class TorchModel(Adapter):
         finally:
             self.input_shape = ()
 
-    @staticmethod
-    def _read(x: Any) -> np.ndarray:
-        """Inputs as a numpy array of at least two axes (``_readable``), else InvalidInput."""
+    def _read(self, x: Any) -> np.ndarray:
+        """Inputs as a numpy array of at least two axes (``_readable``), else InvalidInput
+        (naming the shape the model takes once it is known)."""
         try:
             array = _readable(x)
         except InvalidInput:
@@ -491,7 +499,12 @@ class TorchModel(Adapter):
             ) from None
         check_not_a_scalar_object(x, array)
         if array.ndim < 2:
-            raise InvalidInput(f"inputs have shape {array.shape}; pass a batch (x[None] for one)")
+            if self._shape_known:
+                self._layout(array)  # names the shape the model takes
+            raise InvalidInput(
+                f"inputs have shape {array.shape}; pass a batch, of shape (batch, ...) "
+                "(x[None] if this is one input)"
+            )
         return array
 
     @_locked  # it learns the input shape from the first inputs: one thread at a time
@@ -884,9 +897,10 @@ class TorchModel(Adapter):
     def _predict(self, x: np.ndarray) -> np.ndarray:
         return self._prediction(self._run_model(x)[0])
 
-    def _check_batch(self, captured: Any, n: int) -> None:
+    def _check_batch(self, captured: Any, n: int, probe: bool = False) -> None:
         """Refuse a pass whose traced module ran on another batch than the ``n`` inputs (a
-        model that takes its inputs time-major, as (steps, batch, ...))."""
+        model that takes its inputs time-major, as (steps, batch, ...)); ``probe``: the
+        inputs were the given ones and one more, run to tell the axes apart."""
         from torch.nn.utils.rnn import PackedSequence
 
         if isinstance(captured, PackedSequence):
@@ -896,9 +910,15 @@ class TorchModel(Adapter):
         else:
             return
         if batch != n:
+            given = (
+                f"{n} inputs (the {n - 1} given and a copy of the first, run to tell "
+                "which axis is the batch)"
+                if probe
+                else f"{n} inputs"
+            )
             raise ModelError(
-                f"module {self.module_name!r} ran on a batch of {batch} sequences for {n} "
-                "inputs: pytest-rnncov feeds inputs with the batch on axis 0; wrap a model "
+                f"module {self.module_name!r} ran on a batch of {batch} sequences for {given}"
+                ": pytest-rnncov feeds inputs with the batch on axis 0; wrap a model "
                 "that takes (steps, batch, ...) so that it takes (batch, steps, ...)"
             )
 
@@ -927,7 +947,7 @@ class TorchModel(Adapter):
             ) from None
         finally:
             self._split = split
-        self._check_batch(probe, n + 1)
+        self._check_batch(probe, n + 1, probe=True)
         self._layout_known = True
 
     def _check_order(self, x: np.ndarray, captured: Any) -> None:

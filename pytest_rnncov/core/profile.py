@@ -327,7 +327,8 @@ class Profile:
                 "fitted by an earlier pytest-rnncov, whose fingerprint left out weights it "
                 "now covers (integer, quantized or sparse ones)"
                 if self.fingerprint_ in earlier
-                else "the weights from the model input to the layer changed"
+                else "the model changed where the fingerprint looks: "
+                + getattr(model, "fingerprint_covers", "the weights up to the traced layer")
             )
             problems.append(
                 f"weights fingerprint {self.fingerprint_} != {model.fingerprint()} ({why})"

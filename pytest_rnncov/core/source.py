@@ -35,7 +35,8 @@ class TraceSource(Protocol):
     ``Coverage`` calls ``iter_traces(..., summed=True)`` for metrics that read only signals,
     and the traces may hold only the per-step sums of those components
     (``Trace.step_sums``). And ``earlier_fingerprints() -> tuple[str, ...]``: what earlier
-    releases took as its fingerprint, so that a stale profile says why."""
+    releases took as its fingerprint, so that a stale profile says why; and
+    ``fingerprint_covers``, the text saying what the fingerprint covers."""
 
     name: str
     layer_name: str

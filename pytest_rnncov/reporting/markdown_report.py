@@ -43,10 +43,10 @@ def _cells(row: list[str]) -> str:
     return "| " + " | ".join(escape(c) for c in row) + " |"
 
 
-def _table(rows: list[list[str]], numeric_from: int) -> list[str]:
-    """A Markdown table; columns from ``numeric_from`` on are right-aligned."""
+def _table(rows: list[list[str]], numeric: range) -> list[str]:
+    """A Markdown table; the ``numeric`` columns are right-aligned."""
     head, *body = rows
-    align = ["---" if i < numeric_from else "---:" for i in range(len(head))]
+    align = ["---:" if i in numeric else "---" for i in range(len(head))]
     return [_cells(head), "| " + " | ".join(align) + " |", *(_cells(row) for row in body)]
 
 
@@ -62,7 +62,7 @@ class MarkdownReport:
         lines = [MARKDOWN_MARK, "### RNN coverage", ""]
         rows = coverage_rows(data)
         if len(rows) > 1:
-            lines += _table(rows, numeric_from=3)
+            lines += _table(rows, numeric=range(3, len(rows[0])))
             excluded = exclusion_lines(data)
             if excluded:
                 lines += ["", *(f"- {escape(line)}" for line in excluded)]
@@ -72,7 +72,8 @@ class MarkdownReport:
             lines += ["", escape("rnncov.track() failed: " + "; ".join(data.track_errors))]
         if data.campaigns:
             lines += ["", "### RNN adversarial samples", ""]
-            lines += _table(adversarial_rows(data.campaigns), numeric_from=1)
+            table = adversarial_rows(data.campaigns)  # the last column: where samples went
+            lines += _table(table, numeric=range(1, len(table[0]) - 1))
             notes = campaign_notes(data.campaigns)
             if notes:
                 lines += ["", *(f"- {escape(note)}" for note in notes)]
