@@ -149,6 +149,9 @@ def test_describe_without_warp():
             lambda: TimeSeriesMutator.from_seeds(series(), spread=(1, 0)),
             r"spread=\(1, 0\) needs low <= high",
         ),
+        (lambda: TimeSeriesMutator(padding="0"), r"padding='0' \(str\) must be a number"),
+        (lambda: TimeSeriesMutator(padding=float("nan")), "padding=nan must be a finite"),
+        (lambda: TimeSeriesMutator.from_seeds(series(), padding=[0]), r"padding=\[0\]"),
     ],
 )
 def test_bad_arguments_name_the_value(make, message):
@@ -187,3 +190,65 @@ def test_within_scales_cases_beyond_the_radius_back_onto_the_sphere():
     moved = TimeSeriesMutator().within(seeds, cases, 2.5)
     assert moved.dtype == np.float32
     np.testing.assert_allclose(moved[:, :, 0], [[1.5, 2.0], [0.6, 0.8]], rtol=1e-6)
+
+
+def padded_ramps(lengths, steps: int = 10, padding: float = 0.0) -> np.ndarray:
+    """Case i is 1, 2, ..., lengths[i] on both channels, then ``padding``."""
+    t = np.arange(1, steps + 1, dtype=np.float64)[None, :]
+    values = np.where(t <= np.asarray(lengths)[:, None], t, padding)
+    return np.repeat(values[:, :, None], 2, axis=2)
+
+
+@pytest.mark.parametrize("padding", [0.0, -1.0])
+def test_padding_is_kept_and_each_case_is_warped_over_its_own_steps(padding):
+    """Series of different lengths padded at the end: without ``padding`` they were warped
+    over all steps, so a short one grew into its padding (a case of 5 real steps took
+    values at steps 5-9) and noise fell on the padding."""
+    lengths = np.array([5, 10, 2, 1, 0, 7] * 20)
+    cases = padded_ramps(lengths, padding=padding)
+    steps = np.arange(10)[None, :]
+    out = TimeSeriesMutator(noise=0.0, warp=0.8, padding=padding).mutate(
+        cases, np.random.default_rng(0)
+    )
+    real = steps < lengths[:, None]
+    np.testing.assert_array_equal(out[~real], padding)  # every padding step as it was
+    # a ramp 1..L sampled at the warped positions: starts at 1, ends at L, never goes back
+    with_steps = lengths > 0
+    np.testing.assert_array_equal(out[with_steps, 0, 0], 1.0)
+    ends = out[np.flatnonzero(with_steps), lengths[with_steps] - 1, 0]
+    np.testing.assert_array_equal(ends, lengths[with_steps])
+    assert all((np.diff(o[:n, 0]) >= 0).all() for o, n in zip(out, lengths))
+    assert np.abs(out - cases)[lengths == 7].max() > 0.3  # it does warp the real steps
+    noisy = TimeSeriesMutator(noise=0.5, warp=0.0, padding=padding).mutate(
+        cases, np.random.default_rng(1)
+    )
+    np.testing.assert_array_equal(noisy[~real], padding)
+    assert (noisy[real] != cases[real]).all()
+    # without padding= the same cases are warped over every step, padding and all
+    plain = TimeSeriesMutator(noise=0.0, warp=0.8).mutate(cases, np.random.default_rng(0))
+    assert (plain[lengths == 5][:, 5:] != padding).any()
+
+
+def test_warp_positions_of_cases_of_one_step_stay_at_it():
+    positions = TimeSeriesMutator(warp=1.0).warp_positions(
+        2, 6, np.random.default_rng(0), lengths=np.array([1, 3])
+    )
+    np.testing.assert_array_equal(positions[0], 0.0)
+    assert positions[1, 0] == 0.0 and (positions[1, 2:] == 2.0).all()
+    assert 0.0 <= positions[1, 1] <= 2.0
+
+
+def test_from_seeds_measures_the_spread_over_real_steps():
+    """Step 0: 1, 3, 2 and step 1: 3, 5, 4 (each a population std of sqrt(2/3)); step 2
+    is real in one seed only, so it gives no spread. Counting the padding, step 2 (0, 0, 6)
+    would have had sqrt(8) and the mean spread 1.49 instead of 0.82."""
+    seeds = np.array([[1.0, 3.0, 0.0], [3.0, 5.0, 0.0], [2.0, 4.0, 6.0]])[:, :, None]
+    spread = np.sqrt(2 / 3)
+    mutator = TimeSeriesMutator.from_seeds(seeds, spread=(0.25, 0.5), padding=0.0)
+    np.testing.assert_allclose(mutator.noise, (0.25 * spread, 0.5 * spread))
+    np.testing.assert_allclose(mutator.channel_scale, [1.0])
+    unpadded = TimeSeriesMutator.from_seeds(seeds, spread=(0.25, 0.5))
+    np.testing.assert_allclose(unpadded.noise[1], 0.5 * (2 * spread + np.sqrt(8)) / 3)
+    assert mutator.padding == 0.0 and mutator.describe().endswith("; padding 0 kept")
+    with pytest.raises(InvalidInput, match=r"no step is real in two seeds \(padding=0\)"):
+        TimeSeriesMutator.from_seeds([[[1.0], [0.0]], [[0.0], [0.0]]], padding=0.0)

@@ -43,6 +43,10 @@ class TimeSeriesMutator(Mutator):
 
     ``noise``: the noise's standard deviation, one value drawn per batch from this range
     (or fixed); ``channel_scale`` multiplies it per channel (e.g. each channel's spread).
+
+    ``padding``: for series of different lengths padded at the end with this value (every
+    channel of a step equal to it), each case's real steps are warped and perturbed as a
+    series of their own and its padding is kept; None (default): every step is real.
     """
 
     def __init__(
@@ -51,6 +55,7 @@ class TimeSeriesMutator(Mutator):
         warp: float = 0.2,
         segments: int = 4,
         channel_scale: Any = None,
+        padding: float | None = None,
     ) -> None:
         self.noise = fixed_or_range("noise", noise, example="(0.05, 0.1)")
         self.warp = check_float(
@@ -60,6 +65,7 @@ class TimeSeriesMutator(Mutator):
             "segments", segments, minimum=2, maximum=MAX_SEGMENTS, example="4"
         )
         self.channel_scale = None if channel_scale is None else self._checked_scale(channel_scale)
+        self.padding = None if padding is None else check_float("padding", padding, example="0.0")
 
     @staticmethod
     def _checked_scale(channel_scale: Any) -> np.ndarray:
@@ -82,10 +88,12 @@ class TimeSeriesMutator(Mutator):
         spread: tuple[float, float] = (0.25, 0.5),
         warp: float = 0.2,
         segments: int = 4,
+        padding: float | None = None,
     ) -> "TimeSeriesMutator":
         """Noise scaled to the data: each channel's standard deviation is drawn from
         ``spread`` times that channel's spread in the seeds (its per-step standard
-        deviation across seeds, averaged over the steps)."""
+        deviation across seeds, averaged over the steps; with ``padding``, over the real
+        steps of the steps that at least two seeds reach)."""
         low, high = check_range("spread", spread, minimum=0.0, example="(0.25, 0.5)", strict=False)
         array = numeric_array(seeds, "seeds")
         if array.dtype.kind not in "biuf":
@@ -96,7 +104,21 @@ class TimeSeriesMutator(Mutator):
                 f"from_seeds needs at least two finite seeds of shape (steps, "
                 f"channels); got an array of shape {array.shape}"
             )
-        per_channel = array.std(axis=0).mean(axis=0)
+        if padding is None:
+            per_channel = array.std(axis=0).mean(axis=0)
+        else:
+            padding = check_float("padding", padding, example="0.0")
+            real = (np.arange(array.shape[1]) < _real_steps(array, padding)[:, None])[..., None]
+            count = real.sum(axis=0)  # (steps, 1): the seeds that reach each step
+            mean = (array * real).sum(axis=0) / np.maximum(count, 1)
+            variance = (real * (array - mean) ** 2).sum(axis=0) / np.maximum(count, 1)
+            reached = count[:, 0] >= 2
+            if not reached.any():
+                raise InvalidInput(
+                    f"no step is real in two seeds (padding={padding:g}), so the seeds "
+                    "give no spread for the noise"
+                )
+            per_channel = np.sqrt(variance[reached]).mean(axis=0)
         scale = float(per_channel.mean())
         if not scale > 0:
             raise InvalidInput("the seeds do not vary, so they give no scale for the noise")
@@ -105,6 +127,7 @@ class TimeSeriesMutator(Mutator):
             warp=warp,
             segments=segments,
             channel_scale=per_channel / scale,
+            padding=padding,
         )
 
     def describe(self) -> str:
@@ -115,7 +138,8 @@ class TimeSeriesMutator(Mutator):
             if self.warp == 0
             else (f"time warp {self.warp:g} over {self.segments} segments")
         )
-        return f"{warp}, then Gaussian noise, std {low:.3g}-{high:.3g}{per_channel}"
+        kept = "" if self.padding is None else f"; padding {self.padding:g} kept"
+        return f"{warp}, then Gaussian noise, std {low:.3g}-{high:.3g}{per_channel}{kept}"
 
     def _check_shape(self, cases: np.ndarray) -> None:
         if cases.ndim != 3:
@@ -133,20 +157,31 @@ class TimeSeriesMutator(Mutator):
                 f"{len(self.channel_scale)} values"
             )
 
-    def warp_positions(self, n_cases: int, n_steps: int, rng: np.random.Generator) -> np.ndarray:
+    def warp_positions(
+        self,
+        n_cases: int,
+        n_steps: int,
+        rng: np.random.Generator,
+        lengths: np.ndarray | None = None,
+    ) -> np.ndarray:
         """Where each case's warped series samples its original time axis: ``(n_cases,
         n_steps)`` positions in ``[0, n_steps - 1]``, non-decreasing, first 0 and last
-        ``n_steps - 1``."""
-        lengths = np.exp(self.warp * rng.standard_normal((n_cases, self.segments)))
-        knots = np.concatenate([np.zeros((n_cases, 1)), np.cumsum(lengths, axis=1)], axis=1)
-        knots *= (n_steps - 1) / knots[:, -1:]
-        grid = np.arange(n_steps) * (self.segments / (n_steps - 1))  # in segments
+        ``n_steps - 1``. With ``lengths`` (each case's real steps, at least 1), a case's
+        positions span ``[0, length - 1]`` over its real steps and stay there after."""
+        ends = np.full(n_cases, n_steps - 1.0) if lengths is None else lengths - 1.0
+        pieces = np.exp(self.warp * rng.standard_normal((n_cases, self.segments)))
+        knots = np.concatenate([np.zeros((n_cases, 1)), np.cumsum(pieces, axis=1)], axis=1)
+        knots *= ends[:, None] / knots[:, -1:]
+        per_step = np.divide(self.segments, ends, out=np.zeros(n_cases), where=ends > 0)
+        grid = np.arange(n_steps) * per_step[:, None]  # in segments
         segment = np.minimum(grid.astype(np.intp), self.segments - 1)
         fraction = grid - segment
-        positions = knots[:, segment] * (1 - fraction) + knots[:, segment + 1] * fraction
-        positions[:, 0], positions[:, -1] = 0.0, n_steps - 1
+        rows = np.arange(n_cases)[:, None]
+        positions = knots[rows, segment] * (1 - fraction) + knots[rows, segment + 1] * fraction
+        positions[:, 0] = 0.0
+        positions[np.arange(n_cases), ends.astype(np.intp)] = ends
         # rounding can leave a position an ulp past the end or before its neighbour
-        return np.maximum.accumulate(np.clip(positions, 0.0, n_steps - 1), axis=1)
+        return np.maximum.accumulate(np.clip(positions, 0.0, ends[:, None]), axis=1)
 
     @staticmethod
     def resample(cases: np.ndarray, positions: np.ndarray) -> np.ndarray:
@@ -163,12 +198,18 @@ class TimeSeriesMutator(Mutator):
         if array.dtype.kind not in "biuf":  # complex: the imaginary part would be dropped
             raise InvalidInput(f"cases have dtype {array.dtype}; a time series takes numbers")
         mutated = array.astype(np.float64)
+        lengths = None if self.padding is None else _real_steps(mutated, self.padding)
         if self.warp > 0:
-            mutated = self.resample(mutated, self.warp_positions(len(array), array.shape[1], rng))
+            positions = self.warp_positions(
+                len(array), array.shape[1], rng, None if lengths is None else np.maximum(lengths, 1)
+            )
+            mutated = self.resample(mutated, positions)
         if self.noise[1] > 0:
             sigma = rng.uniform(*self.noise)
             scale = sigma if self.channel_scale is None else sigma * self.channel_scale
             mutated = mutated + rng.standard_normal(array.shape) * scale
+        if lengths is not None:
+            mutated[np.arange(array.shape[1]) >= lengths[:, None]] = self.padding
         return in_cases_dtype(
             mutated, array.dtype, f"noise of up to {self.noise[1]:g}", "lower noise="
         )
@@ -181,3 +222,10 @@ class TimeSeriesMutator(Mutator):
         cast = finite_float32(array, "a time series")
         self._check_shape(array)
         return cast
+
+
+def _real_steps(cases: np.ndarray, padding: float) -> np.ndarray:
+    """Each case's steps before its trailing padding (steps whose every channel is
+    ``padding``): ``(batch,)`` integers, 0 for a case of padding only."""
+    real = ~(cases == padding).all(axis=2)
+    return np.where(real.any(axis=1), cases.shape[1] - np.argmax(real[:, ::-1], axis=1), 0)
