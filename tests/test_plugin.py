@@ -974,6 +974,17 @@ def test_given_strategy_names_its_model_and_resolves_it_from_the_session(pyteste
     )
 
 
+def test_a_named_strategy_resolves_its_model_with_the_plugin_switched_off(pytester):
+    """--no-rnn: "rnncov.track still returns working models", but a strategy naming one
+    said that no model of that name was tracked."""
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_named=NAMED_STRATEGY)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--no-rnn")
+    result.assert_outcomes(passed=2, failed=1)  # test_unknown names no tracked model
+    result.stdout.fnmatch_lines(["*no model named 'nobody' is tracked in this session*"])
+    assert "RNN coverage" not in result.stdout.str()
+
+
 def test_a_named_strategy_before_any_model_was_tracked_says_which_fixture_is_missing(pytester):
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(
@@ -1156,3 +1167,36 @@ def test_relative_ini_paths_are_under_the_rootdir(project):
     assert (project.path / "out" / "d.json").is_file()
     assert (project.path / "out" / "r.json").is_file()
     assert not (sub / "out").exists()
+
+
+MODULES_SEEN = """
+import sys
+
+
+def test_record_our_modules(rnncov):
+    loaded = sorted(m for m in sys.modules if m.startswith("pytest_rnncov"))
+    open("modules.txt", "w").write("\\n".join(loaded))
+"""
+
+
+def test_the_options_do_not_change_which_of_our_modules_the_tests_see(pytester):
+    """Hypothesis draws some values from the constants of the local modules loaded so far,
+    and an editable install of pytest-rnncov is local code: an HTML report, imported for
+    its option at start-up, made a derandomized property test draw other examples (and
+    fail), and --rnn-coverage loaded the reports' modules where a plain run did not. Once
+    the engine runs, the same modules are loaded whatever the options."""
+    pytester.makepyfile(test_modules=MODULES_SEEN)
+    seen = {}
+    for options in (
+        [],
+        ["--rnn-coverage=0"],
+        ["--rnn-report=html:html", "--rnn-report=json:r.json", "--rnn-data=d.json"],
+        ["--rnn-samples=samples", "--rnn-context=test", "--rnn-save=b.json"],
+        ["--no-rnn"],
+    ):
+        result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *options)
+        result.assert_outcomes(passed=1)  # (the gate fails: no model was tracked)
+        seen[" ".join(options)] = (pytester.path / "modules.txt").read_text()
+    assert "pytest_rnncov.reporting.html" in seen[""]
+    differ = {k: set(v.split()) ^ set(seen[""].split()) for k, v in seen.items()}
+    assert not any(differ.values()), differ

@@ -110,6 +110,7 @@ class RNNCovPlugin:
         if self._engine is None:
             from .session import RNNCovSession
 
+            load_session_modules()
             wanted = (
                 self.settings.data is not None  # a data file feeds `report --report html`
                 or any(kind == "html" for kind, _ in self.settings.reports)
@@ -477,11 +478,42 @@ def _worker_id(node: Any) -> str:
 
 
 @pytest.fixture(scope="session")
-def rnncov(request: pytest.FixtureRequest) -> "RNNCovSession":
+def rnncov(request: pytest.FixtureRequest) -> Generator["RNNCovSession", None, None]:
     """The session's RNN coverage engine: ``rnncov.track(model, profile=..., name=...)``."""
     plugin = request.config.pluginmanager.get_plugin("_rnncov")
     if plugin is not None:
-        return plugin.engine
+        yield plugin.engine
+        return
+    from ..generation.strategies import use_session_models
     from .session import RNNCovSession  # --no-rnn: models still work, nothing is reported
 
-    return RNNCovSession(seed=seed_setting(request.config))
+    load_session_modules()
+    engine = RNNCovSession(seed=seed_setting(request.config))
+    use_session_models(lambda: engine.models)  # @given(targeted_mutants("name", ...))
+    try:
+        yield engine
+    finally:
+        use_session_models(None)
+
+
+def load_session_modules() -> None:
+    """Import every module of ours that some option loads before the tests run (reports,
+    baselines, xdist roles), once the engine is needed (about 16 ms beside it).
+
+    Hypothesis draws some values from the constants of the local modules imported so far,
+    and an editable install of pytest-rnncov is local code: without this, adding
+    ``--rnn-coverage`` or ``--rnn-report=html`` changed the examples a derandomized test
+    drew (a passing property test failed with an HTML report asked for)."""
+    from ..config import idle_threads, tf_notices  # noqa: F401
+    from ..generation import strategies  # noqa: F401
+    from ..reporting import (  # noqa: F401
+        attribution,
+        baseline,
+        html,
+        json_report,
+        markdown_report,
+        outputs,
+        results,
+        terminal,
+    )
+    from . import roles  # noqa: F401
