@@ -26,7 +26,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any, NoReturn, Sequence
+from typing import Any, Iterator, NoReturn, Sequence
 
 from .errors import RNNCovError
 from .files import Terminated, terminate_as_interrupt
@@ -574,9 +574,36 @@ def _profile_text(path: Path) -> list[str]:
 
 # -- combine, report, compare ------------------------------------------------------------
 def _combined(paths: Sequence[str]) -> Any:
+    """The union of the data files ``paths``; a refusal names the file it is about (and,
+    for a run given twice, the file that held it first)."""
+    from .errors import DataFileError, RNNCovError
     from .reporting.data import CoverageData, combine
 
-    return combine(CoverageData.load(p) for p in paths)
+    first_in: dict[str, str] = {}  # run id -> the file it came from first
+    current = ""  # the file being merged (its loading errors name it themselves)
+
+    def parts() -> Iterator[Any]:
+        nonlocal current
+        for path in paths:
+            current = ""
+            data = CoverageData.load(path)
+            for run in data.run_ids():
+                if run in first_in:
+                    raise DataFileError(
+                        f"{path!r} holds run {run} again, which {first_in[run]!r} holds "
+                        "already (a copy, or a file combined from it?); each run's inputs "
+                        "count once: drop one of them"
+                    )
+                first_in[run] = path
+            current = path
+            yield data
+
+    try:
+        return combine(parts())
+    except RNNCovError as exc:
+        if not current:
+            raise
+        raise type(exc)(f"data file {current!r}: {exc}") from None
 
 
 def _outputs(

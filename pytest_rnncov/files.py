@@ -588,6 +588,13 @@ def read_envelope(
     (an integer, not ``true`` or ``2.0``); returns its fields and version."""
     if not isinstance(data, dict) or data.get("format") != kind:
         noun = KINDS[kind] if KINDS[kind].endswith("file") else f"{KINDS[kind]} file"
+        found = data.get("format") if isinstance(data, dict) else None
+        other = KINDS.get(found) if isinstance(found, str) else None
+        if other is not None:
+            raise error(
+                f"{where} is a pytest-rnncov {other}, not a {noun} (python -m pytest_rnncov "
+                "show FILE prints any of them)"
+            )
         raise error(f"{where} is not a pytest-rnncov {noun}")
     version = data.get("version")
     if type(version) is not int or version not in versions:

@@ -102,7 +102,8 @@ def test_combine_refuses_runs_that_tracked_other_metrics(runs):
     done = cli("combine", "a.json", "b_nc.json", "--out", "mixed.json", cwd=runs)
     assert done.returncode == 4, done.stdout
     assert (
-        "cannot combine coverage of model 'tiny': this data tracked BC, NC, SC, TC, the data "
+        "data file 'b_nc.json': cannot combine coverage of model 'tiny': this data tracked "
+        "BC, NC, SC, TC, the data "
         "already combined BC, SC, TC; a metric tracked in only some runs would count only "
         "their inputs: give every run the same metrics"
     ) in done.stderr
@@ -185,6 +186,13 @@ def test_show_says_what_data_is_partial_as_report_does(runs, tmp_path):
     [
         (["combine", "missing.json"], "no file at 'missing.json'"),
         (["combine", "bad.json"], "is not a pytest-rnncov data file"),
+        (["combine", "odd.json"], "is not a pytest-rnncov data file"),
+        (
+            ["report", "base.json"],
+            "data file 'base.json' is a pytest-rnncov baseline, not a data file (python -m "
+            "pytest_rnncov show FILE prints any of them)",
+        ),
+        (["compare", "a.json", "--baseline", "a.json.json"], "is a pytest-rnncov data file, not"),
         (["combine", "a.json", "--rnn-coverage=90"], "for 90% use 0.9"),
         (["combine", "a.json", "--report", "xml"], "unknown report type 'xml'"),
         (["compare", "a.json", "--baseline", "bad.json"], "is not a pytest-rnncov baseline file"),
@@ -214,6 +222,9 @@ def test_show_says_what_data_is_partial_as_report_does(runs, tmp_path):
 )
 def test_usage_errors_exit_4_and_say_why(runs, args, message):
     (runs / "bad.json").write_text('{"format": "something else"}')
+    (runs / "odd.json").write_text('{"format": ["pytest-rnncov-data"]}')
+    (runs / "base.json").write_text('{"format": "pytest-rnncov-baseline"}')
+    (runs / "a.json.json").write_bytes((runs / "a.json").read_bytes())
     done = cli(*args, cwd=runs)
     assert done.returncode == 4, done.stdout + done.stderr
     assert message in done.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 
 import numpy as np
 import pytest
@@ -286,3 +287,21 @@ def test_a_nan_weight_is_named_as_a_suspect_not_only_the_inputs():
     x = np.random.default_rng(0).normal(size=(8, 5, 3)).astype(np.float32)
     with pytest.raises(InvalidArgument, match="holds NaN or inf; check the model's weights"):
         Profile().fit(RNNModel(model), x)
+
+
+def test_a_stale_profile_file_says_the_whole_command_that_refits_it(
+    keras, stacked_model, seq_inputs, tmp_path
+):
+    """The hint said `profile fit MODEL --out PATH`, which fails: --x-train is required,
+    and the layer and window must be the profile's."""
+    rnn = RNNModel(stacked_model, "lstm_b")
+    Profile(window=(-3, -1)).fit(rnn, seq_inputs).save(tmp_path / "p.json")
+    loaded = Profile.load(tmp_path / "p.json")
+    loaded.fingerprint_ = "0" * 16
+    with pytest.raises(StaleProfile) as refused:
+        loaded.check(rnn)
+    assert (
+        "python -m pytest_rnncov profile fit MODEL --x-train X_TRAIN.npy --layer lstm_b "
+        f"--window=-3,-1 --out {shlex.quote(str(tmp_path / 'p.json'))} (MODEL: the model's "
+        "file, or module:function --weights STATE_DICT.pt for PyTorch)"
+    ) in str(refused.value)

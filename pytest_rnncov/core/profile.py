@@ -12,6 +12,7 @@ import hashlib
 import json
 import math
 import os
+import shlex
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
@@ -302,9 +303,13 @@ class Profile:
     def refit_hint(self) -> str:
         """How to refit this profile, naming its file when it came from one."""
         if self.path_ is not None:
+            window = "" if self.window is None else " --window={},{}".format(*self.window)
             return (
                 f"delete {str(self.path_)!r} so that rnncov.track(..., x_train=...) refits "
-                f"it, or run: python -m pytest_rnncov profile fit MODEL --out {self.path_}"
+                "it, or run: python -m pytest_rnncov profile fit MODEL --x-train X_TRAIN.npy "
+                f"--layer {shlex.quote(self.layer_)}{window} --out "
+                f"{shlex.quote(str(self.path_))} (MODEL: the model's file, "
+                "or module:function --weights STATE_DICT.pt for PyTorch)"
             )
         return "refit it with Profile(window=...).fit(rnn_model, x_train)"
 

@@ -376,8 +376,8 @@ class RNNCovPlugin:
 
         from ..validation import printable
 
-        lines = self._problem_lines()
-        lines += [] if verdict is None else [text for text, _ in verdict.lines()]
+        lines = [] if verdict is None else [text for text, _ in verdict.lines()]
+        lines += self._problem_lines()
         for line in lines:
             sys.stderr.write(printable(line) + "\n")
 
@@ -414,10 +414,10 @@ class RNNCovPlugin:
 
         for line in role.written:
             terminalreporter.write_line(printable(line))
-        for line in self._problem_lines():
-            terminalreporter.write_line(printable(line), red=True, bold=True)
         if role.verdict is not None:
             report.verdict(role.verdict)
+        for line in self._problem_lines():  # last: a file not written makes the exit 1
+            terminalreporter.write_line(printable(line), red=True, bold=True)
 
 
 def _stepwise_skipped(report_status: Any) -> int:
