@@ -84,7 +84,8 @@ def _parser() -> _Parser:
     fit.add_argument(
         "--layer",
         default=None,
-        help="the recurrent layer's name or index (PyTorch: its qualified name, rnn or rnn.l1)",
+        help="the recurrent layer's name or index (PyTorch: its qualified name, rnn or rnn.l1; "
+        "a number is a name where a recurrent layer has it, as nn.Sequential's '1')",
     )
     fit.add_argument("--direction", default="forward", choices=["forward", "backward"])
     fit.add_argument("--output", default=None, help="the output a multi-output model predicts")
@@ -427,14 +428,9 @@ def _profile_fit(args: argparse.Namespace) -> int:
     out = Output(target, "pytest-rnncov-profile", "--out", ProfileError)
     x = _load_array(args.x_train, args.x_train_key)  # before the model: quick to refuse
     quiet_tensorflow_import(list_devices=True)
+    loaded = _load(args)  # its errors name the file (or the factory's own words) as they are
     try:
-        rnn = RNNModel(
-            _load(args),
-            _layer(args.layer),
-            direction=args.direction,
-            output=_layer(args.output),
-            batch_size=args.batch_size,
-        )
+        rnn = _traced(RNNModel, loaded, args)
         profile = Profile(
             window=_window(args.window),
             state_components=args.state_components,
@@ -450,23 +446,55 @@ def _profile_fit(args: argparse.Namespace) -> int:
     return 0
 
 
+def _traced(adapter: Any, model: Any, args: argparse.Namespace) -> Any:
+    """``adapter(model, ...)`` for ``profile fit``'s options. ``--layer 1`` names the
+    recurrent layer called "1" where the model has one (nn.Sequential's children are named
+    by digits, and a profile names its layer so), else the recurrent layer of index 1."""
+    from .errors import ModelError
+
+    def traced(layer: str | int | None) -> Any:
+        return adapter(
+            model,
+            layer,
+            direction=args.direction,
+            output=_layer(args.output),
+            batch_size=args.batch_size,
+        )
+
+    layer = _layer(args.layer)
+    if not isinstance(layer, int):
+        return traced(layer)
+    try:
+        return traced(args.layer)
+    except ModelError as exc:
+        if f"layer={args.layer!r} is not a recurrent" not in str(exc):
+            raise
+    return traced(layer)
+
+
 #: Python's arguments in the messages of RNNModel and Profile, and the options of
 #: ``profile fit`` they are
 _OPTION_WORDS = (
     (re.compile(r"\bwindow=\((-?[0-9]+), (-?[0-9]+)\)"), r"--window \1,\2"),
     (re.compile(r"\bstate_(components|intervals)="), r"--state-\1 "),
     (re.compile(r"RNNModel\(\.\.\., batch_size=([0-9]+)\)"), r"--batch-size \1"),
-    (re.compile(r"\bbatch_size="), "--batch-size "),
+    (re.compile(r"\b(batch)_size="), r"--\1-size "),
+    (re.compile(r"\b(layer|output)="), r"--\1 "),
+    (re.compile(r"(?<!has )\bdirection="), "--direction "),  # not an ONNX node's attribute
 )
+#: a name or path as Python's repr quotes it (not an apostrophe inside a word)
+_QUOTED = re.compile(r"""(?<!\w)('(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")(?!\w)""")
 
 
 def _in_option_words(exc: Exception) -> Exception:
-    """``exc`` again, its message naming ``profile fit``'s options where it named
-    Profile's arguments (``--window 3,40`` for ``window=(3, 40)``)."""
-    message = str(exc)
-    for pattern, words in _OPTION_WORDS:
-        message = pattern.sub(words, message)
-    return type(exc)(message)
+    """``exc`` again, its message naming ``profile fit``'s options where it named Python's
+    arguments (``--window 3,40`` for ``window=(3, 40)``); quoted names and paths are left
+    as they are."""
+    parts = _QUOTED.split(str(exc))
+    for i in range(0, len(parts), 2):  # the text between the quoted parts
+        for pattern, words in _OPTION_WORDS:
+            parts[i] = pattern.sub(words, parts[i])
+    return type(exc)("".join(parts))
 
 
 # -- show --------------------------------------------------------------------------------

@@ -142,6 +142,11 @@ def parse_json(
 CONTAINER_BYTES = 56
 
 
+def _size(n_bytes: int) -> str:
+    """A size for messages: GiB from 1 GiB on, MiB below."""
+    return f"{n_bytes / 2**30:.1f} GiB" if n_bytes >= 2**30 else f"{n_bytes / 2**20:.1f} MiB"
+
+
 def _check_parsed_size(text: str, where: str, error: type[RNNCovError], suffix: str) -> None:
     """Refuse JSON whose parsed form would take more than half the memory this process may
     use (``physical_memory``), before it is parsed: ``[]`` is 2 bytes of text and 56 of
@@ -152,10 +157,10 @@ def _check_parsed_size(text: str, where: str, error: type[RNNCovError], suffix: 
     estimate, memory = containers * CONTAINER_BYTES + 8 * len(text), physical_memory()
     if estimate > memory // 2:
         raise error(
-            f"{where} would take about {estimate / 2**30:.1f} GiB once parsed ({containers:,} "
+            f"{where} would take about {_size(estimate)} once parsed ({containers:,} "
             f"JSON lists and objects at {CONTAINER_BYTES} bytes each, {len(text):,} "
             "characters at up to 8 bytes each: a number), more than half the "
-            f"{memory / 2**30:.1f} GiB this process may use (the machine's memory or its "
+            f"{_size(memory)} this process may use (the machine's memory or its "
             f"container's limit), which none of pytest-rnncov's files needs{suffix}"
         )
 
@@ -171,6 +176,13 @@ KINDS = {
     "html": "HTML report",
     "markdown": "Markdown report",
 }
+#: the kinds ``python -m pytest_rnncov show`` prints
+SHOWN = (
+    "pytest-rnncov-data",
+    "pytest-rnncov-baseline",
+    "pytest-rnncov-report",
+    "pytest-rnncov-profile",
+)
 _JSON_FORMAT = re.compile(rb'\A\s*\{\s*"format"\s*:\s*"([a-z-]{1,40})"')
 _HTML_MARKS = (
     b'<meta name="generator" content="pytest-rnncov">',
@@ -589,12 +601,9 @@ def read_envelope(
     if not isinstance(data, dict) or data.get("format") != kind:
         noun = KINDS[kind] if KINDS[kind].endswith("file") else f"{KINDS[kind]} file"
         found = data.get("format") if isinstance(data, dict) else None
-        other = KINDS.get(found) if isinstance(found, str) else None
-        if other is not None:
-            raise error(
-                f"{where} is a pytest-rnncov {other}, not a {noun} (python -m pytest_rnncov "
-                "show FILE prints any of them)"
-            )
+        if isinstance(found, str) and found.startswith("pytest-rnncov-") and found in KINDS:
+            shown_by = found in SHOWN and " (python -m pytest_rnncov show FILE prints it)"
+            raise error(f"{where} is a pytest-rnncov {KINDS[found]}, not a {noun}{shown_by or ''}")
         raise error(f"{where} is not a pytest-rnncov {noun}")
     version = data.get("version")
     if type(version) is not int or version not in versions:

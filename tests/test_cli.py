@@ -190,9 +190,11 @@ def test_show_says_what_data_is_partial_as_report_does(runs, tmp_path):
         (
             ["report", "base.json"],
             "data file 'base.json' is a pytest-rnncov baseline, not a data file (python -m "
-            "pytest_rnncov show FILE prints any of them)",
+            "pytest_rnncov show FILE prints it)",
         ),
         (["compare", "a.json", "--baseline", "a.json.json"], "is a pytest-rnncov data file, not"),
+        (["report", "summary.json"], "is a pytest-rnncov campaign summary, not a data file\n"),
+        (["report", "html.json"], "'html.json' is not a pytest-rnncov data file\n"),
         (["combine", "a.json", "--rnn-coverage=90"], "for 90% use 0.9"),
         (["combine", "a.json", "--report", "xml"], "unknown report type 'xml'"),
         (["compare", "a.json", "--baseline", "bad.json"], "is not a pytest-rnncov baseline file"),
@@ -224,6 +226,8 @@ def test_usage_errors_exit_4_and_say_why(runs, args, message):
     (runs / "bad.json").write_text('{"format": "something else"}')
     (runs / "odd.json").write_text('{"format": ["pytest-rnncov-data"]}')
     (runs / "base.json").write_text('{"format": "pytest-rnncov-baseline"}')
+    (runs / "summary.json").write_text('{"format": "pytest-rnncov-campaign"}')  # show refuses
+    (runs / "html.json").write_text('{"format": "html"}')  # a kind, but no JSON one
     (runs / "a.json.json").write_bytes((runs / "a.json").read_bytes())
     done = cli(*args, cwd=runs)
     assert done.returncode == 4, done.stdout + done.stderr
@@ -655,6 +659,19 @@ def broken():
     raise RuntimeError("no GPU here")
 
 
+class Pick(nn.Module):
+    def forward(self, out):
+        return out[0]
+
+
+def sequential():
+    \"\"\"Recurrent modules named "1" (index 0) and "3" (index 1).\"\"\"
+    return nn.Sequential(
+        nn.Linear(3, 3), nn.LSTM(3, 4, batch_first=True), Pick(),
+        nn.GRU(4, 2, batch_first=True), Pick(),
+    )
+
+
 def state_only():
     return Net().state_dict()
 
@@ -1048,3 +1065,52 @@ def test_what_an_array_file_holds_decides_not_its_name(model_files):
     )  # fmt: skip
     assert refused.returncode == 4
     assert "'x.npy' is one array (.npy): drop --x-train-key" in refused.stderr
+
+
+def test_profile_fit_takes_a_number_as_a_layers_name_where_the_model_has_one(torch_files):
+    """nn.Sequential names its children by digits: a profile of layer '1' (which a stale
+    profile's hint names so) was refitted on the recurrent layer of index 1, '3'."""
+    import torch
+
+    path, _ = torch_files
+    sys.path.insert(0, str(path))
+    try:
+        import mymodels
+
+        torch.manual_seed(0)
+        torch.save(mymodels.sequential().state_dict(), path / "seq.pt")
+    finally:
+        sys.path.remove(str(path))
+        sys.modules.pop("mymodels", None)
+    for layer, traced in (("1", "lstm layer '1'"), ("3", "gru layer '3'"), ("0", "lstm layer '1'")):
+        done = cli(
+            "profile", "fit", "mymodels:sequential", "--weights", "seq.pt", "--x-train",
+            "x.npy", "--layer", layer, "--out", f"seq{layer}.json", cwd=path,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert f"profile of {traced} " in done.stdout  # '0' is no recurrent name: an index
+    refused = cli(
+        "profile", "fit", "mymodels:sequential", "--weights", "seq.pt", "--x-train", "x.npy",
+        "--layer", "2", "--out", "bad.json", cwd=path,
+    )  # fmt: skip
+    assert refused.returncode == 4
+    assert "--layer 2 is no index of a recurrent module (0 to 1)" in refused.stderr
+
+
+def test_option_words_leave_quoted_names_and_paths_alone(tmp_path):
+    """profile fit rewrites RNNModel's and Profile's argument names into its options; it
+    rewrote a folder named batch_size=32 in a path too."""
+    folder = tmp_path / "batch_size=32"
+    folder.mkdir()
+    (folder / "m.onnx").write_bytes(b"not a model")
+    np.save(tmp_path / "x.npy", np.zeros((2, 3, 1), np.float32))
+    done = cli(
+        "profile", "fit", "batch_size=32/m.onnx", "--x-train", "x.npy", "--out", "p.json",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 4
+    assert "batch_size=32/m.onnx'" in done.stderr and "--batch-size" not in done.stderr
+    missing = cli("profile", "fit", "gone.onnx", "--x-train", "x.npy", "--out", "p.json",
+                  cwd=tmp_path)  # fmt: skip
+    assert "'gone.onnx' is no file" in missing.stderr
+    assert "pass the path of a .keras, .h5 or .onnx file" in missing.stderr

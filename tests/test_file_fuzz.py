@@ -557,7 +557,7 @@ def test_json_that_would_parse_into_more_than_half_the_memory_is_refused_unparse
     (folder / "lists.json").write_text(text)
     with pytest.raises(
         DataFileError,
-        match=r"would take about 0.0 GiB once parsed \(100,002 JSON lists and objects at 56",
+        match=r"would take about 8.4 MiB once parsed \(100,002 JSON lists and objects at 56",
     ):
         CoverageData.load(folder / "lists.json")
     monkeypatch.setattr(files, "physical_memory", lambda: 64 * 2**20)
@@ -590,7 +590,10 @@ def test_a_containers_memory_limit_bounds_what_a_file_may_parse_into(folder, mon
     text = json.dumps({"format": "pytest-rnncov-data", "version": 1, "x": [[]] * 100_000})
     (folder / "lists.json").write_text(text)
     monkeypatch.setattr(files, "physical_memory", validation.physical_memory)
-    with pytest.raises(DataFileError, match=r"more than half the 0.0 GiB this process may use"):
+    with pytest.raises(
+        DataFileError,
+        match=r"about 8.4 MiB once parsed .* more than half the 8.0 MiB this process may use",
+    ):
         CoverageData.load(folder / "lists.json")
     v1.write_text("67108864\n")
     v2.write_text("max\n")  # 64 MiB: parsed, then refused for its content

@@ -305,3 +305,21 @@ def test_a_stale_profile_file_says_the_whole_command_that_refits_it(
         f"--window=-3,-1 --out {shlex.quote(str(tmp_path / 'p.json'))} (MODEL: the model's "
         "file, or module:function --weights STATE_DICT.pt for PyTorch)"
     ) in str(refused.value)
+
+
+def test_the_refit_hint_names_a_halfs_direction_and_the_state_options(
+    keras, stacked_model, seq_inputs, tmp_path
+):
+    """A backward half is named 'bi/backward', which --layer does not take; a profile
+    fitted with state_components=3 was refitted at 5."""
+    rnn = RNNModel(stacked_model, "lstm_b")
+    Profile(state_components=3, state_intervals=4).fit(rnn, seq_inputs).save(tmp_path / "p.json")
+    loaded = Profile.load(tmp_path / "p.json")
+    loaded.layer_ = "encoder/bi gru/backward"
+    hint = loaded.refit_hint()
+    assert (
+        "--layer 'encoder/bi gru' --direction backward --state-components 3 "
+        "--state-intervals 4 --out"
+    ) in hint
+    loaded.layer_ = "lstm_b"
+    assert "--layer lstm_b --state-components 3" in loaded.refit_hint()

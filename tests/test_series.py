@@ -252,3 +252,29 @@ def test_from_seeds_measures_the_spread_over_real_steps():
     assert mutator.padding == 0.0 and mutator.describe().endswith("; padding 0 kept")
     with pytest.raises(InvalidInput, match=r"no step is real in two seeds \(padding=0\)"):
         TimeSeriesMutator.from_seeds([[[1.0], [0.0]], [[0.0], [0.0]]], padding=0.0)
+
+
+def test_padding_is_found_in_the_cases_own_precision():
+    """0.1 in float32 is not 0.1 in float64: float32 series padded with 0.1 were taken as
+    all real, and their padding warped and perturbed."""
+    cases = np.full((3, 10, 2), 0.1, np.float32)
+    cases[0, :4], cases[1, :7], cases[2] = 1.0, 2.0, 3.0
+    out = TimeSeriesMutator(noise=0.5, warp=0.5, padding=0.1).mutate(
+        cases, np.random.default_rng(0)
+    )
+    assert out.dtype == np.float32
+    np.testing.assert_array_equal(out[0, 4:], np.float32(0.1))
+    np.testing.assert_array_equal(out[1, 7:], np.float32(0.1))
+    assert (out[0, :4] != 1.0).all() and (out[2] != 3.0).all()
+    # from_seeds finds the same lengths: steps 0-3 hold 1, 3, 5 (a std of sqrt(8/3)), steps
+    # 4-6 hold 3, 5 (a std of 1), steps 7-9 one seed only (no spread)
+    seeds = cases + np.arange(3, dtype=np.float32)[:, None, None] * (cases != np.float32(0.1))
+    spread = (4 * np.sqrt(8 / 3) + 3 * 1.0) / 7
+    padded = TimeSeriesMutator.from_seeds(seeds, padding=0.1)
+    np.testing.assert_allclose(padded.noise, (0.25 * spread, 0.5 * spread), rtol=1e-6)
+
+
+@pytest.mark.parametrize("lengths", [[0, 6], [1, 7], [1.0, 2.0], [1], "12"])
+def test_warp_positions_refuses_lengths_it_cannot_use(lengths):
+    with pytest.raises(InvalidArgument, match="must be 2 integers from 1 to 6, one per case"):
+        TimeSeriesMutator().warp_positions(2, 6, np.random.default_rng(0), lengths=lengths)

@@ -299,7 +299,13 @@ class Adapter:
             one = array.ndim == len(expected) and all(
                 d is None or d == got for d, got in zip(expected, array.shape)
             )
-            hint = " (add a batch axis: x[None])" if one else ""
+            hint = (
+                " (add a batch axis: x[None])"
+                if array.shape == tuple(expected)
+                else " (if this is one input, add a batch axis: x[None])"
+                if one
+                else ""
+            )
             raise InvalidInput(
                 f"inputs have shape {array.shape}; model {self.name!r} expects {shown}{hint}"
             )

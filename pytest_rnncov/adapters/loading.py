@@ -155,8 +155,8 @@ def model_path(path: Any) -> Path:
             "from a conftest, Path(__file__).parent / NAME finds the file wherever pytest runs)"
         )
         raise InvalidArgument(
-            f"{str(source)!r} is {what}{relative}; pass the path of a .keras or .h5 file (for "
-            "a SavedModel directory, load the model yourself and pass it to RNNModel)"
+            f"{str(source)!r} is {what}{relative}; pass the path of a .keras, .h5 or .onnx "
+            "file (for a SavedModel directory, load the model yourself and pass it to RNNModel)"
         )
     if source.suffix.lower() not in MODEL_SUFFIXES:
         raise InvalidArgument(

@@ -447,8 +447,8 @@ class OnnxModel(Adapter):
 
     framework = "onnx"
     fingerprint_covers = (
-        "every initializer and node of the graph, also those past the traced node; the "
-        "module it was exported from has a fingerprint of its own"
+        "every initializer (but string ones) and node of the graph, also those past the "
+        "traced node; the model it was exported from has a fingerprint of its own"
     )
 
     def __init__(

@@ -303,13 +303,25 @@ class Profile:
     def refit_hint(self) -> str:
         """How to refit this profile, naming its file when it came from one."""
         if self.path_ is not None:
-            window = "" if self.window is None else " --window={},{}".format(*self.window)
+            layer, _, direction = self.layer_.rpartition("/")
+            if direction not in ("forward", "backward"):  # no bidirectional half
+                layer, direction = self.layer_, "forward"
+            options = [f"--layer {shlex.quote(layer)}"]
+            if direction == "backward":
+                options.append("--direction backward")
+            if self.window is not None:
+                options.append("--window={},{}".format(*self.window))
+            for name, value, default in (
+                ("components", self.state_components, 5),
+                ("intervals", self.state_intervals, 10),
+            ):
+                if value != default:
+                    options.append(f"--state-{name} {value}")
             return (
                 f"delete {str(self.path_)!r} so that rnncov.track(..., x_train=...) refits "
                 "it, or run: python -m pytest_rnncov profile fit MODEL --x-train X_TRAIN.npy "
-                f"--layer {shlex.quote(self.layer_)}{window} --out "
-                f"{shlex.quote(str(self.path_))} (MODEL: the model's file, "
-                "or module:function --weights STATE_DICT.pt for PyTorch)"
+                f"{' '.join(options)} --out {shlex.quote(str(self.path_))} (MODEL: the "
+                "model's file, or module:function --weights STATE_DICT.pt for PyTorch)"
             )
         return "refit it with Profile(window=...).fit(rnn_model, x_train)"
 

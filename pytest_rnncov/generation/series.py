@@ -98,17 +98,19 @@ class TimeSeriesMutator(Mutator):
         array = numeric_array(seeds, "seeds")
         if array.dtype.kind not in "biuf":
             raise InvalidInput(f"seeds have dtype {array.dtype}; pass numbers")
+        if padding is not None:
+            padding = check_float("padding", padding, example="0.0")
+        lengths = None if padding is None or array.ndim != 3 else _real_steps(array, padding)
         array = array.astype(np.float64)
         if array.ndim != 3 or len(array) < 2 or not np.isfinite(array).all():
             raise InvalidInput(
                 f"from_seeds needs at least two finite seeds of shape (steps, "
                 f"channels); got an array of shape {array.shape}"
             )
-        if padding is None:
+        if lengths is None:
             per_channel = array.std(axis=0).mean(axis=0)
         else:
-            padding = check_float("padding", padding, example="0.0")
-            real = (np.arange(array.shape[1]) < _real_steps(array, padding)[:, None])[..., None]
+            real = (np.arange(array.shape[1]) < lengths[:, None])[..., None]
             count = real.sum(axis=0)  # (steps, 1): the seeds that reach each step
             mean = (array * real).sum(axis=0) / np.maximum(count, 1)
             variance = (real * (array - mean) ** 2).sum(axis=0) / np.maximum(count, 1)
@@ -168,7 +170,20 @@ class TimeSeriesMutator(Mutator):
         n_steps)`` positions in ``[0, n_steps - 1]``, non-decreasing, first 0 and last
         ``n_steps - 1``. With ``lengths`` (each case's real steps, at least 1), a case's
         positions span ``[0, length - 1]`` over its real steps and stay there after."""
-        ends = np.full(n_cases, n_steps - 1.0) if lengths is None else lengths - 1.0
+        if lengths is None:
+            ends = np.full(n_cases, n_steps - 1.0)
+        else:
+            given = np.asarray(lengths)
+            if (
+                given.shape != (n_cases,)
+                or given.dtype.kind not in "iu"
+                or not ((given >= 1) & (given <= n_steps)).all()
+            ):
+                raise InvalidArgument(
+                    f"lengths={shown(lengths)} must be {n_cases} integers from 1 to "
+                    f"{n_steps}, one per case"
+                )
+            ends = given - 1.0
         pieces = np.exp(self.warp * rng.standard_normal((n_cases, self.segments)))
         knots = np.concatenate([np.zeros((n_cases, 1)), np.cumsum(pieces, axis=1)], axis=1)
         knots *= ends[:, None] / knots[:, -1:]
@@ -197,8 +212,8 @@ class TimeSeriesMutator(Mutator):
         self._check_shape(array)
         if array.dtype.kind not in "biuf":  # complex: the imaginary part would be dropped
             raise InvalidInput(f"cases have dtype {array.dtype}; a time series takes numbers")
+        lengths = None if self.padding is None else _real_steps(array, self.padding)
         mutated = array.astype(np.float64)
-        lengths = None if self.padding is None else _real_steps(mutated, self.padding)
         if self.warp > 0:
             positions = self.warp_positions(
                 len(array), array.shape[1], rng, None if lengths is None else np.maximum(lengths, 1)
@@ -226,6 +241,8 @@ class TimeSeriesMutator(Mutator):
 
 def _real_steps(cases: np.ndarray, padding: float) -> np.ndarray:
     """Each case's steps before its trailing padding (steps whose every channel is
-    ``padding``): ``(batch,)`` integers, 0 for a case of padding only."""
-    real = ~(cases == padding).all(axis=2)
+    ``padding``, compared in the cases' own dtype: 0.1 in float32 is not 0.1 in float64):
+    ``(batch,)`` integers, 0 for a case of padding only."""
+    value = np.asarray(padding).astype(cases.dtype) if cases.dtype.kind == "f" else padding
+    real = ~(cases == value).all(axis=2)
     return np.where(real.any(axis=1), cases.shape[1] - np.argmax(real[:, ::-1], axis=1), 0)
