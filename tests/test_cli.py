@@ -186,15 +186,18 @@ def test_show_says_what_data_is_partial_as_report_does(runs, tmp_path):
     [
         (["combine", "missing.json"], "no file at 'missing.json'"),
         (["combine", "bad.json"], "is not a pytest-rnncov data file"),
-        (["combine", "odd.json"], "is not a pytest-rnncov data file"),
+        (["combine", "kind-list.json"], "is not a pytest-rnncov data file"),
         (
-            ["report", "base.json"],
-            "data file 'base.json' is a pytest-rnncov baseline, not a data file (python -m "
-            "pytest_rnncov show FILE prints it)",
+            ["report", "kind-baseline.json"],
+            "data file 'kind-baseline.json' is a pytest-rnncov baseline, not a data file "
+            "(python -m pytest_rnncov show FILE prints it)",
         ),
-        (["compare", "a.json", "--baseline", "a.json.json"], "is a pytest-rnncov data file, not"),
-        (["report", "summary.json"], "is a pytest-rnncov campaign summary, not a data file\n"),
-        (["report", "html.json"], "'html.json' is not a pytest-rnncov data file\n"),
+        (
+            ["compare", "a.json", "--baseline", "kind-data.json"],
+            "is a pytest-rnncov data file, not",
+        ),
+        (["report", "kind-summary.json"], "is a pytest-rnncov campaign summary, not a data file\n"),
+        (["report", "kind-html.json"], "'kind-html.json' is not a pytest-rnncov data file\n"),
         (["combine", "a.json", "--rnn-coverage=90"], "for 90% use 0.9"),
         (["combine", "a.json", "--report", "xml"], "unknown report type 'xml'"),
         (["compare", "a.json", "--baseline", "bad.json"], "is not a pytest-rnncov baseline file"),
@@ -224,11 +227,12 @@ def test_show_says_what_data_is_partial_as_report_does(runs, tmp_path):
 )
 def test_usage_errors_exit_4_and_say_why(runs, args, message):
     (runs / "bad.json").write_text('{"format": "something else"}')
-    (runs / "odd.json").write_text('{"format": ["pytest-rnncov-data"]}')
-    (runs / "base.json").write_text('{"format": "pytest-rnncov-baseline"}')
-    (runs / "summary.json").write_text('{"format": "pytest-rnncov-campaign"}')  # show refuses
-    (runs / "html.json").write_text('{"format": "html"}')  # a kind, but no JSON one
-    (runs / "a.json.json").write_bytes((runs / "a.json").read_bytes())
+    # (the runs folder is shared: names of their own)
+    (runs / "kind-list.json").write_text('{"format": ["pytest-rnncov-data"]}')
+    (runs / "kind-baseline.json").write_text('{"format": "pytest-rnncov-baseline"}')
+    (runs / "kind-summary.json").write_text('{"format": "pytest-rnncov-campaign"}')  # no show
+    (runs / "kind-html.json").write_text('{"format": "html"}')  # a kind, but no JSON one
+    (runs / "kind-data.json").write_bytes((runs / "a.json").read_bytes())
     done = cli(*args, cwd=runs)
     assert done.returncode == 4, done.stdout + done.stderr
     assert message in done.stderr
