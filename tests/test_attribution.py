@@ -31,6 +31,9 @@ def test_the_minimal_set_is_the_greedy_cover_without_redundant_members():
     lines = summary_lines(state("abc", [[0, 1], [1], [2], [0, 2]], [2, 2, 2]))
     assert lines[0] == "m: 3 tests recorded; 2 cover every condition they cover:"
     assert "adding no coverage the others do not give:" in lines and "  a" in lines
+    # one test covering what two cover: "1 covers" (it read "1 cover")
+    one = summary_lines(state("ab", [[0, 1], [0], [0], []], [3, 1]))  # a covers all b does
+    assert one[0] == "m: 2 tests recorded; 1 covers every condition they cover:"
 
 
 def test_the_minimal_set_does_not_depend_on_the_order_tests_were_recorded():

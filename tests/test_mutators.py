@@ -137,6 +137,9 @@ def test_eda_operations_by_hand():
         # "the" is a stop word; "film" has synonyms, so it is replaced by one of them
         assert out.split()[0] == "the" and out != "the film"
         assert " ".join(out.split()[1:]) in synonym.synonyms("film")
+    # the word itself is left out in any case ("Movie" listed "movie")
+    assert "movie" not in synonym.synonyms("Movie") and synonym.synonyms("Movie")
+    assert synonym.synonyms("Movie") == synonym.synonyms("movie")
 
 
 def test_eda_distance_is_the_share_of_words_changed():

@@ -198,3 +198,17 @@ def test_decision_texts_of_a_batch():
     assert Oracle(threshold=0.3).decision_texts(np.array([[0.2], [0.4]])) == ["0", "1"]
     regression = Oracle(task="regression", tolerance=0.5)
     assert regression.decision_texts(np.array([[1.23456], [-0.000123]])) == ["1.23", "-0.000123"]
+
+
+def test_calibrate_on_texts_without_a_distance_says_to_pass_one():
+    """Fifty texts and fifty output rows were refused as 'at least two seeds with one
+    output row each'; the cause is the default L2 distance."""
+    texts = np.array(["good movie", "bad movie", "great film"])
+    outputs = np.array([[1, 0], [0, 1], [1, 0]], float)
+    with pytest.raises(
+        InvalidInput,
+        match=r"seeds are 3 texts \(dtype <U10\), which the default L2 distance cannot "
+        r"measure; pass the mutator's distance: Oracle.calibrate\(seeds, outputs, "
+        r"distance=mutator.distance\)",
+    ):
+        Oracle.calibrate(texts, outputs)

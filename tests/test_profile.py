@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import shlex
+import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from pytest_rnncov import Profile, ProfileError, RNNModel, StaleProfile
+from pytest_rnncov import Profile, ProfileError, RNNCovWarning, RNNModel, StaleProfile
 from pytest_rnncov.core.abstractions import ABSTRACTIONS
 from pytest_rnncov.errors import InvalidArgument
 
@@ -323,3 +325,57 @@ def test_the_refit_hint_names_a_halfs_direction_and_the_state_options(
     ) in hint
     loaded.layer_ = "lstm_b"
     assert "--layer lstm_b --state-components 3" in loaded.refit_hint()
+
+
+def test_the_other_halfs_profile_is_kept_and_the_tracked_half_is_named():
+    """A backward half given the forward half's profile: the hint refitted the forward
+    half (--layer bi, no --direction) over the other profile's file."""
+
+    profile = Profile(window=(-20, -1))
+    profile.layer_, profile.cell_, profile.units_, profile.n_steps_ = "bi/forward", "lstm", 4, 30
+    profile.fingerprint_, profile.path_ = "f" * 16, Path("profiles/fwd.json")
+    profile.signals_ = {}  # fitted enough for check()
+
+    class Backward:
+        name, layer_name, units, cell_kind, n_steps = "m", "bi/backward", 4, "lstm", 30
+
+        def fingerprint(self):
+            return "b" * 16
+
+        def check_input(self, x):
+            return x
+
+        def iter_traces(self, x, **options):
+            return iter(())
+
+    with pytest.raises(StaleProfile) as raised:
+        profile.check(Backward())
+    message = str(raised.value)
+    assert "--layer bi --direction backward --window=-20,-1 --out OTHER.json" in message
+    assert "keep it" in message and "the model changed where" not in message
+
+
+def test_masked_steps_inside_the_window_are_announced_with_the_steps_real_in_every_input():
+    """Left-padded text shorter than the window: the padding's zeros (a forget gate never
+    computed there) entered the profile's ranges, and BC of f/avg read 100% for any input.
+    Three inputs of 6 steps, real from step 1, 3 and 0 (masks by hand): inputs 0 and 1
+    have masked steps in the window (0, 5); steps 3-5 are real in all three."""
+    from pytest_rnncov.core.trace import Trace
+
+    rng = np.random.default_rng(0)
+    mask = np.arange(6)[None, :] >= np.array([1, 3, 0])[:, None]
+    arrays = {n: rng.normal(size=(3, 6, 2)).astype(np.float32) for n in "fioch"}
+    trace = Trace(arrays, cell="lstm", mask=mask)
+    with pytest.warns(RNNCovWarning) as warned:
+        Profile().fit_traces([trace], layer="hand", fingerprint="hand")
+    (message,) = [str(w.message) for w in warned if "masked steps" in str(w.message)]
+    assert message.startswith(
+        "2 of 3 training inputs (67%) have masked steps (padding) inside the window (0, 5)"
+    )
+    assert "steps 3 to 5 are real in every training input, so a window within them" in message
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RNNCovWarning)  # the window (3, 5): nothing to say
+        try:
+            Profile(window=(3, 5)).fit_traces([trace], layer="hand", fingerprint="hand")
+        except RNNCovWarning as other:
+            assert "masked steps" not in str(other)

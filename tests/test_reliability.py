@@ -893,13 +893,20 @@ def test_another_models_profile_is_not_to_be_deleted(stacked_model, seq_inputs, 
     from pytest_rnncov import StaleProfile
 
     path = tmp_path / "p.json"
-    Profile().fit(RNNModel(stacked_model, "lstm_a"), seq_inputs).save(path)
-    with pytest.raises(
-        StaleProfile,
-        match=r"if it belongs to another model, give this model its "
-        r"own profile path",
-    ):
+    Profile(window=(-3, -1)).fit(RNNModel(stacked_model, "lstm_a"), seq_inputs).save(path)
+    with pytest.raises(StaleProfile) as raised:
         Profile.load(path).check(RNNModel(stacked_model, "lstm_b"))
+    message = str(raised.value)
+    # not "the model changed", and a command for the layer tracked, into a new file
+    assert "layer 'lstm_a' != 'lstm_b'; units 6 != 5; weights fingerprint" in message
+    assert "(another layer's)); it is the profile of another layer or model, so keep it" in (
+        message
+    )
+    assert (
+        "or run: python -m pytest_rnncov profile fit MODEL --x-train X_TRAIN.npy --layer "
+        "lstm_b --window=-3,-1 --out OTHER.json (MODEL:"
+    ) in message
+    assert "the model changed where" not in message
 
 
 def test_a_bar_naming_an_untracked_model_lists_the_tracked_ones(project):

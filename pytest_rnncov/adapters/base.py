@@ -340,8 +340,8 @@ class Adapter:
             bad = (array < low) | (array >= high)  # compared before any cast can wrap
             if bad.any():
                 raise InvalidInput(
-                    f"token ids must lie in [{low}, {high}) for model {self.name!r}'s "
-                    f"embedding; {rows_holding(bad)} hold {array[bad][0].item()!r}: encode "
+                    f"token ids must lie in [{low}, {high}) for the embedding of model "
+                    f"{self.name!r}; {rows_holding(bad)} hold {array[bad][0].item()!r}: encode "
                     "with the model's own vocabulary"
                 )
             return array.astype(self.input_dtype, copy=False)

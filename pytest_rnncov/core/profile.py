@@ -179,6 +179,8 @@ class Profile:
         n_samples = 0
         kept: list[np.ndarray] | None = []
         kept_size = 0
+        padded = 0  # training inputs with masked steps inside the window
+        always_real: np.ndarray | None = None  # the window's steps real in every input
         for trace in traces():
             trace = trace.to_host()  # statistics are kept on the host, in float64
             if not trace.batch_size:
@@ -220,6 +222,11 @@ class Profile:
             if kept is not None:
                 kept_size += h.size
                 kept = kept + [np.array(h)] if kept_size <= KEEP_STATES else None
+            if trace.mask is not None:
+                real = np.asarray(trace.mask)[:, window[0] : window[1] + 1]
+                padded += int((~real).any(axis=1).sum())
+                steps = np.asarray(real.all(axis=0))
+                always_real = steps if always_real is None else np.logical_and(always_real, steps)
             n_samples += trace.batch_size
         if window is None or neurons is None or covariance is None:
             raise InvalidArgument("no training inputs: pass at least one input to fit")
@@ -236,6 +243,8 @@ class Profile:
         self.neuron_min_ = neurons.min
         self.neuron_max_ = neurons.max
         t1, t2 = window
+        if padded:
+            _warn_masked_steps(padded, n_samples, window, always_real)
 
         def states() -> Iterable[np.ndarray]:
             if kept is not None:
@@ -303,27 +312,34 @@ class Profile:
     def refit_hint(self) -> str:
         """How to refit this profile, naming its file when it came from one."""
         if self.path_ is not None:
-            layer, _, direction = self.layer_.rpartition("/")
-            if direction not in ("forward", "backward"):  # no bidirectional half
-                layer, direction = self.layer_, "forward"
-            options = [f"--layer {shlex.quote(layer)}"]
-            if direction == "backward":
-                options.append("--direction backward")
-            if self.window is not None:
-                options.append("--window={},{}".format(*self.window))
-            for name, value, default in (
-                ("components", self.state_components, 5),
-                ("intervals", self.state_intervals, 10),
-            ):
-                if value != default:
-                    options.append(f"--state-{name} {value}")
             return (
                 f"delete {str(self.path_)!r} so that rnncov.track(..., x_train=...) refits "
-                "it, or run: python -m pytest_rnncov profile fit MODEL --x-train X_TRAIN.npy "
-                f"{' '.join(options)} --out {shlex.quote(str(self.path_))} (MODEL: the "
-                "model's file, or module:function --weights STATE_DICT.pt for PyTorch)"
+                f"it, or run: {self._fit_command(self.layer_, str(self.path_))}"
             )
         return "refit it with Profile(window=...).fit(rnn_model, x_train)"
+
+    def _fit_command(self, traced: str, out: str) -> str:
+        """The ``profile fit`` command fitting this profile's settings on the layer named
+        ``traced`` (as ``layer_name`` names it: ``bi/backward`` for a backward half)."""
+        layer, _, direction = traced.rpartition("/")
+        if direction not in ("forward", "backward"):  # no bidirectional half
+            layer, direction = traced, "forward"
+        options = [f"--layer {shlex.quote(layer)}"]
+        if direction == "backward":
+            options.append("--direction backward")
+        if self.window is not None:
+            options.append("--window={},{}".format(*self.window))
+        for name, value, default in (
+            ("components", self.state_components, 5),
+            ("intervals", self.state_intervals, 10),
+        ):
+            if value != default:
+                options.append(f"--state-{name} {value}")
+        return (
+            "python -m pytest_rnncov profile fit MODEL --x-train X_TRAIN.npy "
+            f"{' '.join(options)} --out {shlex.quote(out)} (MODEL: the model's file, or "
+            "module:function --weights STATE_DICT.pt for PyTorch)"
+        )
 
     def check(self, model: "TraceSource") -> None:
         """Raise StaleProfile unless this profile belongs to ``model``'s traced layer."""
@@ -338,11 +354,14 @@ class Profile:
             problems.append(f"units {self.units_!r} != {model.units!r}")
         if model.n_steps is not None and self.n_steps_ != model.n_steps:
             problems.append(f"steps {self.n_steps_!r} != {model.n_steps!r}")
+        other_layer = bool(problems)  # the profile of another layer (or half, or model)
         if self.fingerprint_ != model.fingerprint():
             earlier: tuple[str, ...] = getattr(model, "earlier_fingerprints", tuple)()
             why = (
-                "fitted by an earlier pytest-rnncov, whose fingerprint left out weights it "
-                "now covers (integer, quantized or sparse ones)"
+                "another layer's"
+                if other_layer
+                else "fitted by an earlier pytest-rnncov, whose fingerprint left out weights "
+                "it now covers (integer, quantized or sparse ones)"
                 if self.fingerprint_ in earlier
                 else "the model changed where the fingerprint looks: "
                 + getattr(model, "fingerprint_covers", "the weights up to the traced layer")
@@ -352,12 +371,15 @@ class Profile:
             )
         if problems:
             where = f"profile {str(self.path_)!r}" if self.path_ is not None else "the profile"
-            other_layer = len(problems) > 1 or not problems[0].startswith("weights")
             hint = self.refit_hint()
-            if other_layer and self.path_ is not None:  # likely another model's profile
+            if other_layer and self.path_ is not None:  # another layer's profile: keep it
                 hint = (
-                    "if it belongs to another model, give this model its own profile path "
-                    "(rnncov.track(..., profile='OTHER.json')); if this model changed, " + hint
+                    "it is the profile of another layer or model, so keep it and give this "
+                    "one its own profile path (rnncov.track(..., profile='OTHER.json', "
+                    "x_train=...) fits it there), or run: "
+                    + self._fit_command(model.layer_name, "OTHER.json")
+                    + "; if this is the model it was fitted on, and the model changed, "
+                    + hint
                 )
             raise StaleProfile(
                 f"{where} does not belong to this model (" + "; ".join(problems) + "); " + hint
@@ -591,3 +613,42 @@ def _from_dict(cls: type[Profile], data: Any, where: str) -> Profile:
     profile.signals_ = signals
     profile.neuron_min_, profile.neuron_max_ = arrays
     return profile
+
+
+def _warn_masked_steps(
+    padded: int, n_samples: int, window: Window, always_real: np.ndarray | None
+) -> None:
+    """Say that ``padded`` of the training inputs hold masked steps inside ``window``,
+    and which steps are real in every one of them."""
+    import warnings
+
+    run = _longest_run(always_real) if always_real is not None else None
+    where = (
+        f"steps {window[0] + run[0]} to {window[0] + run[1]} are real in every training input"
+        if run is not None
+        else "no step of it is real in every training input"
+    )
+    warnings.warn(
+        f"{padded} of {n_samples} training inputs ({padded / n_samples:.0%}) have masked steps "
+        f"(padding) inside the window ({window[0]}, {window[1]}): the layer carries its "
+        "state over them (zeros before the first real step), and those values enter the "
+        "profile's ranges and the coverage as the layer's own (a forget gate's zeros "
+        f"there can put every real step above a boundary); {where}, so a window within "
+        "them measures computed steps only",
+        RNNCovWarning,
+        stacklevel=4,
+    )
+
+
+def _longest_run(flags: np.ndarray) -> tuple[int, int] | None:
+    """The first and last index of the longest run of True in ``flags`` (None: none)."""
+    best: tuple[int, int] | None = None
+    start = None
+    for i, flag in enumerate([*flags.tolist(), False]):  # once per fit, over the steps
+        if flag and start is None:
+            start = i
+        elif not flag and start is not None:
+            if best is None or i - 1 - start > best[1] - best[0]:
+                best = (start, i - 1)
+            start = None
+    return best

@@ -116,7 +116,10 @@ class CharEncoder:
 class WordEncoder:
     """Words (lower-cased, split on spaces) to ids: 0 = padding, 1 = unknown word.
 
-    Keeps the ``max_words`` most frequent words of the corpus it is fitted on.
+    Keeps the ``max_words`` most frequent words of the corpus it is fitted on. A text of
+    more than ``length`` words keeps its last ``length`` words, whichever side is padded
+    (``CharEncoder`` refuses such a text unless ``truncate=True``). A word outside the
+    vocabulary, such as a WordNet synonym ``EDAMutator`` put in, reaches the model as 1.
     """
 
     def __init__(self, words: Sequence[str], length: int, pad: str = "left") -> None:

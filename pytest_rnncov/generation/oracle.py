@@ -178,6 +178,12 @@ class Oracle:
                 f"seeds are not one array ({exc}); pass a batch of equal-shaped seeds"
             ) from None
         out = output_rows(outputs, "outputs")
+        if distance is None and x.ndim == 1 and x.dtype.kind in "OSU" and len(x) == len(out):
+            raise InvalidInput(
+                f"seeds are {len(x)} texts (dtype {x.dtype}), which the default L2 distance "
+                "cannot measure; pass the mutator's distance: "
+                "Oracle.calibrate(seeds, outputs, distance=mutator.distance)"
+            )
         if x.ndim < (1 if distance is not None else 2) or len(x) != len(out) or len(x) < 2:
             raise InvalidInput(  # with distance=, seeds may be texts (one row each)
                 f"calibrate needs at least two seeds with one output row each; "

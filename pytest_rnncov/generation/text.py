@@ -70,9 +70,14 @@ EDA_OPERATIONS = ("synonym", "insert", "swap", "delete")
 class EDAMutator(StringMutator):
     """Text mutation by EDA's four operations, one per mutant, chosen at random.
 
-    ``alpha`` is EDA's share of words changed (at least one). Synonyms come from WordNet
-    (``nltk.corpus.wordnet``); stop words (``nltk.corpus.stopwords``, English) are never
-    replaced. ``encoder`` maps a list of texts to model inputs (e.g. ``WordEncoder``).
+    ``alpha`` is EDA's share of words changed: synonym replacement, insertion and swap change
+    at least one word (where the text has one to change); deletion drops each word with
+    probability ``alpha``, keeping at least one, so it can drop none (a mutant equal to its
+    seed, which a campaign drops before the model call). Synonyms come from WordNet
+    (``nltk.corpus.wordnet``): lemma names, phrases included ("to a lesser extent"), not
+    inflected to the word they replace; stop words (``nltk.corpus.stopwords``, English) are
+    never replaced. With ``WordEncoder``, a synonym outside its vocabulary reaches the model
+    as the unknown word. ``encoder`` maps a list of texts to model inputs (e.g. ``WordEncoder``).
     Distance: the share of words changed (word-level edit distance over the longer text).
     """
 
@@ -137,7 +142,8 @@ class EDAMutator(StringMutator):
         return self._stopwords or frozenset()
 
     def synonyms(self, word: str) -> list[str]:
-        """WordNet synonyms of ``word`` (single alphabetic words, without ``word`` itself)."""
+        """WordNet's lemma names for ``word``, lower-cased: alphabetic words or phrases of
+        them ("to a lesser extent"), ``word`` itself (in any case) left out."""
         self._load()
         if word not in self._synonyms:
             names = {
@@ -146,7 +152,7 @@ class EDAMutator(StringMutator):
                 for lemma in synset.lemmas()
             }
             self._synonyms[word] = sorted(
-                n for n in names if n != word and all(p.isalpha() for p in n.split())
+                n for n in names if n != word.lower() and all(p.isalpha() for p in n.split())
             )
         return self._synonyms[word]
 
@@ -191,6 +197,8 @@ class EDAMutator(StringMutator):
         return " ".join(words)
 
     def distance(self, seeds: Cases, cases: Cases) -> np.ndarray:
+        """The share of words changed, per pair: the word-level edit distance over the
+        longer text's number of words."""
         seeds, cases = string_list(seeds, "seeds"), string_list(cases, "cases")
         check_pairs(seeds, cases)
         return edit_shares([s.split() for s in seeds], [c.split() for c in cases])

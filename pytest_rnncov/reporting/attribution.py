@@ -76,10 +76,10 @@ def summary_lines(state: ModelState) -> list[str]:
     summary = coverage_by_test(state)
     if summary is None:
         return [f"{state.name}: no tests recorded (run pytest with --rnn-context=test)"]
-    n = len(summary.covered)
+    n, kept = len(summary.covered), len(summary.minimal)
     lines = [
-        f"{state.name}: {n} test{'s' if n != 1 else ''} recorded; {len(summary.minimal)} "
-        "cover every condition they cover:"
+        f"{state.name}: {n} test{'s' if n != 1 else ''} recorded; {kept} "
+        f"cover{'s' if kept == 1 else ''} every condition they cover:"
     ]
     lines += [f"  {test}" for test in summary.minimal]
     if summary.unattributed:
