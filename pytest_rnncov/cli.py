@@ -480,6 +480,7 @@ _OPTION_WORDS = (
     (re.compile(r"RNNModel\(\.\.\., batch_size=([0-9]+)\)"), r"--batch-size \1"),
     (re.compile(r"\b(batch)_size="), r"--\1-size "),
     (re.compile(r"\b(layer|output)="), r"--\1 "),
+    (re.compile(r"^, direction="), " --direction "),  # after a quoted layer=: one command
     (re.compile(r"(?<!has )\bdirection="), "--direction "),  # not an ONNX node's attribute
 )
 #: a name or path as Python's repr quotes it (not an apostrophe inside a word)

@@ -1118,3 +1118,19 @@ def test_option_words_leave_quoted_names_and_paths_alone(tmp_path):
                   cwd=tmp_path)  # fmt: skip
     assert "'gone.onnx' is no file" in missing.stderr
     assert "pass the path of a .keras, .h5 or .onnx file" in missing.stderr
+
+
+def test_option_words_make_one_command_of_a_layer_and_its_direction():
+    """'pass layer='bi', direction='backward'' became '--layer 'bi', --direction ...': the
+    comma went into the layer's name when copied; an ONNX node's direction= is its own."""
+    from pytest_rnncov.cli import _in_option_words
+    from pytest_rnncov.errors import ModelError
+
+    said = _in_option_words(
+        ModelError("layer='bi/backward' is not a recurrent module of Net; for one direction "
+                   "of a layer pass layer='bi', direction='backward'")
+    )  # fmt: skip
+    assert type(said) is ModelError
+    assert str(said).endswith("pass --layer 'bi' --direction 'backward'")
+    node = "node 'x' has direction='reverse'; ONNX"
+    assert str(_in_option_words(ModelError(node))) == node

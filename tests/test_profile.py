@@ -353,6 +353,15 @@ def test_the_other_halfs_profile_is_kept_and_the_tracked_half_is_named():
     message = str(raised.value)
     assert "--layer bi --direction backward --window=-20,-1 --out OTHER.json" in message
     assert "keep it" in message and "the model changed where" not in message
+    # the same layer of other units: another model's, or this one changed (not "another
+    # layer's", nor "keep it")
+    Backward.layer_name, Backward.units = "bi/forward", 8
+    with pytest.raises(StaleProfile) as raised:
+        profile.check(Backward())
+    message = str(raised.value)
+    assert "units 4 != 8; weights fingerprint" in message
+    assert "(another model's, or the model changed)" in message and "keep it" not in message
+    assert "if it belongs to another model, give this model its own profile path" in message
 
 
 def test_masked_steps_inside_the_window_are_announced_with_the_steps_real_in_every_input():
@@ -370,7 +379,7 @@ def test_masked_steps_inside_the_window_are_announced_with_the_steps_real_in_eve
         Profile().fit_traces([trace], layer="hand", fingerprint="hand")
     (message,) = [str(w.message) for w in warned if "masked steps" in str(w.message)]
     assert message.startswith(
-        "2 of 3 training inputs (67%) have masked steps (padding) inside the window (0, 5)"
+        "2 of 3 training inputs (67%) have masked steps (padding) inside the window (steps 0 to 5)"
     )
     assert "steps 3 to 5 are real in every training input, so a window within them" in message
     with warnings.catch_warnings():
@@ -379,3 +388,31 @@ def test_masked_steps_inside_the_window_are_announced_with_the_steps_real_in_eve
             Profile(window=(3, 5)).fit_traces([trace], layer="hand", fingerprint="hand")
         except RNNCovWarning as other:
             assert "masked steps" not in str(other)
+
+
+def test_the_masked_steps_warning_reads_integer_masks_and_names_the_window_as_given():
+    """A 0/1 mask was negated bitwise (every input 'padded'); a share under 1% read '0%';
+    a window given from the end was shown resolved only."""
+    from pytest_rnncov.core.trace import Trace
+
+    rng = np.random.default_rng(1)
+    arrays = {n: rng.normal(size=(200, 6, 2)).astype(np.float32) for n in "fioch"}
+    ones = np.ones((200, 6), np.int8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RNNCovWarning)
+        try:  # all real: nothing to say about masked steps
+            Profile().fit_traces(
+                [Trace(arrays, cell="lstm", mask=ones)], layer="h", fingerprint="h"
+            )
+        except RNNCovWarning as other:
+            assert "masked steps" not in str(other)
+    mask = ones.astype(bool)
+    mask[0, :2] = False  # one input of 200 starts at step 2
+    with pytest.warns(
+        RNNCovWarning,
+        match=r"1 of 200 training inputs \(<1%\) have masked steps "
+        r"\(padding\) inside the window \(-6, -1\) \(steps 0 to 5\)",
+    ):
+        Profile(window=(-6, -1)).fit_traces(
+            [Trace(arrays, cell="lstm", mask=mask)], layer="h", fingerprint="h"
+        )

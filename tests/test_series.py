@@ -278,3 +278,12 @@ def test_padding_is_found_in_the_cases_own_precision():
 def test_warp_positions_refuses_lengths_it_cannot_use(lengths):
     with pytest.raises(InvalidArgument, match="must be 2 integers from 1 to 6, one per case"):
         TimeSeriesMutator().warp_positions(2, 6, np.random.default_rng(0), lengths=lengths)
+
+
+@pytest.mark.parametrize(("dtype", "padding"), [(np.float32, 1e39), (np.float16, 70000.0)])
+def test_padding_beyond_the_cases_dtype_pads_nothing(dtype, padding):
+    """Cast to float32, 1e39 overflowed: numpy's RuntimeWarning (an error under -W error)."""
+    cases = series(cases=3, steps=5, dtype=dtype)
+    mutator = TimeSeriesMutator(noise=0.0, warp=0.0, padding=padding)
+    np.testing.assert_array_equal(mutator.mutate(cases, np.random.default_rng(0)), cases)
+    TimeSeriesMutator.from_seeds(cases, padding=padding)  # every step real: no error

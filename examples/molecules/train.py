@@ -4,7 +4,8 @@
 
 SMILES are encoded character by character (the characters of every molecule and of
 random re-spellings of them), left-padded with 0 (masked by the Embedding) to LENGTH steps;
-the tested window is the last 40 steps.
+the tested window is the last 40 steps, which holds masked steps for shorter SMILES (the
+profile's fit warns of them; see docs/definitions.md, section 1).
 """
 
 from __future__ import annotations

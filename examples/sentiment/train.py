@@ -4,7 +4,9 @@
 
 Sentences are encoded as word ids (5,000 most frequent words, 1 = unknown), left-padded to
 40 steps with 0, which the Embedding masks: the LSTM carries its (zero) state over the
-padding, so the words sit in the last steps. The tested window is the last 20 steps.
+padding, so the words sit in the last steps. The tested window is the last 20 steps, which
+holds masked steps for shorter sentences (the profile's fit warns of them; see
+docs/definitions.md, section 1).
 """
 
 from __future__ import annotations

@@ -223,7 +223,7 @@ class Profile:
                 kept_size += h.size
                 kept = kept + [np.array(h)] if kept_size <= KEEP_STATES else None
             if trace.mask is not None:
-                real = np.asarray(trace.mask)[:, window[0] : window[1] + 1]
+                real = np.asarray(trace.mask, bool)[:, window[0] : window[1] + 1]
                 padded += int((~real).any(axis=1).sum())
                 steps = np.asarray(real.all(axis=0))
                 always_real = steps if always_real is None else np.logical_and(always_real, steps)
@@ -244,7 +244,7 @@ class Profile:
         self.neuron_max_ = neurons.max
         t1, t2 = window
         if padded:
-            _warn_masked_steps(padded, n_samples, window, always_real)
+            _warn_masked_steps(padded, n_samples, self.window, window, always_real)
 
         def states() -> Iterable[np.ndarray]:
             if kept is not None:
@@ -354,12 +354,15 @@ class Profile:
             problems.append(f"units {self.units_!r} != {model.units!r}")
         if model.n_steps is not None and self.n_steps_ != model.n_steps:
             problems.append(f"steps {self.n_steps_!r} != {model.n_steps!r}")
-        other_layer = bool(problems)  # the profile of another layer (or half, or model)
+        other_layer = self.layer_ != model.layer_name  # another layer's (or half's) profile
+        reshaped = bool(problems) and not other_layer  # the same name, another shape
         if self.fingerprint_ != model.fingerprint():
             earlier: tuple[str, ...] = getattr(model, "earlier_fingerprints", tuple)()
             why = (
                 "another layer's"
                 if other_layer
+                else "another model's, or the model changed"
+                if reshaped
                 else "fitted by an earlier pytest-rnncov, whose fingerprint left out weights "
                 "it now covers (integer, quantized or sparse ones)"
                 if self.fingerprint_ in earlier
@@ -380,6 +383,11 @@ class Profile:
                     + self._fit_command(model.layer_name, "OTHER.json")
                     + "; if this is the model it was fitted on, and the model changed, "
                     + hint
+                )
+            elif reshaped and self.path_ is not None:  # another model's, or this one changed
+                hint = (
+                    "if it belongs to another model, give this model its own profile path "
+                    "(rnncov.track(..., profile='OTHER.json')); if this model changed, " + hint
                 )
             raise StaleProfile(
                 f"{where} does not belong to this model (" + "; ".join(problems) + "); " + hint
@@ -616,27 +624,38 @@ def _from_dict(cls: type[Profile], data: Any, where: str) -> Profile:
 
 
 def _warn_masked_steps(
-    padded: int, n_samples: int, window: Window, always_real: np.ndarray | None
+    padded: int,
+    n_samples: int,
+    requested: tuple[int, int] | None,
+    window: Window,
+    always_real: np.ndarray | None,
 ) -> None:
-    """Say that ``padded`` of the training inputs hold masked steps inside ``window``,
-    and which steps are real in every one of them."""
+    """Say that ``padded`` of the training inputs hold masked steps inside ``window``
+    (``requested`` as given), and which steps are real in every one of them."""
     import warnings
+
+    from ..errors import user_stacklevel
 
     run = _longest_run(always_real) if always_real is not None else None
     where = (
-        f"steps {window[0] + run[0]} to {window[0] + run[1]} are real in every training input"
+        f"steps {window[0] + run[0]} to {window[0] + run[1]} are real in every training "
+        "input, so a window within them measures computed steps only"
         if run is not None
-        else "no step of it is real in every training input"
+        else "no step of it is real in every training input: a shorter window, or inputs "
+        "that fill it, measure computed steps only"
     )
+    share = padded / n_samples
+    given = "" if requested is None or tuple(requested) == tuple(window) else f" {requested}"
     warnings.warn(
-        f"{padded} of {n_samples} training inputs ({padded / n_samples:.0%}) have masked steps "
-        f"(padding) inside the window ({window[0]}, {window[1]}): the layer carries its "
-        "state over them (zeros before the first real step), and those values enter the "
-        "profile's ranges and the coverage as the layer's own (a forget gate's zeros "
-        f"there can put every real step above a boundary); {where}, so a window within "
-        "them measures computed steps only",
+        f"{padded} of {n_samples} training inputs ({'<1' if share < 0.01 else f'{share:.0%}'}"
+        f"{'%' if share < 0.01 else ''}) have masked steps (padding) inside the window"
+        f"{given} (steps {window[0]} to {window[1]}): the layer carries its state over them "
+        "(zeros before the first real step), and those values enter the profile's ranges "
+        "and the coverage as the layer's own (a forget gate's zeros there can put every "
+        f"real step above a boundary); {where} (window= of rnncov.track or Profile, "
+        "--window of profile fit)",
         RNNCovWarning,
-        stacklevel=4,
+        stacklevel=user_stacklevel(),
     )
 
 

@@ -243,6 +243,8 @@ def _real_steps(cases: np.ndarray, padding: float) -> np.ndarray:
     """Each case's steps before its trailing padding (steps whose every channel is
     ``padding``, compared in the cases' own dtype: 0.1 in float32 is not 0.1 in float64):
     ``(batch,)`` integers, 0 for a case of padding only."""
+    if cases.dtype.kind == "f" and not abs(padding) <= float(np.finfo(cases.dtype).max):
+        return np.full(len(cases), cases.shape[1])  # no value of theirs can be it
     value = np.asarray(padding).astype(cases.dtype) if cases.dtype.kind == "f" else padding
     real = ~(cases == value).all(axis=2)
     return np.where(real.any(axis=1), cases.shape[1] - np.argmax(real[:, ::-1], axis=1), 0)

@@ -70,10 +70,12 @@ EDA_OPERATIONS = ("synonym", "insert", "swap", "delete")
 class EDAMutator(StringMutator):
     """Text mutation by EDA's four operations, one per mutant, chosen at random.
 
-    ``alpha`` is EDA's share of words changed: synonym replacement, insertion and swap change
-    at least one word (where the text has one to change); deletion drops each word with
-    probability ``alpha``, keeping at least one, so it can drop none (a mutant equal to its
-    seed, which a campaign drops before the model call). Synonyms come from WordNet
+    ``alpha`` is EDA's share of words changed: synonym replacement and insertion change at
+    least one word (where the text has one with synonyms); swap exchanges pairs of words,
+    which can leave the text as it was (two swaps undoing each other, equal words), and
+    deletion drops each word with probability ``alpha``, keeping at least one, so it can
+    drop none: such a mutant equals its seed, and a campaign drops it before the model
+    call. Synonyms come from WordNet
     (``nltk.corpus.wordnet``): lemma names, phrases included ("to a lesser extent"), not
     inflected to the word they replace; stop words (``nltk.corpus.stopwords``, English) are
     never replaced. With ``WordEncoder``, a synonym outside its vocabulary reaches the model
