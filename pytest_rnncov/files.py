@@ -219,10 +219,16 @@ SOURCE_SUFFIXES = frozenset(
 
 
 def check_replaceable(
-    path: Path, kind: str, what: str, error: type[RNNCovError] = DataFileError
+    path: Path,
+    kind: str,
+    what: str,
+    error: type[RNNCovError] = DataFileError,
+    appending: bool = False,
 ) -> None:
     """Refuse to write ``what`` (a file of ``kind``) at ``path`` when something other than
-    an earlier output of the same kind is there: a user's file is never replaced."""
+    an earlier output of the same kind is there: a user's file is never replaced. With
+    ``appending`` (the CI step summary), whatever the file holds stays, so any content
+    is taken."""
     try:
         info = path.stat()
     except FileNotFoundError:
@@ -242,6 +248,8 @@ def check_replaceable(
             "the file, so the other names would keep the old content; give a path that is "
             "not hard-linked"
         )
+    if appending and stat.S_ISREG(info.st_mode):
+        return
     found = file_kind(path) if stat.S_ISREG(info.st_mode) else None
     if kind == "markdown" and found is None and stat.S_ISREG(info.st_mode) and not info.st_size:
         if path.suffix.lower() in SOURCE_SUFFIXES:
@@ -492,6 +500,21 @@ def interrupt_after() -> Iterator[None]:
             raise KeyboardInterrupt  # SIGINT's default action
 
 
+def is_step_summary(path: Path) -> bool:
+    """Whether ``path`` is the file ``$GITHUB_STEP_SUMMARY`` names: the Markdown summary a
+    GitHub Actions runner hands each step, which every command of the step appends to."""
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    try:
+        return bool(summary) and os.path.samefile(path, str(summary))
+    except (OSError, ValueError):  # either file missing, a name no file can have
+        return False
+
+
+#: the most a step summary may already hold for a report to be appended to it (GitHub
+#: shows at most 1 MiB of it)
+SUMMARY_BYTES = 16 * 2**20
+
+
 class Output:
     """A file a run will write, checked when the run starts and written when it ends.
 
@@ -499,13 +522,20 @@ class Output:
     :meth:`write` the folder is locked and, if another process changed the file since,
     this run's content goes to a file beside it (``NAME.conflict-PID-XXXXXX.EXT``) and
     :class:`OutputConflict` says where: two writers never silently lose one's results.
+    With ``append`` (the CI step summary) the content is added after what the file holds
+    when it is written, the file still replaced whole (a temporary file renamed over it).
     """
 
     def __init__(
-        self, path: Path, kind: str, what: str, error: type[RNNCovError] = DataFileError
+        self,
+        path: Path,
+        kind: str,
+        what: str,
+        error: type[RNNCovError] = DataFileError,
+        append: bool = False,
     ) -> None:
-        self.path, self.what, self.error = path, what, error
-        check_replaceable(path, kind, what, error)
+        self.path, self.what, self.error, self.append = path, what, error, append
+        check_replaceable(path, kind, what, error, appending=append)
         self._seen = _snapshot(path)
 
     def write(self, content: str | bytes) -> Path:
@@ -516,6 +546,14 @@ class Output:
                 f"cannot write {self.what} to {str(self.path)!r}: {exc.strerror or exc}"
             ) from None
         with folder_lock(Path(os.path.realpath(self.path)).parent):
+            if self.append:  # what the step's other commands wrote stays, before this
+                held = read_bounded(self.path, f"{self.what} {str(self.path)!r}", self.error,
+                                    limit=SUMMARY_BYTES) if self.path.exists() else b""  # fmt: skip
+                added = content.encode("utf-8") if isinstance(content, str) else content
+                gap = b"" if not held else b"\n" if held.endswith(b"\n") else b"\n\n"
+                write_atomic(self.path, held + gap + added, self.what, self.error)
+                self._seen = _snapshot(self.path)
+                return self.path
             if _snapshot(self.path) != self._seen:
                 kept = self.path.with_name(
                     f"{self.path.stem}.conflict-{os.getpid()}-"

@@ -1134,3 +1134,27 @@ def test_option_words_make_one_command_of_a_layer_and_its_direction():
     assert str(said).endswith("pass --layer 'bi' --direction 'backward'")
     node = "node 'x' has direction='reverse'; ONNX"
     assert str(_in_option_words(ModelError(node))) == node
+
+
+def test_a_markdown_report_is_added_to_the_ci_step_summary(runs, monkeypatch):
+    """$GITHUB_STEP_SUMMARY is the step's: every command appends to it. A report there was
+    refused when an earlier command had written to it, and a second pytest run in the step
+    replaced the first one's report."""
+    summary = runs / "gh_summary.md"
+    summary.write_text("## Unit tests\n\n42 passed\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    done = cli("report", "whole.json", "--report", f"markdown:{summary}", cwd=runs)
+    assert done.returncode == 0, done.stderr
+    first = summary.read_text()
+    assert first.startswith(
+        "## Unit tests\n\n42 passed\n\n<!-- pytest-rnncov report -->\n### RNN coverage"
+    )
+    again = cli("report", "a.json", "--report", "markdown:gh_summary.md", cwd=runs)
+    assert again.returncode == 0, again.stderr  # named relatively: the same file
+    both = summary.read_text()
+    assert both.startswith(first) and both.count("<!-- pytest-rnncov report -->") == 2
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY")  # any other file is a user's, as before
+    refused = cli("report", "whole.json", "--report", f"markdown:{summary}", cwd=runs)
+    assert refused.returncode != 0
+    assert "would replace a file pytest-rnncov did not write" in refused.stderr
+    assert summary.read_text() == both

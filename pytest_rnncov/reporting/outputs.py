@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from ..config.paths import check_output_dir, check_output_file
 from ..errors import RNNCovError
-from ..files import Output, as_output_path, interrupt_after, interrupt_name
+from ..files import Output, as_output_path, interrupt_after, interrupt_name, is_step_summary
 
 if TYPE_CHECKING:  # numpy-free at import: the plugin checks outputs before any test runs
     from .data import CoverageData
@@ -40,9 +40,14 @@ def file_output(path: Path, kind: str, what: str) -> Output:
 def report_output(kind: str, dest: str, what: str) -> Output:
     """The output of a ``json:PATH``, ``markdown:PATH`` or ``html:DIR`` report
     (``DIR/index.html``)."""
-    if kind in ("json", "markdown"):
-        example = "rnncov.md" if kind == "markdown" else "rnncov.json"
-        return file_output(as_output_path(dest, what, example), kind, what)
+    if kind == "markdown":
+        path = as_output_path(dest, what, "rnncov.md")
+        if is_step_summary(path):  # the step's other commands' summaries stay
+            check_output_file(path, what)
+            return Output(path, KIND[kind], what, append=True)
+        return file_output(path, kind, what)
+    if kind == "json":
+        return file_output(as_output_path(dest, what, "rnncov.json"), kind, what)
     check_output_dir(Path(dest), what)
     return Output(Path(dest) / "index.html", KIND[kind], what)
 
