@@ -91,6 +91,9 @@ def test_masked_embedding_front_end(keras, token_inputs):
     np.testing.assert_array_equal(trace.h[1, 5:], np.repeat(trace.h[1, 4:5], 3, axis=0))
     np.testing.assert_array_equal(trace.f[1, 5:], np.repeat(trace.f[1, 4:5], 3, axis=0))
     assert np.all(trace.h[2] == 0)
+    # a mask given for the ids (x > 0) read as ids 0 and 1: refused
+    with pytest.raises(InvalidInput, match="takes integer token ids, got booleans"):
+        rnn.trace(token_inputs > 0)
 
 
 def test_go_backwards_trace_is_in_processing_order(keras, seq_inputs):

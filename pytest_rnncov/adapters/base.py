@@ -330,6 +330,11 @@ class Adapter:
         """
         array = self._layout(x)
         if self.input_dtype.kind in "iu":
+            if array.dtype.kind == "b":  # x > 0, say: every token would read as id 0 or 1
+                raise InvalidInput(
+                    f"model {self.name!r} takes integer token ids, got booleans; encode the "
+                    "inputs to token ids (a mask such as x > 0 is no input)"
+                )
             if array.dtype.kind == "f":
                 if not np.isfinite(array).all() or not np.array_equal(array, np.round(array)):
                     raise InvalidInput(
