@@ -547,8 +547,10 @@ class Output:
             ) from None
         with folder_lock(Path(os.path.realpath(self.path)).parent):
             if self.append:  # what the step's other commands wrote stays, before this
-                held = read_bounded(self.path, f"{self.what} {str(self.path)!r}", self.error,
-                                    limit=SUMMARY_BYTES) if self.path.exists() else b""  # fmt: skip
+                held = b""
+                if self.path.exists():
+                    where = f"{self.what} {str(self.path)!r}"
+                    held = read_bounded(self.path, where, self.error, limit=SUMMARY_BYTES)
                 added = content.encode("utf-8") if isinstance(content, str) else content
                 gap = b"" if not held else b"\n" if held.endswith(b"\n") else b"\n\n"
                 write_atomic(self.path, held + gap + added, self.what, self.error)
@@ -640,8 +642,8 @@ def read_envelope(
         noun = KINDS[kind] if KINDS[kind].endswith("file") else f"{KINDS[kind]} file"
         found = data.get("format") if isinstance(data, dict) else None
         if isinstance(found, str) and found.startswith("pytest-rnncov-") and found in KINDS:
-            shown_by = found in SHOWN and " (python -m pytest_rnncov show FILE prints it)"
-            raise error(f"{where} is a pytest-rnncov {KINDS[found]}, not a {noun}{shown_by or ''}")
+            shown_by = " (python -m pytest_rnncov show FILE prints it)" if found in SHOWN else ""
+            raise error(f"{where} is a pytest-rnncov {KINDS[found]}, not a {noun}{shown_by}")
         raise error(f"{where} is not a pytest-rnncov {noun}")
     version = data.get("version")
     if type(version) is not int or version not in versions:

@@ -19,7 +19,14 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping
 
 import numpy as np
 
-from ..errors import DegenerateProfile, InvalidArgument, ProfileError, RNNCovWarning, StaleProfile
+from ..errors import (
+    DegenerateProfile,
+    InvalidArgument,
+    ProfileError,
+    RNNCovWarning,
+    StaleProfile,
+    user_stacklevel,
+)
 from ..files import (
     Fields,
     as_path,
@@ -634,8 +641,6 @@ def _warn_masked_steps(
     (``requested`` as given), and which steps are real in every one of them."""
     import warnings
 
-    from ..errors import user_stacklevel
-
     run = _longest_run(always_real) if always_real is not None else None
     where = (
         f"steps {window[0] + run[0]} to {window[0] + run[1]} are real in every training "
@@ -660,14 +665,11 @@ def _warn_masked_steps(
 
 
 def _longest_run(flags: np.ndarray) -> tuple[int, int] | None:
-    """The first and last index of the longest run of True in ``flags`` (None: none)."""
-    best: tuple[int, int] | None = None
-    start = None
-    for i, flag in enumerate([*flags.tolist(), False]):  # once per fit, over the steps
-        if flag and start is None:
-            start = i
-        elif not flag and start is not None:
-            if best is None or i - 1 - start > best[1] - best[0]:
-                best = (start, i - 1)
-            start = None
-    return best
+    """The first and last index of the longest run of True in ``flags`` (None: none; the
+    first of equally long runs)."""
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], flags.astype(np.int8), [0]])))
+    starts, stops = edges[::2], edges[1::2]  # each run's first index, and its last + 1
+    if not len(starts):
+        return None
+    longest = int(np.argmax(stops - starts))
+    return int(starts[longest]), int(stops[longest]) - 1

@@ -75,11 +75,11 @@ class EDAMutator(StringMutator):
     which can leave the text as it was (two swaps undoing each other, equal words), and
     deletion drops each word with probability ``alpha``, keeping at least one, so it can
     drop none: such a mutant equals its seed, and a campaign drops it before the model
-    call. Synonyms come from WordNet
-    (``nltk.corpus.wordnet``): lemma names, phrases included ("to a lesser extent"), not
-    inflected to the word they replace; stop words (``nltk.corpus.stopwords``, English) are
-    never replaced. With ``WordEncoder``, a synonym outside its vocabulary reaches the model
-    as the unknown word. ``encoder`` maps a list of texts to model inputs (e.g. ``WordEncoder``).
+    call. Synonyms come from WordNet (``nltk.corpus.wordnet``): lemma names, phrases
+    included ("to a lesser extent"), not inflected to the word they replace; stop words
+    (``nltk.corpus.stopwords``, English) are never replaced. With ``WordEncoder``, a synonym
+    outside its vocabulary reaches the model as the unknown word. ``encoder`` maps a list of
+    texts to model inputs (e.g. ``WordEncoder``).
     Distance: the share of words changed (word-level edit distance over the longer text).
     """
 

@@ -30,22 +30,20 @@ KIND = {
 }
 
 
-def file_output(path: Path, kind: str, what: str) -> Output:
+def file_output(path: Path, kind: str, what: str, append: bool = False) -> Output:
     """The output ``what`` of ``kind`` (a key of KIND) at ``path``: a file that can be
-    written there and that replaces nothing but an earlier output of that kind."""
+    written there and that replaces nothing but an earlier output of that kind (with
+    ``append``, added to whatever the file holds)."""
     check_output_file(path, what)
-    return Output(path, KIND[kind], what)
+    return Output(path, KIND[kind], what, append=append)
 
 
 def report_output(kind: str, dest: str, what: str) -> Output:
     """The output of a ``json:PATH``, ``markdown:PATH`` or ``html:DIR`` report
     (``DIR/index.html``)."""
-    if kind == "markdown":
+    if kind == "markdown":  # the step summary keeps the step's other commands' summaries
         path = as_output_path(dest, what, "rnncov.md")
-        if is_step_summary(path):  # the step's other commands' summaries stay
-            check_output_file(path, what)
-            return Output(path, KIND[kind], what, append=True)
-        return file_output(path, kind, what)
+        return file_output(path, kind, what, append=is_step_summary(path))
     if kind == "json":
         return file_output(as_output_path(dest, what, "rnncov.json"), kind, what)
     check_output_dir(Path(dest), what)
