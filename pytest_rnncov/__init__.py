@@ -57,6 +57,7 @@ _EXPORTS = {
     "InvalidInput": "errors",
     "ModelError": "errors",
     "UnsafeModel": "errors",
+    "UnknownLayer": "errors",
     "ProfileError": "errors",
     "StaleProfile": "errors",
     "DegenerateProfile": "errors",

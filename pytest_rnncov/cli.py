@@ -450,7 +450,7 @@ def _traced(adapter: Any, model: Any, args: argparse.Namespace) -> Any:
     """``adapter(model, ...)`` for ``profile fit``'s options. ``--layer 1`` names the
     recurrent layer called "1" where the model has one (nn.Sequential's children are named
     by digits, and a profile names its layer so), else the recurrent layer of index 1."""
-    from .errors import ModelError
+    from .errors import UnknownLayer
 
     def traced(layer: str | int | None) -> Any:
         return adapter(
@@ -466,10 +466,8 @@ def _traced(adapter: Any, model: Any, args: argparse.Namespace) -> Any:
         return traced(layer)
     try:
         return traced(args.layer)
-    except ModelError as exc:
-        if f"layer={args.layer!r} is not a recurrent" not in str(exc):
-            raise
-    return traced(layer)
+    except UnknownLayer:
+        return traced(layer)
 
 
 #: Python's arguments in the messages of RNNModel and Profile, and the options of

@@ -16,6 +16,7 @@ __all__ = [
     "InvalidInput",
     "ModelError",
     "UnsafeModel",
+    "UnknownLayer",
     "ProfileError",
     "StaleProfile",
     "DegenerateProfile",
@@ -45,6 +46,11 @@ class ModelError(RNNCovError):
 
 class UnsafeModel(ModelError):
     """A model file would run code from the file when loaded (Lambda or custom layers)."""
+
+
+class UnknownLayer(ModelError, LookupError):
+    """No recurrent layer of the model has the name or index given; the message lists the
+    recurrent layers there are."""
 
 
 class ProfileError(RNNCovError):

@@ -8,7 +8,14 @@ import numpy as np
 import pytest
 from reference import layer_states
 
-from pytest_rnncov import InvalidArgument, InvalidInput, ModelError, RNNModel, load_model
+from pytest_rnncov import (
+    InvalidArgument,
+    InvalidInput,
+    ModelError,
+    RNNModel,
+    UnknownLayer,
+    load_model,
+)
 from pytest_rnncov.core.arrays import PARALLEL_SCAN, all_finite
 
 H_TOL, C_TOL = 1e-5, 1e-4
@@ -197,7 +204,7 @@ def test_model_without_lstm(keras):
 def test_unknown_layer_lists_the_lstms(stacked_model):
     with pytest.raises(ModelError, match=r"'lstm_a' \(LSTM, index 0\), 'lstm_b' \(LSTM, index 1\)"):
         RNNModel(stacked_model, "lstm_c")
-    with pytest.raises(ModelError, match="not a recurrent layer"):
+    with pytest.raises(UnknownLayer, match="not a recurrent layer"):
         RNNModel(stacked_model, "head")
     with pytest.raises(InvalidArgument, match="direction"):
         RNNModel(stacked_model, direction="up")

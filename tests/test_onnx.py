@@ -30,6 +30,7 @@ from pytest_rnncov import (  # noqa: E402
     Profile,
     RNNModel,
     StaleProfile,
+    UnknownLayer,
     UnsafeModel,
     load_model,
 )
@@ -806,10 +807,10 @@ def test_custom_operators_and_several_inputs_are_refused():
 def test_layers_and_outputs_are_chosen_clearly(exported, x):
     path, _ = exported["stacked_gru"]
     first, second = node_of(path, 0), node_of(path, 1)
-    with pytest.raises(ModelError, match=f"'{first.name}' \\(GRU, index 0\\), '{second.name}'"):
+    with pytest.raises(UnknownLayer, match=f"'{first.name}' \\(GRU, index 0\\), '{second.name}'"):
         RNNModel(path, "decoder")
     with pytest.raises(
-        ModelError,
+        UnknownLayer,
         match=r"layer=2 is no index of a recurrent node \(0 to 1\); the recurrent nodes are",
     ):
         RNNModel(path, 2)

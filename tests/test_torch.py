@@ -12,7 +12,7 @@ from torch.nn.utils.rnn import pack_padded_sequence
 
 from pytest_rnncov import Coverage, InvalidInput, ModelError, Profile, RNNCovWarning, RNNModel
 from pytest_rnncov.adapters import base as adapter_base
-from pytest_rnncov.errors import StaleProfile
+from pytest_rnncov.errors import StaleProfile, UnknownLayer
 
 H_TOL = 1e-5
 KINDS = {"LSTM": nn.LSTM, "GRU": nn.GRU, "RNN": nn.RNN}
@@ -386,17 +386,17 @@ def test_torch_errors(x):
     with pytest.raises(ModelError, match=r"has 2 stacked layers, .l0 to .l1"):
         RNNModel(model, "encoder.rnn.l2")
     with pytest.raises(
-        ModelError,
+        UnknownLayer,
         match=r"'encoder.rnn' \(LSTM, index 0, 2 stacked layers: 'encoder.rnn.l1' for the second",
     ):
         RNNModel(model, "decoder")
     with pytest.raises(
-        ModelError,
+        UnknownLayer,
         match=r"layer=1 is no index of a recurrent module \(0 to 0\); the recurrent modules "
         r"are 'encoder.rnn' \(LSTM, index 0",
     ):
         RNNModel(model, 1)
-    with pytest.raises(ModelError, match="is not a recurrent module"):  # a full-width 1
+    with pytest.raises(UnknownLayer, match="is not a recurrent module"):  # a full-width 1
         RNNModel(model, "encoder.rnn.l\uff11")
     with pytest.raises(ModelError, match="pass layer='encoder.rnn.l1', direction='backward'"):
         RNNModel(model, "encoder.rnn.l1/backward")  # as the reports name a backward half

@@ -25,7 +25,7 @@ from ..core.abstractions import step_positive, step_total
 from ..core.activations import Activation
 from ..core.arrays import all_finite
 from ..core.cells import Cell, GRUCell, LSTMCell, SimpleRNNCell
-from ..errors import InvalidArgument, ModelError, RNNCovWarning, user_stacklevel
+from ..errors import InvalidArgument, ModelError, RNNCovWarning, UnknownLayer, user_stacklevel
 from .base import (
     MIXED_PRECISION_NOTE,
     Adapter,
@@ -527,7 +527,7 @@ class KerasModel(Adapter):
         for index, lay in candidates:
             if layer == lay.name or layer == index:
                 return lay
-        raise ModelError(
+        raise UnknownLayer(
             f"layer={layer!r} is not a recurrent layer of model {self.name!r}; its recurrent "
             f"layers are {listing}: pass one of those names or indices{direction_hint(layer)}"
         )

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..core.activations import Activation
 from ..core.cells import Cell, GRUCell, LSTMCell, SimpleRNNCell
-from ..errors import InvalidArgument, MissingResource, ModelError, UnsafeModel
+from ..errors import InvalidArgument, MissingResource, ModelError, UnknownLayer, UnsafeModel
 from ..validation import physical_memory
 from .base import REORDERED, Adapter, OrderCheck, direction_hint, model_error_from
 
@@ -628,14 +628,14 @@ class OnnxModel(Adapter):
             raise InvalidArgument(f"layer={layer!r}; pass a node name, an index or None")
         if isinstance(layer, int):
             if not 0 <= layer < len(candidates):
-                raise ModelError(
+                raise UnknownLayer(
                     f"layer={layer} is no index of a recurrent node (0 to "
                     f"{len(candidates) - 1}); the recurrent nodes are {listing}"
                 )
             return candidates[layer]
         if layer in names:
             return candidates[names.index(layer)]
-        raise ModelError(
+        raise UnknownLayer(
             f"layer={layer!r} is not a recurrent node of {self.name!r}; they are "
             f"{listing}{direction_hint(layer)}"
         )

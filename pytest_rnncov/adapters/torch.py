@@ -32,7 +32,7 @@ import numpy as np
 from ..core.activations import Activation
 from ..core.arrays import all_finite, input_array
 from ..core.cells import Cell, GRUCell, LSTMCell, SimpleRNNCell
-from ..errors import InvalidArgument, InvalidInput, ModelError, RNNCovWarning
+from ..errors import InvalidArgument, InvalidInput, ModelError, RNNCovWarning, UnknownLayer
 from ..validation import check_choice
 from .base import (
     MIXED_PRECISION_NOTE,
@@ -360,7 +360,7 @@ class TorchModel(Adapter):
             raise InvalidArgument(f"layer={layer!r}; pass a module name, an index or None")
         if isinstance(layer, int):
             if not 0 <= layer < len(candidates):
-                raise ModelError(
+                raise UnknownLayer(
                     f"layer={layer} is no index of a recurrent module (0 to "
                     f"{len(candidates) - 1}); the recurrent modules are {listing}"
                 )
@@ -388,7 +388,7 @@ class TorchModel(Adapter):
                     f"layer={layer!r} is the module the model also holds as {candidate!r}: "
                     f"pass layer={candidate!r}"
                 )
-        raise ModelError(
+        raise UnknownLayer(
             f"layer={layer!r} is not a recurrent module of {self.name}; its "
             f"recurrent modules are {listing}{direction_hint(layer)}"
         )
