@@ -711,7 +711,7 @@ def _print_report(
     writer = LinesWriter()
     tables = bool(set(kinds) & {"term", "term-detail"})  # both terminal tables, or neither
     TermReport(writer, detail="term-detail" in kinds, coverage=tables, samples=tables).sections(
-        data
+        data, verdict
     )
     if tests:
         from .reporting.attribution import summary_lines

@@ -387,3 +387,37 @@ def test_a_rate_reads_as_100_or_0_percent_only_when_it_is(rate, shown):
 
     assert percent(rate) == shown
     assert percent(0.8 - 1e-9, below=0.8) == "79.9999%"  # below its bar, as it reads
+
+
+def test_a_rate_that_failed_its_bar_reads_below_it_in_every_report():
+    """43/48 = 89.58% against 0.9 fails (the exact rate is compared); where coverage.py
+    rounds to 90% and passes, the table and the reports must not show 90% beside FAIL."""
+
+    from pytest_rnncov.config.bars import Bars
+    from pytest_rnncov.core.state import MetricState, ModelState
+    from pytest_rnncov.reporting.data import CoverageData
+    from pytest_rnncov.reporting.html import _model_section
+    from pytest_rnncov.reporting.markdown_report import MarkdownReport
+    from pytest_rnncov.reporting.results import evaluate
+    from pytest_rnncov.reporting.terminal import coverage_lines
+
+    def data(covered):
+        bc = MetricState.empty("BC", "f/avg", 48, {"window": [0, 3]})
+        bc.times[:covered] = 1
+        model = ModelState("m", "lstm", "LSTM", (0, 3), "fp", 5, {"BC": bc})
+        return CoverageData(models={"m": model})
+
+    failed = data(43)
+    verdict = evaluate(failed, Bars.parse("BC:0.9"))
+    assert verdict.passed is False
+    assert "89.6% (43/48)" in "\n".join(coverage_lines(failed, verdict=verdict))
+    assert "90%" not in "\n".join(coverage_lines(failed, verdict=verdict))
+    assert "90% (43/48)" in "\n".join(coverage_lines(failed))  # no bar: rounded as usual
+    assert "89.6% (43/48)" in MarkdownReport().render(failed, verdict)
+    section = _model_section(failed.models["m"], None, verdict, drawn=False)
+    assert section["rows"][0]["rate"] == "89.6%"
+    assert "BC 89.6% (43/48) < 90%" in "\n".join(text for text, _ in verdict.lines())
+    passed = data(44)  # 91.67%: shown as usual
+    verdict = evaluate(passed, Bars.parse("BC:0.9"))
+    assert verdict.passed is True
+    assert "92% (44/48)" in "\n".join(coverage_lines(passed, verdict=verdict))

@@ -409,7 +409,7 @@ class RNNCovPlugin:
         report = TermReport(
             terminalreporter, detail="term-detail" in kinds, coverage=show, samples=tables
         )
-        report.sections(data)
+        report.sections(data, role.verdict)
         from ..validation import printable
 
         for line in role.written:

@@ -60,7 +60,7 @@ class MarkdownReport:
 
     def render(self, data: CoverageData, verdict: Verdict) -> str:
         lines = [MARKDOWN_MARK, "### RNN coverage", ""]
-        rows = coverage_rows(data)
+        rows = coverage_rows(data, verdict)
         if len(rows) > 1:
             lines += _table(rows, numeric=range(3, len(rows[0])))
             excluded = exclusion_lines(data)

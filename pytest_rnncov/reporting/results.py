@@ -123,6 +123,10 @@ class Verdict:
     #: each fails the verdict, whatever the bars say
     errors: tuple[str, ...] = ()
 
+    def failed_bars(self) -> dict[tuple[str, str], float]:
+        """The bar of each (model, metric) that failed it: its rate is shown below it."""
+        return {(c.model, c.metric): c.bar for c in self.checks if not c.passed}
+
     @property
     def gated(self) -> bool:
         """Whether a gate was asked for: bars or a baseline to compare with."""

@@ -48,9 +48,11 @@ def table(rows: list[list[str]]) -> list[str]:
     return ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
 
 
-def coverage_rows(data: CoverageData) -> list[list[str]]:
+def coverage_rows(data: CoverageData, verdict: Verdict | None = None) -> list[list[str]]:
     """The coverage table (a header row, then one row per model), or one row holding one
-    cell that says why there is none."""
+    cell that says why there is none. With ``verdict``, a rate that failed its bar reads
+    as below it (43/48 against 0.9: 89.6%, not 90%)."""
+    failed = {} if verdict is None else verdict.failed_bars()
     if not data.models:
         if data.track_errors:
             return [
@@ -72,15 +74,16 @@ def coverage_rows(data: CoverageData) -> list[list[str]]:
         ]
         for key in names:
             m = state.metrics.get(key)
-            row.append("-" if m is None else coverage_cell(m))
+            row.append("-" if m is None else coverage_cell(m, failed.get((state.name, key))))
         rows.append(row)
     return rows
 
 
-def coverage_cell(m: MetricState) -> str:
-    """``80% (4/5)``, or ``80% (4/5, 2 excluded)`` when conditions are counted apart."""
+def coverage_cell(m: MetricState, below: float | None = None) -> str:
+    """``80% (4/5)``, or ``80% (4/5, 2 excluded)`` when conditions are counted apart; with
+    ``below`` (the bar the rate failed), the rate reads as below it."""
     excluded = f", {m.n_excluded} excluded" if m.n_excluded else ""
-    rate = percent(m.rate) if m.n_counted or not m.n_excluded else "n/a"  # all excluded
+    rate = percent(m.rate, below) if m.n_counted or not m.n_excluded else "n/a"  # all excluded
     return f"{rate} ({m.n_covered}/{m.n_counted}{excluded})"
 
 
@@ -98,9 +101,11 @@ def exclusion_lines(data: CoverageData) -> list[str]:
     return lines
 
 
-def coverage_lines(data: CoverageData, detail: bool = False) -> list[str]:
-    """The rows of the "RNN coverage" section."""
-    rows = coverage_rows(data)
+def coverage_lines(
+    data: CoverageData, detail: bool = False, verdict: Verdict | None = None
+) -> list[str]:
+    """The rows of the "RNN coverage" section (rates as :func:`coverage_rows` shows them)."""
+    rows = coverage_rows(data, verdict)
     if len(rows) == 1:
         return rows[0]
     lines = table(rows) + exclusion_lines(data)
@@ -219,14 +224,14 @@ class TermReport:
         self.samples = samples
 
     def report(self, data: CoverageData, verdict: Verdict) -> None:
-        self.sections(data)
+        self.sections(data, verdict)
         self.verdict(verdict)
 
-    def sections(self, data: CoverageData) -> None:
+    def sections(self, data: CoverageData, verdict: Verdict | None = None) -> None:
         """The "RNN coverage" and the adversarial samples sections (each when shown)."""
         if self.coverage:
             self.writer.write_sep("-", "RNN coverage")
-            for line in coverage_lines(data, self.detail):
+            for line in coverage_lines(data, self.detail, verdict):
                 self.writer.write_line(printable(line))
         if data.campaigns and self.samples:
             self.writer.write_sep("-", "RNN adversarial samples")

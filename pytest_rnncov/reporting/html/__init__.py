@@ -396,7 +396,7 @@ def _model_section(
                 "covered": m.n_covered,
                 "total": m.n_counted,
                 "excluded": m.n_excluded,
-                "rate": percent(m.rate),
+                "rate": percent(m.rate, check.bar if check and not check.passed else None),
                 "bar": None if check is None else percent_bar(check.bar),
                 "below": check is not None and not check.passed,
             }
