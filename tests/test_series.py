@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
-from pytest_rnncov import InvalidArgument, InvalidInput
+from pytest_rnncov import InvalidArgument, InvalidInput, RNNCovWarning
 from pytest_rnncov.generation.mutators import checked_mutate
 from pytest_rnncov.generation.series import TimeSeriesMutator
 
@@ -287,3 +289,51 @@ def test_padding_beyond_the_cases_dtype_pads_nothing(dtype, padding):
     mutator = TimeSeriesMutator(noise=0.0, warp=0.0, padding=padding)
     np.testing.assert_array_equal(mutator.mutate(cases, np.random.default_rng(0)), cases)
     TimeSeriesMutator.from_seeds(cases, padding=padding)  # every step real: no error
+
+
+def test_padding_at_the_front_or_both_ends_is_kept_as_at_the_end():
+    """keras.utils.pad_sequences pads at the front by default: such series had their
+    padding warped and perturbed while describe() said "padding 0 kept". Each case is now
+    mutated as the same series padded at the end would be, with the same draws."""
+    lengths = np.array([5, 10, 2, 1, 0, 7] * 5)
+    at_end = padded_ramps(lengths) + np.linspace(0, 1, 2)[None, None, :]  # two channels
+    at_end[np.arange(10)[None, :] >= lengths[:, None]] = 0.0
+    fronts = np.array([5, 0, 3, 9, 0, 1] * 5)  # padding steps put before each series
+    steps = np.arange(10)[None, :]
+    moved = np.take_along_axis(at_end, ((steps - fronts[:, None]) % 10)[..., None], axis=1)
+    assert (moved[0, :5] == 0).all() and moved[0, 5, 0] == 1.0  # 5 steps of padding first
+    mutator = TimeSeriesMutator(noise=0.3, warp=0.8, padding=0.0)
+    expected = mutator.mutate(at_end, np.random.default_rng(3))
+    out = mutator.mutate(moved, np.random.default_rng(3))
+    shifted = np.take_along_axis(expected, ((steps - fronts[:, None]) % 10)[..., None], axis=1)
+    np.testing.assert_array_equal(out, shifted)
+    real = (steps >= fronts[:, None]) & (steps < (fronts + lengths)[:, None])
+    np.testing.assert_array_equal(out[~real], 0.0)
+    assert (out[real] != moved[real]).all()
+
+
+def test_from_seeds_reads_padding_at_the_front():
+    """Seeds 0 1 3 / 0 3 5 / 2 4 6 padded with 0 at the front: step 0 is real in the third
+    seed only (no spread); steps 1 and 2 hold 1 3 4 and 3 5 6, each a population std of
+    sqrt(14/9) (squares about the means 8/3 and 14/3 sum to 42/9, over 3)."""
+    seeds = np.array([[0.0, 1.0, 3.0], [0.0, 3.0, 5.0], [2.0, 4.0, 6.0]])[:, :, None]
+    mutator = TimeSeriesMutator.from_seeds(seeds, spread=(0.25, 0.5), padding=0.0)
+    np.testing.assert_allclose(mutator.noise, np.multiply((0.25, 0.5), np.sqrt(14 / 9)))
+
+
+def test_from_seeds_warns_when_seeds_look_zero_padded_and_no_padding_is_given():
+    lengths = np.array([5, 10, 8, 0])  # 5 and 8 end in 2+ zero steps; 0 is all padding
+    seeds = padded_ramps(lengths) * np.arange(1, 5)[:, None, None]  # seeds that vary
+    with pytest.warns(
+        RNNCovWarning,
+        match=r"2 of 4 seeds begin or end with steps that are 0 "
+        r"in every channel.*pass padding=0.0",
+    ):
+        TimeSeriesMutator.from_seeds(seeds)
+    front = seeds[:, ::-1]  # the same, padded at the front
+    with pytest.warns(RNNCovWarning, match="2 of 4 seeds"):
+        TimeSeriesMutator.from_seeds(front)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        TimeSeriesMutator.from_seeds(seeds, padding=0.0)
+        TimeSeriesMutator.from_seeds(padded_ramps(np.array([9, 10, 9])) * [[[1]], [[2]], [[3]]])

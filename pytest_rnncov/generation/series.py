@@ -8,11 +8,12 @@ reproducible from one seed.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidArgument, InvalidInput
+from ..errors import InvalidArgument, InvalidInput, RNNCovWarning, user_stacklevel
 from ..validation import check_float, check_int, check_range, shown
 from .mutators import (
     Cases,
@@ -44,9 +45,11 @@ class TimeSeriesMutator(Mutator):
     ``noise``: the noise's standard deviation, one value drawn per batch from this range
     (or fixed); ``channel_scale`` multiplies it per channel (e.g. each channel's spread).
 
-    ``padding``: for series of different lengths padded at the end with this value (every
-    channel of a step equal to it), each case's real steps are warped and perturbed as a
-    series of their own and its padding is kept; None (default): every step is real.
+    ``padding``: for series of different lengths padded with this value (every channel of a
+    padding step equal to it) at the end, the front (``keras.utils.pad_sequences``'
+    default) or both, each case's real steps (those between its leading and trailing
+    padding) are warped and perturbed as a series of their own and its padding is kept;
+    None (default): every step is real.
     """
 
     def __init__(
@@ -100,17 +103,20 @@ class TimeSeriesMutator(Mutator):
             raise InvalidInput(f"seeds have dtype {array.dtype}; pass numbers")
         if padding is not None:
             padding = check_float("padding", padding, example="0.0")
-        lengths = None if padding is None or array.ndim != 3 else _real_steps(array, padding)
+        span = None if padding is None or array.ndim != 3 else _real_span(array, padding)
+        if padding is None and array.ndim == 3:
+            _warn_if_padded(array)
         array = array.astype(np.float64)
         if array.ndim != 3 or len(array) < 2 or not np.isfinite(array).all():
             raise InvalidInput(
                 f"from_seeds needs at least two finite seeds of shape (steps, "
                 f"channels); got an array of shape {array.shape}"
             )
-        if lengths is None:
+        if span is None:
             per_channel = array.std(axis=0).mean(axis=0)
         else:
-            real = (np.arange(array.shape[1]) < lengths[:, None])[..., None]
+            steps, (starts, lengths) = np.arange(array.shape[1]), span
+            real = ((steps >= starts[:, None]) & (steps < (starts + lengths)[:, None]))[..., None]
             count = real.sum(axis=0)  # (steps, 1): the seeds that reach each step
             mean = (array * real).sum(axis=0) / np.maximum(count, 1)
             variance = (real * (array - mean) ** 2).sum(axis=0) / np.maximum(count, 1)
@@ -212,8 +218,10 @@ class TimeSeriesMutator(Mutator):
         self._check_shape(array)
         if array.dtype.kind not in "biuf":  # complex: the imaginary part would be dropped
             raise InvalidInput(f"cases have dtype {array.dtype}; a time series takes numbers")
-        lengths = None if self.padding is None else _real_steps(array, self.padding)
+        starts, lengths = (None, None) if self.padding is None else _real_span(array, self.padding)
         mutated = array.astype(np.float64)
+        if starts is not None and starts.any():  # padding at the front moves behind the series
+            mutated = _rotated(mutated, starts)
         if self.warp > 0:
             positions = self.warp_positions(
                 len(array), array.shape[1], rng, None if lengths is None else np.maximum(lengths, 1)
@@ -223,8 +231,10 @@ class TimeSeriesMutator(Mutator):
             sigma = rng.uniform(*self.noise)
             scale = sigma if self.channel_scale is None else sigma * self.channel_scale
             mutated = mutated + rng.standard_normal(array.shape) * scale
-        if lengths is not None:
+        if starts is not None and lengths is not None:
             mutated[np.arange(array.shape[1]) >= lengths[:, None]] = self.padding
+            if starts.any():
+                mutated = _rotated(mutated, -starts)
         return in_cases_dtype(
             mutated, array.dtype, f"noise of up to {self.noise[1]:g}", "lower noise="
         )
@@ -239,12 +249,40 @@ class TimeSeriesMutator(Mutator):
         return cast
 
 
-def _real_steps(cases: np.ndarray, padding: float) -> np.ndarray:
-    """Each case's steps before its trailing padding (steps whose every channel is
-    ``padding``, compared in the cases' own dtype: 0.1 in float32 is not 0.1 in float64):
-    ``(batch,)`` integers, 0 for a case of padding only."""
+def _real_span(cases: np.ndarray, padding: float) -> tuple[np.ndarray, np.ndarray]:
+    """Each case's first real step and its count of real steps: those between its leading
+    and its trailing padding (steps whose every channel is ``padding``, compared in the
+    cases' own dtype: 0.1 in float32 is not 0.1 in float64). ``(batch,)`` integers each; a
+    case of padding only starts at 0 with no real step."""
+    n_cases, n_steps = cases.shape[:2]
     if cases.dtype.kind == "f" and not abs(padding) <= float(np.finfo(cases.dtype).max):
-        return np.full(len(cases), cases.shape[1])  # no value of theirs can be it
+        return np.zeros(n_cases, np.intp), np.full(n_cases, n_steps)  # no value can be it
     value = np.asarray(padding).astype(cases.dtype) if cases.dtype.kind == "f" else padding
     real = ~(cases == value).all(axis=2)
-    return np.where(real.any(axis=1), cases.shape[1] - np.argmax(real[:, ::-1], axis=1), 0)
+    some = real.any(axis=1)
+    starts = np.where(some, np.argmax(real, axis=1), 0)
+    ends = np.where(some, n_steps - np.argmax(real[:, ::-1], axis=1), 0)
+    return starts, ends - starts
+
+
+def _rotated(cases: np.ndarray, shifts: np.ndarray) -> np.ndarray:
+    """Each case's steps rotated left by its shift: step ``shift`` comes first."""
+    steps = (np.arange(cases.shape[1]) + shifts[:, None]) % cases.shape[1]
+    return np.take_along_axis(cases, steps[..., None], axis=1)
+
+
+def _warn_if_padded(seeds: np.ndarray) -> None:
+    """Warn when seeds begin or end with at least two steps that are 0 in every channel, as
+    zero padding does, and no ``padding`` was given."""
+    if seeds.shape[1] < 3:
+        return
+    zero = (seeds == 0).all(axis=2)
+    padded = int(((zero[:, :2].all(axis=1) | zero[:, -2:].all(axis=1)) & ~zero.all(axis=1)).sum())
+    if padded:
+        warnings.warn(
+            f"{padded} of {len(seeds)} seeds begin or end with steps that are 0 in every "
+            "channel, as zero padding does; if they are padded, pass padding=0.0 (else the "
+            "time warp stretches each series into its padding and the noise perturbs it)",
+            RNNCovWarning,
+            stacklevel=user_stacklevel(),
+        )
