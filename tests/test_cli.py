@@ -260,6 +260,22 @@ def test_profile_fit_of_an_unsafe_file_names_the_commands_switch(keras, model_fi
     assert "safe_mode=False" not in done.stderr  # the Python argument, not this command's
 
 
+@pytest.mark.parametrize("backend", ["jx", "JAX"])
+def test_a_keras_backend_keras_cannot_load_is_named(model_files, backend):
+    """Keras raised a bare ValueError ("Unable to import backend : jx") through the CLI."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest_rnncov", "profile", "fit", "m.keras", "--x-train",
+         "x.npy", "--out", "p.json"],
+        cwd=model_files, capture_output=True, text=True,
+        env={**os.environ, "KERAS_BACKEND": backend},
+    )  # fmt: skip
+    assert done.returncode == 4, done.stderr
+    assert "Traceback" not in done.stderr
+    assert f"Keras 3 cannot load KERAS_BACKEND={backend!r}" in done.stderr
+    assert "set KERAS_BACKEND to tensorflow, jax or torch (lower case)" in done.stderr
+    assert not (model_files / "p.json").exists()
+
+
 def test_profile_fit_from_a_model_file_and_a_npy(model_files):
     tmp_path = model_files
     done = cli(

@@ -115,6 +115,30 @@ def dense(rnncov):
     )
 
 
+def test_no_model_tracked_after_a_fixture_error_points_at_the_errors(pytester):
+    """A fixture that was to track a model failed (a bad KERAS_BACKEND, a missing file):
+    the gate's line said "register one with rnncov.track(model, ...)", which it does."""
+    pytester.makeconftest("""
+import pytest
+
+
+@pytest.fixture(scope="session")
+def model(rnncov):
+    raise FileNotFoundError("model.keras")
+""")
+    pytester.makepyfile("def test_a(model):\n    pass\n\ndef test_b(model):\n    pass\n")
+    result = pytester.runpytest("--rnn-coverage=0.5")
+    assert result.ret == 1
+    assert "register one with rnncov.track" not in result.stdout.str()
+    result.stdout.fnmatch_lines(
+        [
+            "no model was tracked; 2 tests failed or errored",
+            "FAIL Required RNN coverage of 50% not reached: no model was tracked, and 2 tests "
+            "failed or errored: see above (a fixture that tracks a model may be among them)",
+        ]
+    )
+
+
 def test_tracking_the_same_name_with_another_window_is_refused(project):
     project.makepyfile(
         test_twice="""

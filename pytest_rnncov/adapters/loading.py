@@ -61,6 +61,30 @@ _RECURRENT_GATES = {
 }
 
 
+def import_keras() -> Any:
+    """Keras 3, or a :class:`MissingResource` saying how to install it or, when it cannot
+    load the backend ``KERAS_BACKEND`` names, which backends there are."""
+    try:
+        import keras
+    except ImportError as exc:
+        raise MissingResource(
+            f"Keras 3 cannot be imported ({exc}); install it with pip install "
+            "'pytest-rnncov[tensorflow]' (or [jax], [torch])"
+        ) from None
+    except ValueError as exc:  # keras/src/backend: "Unable to import backend : jx"
+        named = os.environ.get("KERAS_BACKEND")
+        where = (
+            f"KERAS_BACKEND={named!r}"
+            if named is not None
+            else "the backend in ~/.keras/keras.json (or KERAS_HOME's)"
+        )
+        raise MissingResource(
+            f"Keras 3 cannot load {where}: {exc}; set KERAS_BACKEND to tensorflow, jax or "
+            "torch (lower case), with that framework installed"
+        ) from None
+    return keras
+
+
 def load_model(
     path: str | os.PathLike[str],
     *,
@@ -93,8 +117,7 @@ def load_model(
         _refuse_oversized(config, source, stored)
         if safe_mode:
             _refuse_unsafe(config, source, custom, "keras")
-        import keras
-
+        keras = import_keras()
         try:
             return keras.models.load_model(
                 source, compile=False, safe_mode=safe_mode, custom_objects=custom or None
@@ -107,8 +130,7 @@ def load_model(
         if safe_mode:
             _refuse_unsafe(config, source, custom, "keras" if major >= 3 else "tf_keras")
         if major >= 3:
-            import keras
-
+            keras = import_keras()
             try:
                 return keras.models.load_model(
                     source, compile=False, safe_mode=safe_mode, custom_objects=custom or None
@@ -343,10 +365,9 @@ def _keras_operation(module: Any, name: str) -> bool:
     import importlib
 
     try:
-        import keras
-
+        keras = import_keras()
         found = getattr(importlib.import_module(module), name, None)
-    except ImportError:  # tf_keras without Keras 3
+    except (ImportError, MissingResource):  # tf_keras without Keras 3 (or its backend)
         return False
     return (
         isinstance(found, type)
@@ -384,9 +405,7 @@ def _unsafe_parts(config: Any, custom: dict[str, Any], layers_module: Any) -> li
 
 def _refuse_unsafe(config: Any, path: Path, custom: dict[str, Any], framework: str) -> None:
     if framework == "keras":
-        import keras
-
-        layers_module: Any = keras.layers
+        layers_module: Any = import_keras().layers
     else:
         try:
             import tf_keras

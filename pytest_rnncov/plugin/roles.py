@@ -125,6 +125,7 @@ class Central:
             baseline=excluded_baseline(self.baseline, self.settings.exclusions),
             tolerance=self.settings.tolerance,
             errors=errors,
+            failed_tests=failed_tests,
         )
         return self.verdict
 

@@ -122,6 +122,8 @@ class Verdict:
     #: settings that could not apply to the data (an exclusion matching no condition):
     #: each fails the verdict, whatever the bars say
     errors: tuple[str, ...] = ()
+    #: the tests that failed or errored (a fixture meant to track a model may be one)
+    failed_tests: int = 0
 
     def failed_bars(self) -> dict[tuple[str, str], float]:
         """The bar of each (model, metric) that failed it: its rate is shown below it."""
@@ -171,6 +173,13 @@ class Verdict:
                 return (
                     f"{head} not reached: no model was tracked; rnncov.track() failed: "
                     + "; ".join(self.track_errors)
+                )
+            if self.failed_tests:
+                n = self.failed_tests
+                return (
+                    f"{head} not reached: no model was tracked, and {n} "
+                    f"test{'s' if n != 1 else ''} failed or errored: see above (a fixture "
+                    "that tracks a model may be among them)"
                 )
             return (
                 f"{head} not reached: no model was tracked (register one with "
@@ -311,10 +320,12 @@ def evaluate(
     baseline: Baseline | None = None,
     tolerance: float = 0.0,
     errors: Sequence[str] = (),
+    failed_tests: int = 0,
 ) -> Verdict:
     """The verdict on ``data``: the one place where the session outcome is decided (the
     bars, the comparison with ``baseline`` when one is given, and ``errors``: settings
-    that could not apply, each failing it)."""
+    that could not apply, each failing it); ``failed_tests`` is named when no model was
+    tracked."""
     checks = tuple(check_models(data.models, bars)) if bars is not None else ()
     found = (
         regressions(baseline, data.models, tolerance) if baseline is not None and applied else []
@@ -335,6 +346,7 @@ def evaluate(
         n_models=len(data.models),
         baseline_missing=() if baseline is None else tuple(baseline.missing_workers),
         errors=tuple(errors),
+        failed_tests=failed_tests,
     )
 
 
