@@ -1707,3 +1707,24 @@ def test_a_target_is_tidied_once_per_process(tmp_path, monkeypatch):
     for _ in range(3):
         files.write_atomic(tmp_path / "adversarial.txt", "case\n", "the cases")
     assert len(listed) == 1
+
+
+def test_a_run_stopped_before_tracking_replaces_the_earlier_data_file(pytester):
+    """A retried job in a kept workspace: the first run wrote a complete data file; the
+    retry stops (a collection error) before any test tracks a model. The earlier file
+    stayed, and combine/report passed on it."""
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_one=FEW)
+    first = pytester.runpytest("--rnn-data=d.json", "-p", "no:cacheprovider")
+    assert first.ret == 0 and CoverageData.load(pytester.path / "d.json").complete
+    pytester.makepyfile(test_broken="def test_x(:\n    pass\n")
+    retry = pytester.runpytest("--rnn-data=d.json", "--rnn-coverage=0.01", "-k", "nothing")
+    assert retry.ret != 0
+    retry.stdout.fnmatch_lines(["RNN coverage data (partial: marked so) written to d.json"])
+    data = CoverageData.load(pytester.path / "d.json")
+    assert not data.models and not data.complete
+    assert data.stopped == ["the session stopped after 0 of 0 tests (1 error during collection)"]
+    bars = Bars.parse("0.01")
+    verdict = evaluate(data, bars)  # what report/combine decide on the file
+    assert verdict.passed is False
+    assert verdict.lines()[0][0].startswith("WARNING RNN coverage is partial")

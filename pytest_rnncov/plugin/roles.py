@@ -152,7 +152,7 @@ class Central:
         # a session that measured nothing leaves an earlier baseline or data file as it was
         # (but one whose track() failed writes that, so the earlier file does not stand in
         # for it); one that stopped early writes what it measured to the data file, marked
-        # partial
+        # partial, even nothing (a retried job's earlier file must not pass for this run)
         unwritten = (
             verdict.skipped_reason
             if not verdict.applied and self.stopped is None
@@ -181,7 +181,7 @@ class Central:
                 self.written.append(f"RNN coverage baseline {path} kept: {reason}")
             else:
                 self.written.append(f"RNN coverage baseline not saved to {path}: {reason}")
-        if outputs.data is not None and unwritten is None:
+        if outputs.data is not None and (unwritten is None or self.stopped is not None):
             done = "written to" if data.complete else "(partial: marked so) written to"
             pending.append((outputs.data, data.dumps() + "\n", f"RNN coverage data {done}"))
         elif outputs.data is not None:
