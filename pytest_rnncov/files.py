@@ -388,6 +388,7 @@ def write_atomic(
     data = content.encode("utf-8") if isinstance(content, str) else content
     temporary: str | None = None
     target = Path(os.path.realpath(path))  # through a symbolic link: the file it names
+    existed = os.path.lexists(target)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -405,9 +406,9 @@ def write_atomic(
         os.replace(temporary, target)
         temporary = None
     except (OSError, ValueError) as exc:
+        kept = "the file there is unchanged" if existed else "no file was written there"
         raise error(
-            f"cannot write {what} to {str(path)!r}: "
-            f"{getattr(exc, 'strerror', None) or exc}; the file there is unchanged"
+            f"cannot write {what} to {str(path)!r}: {getattr(exc, 'strerror', None) or exc}; {kept}"
         ) from None
     finally:
         if temporary is not None:

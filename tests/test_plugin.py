@@ -545,6 +545,51 @@ def test_generate(tiny, rnncov, monkeypatch):
     assert campaign["test_cases"] == 120 and campaign["saved_to"] is None
 
 
+def test_samples_that_cannot_be_written_cost_only_the_samples(pytester):
+    """The samples folder fails mid-campaign (here it becomes a file, as a full disk makes
+    every write fail): the campaign went on as if nothing happened (it once stopped at the
+    first sample, failed the test and cut the coverage short), the samples are named as
+    not saved, and the run exits 1 with an ERROR line, as for a report it cannot write."""
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(
+        test_gen="""
+import shutil
+from pathlib import Path
+from pytest_rnncov import GaussianMutator, Oracle
+
+
+class FillTheDisk:
+    def on_adversarial(self, campaign, sample):
+        folder = Path("adv-out")
+        if not folder.is_file():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.write_text("not a folder")
+
+
+def test_generate(tiny, rnncov):
+    seeds = rnncov.rng().random((8, 6, 2)).astype("float32")
+    mutator = GaussianMutator(variance=(0.5, 1.0), clip=None)  # flips the untrained model
+    campaign = tiny.campaign(seeds, mutator, Oracle(radius=None),
+                             budget=120, output_dir="adv-out", listeners=[FillTheDisk()])
+    result = campaign.run()
+    assert result.test_cases == 120 and result.adversarial > 0 and not result.interrupted
+"""
+    )
+    result = pytester.runpytest("--rnn-report=term", "--rnn-report=json:r.json", "--rnn-seed=3")
+    assert result.ret == 1, result.stdout.str()
+    result.stdout.fnmatch_lines(
+        [
+            "ERROR pytest-rnncov: adversarial samples of a campaign on tiny not saved: cannot "
+            "create 'adv-out'*",
+            "*1 passed*",
+        ]
+    )
+    result.stdout.fnmatch_lines(["tiny: *samples not saved (cannot create 'adv-out'*"])
+    (campaign,) = json.loads((pytester.path / "r.json").read_text())["adversarial"]
+    assert campaign["saved_to"] is None and campaign["test_cases"] == 120
+    assert campaign["samples_error"].startswith("cannot create 'adv-out'")
+
+
 def test_a_campaign_under_xdist_reports_what_one_process_reports(pytester):
     """A worker's campaign summary crosses to the controller as written (its diversity is
     below 0; the reader once refused it, so the worker counted as missing)."""

@@ -1728,3 +1728,16 @@ def test_a_run_stopped_before_tracking_replaces_the_earlier_data_file(pytester):
     verdict = evaluate(data, bars)  # what report/combine decide on the file
     assert verdict.passed is False
     assert verdict.lines()[0][0].startswith("WARNING RNN coverage is partial")
+
+
+def test_a_failed_write_says_whether_a_file_was_there(tmp_path):
+    """ "the file there is unchanged" was said of paths where no file had been."""
+    from pytest_rnncov.files import write_atomic
+
+    (tmp_path / "file").write_text("a file, not a folder")
+    with pytest.raises(DataFileError, match="; no file was written there$"):
+        write_atomic(tmp_path / "file" / "r.json", "{}", "the report")
+    (tmp_path / "r.json").mkdir()  # something of the name that a rename cannot replace
+    (tmp_path / "r.json" / "x").touch()
+    with pytest.raises(DataFileError, match="; the file there is unchanged$"):
+        write_atomic(tmp_path / "r.json", "{}", "the report")

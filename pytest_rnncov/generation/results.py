@@ -77,10 +77,15 @@ class CampaignResult:
         return self.adversarial / self.test_cases if self.test_cases else 0.0
 
     def summary(
-        self, model: str = "", saved_to: str | None = None, gallery: Sequence[dict[str, Any]] = ()
+        self,
+        model: str = "",
+        saved_to: str | None = None,
+        gallery: Sequence[dict[str, Any]] = (),
+        samples_error: str | None = None,
     ) -> "CampaignSummary":
         """What the reports show of this campaign (``gallery``: a few samples as
-        ``reporting.samples.gallery_entries`` gives them)."""
+        ``reporting.samples.gallery_entries`` gives them; ``samples_error``: why its samples
+        could not be saved)."""
         return CampaignSummary(
             model=model,
             test_cases=self.test_cases,
@@ -106,6 +111,7 @@ class CampaignResult:
             growth=thinned(self.growth, GROWTH_POINTS),
             saved_to=saved_to,
             gallery=list(gallery),
+            samples_error=samples_error,
         )
 
 
@@ -171,9 +177,15 @@ class CampaignSummary:
     growth: list[dict[str, Any]]
     saved_to: str | None
     gallery: list[dict[str, Any]]
+    #: why the samples could not all be saved (a full disk): the campaign went on without
+    #: them; None (and left out of the JSON) when nothing failed
+    samples_error: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        if data["samples_error"] is None:
+            del data["samples_error"]
+        return data
 
     @classmethod
     def from_json(cls, data: Any, where: str, *, legacy: bool = False) -> "CampaignSummary":
@@ -182,8 +194,8 @@ class CampaignSummary:
         f = Fields(data, where)
         names = [x.name for x in fields(cls)]
         f.exact_keys(
-            [n for n in names if not (legacy and n == "shrunk")],
-            optional=("shrunk",) if legacy else (),
+            [n for n in names if not (legacy and n == "shrunk") and n != "samples_error"],
+            optional=("shrunk", "samples_error") if legacy else ("samples_error",),
         )
         for key in _COUNTS:
             if not 0 <= f.get(key, int) < 2**62:
@@ -206,6 +218,8 @@ class CampaignSummary:
         if "shrunk" in data:
             f.get("shrunk", (bool, type(None)))
         f.get("saved_to", (str, type(None)))
+        if "samples_error" in data:
+            f.get("samples_error", str)
         if data["failing_seeds"] > data["adversarial"]:
             raise f.fail("'failing_seeds' is larger than 'adversarial'")
         rates = f.get("rates", dict)

@@ -188,6 +188,12 @@ class Central:
             self.written.append(
                 f"RNN coverage data not written to {outputs.data.path}: {unwritten}"
             )
+        self.problems.extend(  # a full disk cost these samples, not the campaigns
+            f"adversarial samples of a campaign on {c.get('model', '?')} not saved: "
+            f"{c['samples_error']}"
+            for c in data.campaigns
+            if c.get("samples_error")
+        )
         try:
             reports, problems = render_reports(outputs.reports, self.report_data(), verdict)
         except KeyboardInterrupt:  # while they render: keep what was measured, say what is not

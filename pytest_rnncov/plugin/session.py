@@ -132,11 +132,14 @@ class _CampaignRecorder:
     def on_finish(self, campaign: Campaign, result: CampaignResult) -> None:
         # after the campaign's own listeners: a folder whose writing failed (it may hold an
         # earlier campaign's samples) is not named as this campaign's
-        writers = [w for w in campaign.listeners if isinstance(w, SampleWriter) and w.saved]
+        writers = [w for w in campaign.listeners if isinstance(w, SampleWriter)]
+        saved = [w for w in writers if w.saved]
+        failed = [w.error for w in writers if w.error is not None]
         summary = result.summary(
             campaign.name,
-            saved_to=path_text(writers[0].directory) if writers else None,
+            saved_to=path_text(saved[0].directory) if saved else None,
             gallery=gallery_entries(result.samples, getattr(campaign.mutator, "clip", None)),
+            samples_error=failed[0] if failed else None,
         )
         self.tracked.session.campaigns.append(summary.to_json())
 
@@ -282,7 +285,7 @@ class TrackedModel:
                 stacklevel=2,
             )
         if output_dir is not None:
-            listeners.append(SampleWriter(output_dir))
+            listeners.append(SampleWriter(output_dir, keep_going=True))
         return Campaign(self, seeds, mutator, oracle, listeners=listeners, **options)
 
     def delta(self, reference: Any, suspect: Any, metrics: Sequence[Any] | None = None) -> Any:

@@ -11,7 +11,7 @@ import json
 import os
 import weakref
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -20,7 +20,7 @@ from ..errors import DataFileError
 from ..files import as_path, check_replaceable, write_atomic
 from ..generation.campaign import Campaign
 from ..generation.results import AdversarialSample, CampaignResult
-from ..validation import path_text
+from ..validation import check_bool, path_text
 from .images import png_bytes, side_by_side
 
 #: How many adversarial samples a report's gallery shows per campaign.
@@ -71,12 +71,20 @@ class SampleWriter:
     Every file is written atomically, so an interrupt at any point leaves whole files: the
     samples found so far (an interrupted ``run()`` finishes and writes them all), shrunk or
     as found.
+
+    A write that fails (a full disk) raises DataFileError, which stops the campaign; with
+    ``keep_going=True`` it is kept in ``error`` instead, the writer writes nothing more for
+    that campaign and the campaign goes on (the pytest plugin's writers: a full disk costs
+    the samples, never the campaign or its coverage).
     """
 
-    def __init__(self, directory: str | os.PathLike[str]) -> None:
+    def __init__(self, directory: str | os.PathLike[str], *, keep_going: bool = False) -> None:
         self.directory = check_output_dir(
             as_path(directory, "campaign output folder"), "campaign output folder"
         )
+        self.keep_going = check_bool("keep_going", keep_going)
+        #: why a write failed (``keep_going``): this campaign's samples are not all saved
+        self.error: str | None = None
         self._check_replaceable()
         self._samples: list[AdversarialSample] = []
         self._names: list[str | None] = []
@@ -96,7 +104,19 @@ class SampleWriter:
             return
         self._campaign = weakref.ref(campaign)
         self._samples, self._names, self._started, self.saved = [], [], False, False
-        self._in_text = 0
+        self._in_text, self.error = 0, None
+
+    def _kept(self, write: Callable[[], None]) -> None:
+        """Run ``write``; with ``keep_going``, a DataFileError is kept in ``error`` (and no
+        later write is tried) instead of raised."""
+        if self.error is not None:
+            return
+        try:
+            write()
+        except DataFileError as exc:
+            if not self.keep_going:
+                raise
+            self.error = str(exc)
 
     def _check_replaceable(self) -> None:
         """Refuse a folder holding files of the names this writer uses that no earlier
@@ -175,13 +195,22 @@ class SampleWriter:
         self._for(campaign)
         self._samples.append(sample)
         if campaign.mutator.array_cases:
-            self._names.append(self._image(campaign, len(self._samples) - 1, sample))
+            self._names.append(None)
+            self._kept(lambda: self._first_image(campaign, sample))
         elif len(self._samples) >= 2 * self._in_text:  # the samples doubled since
-            self._text()
+            self._kept(self._text)
+
+    def _first_image(self, campaign: Campaign, sample: AdversarialSample) -> None:
+        """The PNG of the sample just found, named in ``_names``."""
+        index = len(self._samples) - 1
+        self._names[index] = self._image(campaign, index, sample)
 
     def on_shrunk(self, campaign: Campaign, samples: list[AdversarialSample]) -> None:
         self._for(campaign)
         self._samples = list(samples)
+        self._kept(lambda: self._write_shrunk(campaign, samples))
+
+    def _write_shrunk(self, campaign: Campaign, samples: list[AdversarialSample]) -> None:
         if not campaign.mutator.array_cases:
             self._text()
             return
@@ -196,6 +225,9 @@ class SampleWriter:
     def on_finish(self, campaign: Campaign, result: CampaignResult) -> None:
         self._for(campaign)
         self.saved = False  # this campaign's files, not a reused writer's earlier ones
+        self._kept(lambda: self._write_final(campaign, result))
+
+    def _write_final(self, campaign: Campaign, result: CampaignResult) -> None:
         folder = self._ready()
         if not campaign.mutator.array_cases and self._in_text < len(self._samples):
             self._text()  # not shrunk: the samples found since it doubled last

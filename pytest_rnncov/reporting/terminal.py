@@ -206,6 +206,8 @@ def campaign_note(campaign: dict[str, Any]) -> str:
     notes += [f"{key} {campaign[key]}" for key in ("oracle", "mutator") if campaign.get(key)]
     if campaign.get("discarded"):
         notes.append(f"{campaign['discarded']} unchanged mutants discarded")
+    if campaign.get("samples_error"):
+        notes.append(f"samples not saved ({campaign['samples_error']})")
     return "; ".join(notes)
 
 
