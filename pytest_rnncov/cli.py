@@ -438,7 +438,11 @@ def _profile_fit(args: argparse.Namespace) -> int:
         ).fit(rnn, x)
     except RNNCovError as exc:  # the messages name Python's arguments: say the options
         raise _in_option_words(exc) from None
-    out.write(profile.text())
+    try:
+        out.write(profile.text())
+    except RNNCovError as exc:  # a full disk is no usage error: exit 1, as combine --out
+        _err(f"python -m pytest_rnncov {args.command}: error: {exc}")
+        return 1
     _print(
         f"profile of {rnn.cell_kind} layer {rnn.layer_name!r} (window {list(profile.window_)}, "
         f"{profile.n_samples_} training inputs) written to {out.path}"

@@ -1730,6 +1730,24 @@ def test_a_run_stopped_before_tracking_replaces_the_earlier_data_file(pytester):
     assert verdict.lines()[0][0].startswith("WARNING RNN coverage is partial")
 
 
+def test_profile_fit_on_a_full_disk_exits_1_as_combine_does(tmp_path):
+    """A profile that cannot be written is no usage error: it exited 4, where cli.md and
+    combine --out say 1."""
+    import keras
+
+    model = keras.Sequential([keras.Input((5, 2)), keras.layers.GRU(3, name="gru")])
+    model.save(tmp_path / "m.keras")
+    np.save(tmp_path / "x.npy", np.random.default_rng(0).normal(size=(8, 5, 2)))
+    done = cli(
+        "profile", "fit", "m.keras", "--x-train", "x.npy", "--out", "p.json",
+        cwd=tmp_path, preexec_fn=_limited(64),
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert "cannot write --out to 'p.json'" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "p.json").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
 def test_a_failed_write_says_whether_a_file_was_there(tmp_path):
     """ "the file there is unchanged" was said of paths where no file had been."""
     from pytest_rnncov.files import write_atomic
