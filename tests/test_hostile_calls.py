@@ -4,6 +4,7 @@ project's own errors, naming the value and the fix."""
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -107,6 +108,29 @@ def test_bars_and_seeds_refuse_pythons_digit_groups():
             Bars.parse(text)
     with pytest.raises(InvalidArgument, match="seed '1_0' holds '_'"):
         parse_seed("1_0")
+
+
+@pytest.mark.parametrize(
+    ("text", "meant"),
+    [("0,9", "0.9"), ("BC:0,9", "BC:0.9"), ("0.9,TC:0,4", "TC:0.4"), ("m:*:1,0", "m:*:1.0")],
+)
+def test_a_decimal_comma_in_a_bar_is_named(text, meant):
+    """--rnn-coverage=0,9 read as the bars 0 and 9: "9 is not a fraction; for 9% use 0.09"."""
+    written = meant.replace(".", ",")
+    with pytest.raises(
+        InvalidArgument,
+        match=re.escape(
+            f"coverage bar '{written}': a comma separates bars, so this reads as two; for a "
+            f"decimal write a point ({meant})"
+        ),
+    ):
+        Bars.parse(text)
+
+
+def test_a_bar_of_minus_zero_is_zero():
+    """It read "Required RNN coverage of -0% reached." and "required": -0.0 in JSON."""
+    (bar,) = Bars.parse("-0").entries
+    assert str(bar.value) == "0.0" and Bars.parse("-0").describe() == "0 on BC,SC,TC"
 
 
 def test_unknown_keys_in_profile_statistics_are_refused(tmp_path):

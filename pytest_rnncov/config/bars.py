@@ -54,7 +54,7 @@ def parse_fraction(text: str, what: str) -> float:
     problem = fraction_problem(number)
     if problem is not None:
         raise InvalidArgument(f"{what} {text} is not a fraction in [0, 1]{problem}")
-    return number
+    return number + 0.0  # -0 is 0 (it read "-0%")
 
 
 @dataclass(frozen=True)
@@ -80,8 +80,15 @@ def parse_bars(text: Any) -> tuple[Bar, ...]:
     if not isinstance(text, str) or not text.strip():
         raise InvalidArgument(f"coverage bar {text!r}: give e.g. 0.9 or BC:0.9,TC:0.4")
     entries: list[Bar] = []
-    for raw in text.split(","):
+    raws = text.split(",")
+    for index, raw in enumerate(raws):
         entry = raw.strip()
+        if index and entry.isdigit() and raws[index - 1].strip().split(":")[-1].isdigit():
+            written = f"{raws[index - 1].strip()},{entry}"
+            raise InvalidArgument(
+                f"coverage bar {written!r}: a comma separates bars, so this reads as two; "
+                f"for a decimal write a point ({written.replace(',', '.')})"
+            )
         parts = [p.strip() for p in entry.split(":")]
         if not entry or len(parts) > 3 or not all(parts):
             raise InvalidArgument(
