@@ -486,6 +486,17 @@ def test_a_generator_of_inputs_is_named_as_such(stacked_model, seq_inputs):
                 rnn.predict(given)
 
 
+def test_sequences_of_different_lengths_are_told_to_be_padded(stacked_model, seq_inputs):
+    """A list of unpadded series met numpy's "setting an array element with a sequence.
+    The requested array has an inhomogeneous shape", which names no fix."""
+    rows = [seq_inputs[0, :3], seq_inputs[1], seq_inputs[2, :5]]
+    for rnn in (RNNModel(Net()), RNNModel(stacked_model, "lstm_b")):
+        with pytest.raises(
+            InvalidInput, match=r"rows have different lengths \(3 to 7\); pad them to one length"
+        ):
+            rnn.predict(rows)
+
+
 @pytest.mark.parametrize("trace_on", ["numpy", "device"])
 def test_torch_inputs_and_outputs_that_cannot_be_read_are_refused(trace_on):
     x = np.random.default_rng(0).normal(size=(5, 6, 3)).astype(np.float32)

@@ -86,7 +86,26 @@ def input_array(values: Any, what: str) -> np.ndarray:
     try:
         return np.asarray(values)
     except (TypeError, ValueError, RuntimeError) as exc:
-        raise InvalidInput(f"{what} cannot be read as an array: {exc}") from None
+        raise InvalidInput(f"{what} cannot be read as an array: {_ragged(values) or exc}") from None
+
+
+def _ragged(values: Any) -> str:
+    """What is wrong with a list of sequences of different lengths, and how to fix it (""
+    for anything else)."""
+    if not isinstance(values, (list, tuple)):
+        return ""
+    try:
+        lengths = {len(row) for row in values}
+    except TypeError:  # a row without a length
+        return ""
+    if len(lengths) < 2:
+        return ""
+    return (
+        f"its rows have different lengths ({min(lengths)} to {max(lengths)}); pad them to "
+        "one length (keras.utils.pad_sequences(rows, padding='post', dtype='float32'), or "
+        "numpy), let the model mask the padding (Masking, mask_zero=True), and pass one array "
+        "of shape (batch, steps, ...)"
+    )
 
 
 def is_host(array: Any) -> bool:
