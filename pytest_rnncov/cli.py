@@ -25,10 +25,11 @@ import argparse
 import os
 import re
 import sys
+import warnings
 from pathlib import Path
-from typing import Any, Iterator, NoReturn, Sequence
+from typing import Any, Callable, Iterator, NoReturn, Sequence
 
-from .errors import RNNCovError
+from .errors import RNNCovError, RNNCovWarning
 from .files import Terminated, terminate_as_interrupt
 from .validation import printable
 
@@ -220,6 +221,20 @@ def _to_nowhere(stream: Any) -> None:
     os.dup2(devnull, stream.fileno())
 
 
+def _warning_shower(command: str, shown: Callable[..., None]) -> Callable[..., None]:
+    """``warnings.showwarning`` for a command: pytest-rnncov's warnings as one line of the
+    command's own (Python's form names the frame outside the package, here runpy's), any
+    other package's as ``shown`` shows them."""
+
+    def show(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+        if issubclass(category, RNNCovWarning):
+            _err(f"python -m pytest_rnncov {command}: warning: {message}")
+        else:
+            shown(message, category, *args, **kwargs)
+
+    return show
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     args = _parser().parse_args(_joined_signed(sys.argv[1:] if argv is None else argv))
@@ -232,7 +247,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             "report": _report,
             "compare": _compare,
         }[args.command]
-        return handler(args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _warning_shower(args.command, warnings.showwarning)
+            return handler(args)
     except RNNCovError as exc:
         _err(f"python -m pytest_rnncov {args.command}: error: {exc}")
         return USAGE_ERROR
@@ -526,8 +543,8 @@ def _show(args: argparse.Namespace) -> int:
         baseline = None if kind == DATA else load_baseline(path)
         data = CoverageData.load(path) if baseline is None else CoverageData(models=baseline.models)
         verdict = evaluate(data, None, baseline=baseline)  # its warnings, as report says them
-        warnings = [text for text, style in verdict.lines() if style == "yellow"]
-        _print([*coverage_lines(data, detail=kind == DATA), *warnings])
+        cautions = [text for text, style in verdict.lines() if style == "yellow"]
+        _print([*coverage_lines(data, detail=kind == DATA), *cautions])
     elif kind == JSON_FORMAT:
         passed, rates = read_report(content, where)
         _print(

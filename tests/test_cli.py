@@ -276,6 +276,22 @@ def test_a_keras_backend_keras_cannot_load_is_named(model_files, backend):
     assert not (model_files / "p.json").exists()
 
 
+def test_profile_fit_says_its_warnings_as_its_own_lines(keras, tmp_path):
+    """They read "<frozen runpy>:88: RNNCovWarning: ...": Python names the first frame
+    outside the package, which under python -m is runpy's."""
+    model = keras.Sequential(
+        [keras.Input((6, 2)), keras.layers.Masking(0.0), keras.layers.GRU(3, name="gru")]
+    )
+    model.save(tmp_path / "m.keras")
+    x = np.random.default_rng(0).normal(size=(4, 6, 2)).astype(np.float32)
+    x[0, 4:] = 0.0  # padded at the end: the window's last steps are masked in one input
+    np.save(tmp_path / "x.npy", x)
+    done = cli("profile", "fit", "m.keras", "--x-train", "x.npy", "--out", "p.json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "python -m pytest_rnncov profile: warning: 1 of 4 training inputs" in done.stderr
+    assert "runpy" not in done.stderr and "RNNCovWarning" not in done.stderr
+
+
 def test_profile_fit_from_a_model_file_and_a_npy(model_files):
     tmp_path = model_files
     done = cli(
