@@ -653,6 +653,12 @@ def read_envelope(
             if len(versions) == 1
             else f"versions {versions[0]}-{versions[-1]}"
         )
+        if type(version) is int and version > max(versions):  # refitting would lose it
+            raise error(
+                f"{where} has {noun} version {version}, newer than this pytest-rnncov reads "
+                f"({reads}): a later release wrote it; upgrade pytest-rnncov (pip install -U "
+                "pytest-rnncov) to read it, rather than write the file again with this one"
+            )
         raise error(
             f"{where} has {noun} version {shown(version)}; this pytest-rnncov reads "
             f"{reads}" + (f": {fix}" if fix else "")
