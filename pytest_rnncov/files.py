@@ -511,9 +511,39 @@ def is_step_summary(path: Path) -> bool:
         return False
 
 
-#: the most a step summary may already hold for a report to be appended to it (GitHub
-#: shows at most 1 MiB of it)
-SUMMARY_BYTES = 16 * 2**20
+def append_whole(
+    path: Path, content: str | bytes, what: str, error: type[RNNCovError] = DataFileError
+) -> None:
+    """Append ``content`` to ``path`` (after a blank line when the file holds something)
+    in one ``O_APPEND`` write, as the other writers of a shared file such as the CI step
+    summary do (``>>``, ``tee -a``): what they write before or after is kept, where a
+    renamed copy would drop what they write to the file they hold open. A write that fails
+    or is interrupted part-way is cut back off, unless another writer appended since."""
+    added = content.encode("utf-8") if isinstance(content, str) else content
+    try:
+        handle = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, _new_file_mode())
+    except OSError as exc:
+        raise error(f"cannot append {what} to {str(path)!r}: {exc.strerror or exc}") from None
+    start = written = 0
+    try:
+        start = os.fstat(handle).st_size
+        last = os.pread(handle, 1, start - 1) if start else b""
+        data = (b"" if not start else b"\n" if last == b"\n" else b"\n\n") + added
+        while written < len(data):
+            written += os.write(handle, data[written:])
+        os.fsync(handle)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            if written and os.fstat(handle).st_size == start + written:  # ours is the last
+                os.ftruncate(handle, start)
+        if not isinstance(exc, OSError):
+            raise
+        raise error(
+            f"cannot append {what} to {str(path)!r}: {exc.strerror or exc}; what the file "
+            "held is kept"
+        ) from None
+    finally:
+        os.close(handle)
 
 
 class Output:
@@ -524,7 +554,7 @@ class Output:
     this run's content goes to a file beside it (``NAME.conflict-PID-XXXXXX.EXT``) and
     :class:`OutputConflict` says where: two writers never silently lose one's results.
     With ``append`` (the CI step summary) the content is added after what the file holds
-    when it is written, the file still replaced whole (a temporary file renamed over it).
+    when it is written (:func:`append_whole`).
     """
 
     def __init__(
@@ -548,13 +578,7 @@ class Output:
             ) from None
         with folder_lock(Path(os.path.realpath(self.path)).parent):
             if self.append:  # what the step's other commands wrote stays, before this
-                held = b""
-                if self.path.exists():
-                    where = f"{self.what} {str(self.path)!r}"
-                    held = read_bounded(self.path, where, self.error, limit=SUMMARY_BYTES)
-                added = content.encode("utf-8") if isinstance(content, str) else content
-                gap = b"" if not held else b"\n" if held.endswith(b"\n") else b"\n\n"
-                write_atomic(self.path, held + gap + added, self.what, self.error)
+                append_whole(self.path, content, self.what, self.error)
                 self._seen = _snapshot(self.path)
                 return self.path
             if _snapshot(self.path) != self._seen:

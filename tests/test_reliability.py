@@ -1759,3 +1759,44 @@ def test_a_failed_write_says_whether_a_file_was_there(tmp_path):
     (tmp_path / "r.json" / "x").touch()
     with pytest.raises(DataFileError, match="; the file there is unchanged$"):
         write_atomic(tmp_path / "r.json", "{}", "the report")
+
+
+def test_a_step_summary_keeps_what_a_writer_holding_it_open_appends(tmp_path, monkeypatch):
+    """`pytest ... | tee -a $GITHUB_STEP_SUMMARY` holds the file open while the plugin adds
+    its report: the report was a renamed copy, so everything tee wrote after it went to the
+    unlinked old file and was lost."""
+    from pytest_rnncov.reporting.outputs import report_output
+
+    summary = tmp_path / "step_summary.md"
+    summary.write_text("# my step")  # no final newline: a blank line is put before ours
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    with open(summary, "a") as tee:
+        tee.write("\ncollected 3 items\n")
+        tee.flush()
+        report_output("markdown", str(summary), "--rnn-report=markdown").write("<!-- report -->\n")
+        tee.write("3 passed\n")
+    assert summary.read_text() == ("# my step\ncollected 3 items\n\n<!-- report -->\n3 passed\n")
+
+
+def test_an_append_that_fails_part_way_is_cut_back_off(tmp_path):
+    """A full disk mid-append: the step summary keeps what it held, not half a report."""
+    from pytest_rnncov.files import append_whole
+
+    summary = tmp_path / "s.md"
+    summary.write_text("held\n")
+    script = (
+        "import sys; from pathlib import Path; from pytest_rnncov.files import append_whole\n"
+        "try:\n"
+        "    append_whole(Path(sys.argv[1]), 'x' * 5000, 'the report')\n"
+        "except Exception as exc:\n"
+        "    print(type(exc).__name__, exc)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(summary)],
+        capture_output=True, text=True, preexec_fn=_limited(1024),
+    )  # fmt: skip
+    assert done.stdout.startswith("DataFileError cannot append the report to"), done.stderr
+    assert "what the file held is kept" in done.stdout
+    assert summary.read_text() == "held\n"
+    append_whole(summary, "more", "the report")
+    assert summary.read_text() == "held\n\nmore"
