@@ -293,6 +293,7 @@ def test_per_metric_bars(tiny):
 
 @pytest.mark.rnn_coverage(min="high")
 def test_bad_min(tiny):
+    print("the body ran")
     tiny.predict(inputs(5, n=3))
 
 
@@ -316,6 +317,7 @@ def test_marker_keywords_of_every_type(project):
         ["*rnn_coverage marker: coverage bar 'high': 'high' is not a number*"]
     )
     result.stdout.fnmatch_lines(["*rnn_coverage marker: unknown metric ZZ*"])
+    assert "the body ran" not in result.stdout.str()  # a wrong marker fails before it runs
 
 
 NAMES = """

@@ -195,14 +195,19 @@ class RNNCovPlugin:
         marker = item.get_closest_marker("rnn_coverage")
         if marker is None:
             return (yield)
+        from ..errors import InvalidArgument
+        from .marker import check_marker, marker_bars
+
+        try:  # before the test runs: a wrong marker costs no model call
+            bars, models = marker_bars(marker, self.settings)
+        except InvalidArgument as exc:
+            pytest.fail(str(exc), pytrace=False)
         self.engine.start_test()
         try:
             result = yield
         finally:
             fed = self.engine.stop_test()
-        from .marker import check_marker
-
-        message = check_marker(marker, fed, self.settings)
+        message = check_marker(bars, models, fed)
         if message is not None:
             pytest.fail(message, pytrace=False)
         return result

@@ -29,13 +29,17 @@ def _names(value: Any, what: str) -> list[str]:
     )
 
 
-def check_marker(marker: pytest.Mark, fed: dict[str, ModelState], settings: Settings) -> str | None:
-    """The failure message for a test whose inputs miss the marker's bar (None: passed)."""
+def marker_bars(marker: pytest.Mark, settings: Settings) -> tuple[Bars, list[str] | None]:
+    """The marker's bars and the models it names (None: every model the test fed), read
+    before the test runs; InvalidArgument (its message the test's failure) if they are
+    wrong."""
     options = dict(marker.kwargs)
     unknown = sorted(set(options) - set(KEYWORDS))
     if marker.args or unknown:
         given = ", ".join(map(repr, marker.args)) if marker.args else ", ".join(unknown)
-        return f"rnn_coverage marker takes the keywords min=, metrics=, model=; got {given}"
+        raise InvalidArgument(
+            f"rnn_coverage marker takes the keywords min=, metrics=, model=; got {given}"
+        )
     try:
         metrics = settings.gate_metrics
         if options.get("metrics") is not None:
@@ -43,7 +47,9 @@ def check_marker(marker: pytest.Mark, fed: dict[str, ModelState], settings: Sett
         required = options.get("min")
         if required is None:
             if settings.bars is None:
-                return "rnn_coverage marker needs min=..., or run with --rnn-coverage=..."
+                raise InvalidArgument(
+                    "rnn_coverage marker needs min=..., or run with --rnn-coverage=..."
+                )
             bars = settings.bars.for_metrics(metrics)
         else:
             if isinstance(required, bool) or not isinstance(required, (numbers.Real, str)):
@@ -57,11 +63,17 @@ def check_marker(marker: pytest.Mark, fed: dict[str, ModelState], settings: Sett
                     f"min={shown(required)} is not a fraction in [0, 1]"
                 ) from None
             bars = Bars.parse(text, metrics)
-        wanted = (
-            _names(options["model"], "model") if options.get("model") is not None else sorted(fed)
-        )
+        models = _names(options["model"], "model") if options.get("model") is not None else None
     except InvalidArgument as exc:
-        return f"rnn_coverage marker: {exc}"
+        if str(exc).startswith("rnn_coverage marker"):
+            raise
+        raise InvalidArgument(f"rnn_coverage marker: {exc}") from None
+    return bars, models
+
+
+def check_marker(bars: Bars, models: list[str] | None, fed: dict[str, ModelState]) -> str | None:
+    """The failure message for a test whose inputs miss the marker's bar (None: passed)."""
+    wanted = sorted(fed) if models is None else models
     if not wanted:
         return "rnn_coverage marker: this test fed no inputs to a tracked model"
     for name in wanted:
