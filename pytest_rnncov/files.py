@@ -242,7 +242,7 @@ def check_replaceable(
         raise error(f"{what} {str(path)!r} cannot be used: {exc.strerror or exc}") from None
     if stat.S_ISDIR(info.st_mode):
         raise error(f"{what} {str(path)!r} is a directory; give a file path")
-    if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+    if stat.S_ISREG(info.st_mode) and info.st_nlink > 1 and not appending:
         raise error(
             f"{what} {str(path)!r} is hard-linked ({info.st_nlink} names): writing replaces "
             "the file, so the other names would keep the old content; give a path that is "
@@ -527,7 +527,10 @@ def append_whole(
     start = written = 0
     try:
         start = os.fstat(handle).st_size
-        last = os.pread(handle, 1, start - 1) if start else b""
+        last = b""
+        if start:  # lseek and read, not pread: Windows runners have step summaries too
+            os.lseek(handle, start - 1, os.SEEK_SET)
+            last = os.read(handle, 1)
         data = (b"" if not start else b"\n" if last == b"\n" else b"\n\n") + added
         while written < len(data):
             written += os.write(handle, data[written:])

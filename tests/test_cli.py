@@ -260,7 +260,7 @@ def test_profile_fit_of_an_unsafe_file_names_the_commands_switch(keras, model_fi
     assert "safe_mode=False" not in done.stderr  # the Python argument, not this command's
 
 
-@pytest.mark.parametrize("backend", ["jx", "JAX"])
+@pytest.mark.parametrize("backend", ["jx", "JAX", "openvino"])  # openvino: not installed
 def test_a_keras_backend_keras_cannot_load_is_named(model_files, backend):
     """Keras raised a bare ValueError ("Unable to import backend : jx") through the CLI."""
     done = subprocess.run(

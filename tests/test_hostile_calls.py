@@ -112,7 +112,7 @@ def test_bars_and_seeds_refuse_pythons_digit_groups():
 
 @pytest.mark.parametrize(
     ("text", "meant"),
-    [("0,9", "0.9"), ("BC:0,9", "BC:0.9"), ("0.9,TC:0,4", "TC:0.4"), ("m:*:1,0", "m:*:1.0")],
+    [("0,9", "0.9"), ("BC:0,9", "BC:0.9"), ("0.9,TC:0,4", "TC:0.4"), ("m:*:1,5", "m:*:1.5")],
 )
 def test_a_decimal_comma_in_a_bar_is_named(text, meant):
     """--rnn-coverage=0,9 read as the bars 0 and 9: "9 is not a fraction; for 9% use 0.09"."""
@@ -125,6 +125,12 @@ def test_a_decimal_comma_in_a_bar_is_named(text, meant):
         ),
     ):
         Bars.parse(text)
+
+
+def test_bars_a_comma_joins_as_written_are_read_as_before():
+    """BC:1,0 is the bar BC at 1 and a plain bar of 0: no decimal comma is guessed there."""
+    assert [(b.metric, b.value) for b in Bars.parse("BC:1,0").entries] == [("BC", 1.0), (None, 0.0)]
+    assert [(b.metric, b.value) for b in Bars.parse("TC:0,1").entries] == [("TC", 0.0), (None, 1.0)]
 
 
 def test_a_bar_of_minus_zero_is_zero():

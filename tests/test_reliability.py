@@ -1728,6 +1728,28 @@ def test_a_run_stopped_before_tracking_replaces_the_earlier_data_file(pytester):
     verdict = evaluate(data, bars)  # what report/combine decide on the file
     assert verdict.passed is False
     assert verdict.lines()[0][0].startswith("WARNING RNN coverage is partial")
+    # stopped while collecting, before the test loop began (Ctrl-C in a slow import)
+    (pytester.path / "test_broken.py").unlink()
+    assert pytester.runpytest("--rnn-data=d.json", "-p", "no:cacheprovider").ret == 0
+    pytester.makepyfile(test_slow_import="raise KeyboardInterrupt\n")
+    stopped = pytester.runpytest_subprocess("--rnn-data=d.json", "-p", "no:cacheprovider")
+    assert stopped.ret == pytest.ExitCode.INTERRUPTED
+    data = CoverageData.load(pytester.path / "d.json")
+    assert not data.models and data.stopped == ["the session stopped before the tests ran"]
+
+
+def test_a_lf_retry_that_tracked_no_model_keeps_the_data_file(pytester):
+    """--lf reruns only a failed test that feeds no model: partial by design, not stopped;
+    the earlier run's file stays, as for any session that tracked no model."""
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_one=FEW + "\n\ndef test_fails():\n    assert False\n")
+    first = pytester.runpytest("--rnn-data=d.json")
+    assert first.ret == pytest.ExitCode.TESTS_FAILED
+    before = (pytester.path / "d.json").read_bytes()
+    retry = pytester.runpytest("--rnn-data=d.json", "--lf")
+    assert retry.ret == pytest.ExitCode.TESTS_FAILED
+    retry.stdout.fnmatch_lines(["RNN coverage data not written to d.json: no model was tracked"])
+    assert (pytester.path / "d.json").read_bytes() == before
 
 
 def test_profile_fit_on_a_full_disk_exits_1_as_combine_does(tmp_path):
@@ -1800,3 +1822,19 @@ def test_an_append_that_fails_part_way_is_cut_back_off(tmp_path):
     assert summary.read_text() == "held\n"
     append_whole(summary, "more", "the report")
     assert summary.read_text() == "held\n\nmore"
+
+
+def test_a_step_summary_is_appended_without_pread(tmp_path, monkeypatch):
+    """os.pread does not exist on Windows, whose GitHub runners have step summaries too; a
+    hard link to the summary is no reason to refuse it, as appending replaces nothing."""
+    from pytest_rnncov.files import append_whole
+    from pytest_rnncov.reporting.outputs import report_output
+
+    monkeypatch.delattr(os, "pread")
+    summary = tmp_path / "s.md"
+    summary.write_text("held")
+    os.link(summary, tmp_path / "other-name.md")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    report_output("markdown", str(summary), "--rnn-report=markdown").write("report\n")
+    append_whole(summary, "more", "the report")
+    assert (tmp_path / "other-name.md").read_text() == "held\n\nreport\n\nmore"

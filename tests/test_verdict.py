@@ -129,12 +129,14 @@ def model(rnncov):
     pytester.makepyfile("def test_a(model):\n    pass\n\ndef test_b(model):\n    pass\n")
     result = pytester.runpytest("--rnn-coverage=0.5")
     assert result.ret == 1
-    assert "register one with rnncov.track" not in result.stdout.str()
+    hint = (
+        "register one with rnncov.track(model, ...); 2 tests failed or errored: a fixture "
+        "that tracks one may be among them"
+    )
     result.stdout.fnmatch_lines(
         [
-            "no model was tracked; 2 tests failed or errored",
-            "FAIL Required RNN coverage of 50% not reached: no model was tracked, and 2 tests "
-            "failed or errored: see above (a fixture that tracks a model may be among them)",
+            f"no model was tracked: {hint}",
+            f"FAIL Required RNN coverage of 50% not reached: no model was tracked ({hint})",
         ]
     )
 
@@ -300,13 +302,19 @@ def test_bad_min(tiny):
 @pytest.mark.rnn_coverage(min=0.5, metrics=["ZZ"])
 def test_bad_metric(tiny):
     tiny.predict(inputs(5, n=3))
+
+
+@pytest.mark.rnn_coverage(min=0.5, model=[])
+def test_no_model_named(tiny):
+    print("the body ran")
+    tiny.predict(inputs(5, n=3))
 """
 
 
 def test_marker_keywords_of_every_type(project):
     project.makepyfile(test_markers=MARKERS)
     result = project.runpytest("test_markers.py")
-    result.assert_outcomes(passed=1, failed=3)
+    result.assert_outcomes(passed=1, failed=4)
     result.stdout.fnmatch_lines(
         [
             "*RNN coverage of the inputs this test fed is below its bars (BC:0,TC:1):",
@@ -317,6 +325,7 @@ def test_marker_keywords_of_every_type(project):
         ["*rnn_coverage marker: coverage bar 'high': 'high' is not a number*"]
     )
     result.stdout.fnmatch_lines(["*rnn_coverage marker: unknown metric ZZ*"])
+    result.stdout.fnmatch_lines(["*rnn_coverage marker: model=[] names no model; name a*"])
     assert "the body ran" not in result.stdout.str()  # a wrong marker fails before it runs
 
 
@@ -443,6 +452,11 @@ def test_a_rate_that_failed_its_bar_reads_below_it_in_every_report():
     section = _model_section(failed.models["m"], None, verdict, drawn=False)
     assert section["rows"][0]["rate"] == "89.6%"
     assert "BC 89.6% (43/48) < 90%" in "\n".join(text for text, _ in verdict.lines())
+    empty = data(0)
+    empty.models["m"].metrics["BC"] = MetricState.empty("BC", "f/avg", 0, {"window": [0, 3]})
+    nothing = evaluate(empty, Bars.parse("BC:0"))  # 0/0 fails any bar, and reads 0% still
+    assert nothing.passed is False
+    assert " 0% (0/0)" in "\n".join(coverage_lines(empty, verdict=nothing))  # not 0.0000%
     passed = data(44)  # 91.67%: shown as usual
     verdict = evaluate(passed, Bars.parse("BC:0.9"))
     assert verdict.passed is True

@@ -64,14 +64,16 @@ _RECURRENT_GATES = {
 def import_keras() -> Any:
     """Keras 3, or a :class:`MissingResource` saying how to install it or, when it cannot
     load the backend ``KERAS_BACKEND`` names, which backends there are."""
+    import importlib.util
+
     try:
         import keras
-    except ImportError as exc:
-        raise MissingResource(
-            f"Keras 3 cannot be imported ({exc}); install it with pip install "
-            "'pytest-rnncov[tensorflow]' (or [jax], [torch])"
-        ) from None
-    except ValueError as exc:  # keras/src/backend: "Unable to import backend : jx"
+    except (ImportError, ValueError) as exc:  # ValueError: "Unable to import backend : jx"
+        if isinstance(exc, ImportError) and importlib.util.find_spec("keras") is None:
+            raise MissingResource(
+                f"Keras 3 cannot be imported ({exc}); install it with pip install "
+                "'pytest-rnncov[tensorflow]' (or [jax], [torch])"
+            ) from None
         named = os.environ.get("KERAS_BACKEND")
         where = (
             f"KERAS_BACKEND={named!r}"

@@ -83,8 +83,13 @@ def parse_bars(text: Any) -> tuple[Bar, ...]:
     raws = text.split(",")
     for index, raw in enumerate(raws):
         entry = raw.strip()
-        if index and entry.isdigit() and raws[index - 1].strip().split(":")[-1].isdigit():
-            written = f"{raws[index - 1].strip()},{entry}"
+        before = raws[index - 1].strip() if index else ""
+        if (  # "0,9" or "BC:0,9": bars no one writes (9, or the same plain bar twice)
+            entry.isdigit()
+            and before.split(":")[-1].isdigit()
+            and (int(entry) > 1 or ":" not in before)
+        ):
+            written = f"{before},{entry}"
             raise InvalidArgument(
                 f"coverage bar {written!r}: a comma separates bars, so this reads as two; "
                 f"for a decimal write a point ({written.replace(',', '.')})"

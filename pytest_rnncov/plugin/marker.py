@@ -64,6 +64,11 @@ def marker_bars(marker: pytest.Mark, settings: Settings) -> tuple[Bars, list[str
                 ) from None
             bars = Bars.parse(text, metrics)
         models = _names(options["model"], "model") if options.get("model") is not None else None
+        if models == []:
+            raise InvalidArgument(
+                f"model={options['model']!r} names no model; name a tracked model, or leave "
+                "model= out for every model the test feeds"
+            )
     except InvalidArgument as exc:
         if str(exc).startswith("rnn_coverage marker"):
             raise

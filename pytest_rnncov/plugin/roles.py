@@ -147,8 +147,10 @@ class Central:
                 f"RNN coverage profile fitted from x_train and written to {profile}: commit "
                 "it (later runs load it)"
             )
+        if self.verdict is None:  # the test loop never ran: stopped while collecting
+            self.stopped = "the session stopped before the tests ran"
         data = self.data()
-        verdict = self.verdict or self.decide(False, "the session stopped before the tests ran")
+        verdict = self.verdict or self.decide(False, self.stopped)
         # a session that measured nothing leaves an earlier baseline or data file as it was
         # (but one whose track() failed writes that, so the earlier file does not stand in
         # for it); one that stopped early writes what it measured to the data file, marked
@@ -181,7 +183,8 @@ class Central:
                 self.written.append(f"RNN coverage baseline {path} kept: {reason}")
             else:
                 self.written.append(f"RNN coverage baseline not saved to {path}: {reason}")
-        if outputs.data is not None and (unwritten is None or self.stopped is not None):
+        cut_short = self.stopped is not None and not verdict.applied  # not --lf's by design
+        if outputs.data is not None and (unwritten is None or cut_short):
             done = "written to" if data.complete else "(partial: marked so) written to"
             pending.append((outputs.data, data.dumps() + "\n", f"RNN coverage data {done}"))
         elif outputs.data is not None:

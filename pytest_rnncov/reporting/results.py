@@ -125,9 +125,22 @@ class Verdict:
     #: the tests that failed or errored (a fixture meant to track a model may be one)
     failed_tests: int = 0
 
+    def no_model_hint(self) -> str:
+        """What to do when no model was tracked (and the failed tests, which may be why)."""
+        n = self.failed_tests
+        failed = (
+            f"; {n} test{'s' if n != 1 else ''} failed or errored: a fixture that tracks one "
+            "may be among them"
+            if n
+            else ""
+        )
+        return f"register one with rnncov.track(model, ...){failed}"
+
     def failed_bars(self) -> dict[tuple[str, str], float]:
-        """The bar of each (model, metric) that failed it: its rate is shown below it."""
-        return {(c.model, c.metric): c.bar for c in self.checks if not c.passed}
+        """The bar of each (model, metric) whose rate is below it: the rate is shown so."""
+        return {
+            (c.model, c.metric): c.bar for c in self.checks if c.rate is not None and c.rate < c.bar
+        }
 
     @property
     def gated(self) -> bool:
@@ -174,17 +187,7 @@ class Verdict:
                     f"{head} not reached: no model was tracked; rnncov.track() failed: "
                     + "; ".join(self.track_errors)
                 )
-            if self.failed_tests:
-                n = self.failed_tests
-                return (
-                    f"{head} not reached: no model was tracked, and {n} "
-                    f"test{'s' if n != 1 else ''} failed or errored: see above (a fixture "
-                    "that tracks a model may be among them)"
-                )
-            return (
-                f"{head} not reached: no model was tracked (register one with "
-                "rnncov.track(model, ...))"
-            )
+            return f"{head} not reached: no model was tracked ({self.no_model_hint()})"
         failed = [c for c in self.checks if not c.passed]
         if not failed:
             return f"{head} reached."

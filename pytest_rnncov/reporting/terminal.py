@@ -58,9 +58,8 @@ def coverage_rows(data: CoverageData, verdict: Verdict | None = None) -> list[li
             return [
                 ["no model was tracked: rnncov.track() failed: " + "; ".join(data.track_errors)]
             ]
-        n = 0 if verdict is None else verdict.failed_tests
-        if n:
-            return [[f"no model was tracked; {n} test{'s' if n != 1 else ''} failed or errored"]]
+        if verdict is not None:
+            return [[f"no model was tracked: {verdict.no_model_hint()}"]]
         return [["no model was tracked: register one with rnncov.track(model, ...)"]]
     order = {name: i for i, name in enumerate(METRIC_NAMES)}
     names = sorted(

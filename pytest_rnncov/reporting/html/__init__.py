@@ -386,6 +386,7 @@ def _model_section(
     state: ModelState, signals: dict[str, Any] | None, verdict: Verdict, drawn: bool = True
 ) -> dict[str, Any]:
     checks = {(c.model, c.metric): c for c in verdict.checks}
+    below = verdict.failed_bars()
     rows = []
     for key, m in state.metrics.items():
         check = checks.get((state.name, key))
@@ -396,7 +397,7 @@ def _model_section(
                 "covered": m.n_covered,
                 "total": m.n_counted,
                 "excluded": m.n_excluded,
-                "rate": percent(m.rate, check.bar if check and not check.passed else None),
+                "rate": percent(m.rate, below.get((state.name, key))),
                 "bar": None if check is None else percent_bar(check.bar),
                 "below": check is not None and not check.passed,
             }
