@@ -1838,3 +1838,30 @@ def test_a_step_summary_is_appended_without_pread(tmp_path, monkeypatch):
     report_output("markdown", str(summary), "--rnn-report=markdown").write("report\n")
     append_whole(summary, "more", "the report")
     assert (tmp_path / "other-name.md").read_text() == "held\n\nreport\n\nmore"
+
+
+REPLAYED = """
+from hypothesis import __version__, given, reproduce_failure, settings, strategies as st
+from hypothesis.core import encode_failure
+from conftest import inputs
+
+
+@reproduce_failure(__version__, encode_failure((5,)))
+@settings(derandomize=False, max_examples=3, deadline=None, database=None)
+@given(st.integers(0, 1000))
+def test_replayed(tiny, k):
+    tiny.predict(inputs(k, n=2))
+    assert k != 5
+"""
+
+
+def test_a_replayed_failure_is_not_named_as_drawn_at_random(pytester, monkeypatch):
+    """@reproduce_failure replays one example's draws: it was named as drawing at random."""
+    monkeypatch.delenv("CI", raising=False)
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_replay=REPLAYED)
+    result = pytester.runpytest_subprocess("--rnn-report=json:r.json")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # the replayed failure, as it was
+    result.stdout.fnmatch_lines(["*assert 5 != 5*"])
+    assert "drew at random" not in result.stdout.str()
+    assert json.loads((pytester.path / "r.json").read_text())["verdict"]["random_tests"] == []

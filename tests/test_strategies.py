@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -11,6 +13,7 @@ from pytest_rnncov import (
     GAConfig,
     GaussianMutator,
     InvalidArgument,
+    InvalidInput,
     Oracle,
     model_settings,
     random_mutants,
@@ -224,9 +227,55 @@ def test_strategy_arguments_are_checked_when_the_strategy_is_made(tracked, seq_i
     with pytest.raises(InvalidArgument, match="oracle= is read only with metric='failure'"):
         targeted_mutants(tracked, seeds, mutator, metric="TC", oracle=Oracle())
     with pytest.raises(
-        InvalidArgument, match=r"targeted_mutants\(\.\.\., metric='XX'\): no metric 'XX' here"
+        InvalidArgument, match=r"targeted_mutants\(\.\.\., metric='NC'\): no metric 'NC' here"
     ):
-        targeted_mutants(tracked, seeds, mutator, metric="XX")
+        targeted_mutants(tracked, seeds, mutator, metric="NC")  # a metric it does not track
+    # a name no metric has, also with a model's name (was refused only at the first draw)
+    for model in (tracked, "stacked"):
+        with pytest.raises(
+            InvalidArgument,
+            match=r"metric='XX' is no metric; choose one the model tracks \(BC, SC, TC, NC.*"
+            r"or 'failure' with oracle=Oracle",
+        ):
+            targeted_mutants(model, seeds, mutator, metric="XX")
+    with pytest.raises(InvalidArgument, match=r"oracle=1.0 \(float\); pass oracle=Oracle"):
+        targeted_mutants(tracked, seeds, mutator, metric="failure", oracle=1.0)
+    with pytest.raises(InvalidInput, match="seeds are strings .*GaussianMutator mutates numeric"):
+        random_mutants(["a good film", "a bad film"], mutator)
+
+
+class SlowToLoad(GaussianMutator):
+    """A mutator whose first mutation loads a data file for 2 s, as EDAMutator's WordNet."""
+
+    def __init__(self):
+        super().__init__()
+        self.loaded = False
+
+    def prepare(self):
+        self.loaded = True  # what the load would give, without the wait
+
+    def mutate(self, cases, rng):
+        if not self.loaded:
+            time.sleep(2.0)
+            self.loaded = True
+        return super().mutate(cases, rng)
+
+
+def test_a_mutators_first_load_is_not_timed_as_a_draw(seq_inputs):
+    """Hypothesis' too_slow health check (draws over 1 s in all, with the default deadline)
+    failed whichever test of a process drew first from an EDAMutator's strategy: WordNet
+    loads in 2 s. (targeted_mutants call prepare() the same way; their model calls want
+    model_settings anyway.)"""
+    seeds = unit_seeds(seq_inputs)
+
+    @settings(  # Hypothesis' defaults, which the suite's own profile relaxes
+        max_examples=20, derandomize=True, database=None, deadline=200, suppress_health_check=()
+    )
+    @given(random_mutants(seeds, SlowToLoad()))
+    def check(mutant):
+        assert mutant.case.shape == seeds[0].shape
+
+    check()
 
 
 def test_a_mutant_shows_its_arrays_by_shape_and_counts_the_generations_it_ran(tracked, seq_inputs):

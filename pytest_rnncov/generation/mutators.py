@@ -17,7 +17,7 @@ import numpy as np
 
 from ..core.arrays import input_array
 from ..errors import InvalidArgument, InvalidInput
-from ..validation import check_float, check_range
+from ..validation import check_float, check_range, shown
 from .oracle import as_distances
 
 Cases = Any  # np.ndarray of inputs, or list[str]
@@ -62,9 +62,19 @@ class Mutator(ABC):
         """Which mutants equal the case they came from (they are not new test cases)."""
         return (_flat_rows(np.asarray(before)) == _flat_rows(np.asarray(after))).all(axis=1)
 
+    def prepare(self) -> None:
+        """Load what the first mutation needs (data files) now; the strategies call it when
+        Hypothesis validates them, so the load is not timed as a draw. Nothing by default."""
+
     def check_seeds(self, seeds: Any) -> Cases:
         """Validated seeds in this mutator's case form."""
         array = numeric_array(seeds, "seeds")
+        if array.dtype.kind in "USO" and array.size and isinstance(array.flat[0], str):
+            raise InvalidInput(
+                f"seeds are strings ({shown(array.flat[0])}, ...); {type(self).__name__} "
+                "mutates numeric arrays: for text use EDAMutator(encoder), for SMILES "
+                "SmilesMutator(encoder)"
+            )
         if array.ndim < 2 or len(array) == 0:
             raise InvalidInput(
                 f"seeds have shape {array.shape}; pass a non-empty batch (seeds[None] for one)"

@@ -18,8 +18,9 @@ import numpy as np
 from hypothesis import HealthCheck, note, settings, target
 from hypothesis import strategies as st
 
+from ..core.names import METRIC_NAMES
 from ..errors import InvalidArgument
-from ..validation import check_int
+from ..validation import check_int, shown
 from .campaign import TrackedLike
 from .ga import GAConfig, evolve
 from .mutators import Mutator, checked_distance, checked_mutate
@@ -81,6 +82,18 @@ def _brief(value: Any) -> str:
     return text if len(text) <= SHOWN_TEXT else f"{text[: SHOWN_TEXT - 3]}..."
 
 
+def _prepared(mutator: Mutator, strategy: st.SearchStrategy[Mutant]) -> st.SearchStrategy[Mutant]:
+    """``strategy``, its ``mutator.prepare()`` run when Hypothesis validates it, before the
+    test's first draw: EDAMutator's WordNet load (2 s) was timed as a draw and failed the
+    too_slow health check in whichever test of a process drew first."""
+
+    def warmed() -> st.SearchStrategy[Mutant]:
+        mutator.prepare()
+        return strategy
+
+    return st.deferred(warmed)
+
+
 def random_mutants(
     seeds: Any, mutator: Mutator, *, max_rounds: int = 3
 ) -> st.SearchStrategy[Mutant]:
@@ -102,7 +115,7 @@ def random_mutants(
         note(f"seed {index} after {rounds} rounds of {describe}")
         return Mutant(case[0], mutator.take(seeds, [index])[0], index, rounds)
 
-    return build()
+    return _prepared(mutator, build())
 
 
 #: where a strategy given a model's name finds the running session's tracked models (the
@@ -194,7 +207,15 @@ def targeted_mutants(
     seeds = mutator.check_seeds(seeds)
     failure = metric.lower() == "failure"
     if failure and not isinstance(oracle, Oracle):
-        raise InvalidArgument("metric='failure' needs the oracle to fail: pass oracle=Oracle(...)")
+        raise InvalidArgument(
+            f"metric='failure' needs the oracle to fail: oracle={shown(oracle)} "
+            f"({type(oracle).__name__}); pass oracle=Oracle(...)"
+        )
+    if not failure and metric.upper() not in METRIC_NAMES:
+        raise InvalidArgument(
+            f"metric={metric!r} is no metric; choose one the model tracks "
+            f"({', '.join(METRIC_NAMES)}), or 'failure' with oracle=Oracle(...)"
+        )
     if not failure and oracle is not None:
         raise InvalidArgument(
             f"oracle= is read only with metric='failure' (breeding toward failing it), not "
@@ -210,10 +231,10 @@ def targeted_mutants(
                 targeted_mutants(tracked, seeds, mutator, metric=metric, ga=ga, oracle=oracle)
             )
 
-        return named()
+        return _prepared(mutator, named())
     if failure:
         assert oracle is not None
-        return _failure_mutants(model, seeds, mutator, ga, oracle)
+        return _prepared(mutator, _failure_mutants(model, seeds, mutator, ga, oracle))
     try:
         scorer = model.coverage[metric]
     except InvalidArgument as exc:
@@ -225,7 +246,7 @@ def targeted_mutants(
 
         return fitness
 
-    return _bred(
+    bred = _bred(
         seeds,
         mutator,
         ga,
@@ -234,6 +255,7 @@ def targeted_mutants(
         coverage_fitness,
         "covers it",
     )
+    return _prepared(mutator, bred)
 
 
 def _failure_mutants(

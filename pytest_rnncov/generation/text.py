@@ -119,6 +119,10 @@ class EDAMutator(StringMutator):
     def describe(self) -> str:
         return f"EDA text edits (alpha {self.alpha:g}: {', '.join(self.operations)})"
 
+    def prepare(self) -> None:
+        """Load WordNet and the stop words (about 2 s the first time in a process)."""
+        self._load()
+
     def _load(self) -> None:
         if self._wordnet is not None:
             return

@@ -11,8 +11,8 @@ from typing import Any
 
 def draws_at_random(test: Any) -> bool:
     """Whether ``test``, a function ``@given`` wrapped, draws its examples at random: no
-    ``derandomize`` in its settings, a generate phase (not explicit examples alone) and no
-    ``@seed``. ``--hypothesis-seed`` is the caller's to check."""
+    ``derandomize`` in its settings, a generate phase (not explicit examples alone), no
+    ``@seed`` and no ``@reproduce_failure``. ``--hypothesis-seed`` is the caller's to check."""
     if not getattr(test, "is_hypothesis_test", False):
         return False
     settings = getattr(test, "_hypothesis_internal_use_settings", None)
@@ -20,6 +20,8 @@ def draws_at_random(test: Any) -> bool:
         return False
     if not any(getattr(phase, "name", "") == "generate" for phase in settings.phases):
         return False  # explicit examples (and the database's) only: nothing drawn anew
+    if getattr(test, "_hypothesis_internal_use_reproduce_failure", None) is not None:
+        return False  # @reproduce_failure replays one example's draws
     return getattr(test, "_hypothesis_internal_use_seed", None) is None
 
 

@@ -252,7 +252,9 @@ class Verdict:
                     f"test{'s' if n != 1 else ''} ({shown}): another run draws others, so "
                     "the coverage, and the gate, can differ on a retry; make the draws "
                     "repeatable with derandomize=True in a Hypothesis settings profile, "
-                    "--hypothesis-seed=N or CI=1 (Hypothesis' ci profile)",
+                    "--hypothesis-seed=N or CI=1 (Hypothesis' ci profile); a test whose own "
+                    "@settings says derandomize=False draws at random under any profile: "
+                    "drop that, or add @seed(N)",
                     "yellow",
                 )
             )
