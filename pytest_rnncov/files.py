@@ -521,7 +521,8 @@ def append_whole(
     or is interrupted part-way is cut back off, unless another writer appended since."""
     added = content.encode("utf-8") if isinstance(content, str) else content
     try:
-        handle = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, _new_file_mode())
+        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0)  # no \r\n
+        handle = os.open(path, flags, _new_file_mode())
     except OSError as exc:
         raise error(f"cannot append {what} to {str(path)!r}: {exc.strerror or exc}") from None
     start = written = 0

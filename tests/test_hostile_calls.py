@@ -133,6 +133,13 @@ def test_bars_a_comma_joins_as_written_are_read_as_before():
     assert [(b.metric, b.value) for b in Bars.parse("TC:0,1").entries] == [("TC", 0.0), (None, 1.0)]
 
 
+def test_a_non_ascii_digit_after_a_comma_is_refused_as_before():
+    """ "1,²": "²".isdigit() held, and int("²") raised a bare ValueError (an INTERNALERROR
+    from the ini)."""
+    with pytest.raises(InvalidArgument, match="holds non-ASCII characters"):
+        Bars.parse("1,\u00b2")
+
+
 def test_a_bar_of_minus_zero_is_zero():
     """It read "Required RNN coverage of -0% reached." and "required": -0.0 in JSON."""
     (bar,) = Bars.parse("-0").entries

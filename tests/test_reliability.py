@@ -1738,6 +1738,18 @@ def test_a_run_stopped_before_tracking_replaces_the_earlier_data_file(pytester):
     assert not data.models and data.stopped == ["the session stopped before the tests ran"]
 
 
+def test_cache_show_keeps_the_data_file(pytester):
+    """--cache-show runs no test loop: it was taken for a session stopped while collecting
+    and replaced the data file (rnn_data in the ini) with an empty stopped one."""
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_one=FEW)
+    assert pytester.runpytest("--rnn-data=d.json").ret == 0
+    before = (pytester.path / "d.json").read_bytes()
+    shown = pytester.runpytest("--cache-show", "--rnn-data=d.json")
+    assert shown.ret == 0
+    assert (pytester.path / "d.json").read_bytes() == before
+
+
 def test_a_lf_retry_that_tracked_no_model_keeps_the_data_file(pytester):
     """--lf reruns only a failed test that feeds no model: partial by design, not stopped;
     the earlier run's file stays, as for any session that tracked no model."""

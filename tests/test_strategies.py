@@ -14,6 +14,7 @@ from pytest_rnncov import (
     GaussianMutator,
     InvalidArgument,
     InvalidInput,
+    Mutator,
     Oracle,
     model_settings,
     random_mutants,
@@ -234,14 +235,30 @@ def test_strategy_arguments_are_checked_when_the_strategy_is_made(tracked, seq_i
     for model in (tracked, "stacked"):
         with pytest.raises(
             InvalidArgument,
-            match=r"metric='XX' is no metric; choose one the model tracks \(BC, SC, TC, NC.*"
-            r"or 'failure' with oracle=Oracle",
+            match=r"metric='XX' is no metric's name \(BC, SC, TC, NC.*\); pass one the model "
+            r"tracks, or 'failure' with oracle=Oracle",
         ):
             targeted_mutants(model, seeds, mutator, metric="XX")
-    with pytest.raises(InvalidArgument, match=r"oracle=1.0 \(float\); pass oracle=Oracle"):
+    with pytest.raises(
+        InvalidArgument, match=r"pass oracle=Oracle\(...\), not oracle=1.0 \(float\)"
+    ):
         targeted_mutants(tracked, seeds, mutator, metric="failure", oracle=1.0)
-    with pytest.raises(InvalidInput, match="seeds are strings .*GaussianMutator mutates numeric"):
+    with pytest.raises(InvalidInput, match="seeds are texts .*GaussianMutator mutates numeric"):
         random_mutants(["a good film", "a bad film"], mutator)
+    # a mutator of string-token arrays with an encode of its own takes them, as before
+    tokens = np.array([["a", "good", "film"], ["a", "bad", "film"]])
+
+    class TokenSwap(Mutator):
+        def mutate(self, cases, rng):
+            return np.asarray(cases)[:, ::-1]
+
+        def encode(self, cases):
+            return (np.asarray(cases) == "good").astype(np.float32)
+
+        def distance(self, seeds, cases):
+            return (np.asarray(seeds) != np.asarray(cases)).mean(axis=1)
+
+    random_mutants(tokens, TokenSwap()).validate()
 
 
 class SlowToLoad(GaussianMutator):

@@ -85,7 +85,8 @@ def parse_bars(text: Any) -> tuple[Bar, ...]:
         entry = raw.strip()
         before = raws[index - 1].strip() if index else ""
         if (  # "0,9" or "BC:0,9": bars no one writes (9, or the same plain bar twice)
-            entry.isdigit()
+            entry.isascii()  # "²".isdigit(), but int("²") fails: parse_fraction refuses it
+            and entry.isdigit()
             and before.split(":")[-1].isdigit()
             and (int(entry) > 1 or ":" not in before)
         ):

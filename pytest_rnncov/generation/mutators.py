@@ -17,7 +17,7 @@ import numpy as np
 
 from ..core.arrays import input_array
 from ..errors import InvalidArgument, InvalidInput
-from ..validation import check_float, check_range, shown
+from ..validation import check_float, check_range
 from .oracle import as_distances
 
 Cases = Any  # np.ndarray of inputs, or list[str]
@@ -69,12 +69,6 @@ class Mutator(ABC):
     def check_seeds(self, seeds: Any) -> Cases:
         """Validated seeds in this mutator's case form."""
         array = numeric_array(seeds, "seeds")
-        if array.dtype.kind in "USO" and array.size and isinstance(array.flat[0], str):
-            raise InvalidInput(
-                f"seeds are strings ({shown(array.flat[0])}, ...); {type(self).__name__} "
-                "mutates numeric arrays: for text use EDAMutator(encoder), for SMILES "
-                "SmilesMutator(encoder)"
-            )
         if array.ndim < 2 or len(array) == 0:
             raise InvalidInput(
                 f"seeds have shape {array.shape}; pass a non-empty batch (seeds[None] for one)"
@@ -213,6 +207,7 @@ class GaussianMutator(Mutator):
         return moved
 
     def check_seeds(self, seeds: Any) -> np.ndarray:
+        refuse_text(seeds, self)
         array = super().check_seeds(seeds)
         cast = finite_float32(array, "Gaussian noise")
         if self.clip is not None and (array.min() < self.clip[0] or array.max() > self.clip[1]):
@@ -232,6 +227,20 @@ def fixed_or_range(name: str, value: Any, example: str) -> tuple[float, float]:
         fixed = check_float(name, value, minimum=0.0, example=example)
         return fixed, fixed
     return check_range(name, value, minimum=0.0, example=example, strict=False)
+
+
+def refuse_text(seeds: Any, mutator: Mutator) -> None:
+    """Refuse texts given as seeds to a mutator of numeric arrays, naming the text ones (a
+    list of texts read as a batch of shape (2,) "to pass seeds[None] for one")."""
+    if isinstance(seeds, np.ndarray):
+        first = seeds.flat[0] if seeds.dtype.kind in "US" and seeds.size else None
+    else:
+        first = seeds[0] if isinstance(seeds, (list, tuple)) and len(seeds) else None
+    if isinstance(first, str):
+        raise InvalidInput(
+            f"seeds are texts ({str(first)[:40]!r}, ...); {type(mutator).__name__} mutates numeric "
+            "arrays: for text use EDAMutator(encoder), for SMILES SmilesMutator(encoder)"
+        )
 
 
 def check_rng(rng: Any) -> None:

@@ -23,6 +23,7 @@ from .mutators import (
     fixed_or_range,
     in_cases_dtype,
     numeric_array,
+    refuse_text,
 )
 
 #: the strongest time warp: a piece's length is then multiplied by e**10 at one standard
@@ -243,6 +244,7 @@ class TimeSeriesMutator(Mutator):
         return np.asarray(cases, np.float32)
 
     def check_seeds(self, seeds: Any) -> np.ndarray:
+        refuse_text(seeds, self)
         array = super().check_seeds(seeds)
         cast = finite_float32(array, "a time series")
         self._check_shape(array)

@@ -207,14 +207,14 @@ def targeted_mutants(
     seeds = mutator.check_seeds(seeds)
     failure = metric.lower() == "failure"
     if failure and not isinstance(oracle, Oracle):
+        given = "" if oracle is None else f", not oracle={shown(oracle)} ({type(oracle).__name__})"
         raise InvalidArgument(
-            f"metric='failure' needs the oracle to fail: oracle={shown(oracle)} "
-            f"({type(oracle).__name__}); pass oracle=Oracle(...)"
+            f"metric='failure' needs the oracle to fail: pass oracle=Oracle(...){given}"
         )
     if not failure and metric.upper() not in METRIC_NAMES:
         raise InvalidArgument(
-            f"metric={metric!r} is no metric; choose one the model tracks "
-            f"({', '.join(METRIC_NAMES)}), or 'failure' with oracle=Oracle(...)"
+            f"metric={metric!r} is no metric's name ({', '.join(METRIC_NAMES)}); pass one "
+            "the model tracks, or 'failure' with oracle=Oracle(...)"
         )
     if not failure and oracle is not None:
         raise InvalidArgument(
@@ -226,15 +226,24 @@ def targeted_mutants(
 
         @st.composite
         def named(draw: Any) -> Mutant:
-            tracked = _tracked(name)
-            return draw(
-                targeted_mutants(tracked, seeds, mutator, metric=metric, ga=ga, oracle=oracle)
-            )
+            return draw(_targeted(_tracked(name), seeds, mutator, metric, ga, oracle))
 
         return _prepared(mutator, named())
-    if failure:
+    return _prepared(mutator, _targeted(model, seeds, mutator, metric, ga, oracle))
+
+
+def _targeted(
+    model: TrackedLike,
+    seeds: Any,
+    mutator: Mutator,
+    metric: str,
+    ga: GAConfig,
+    oracle: Oracle | None,
+) -> st.SearchStrategy[Mutant]:
+    """``targeted_mutants``' strategy on a tracked model, its arguments checked."""
+    if metric.lower() == "failure":
         assert oracle is not None
-        return _prepared(mutator, _failure_mutants(model, seeds, mutator, ga, oracle))
+        return _failure_mutants(model, seeds, mutator, ga, oracle)
     try:
         scorer = model.coverage[metric]
     except InvalidArgument as exc:
@@ -246,7 +255,7 @@ def targeted_mutants(
 
         return fitness
 
-    bred = _bred(
+    return _bred(
         seeds,
         mutator,
         ga,
@@ -255,7 +264,6 @@ def targeted_mutants(
         coverage_fitness,
         "covers it",
     )
-    return _prepared(mutator, bred)
 
 
 def _failure_mutants(

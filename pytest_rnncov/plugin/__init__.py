@@ -443,6 +443,7 @@ RUNNING_NO_TEST = (
     ("setuponly", "only setting up fixtures (--setup-only)"),
     ("showfixtures", "only listing fixtures (--fixtures)"),
     ("show_fixtures_per_test", "only listing each test's fixtures (--fixtures-per-test)"),
+    ("cacheshow", "only showing the cache (--cache-show)"),
 )
 
 
