@@ -250,7 +250,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with warnings.catch_warnings():
             warnings.showwarning = _warning_shower(args.command, warnings.showwarning)
             return handler(args)
-    except RNNCovError as exc:
+    except (RNNCovError, RNNCovWarning) as exc:  # a warning: -W error made it one
         _err(f"python -m pytest_rnncov {args.command}: error: {exc}")
         return USAGE_ERROR
     except KeyboardInterrupt as exc:  # files are written whole or not at all (interrupt_after)

@@ -525,6 +525,9 @@ def append_whole(
         handle = os.open(path, flags, _new_file_mode())
     except OSError as exc:
         raise error(f"cannot append {what} to {str(path)!r}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(os.fstat(handle).st_mode):  # a FIFO would block, a device take all
+        os.close(handle)
+        raise error(f"cannot append {what} to {str(path)!r}: it is not a regular file")
     start = written = 0
     try:
         start = os.fstat(handle).st_size

@@ -290,6 +290,13 @@ def test_profile_fit_says_its_warnings_as_its_own_lines(keras, tmp_path):
     assert done.returncode == 0, done.stderr
     assert "python -m pytest_rnncov profile: warning: 1 of 4 training inputs" in done.stderr
     assert "runpy" not in done.stderr and "RNNCovWarning" not in done.stderr
+    strict = subprocess.run(  # -W error makes the warning an error: one line, exit 4
+        [sys.executable, "-W", "error", "-m", "pytest_rnncov", "profile", "fit", "m.keras",
+         "--x-train", "x.npy", "--out", "q.json"],
+        cwd=tmp_path, capture_output=True, text=True,
+    )  # fmt: skip
+    assert strict.returncode == 4 and "Traceback" not in strict.stderr, strict.stderr
+    assert "python -m pytest_rnncov profile: error: 1 of 4 training inputs" in strict.stderr
 
 
 def test_profile_fit_from_a_model_file_and_a_npy(model_files):

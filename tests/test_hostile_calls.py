@@ -112,7 +112,14 @@ def test_bars_and_seeds_refuse_pythons_digit_groups():
 
 @pytest.mark.parametrize(
     ("text", "meant"),
-    [("0,9", "0.9"), ("BC:0,9", "BC:0.9"), ("0.9,TC:0,4", "TC:0.4"), ("m:*:1,5", "m:*:1.5")],
+    [
+        ("0,9", "0.9"),
+        ("BC:0,9", "BC:0.9"),
+        ("0.9,TC:0,4", "TC:0.4"),
+        ("m:*:1,5", "m:*:1.5"),
+        ("BC:0,1", "BC:0.1"),  # BC at 0 and every metric at 1: no one means that
+        ("BC : 0,25", "BC : 0.25"),
+    ],
 )
 def test_a_decimal_comma_in_a_bar_is_named(text, meant):
     """--rnn-coverage=0,9 read as the bars 0 and 9: "9 is not a fraction; for 9% use 0.09"."""
@@ -130,7 +137,10 @@ def test_a_decimal_comma_in_a_bar_is_named(text, meant):
 def test_bars_a_comma_joins_as_written_are_read_as_before():
     """BC:1,0 is the bar BC at 1 and a plain bar of 0: no decimal comma is guessed there."""
     assert [(b.metric, b.value) for b in Bars.parse("BC:1,0").entries] == [("BC", 1.0), (None, 0.0)]
-    assert [(b.metric, b.value) for b in Bars.parse("TC:0,1").entries] == [("TC", 0.0), (None, 1.0)]
+    assert [(b.metric, b.model) for b in Bars.parse("m:*:1,0").entries] == [
+        (None, "m"),
+        (None, None),
+    ]
 
 
 def test_a_non_ascii_digit_after_a_comma_is_refused_as_before():
@@ -138,6 +148,15 @@ def test_a_non_ascii_digit_after_a_comma_is_refused_as_before():
     from the ini)."""
     with pytest.raises(InvalidArgument, match="holds non-ASCII characters"):
         Bars.parse("1,\u00b2")
+
+
+def test_a_rate_below_a_bar_under_a_millionth_reads_below_it_and_above_0():
+    """3/10**8 against 1e-7 read "-0.0001%"."""
+    from pytest_rnncov.config.bars import percent
+
+    for rate, bar in [(3 / 10**8, 1e-7), (5 / 10**8, 1e-6), (1 / 3**20, 1e-9)]:
+        shown = percent(rate, below=bar)
+        assert 0 < float(shown[:-1]) < bar * 100, shown
 
 
 def test_a_bar_of_minus_zero_is_zero():

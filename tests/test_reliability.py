@@ -1836,6 +1836,15 @@ def test_an_append_that_fails_part_way_is_cut_back_off(tmp_path):
     assert summary.read_text() == "held\n\nmore"
 
 
+def test_an_append_to_something_not_a_file_is_refused_before_writing(tmp_path):
+    """A FIFO blocked the append (200 kB), or took the bytes and then failed fsync."""
+    from pytest_rnncov.files import append_whole
+
+    os.mkfifo(tmp_path / "fifo")
+    with pytest.raises(DataFileError, match="it is not a regular file"):
+        append_whole(tmp_path / "fifo", "x" * 200_000, "the summary")
+
+
 def test_a_step_summary_is_appended_without_pread(tmp_path, monkeypatch):
     """os.pread does not exist on Windows, whose GitHub runners have step summaries too; a
     hard link to the summary is no reason to refuse it, as appending replaces nothing."""

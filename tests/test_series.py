@@ -339,3 +339,5 @@ def test_from_seeds_warns_when_seeds_look_zero_padded_and_no_padding_is_given():
         warnings.simplefilter("error")
         TimeSeriesMutator.from_seeds(seeds, padding=0.0)
         TimeSeriesMutator.from_seeds(padded_ramps(np.array([9, 10, 9])) * [[[1]], [[2]], [[3]]])
+        counts = np.random.default_rng(0).poisson(0.3, (10, 30, 1)).astype(float)
+        TimeSeriesMutator.from_seeds(counts)  # one channel of counts ends in zeros: real

@@ -245,6 +245,8 @@ def test_strategy_arguments_are_checked_when_the_strategy_is_made(tracked, seq_i
         targeted_mutants(tracked, seeds, mutator, metric="failure", oracle=1.0)
     with pytest.raises(InvalidInput, match="seeds are texts .*GaussianMutator mutates numeric"):
         random_mutants(["a good film", "a bad film"], mutator)
+    with pytest.raises(InvalidInput, match="seeds are texts"):
+        random_mutants(np.array(["a good film", "a bad film"], dtype=object), mutator)
     # a mutator of string-token arrays with an encode of its own takes them, as before
     tokens = np.array([["a", "good", "film"], ["a", "bad", "film"]])
 

@@ -27,6 +27,11 @@ def percent(rate: float, below: float | None = None) -> str:
         ):
             return text
     near = 1e-4  # the last digit shown
+    if below is not None and 0 < rate < below and below * 100 <= near:  # a bar under 0.0001%
+        for digits in range(1, 18):
+            text = f"{rate * 100:.{digits}g}%"
+            if float(text[:-1]) < below * 100:
+                return text
     top = 100.0 if rate >= 1 else 100 - near
     if below is not None and rate < below:
         top = min(top, below * 100 - near)
@@ -84,11 +89,12 @@ def parse_bars(text: Any) -> tuple[Bar, ...]:
     for index, raw in enumerate(raws):
         entry = raw.strip()
         before = raws[index - 1].strip() if index else ""
-        if (  # "0,9" or "BC:0,9": bars no one writes (9, or the same plain bar twice)
+        number = before.split(":")[-1].strip()
+        if (  # "0,9", "BC:0,9", "BC:0,1": bars no one means (9, a plain bar twice, BC at 0)
             entry.isascii()  # "²".isdigit(), but int("²") fails: parse_fraction refuses it
             and entry.isdigit()
-            and before.split(":")[-1].isdigit()
-            and (int(entry) > 1 or ":" not in before)
+            and number.isdigit()
+            and (int(entry) > 1 or ":" not in before or int(number) == 0)
         ):
             written = f"{before},{entry}"
             raise InvalidArgument(

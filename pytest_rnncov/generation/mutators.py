@@ -233,10 +233,10 @@ def refuse_text(seeds: Any, mutator: Mutator) -> None:
     """Refuse texts given as seeds to a mutator of numeric arrays, naming the text ones (a
     list of texts read as a batch of shape (2,) "to pass seeds[None] for one")."""
     if isinstance(seeds, np.ndarray):
-        first = seeds.flat[0] if seeds.dtype.kind in "US" and seeds.size else None
+        first = seeds.flat[0] if seeds.dtype.kind in "USO" and seeds.size else None
     else:
         first = seeds[0] if isinstance(seeds, (list, tuple)) and len(seeds) else None
-    if isinstance(first, str):
+    if isinstance(first, (str, bytes)):
         raise InvalidInput(
             f"seeds are texts ({str(first)[:40]!r}, ...); {type(mutator).__name__} mutates numeric "
             "arrays: for text use EDAMutator(encoder), for SMILES SmilesMutator(encoder)"

@@ -274,9 +274,10 @@ def _rotated(cases: np.ndarray, shifts: np.ndarray) -> np.ndarray:
 
 
 def _warn_if_padded(seeds: np.ndarray) -> None:
-    """Warn when seeds begin or end with at least two steps that are 0 in every channel, as
-    zero padding does, and no ``padding`` was given."""
-    if seeds.shape[1] < 3:
+    """Warn when seeds of two or more channels begin or end with at least two steps that
+    are 0 in every channel, as zero padding does, and no ``padding`` was given (a series of
+    one channel, rain or counts, may well begin or end in zeros)."""
+    if seeds.shape[1] < 3 or seeds.shape[2] < 2:  # one channel: counts (rain) end in zeros
         return
     zero = (seeds == 0).all(axis=2)
     padded = int(((zero[:, :2].all(axis=1) | zero[:, -2:].all(axis=1)) & ~zero.all(axis=1)).sum())

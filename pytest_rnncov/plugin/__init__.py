@@ -200,8 +200,11 @@ class RNNCovPlugin:
 
         try:  # before the test runs: a wrong marker costs no model call
             bars, models = marker_bars(marker, self.settings)
+            wrong = None
         except InvalidArgument as exc:
-            pytest.fail(str(exc), pytrace=False)
+            wrong = str(exc)
+        if wrong is not None:  # failed outside the handler: the message shows once
+            pytest.fail(wrong, pytrace=False)
         self.engine.start_test()
         try:
             result = yield

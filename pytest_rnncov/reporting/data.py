@@ -36,8 +36,8 @@ FORMAT = "pytest-rnncov-data"
 #: version 2 added "runs" (one id per session, so a run is never combined twice); version 3
 #: "stopped" (sessions that stopped before all their tests ran) and "random_tests" (tests
 #: that fed inputs Hypothesis drew at random)
-VERSION = 3
-READS = (1, 2, 3)
+VERSION = 4
+READS = (1, 2, 3, 4)
 #: the most conditions (summed over every model and metric) one file or one combination
 #: may declare: memory follows this bound, not what a file claims
 MAX_FILE_CONDITIONS = 2**24
