@@ -328,7 +328,6 @@ def test_marker_keywords_of_every_type(project):
     result.stdout.fnmatch_lines(["*rnn_coverage marker: model=[] names no model; name a*"])
     assert "the body ran" not in result.stdout.str()  # a wrong marker fails before it runs
     assert "During handling" not in result.stdout.str()  # the message once, not chained
-    assert result.stdout.str().count("model=[] names no model") == 1  # (summary cut short)
 
 
 NAMES = """
