@@ -525,12 +525,12 @@ def append_whole(
         handle = os.open(path, flags, _new_file_mode())
     except OSError as exc:
         raise error(f"cannot append {what} to {str(path)!r}: {exc.strerror or exc}") from None
-    if not stat.S_ISREG(os.fstat(handle).st_mode):  # a FIFO would block, a device take all
-        os.close(handle)
-        raise error(f"cannot append {what} to {str(path)!r}: it is not a regular file")
     start = written = 0
     try:
-        start = os.fstat(handle).st_size
+        info = os.fstat(handle)
+        if not stat.S_ISREG(info.st_mode):  # a FIFO would block, a device take all
+            raise error(f"cannot append {what} to {str(path)!r}: it is not a regular file")
+        start = info.st_size
         last = b""
         if start:  # lseek and read, not pread: Windows runners have step summaries too
             os.lseek(handle, start - 1, os.SEEK_SET)
@@ -586,7 +586,6 @@ class Output:
         with folder_lock(Path(os.path.realpath(self.path)).parent):
             if self.append:  # what the step's other commands wrote stays, before this
                 append_whole(self.path, content, self.what, self.error)
-                self._seen = _snapshot(self.path)
                 return self.path
             if _snapshot(self.path) != self._seen:
                 kept = self.path.with_name(

@@ -530,21 +530,29 @@ def test_a_disk_full_write_leaves_the_previous_file_whole(shard, measured, tmp_p
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
 
 
-def test_write_atomic_under_a_size_limit_keeps_the_old_baseline(tmp_path):
-    path = tmp_path / "base.json"
-    path.write_text('{"format": "pytest-rnncov-baseline", "old": true}')
+def _written_under_a_size_limit(
+    function: str, path: Path, size: int, what: str, limit: int
+) -> subprocess.CompletedProcess:
+    """``pytest_rnncov.files.<function>(path, "x" * size, what)`` run in a child process
+    whose files may not grow past ``limit`` bytes; it prints the error raised, if any
+    ("DataFileError cannot ...")."""
     code = (
-        "import sys; from pathlib import Path; from pytest_rnncov.files import write_atomic\n"
-        "from pytest_rnncov.errors import DataFileError\n"
-        "try:\n    write_atomic(Path(sys.argv[1]), 'x' * 100000, 'the baseline')\n"
-        "except DataFileError as exc:\n    print(exc)\n"
+        "import sys; from pathlib import Path; from pytest_rnncov import files\n"
+        f"try:\n    files.{function}(Path(sys.argv[1]), 'x' * {size}, {what!r})\n"
+        "except Exception as exc:\n    print(type(exc).__name__, exc)\n"
     )
-    done = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-c", code, str(path)],
         capture_output=True,
         text=True,
-        preexec_fn=_limited(4096),
+        preexec_fn=_limited(limit),
     )
+
+
+def test_write_atomic_under_a_size_limit_keeps_the_old_baseline(tmp_path):
+    path = tmp_path / "base.json"
+    path.write_text('{"format": "pytest-rnncov-baseline", "old": true}')
+    done = _written_under_a_size_limit("write_atomic", path, 100_000, "the baseline", 4096)
     assert "File too large" in done.stdout and "unchanged" in done.stdout, done.stderr
     assert json.loads(path.read_text()) == {"format": "pytest-rnncov-baseline", "old": True}
     assert [p.name for p in tmp_path.iterdir()] == ["base.json"]
@@ -1818,17 +1826,7 @@ def test_an_append_that_fails_part_way_is_cut_back_off(tmp_path):
 
     summary = tmp_path / "s.md"
     summary.write_text("held\n")
-    script = (
-        "import sys; from pathlib import Path; from pytest_rnncov.files import append_whole\n"
-        "try:\n"
-        "    append_whole(Path(sys.argv[1]), 'x' * 5000, 'the report')\n"
-        "except Exception as exc:\n"
-        "    print(type(exc).__name__, exc)\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", script, str(summary)],
-        capture_output=True, text=True, preexec_fn=_limited(1024),
-    )  # fmt: skip
+    done = _written_under_a_size_limit("append_whole", summary, 5000, "the report", 1024)
     assert done.stdout.startswith("DataFileError cannot append the report to"), done.stderr
     assert "what the file held is kept" in done.stdout
     assert summary.read_text() == "held\n"

@@ -40,17 +40,16 @@ def marker_bars(marker: pytest.Mark, settings: Settings) -> tuple[Bars, list[str
         raise InvalidArgument(
             f"rnn_coverage marker takes the keywords min=, metrics=, model=; got {given}"
         )
+    required, default = options.get("min"), settings.bars
+    if required is None and default is None:
+        raise InvalidArgument("rnn_coverage marker needs min=..., or run with --rnn-coverage=...")
     try:
         metrics = settings.gate_metrics
         if options.get("metrics") is not None:
             metrics = parse_metrics(",".join(_names(options["metrics"], "metrics")))
-        required = options.get("min")
         if required is None:
-            if settings.bars is None:
-                raise InvalidArgument(
-                    "rnn_coverage marker needs min=..., or run with --rnn-coverage=..."
-                )
-            bars = settings.bars.for_metrics(metrics)
+            assert default is not None  # refused above
+            bars = default.for_metrics(metrics)
         else:
             if isinstance(required, bool) or not isinstance(required, (numbers.Real, str)):
                 raise InvalidArgument(
@@ -70,8 +69,6 @@ def marker_bars(marker: pytest.Mark, settings: Settings) -> tuple[Bars, list[str
                 "model= out for every model the test feeds"
             )
     except InvalidArgument as exc:
-        if str(exc).startswith("rnn_coverage marker"):
-            raise
         raise InvalidArgument(f"rnn_coverage marker: {exc}") from None
     return bars, models
 

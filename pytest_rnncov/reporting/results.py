@@ -61,6 +61,18 @@ class Check:
         }
 
 
+def no_model_hint(failed_tests: int = 0) -> str:
+    """What to do when no model was tracked (and the tests that failed, which may be why)."""
+    n = failed_tests
+    failed = (
+        f"; {n} test{'s' if n != 1 else ''} failed or errored: a fixture that tracks one "
+        "may be among them"
+        if n
+        else ""
+    )
+    return f"register one with rnncov.track(model, ...){failed}"
+
+
 def untracked_text(checks: Sequence[Check]) -> str:
     """One model's failed checks of a model no test tracked, as one phrase."""
     first = checks[0]
@@ -125,17 +137,6 @@ class Verdict:
     #: the tests that failed or errored (a fixture meant to track a model may be one)
     failed_tests: int = 0
 
-    def no_model_hint(self) -> str:
-        """What to do when no model was tracked (and the failed tests, which may be why)."""
-        n = self.failed_tests
-        failed = (
-            f"; {n} test{'s' if n != 1 else ''} failed or errored: a fixture that tracks one "
-            "may be among them"
-            if n
-            else ""
-        )
-        return f"register one with rnncov.track(model, ...){failed}"
-
     def failed_bars(self) -> dict[tuple[str, str], float]:
         """The bar of each (model, metric) whose rate is below it: the rate is shown so."""
         return {
@@ -187,7 +188,7 @@ class Verdict:
                     f"{head} not reached: no model was tracked; rnncov.track() failed: "
                     + "; ".join(self.track_errors)
                 )
-            return f"{head} not reached: no model was tracked ({self.no_model_hint()})"
+            return f"{head} not reached: no model was tracked ({no_model_hint(self.failed_tests)})"
         failed = [c for c in self.checks if not c.passed]
         if not failed:
             return f"{head} reached."

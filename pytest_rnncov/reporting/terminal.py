@@ -12,7 +12,7 @@ from ..core.names import METRIC_NAMES
 from ..core.state import MetricState, ModelState
 from ..validation import printable
 from .data import CoverageData
-from .results import Verdict, percent
+from .results import Verdict, no_model_hint, percent
 
 
 class Reporter(Protocol):
@@ -58,9 +58,8 @@ def coverage_rows(data: CoverageData, verdict: Verdict | None = None) -> list[li
             return [
                 ["no model was tracked: rnncov.track() failed: " + "; ".join(data.track_errors)]
             ]
-        if verdict is not None:
-            return [[f"no model was tracked: {verdict.no_model_hint()}"]]
-        return [["no model was tracked: register one with rnncov.track(model, ...)"]]
+        failed_tests = 0 if verdict is None else verdict.failed_tests
+        return [[f"no model was tracked: {no_model_hint(failed_tests)}"]]
     order = {name: i for i, name in enumerate(METRIC_NAMES)}
     names = sorted(
         {k for state in data.models.values() for k in state.metrics},
