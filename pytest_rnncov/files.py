@@ -616,6 +616,7 @@ class Fields:
         if not isinstance(data, dict):
             raise self.fail(f"expected an object, got {type(data).__name__}")
         self.data: dict[str, Any] = data
+        self.optional: frozenset[str] = frozenset()
 
     def fail(self, problem: str) -> RNNCovError:
         """The error to raise for ``problem`` (which names the key)."""
@@ -633,6 +634,8 @@ class Fields:
             or not isinstance(value, kinds)
         ):
             names = " or ".join(k.__name__ for k in kinds)
+            if value is None and key in self.optional:
+                raise self.fail(f"{key!r} is null, not {names} (leave the key out for no value)")
             raise self.fail(f"{key!r} is {shown(value)} ({type(value).__name__}), not {names}")
         return value
 
@@ -647,7 +650,8 @@ class Fields:
         """Refuse a missing required key and any key the format does not have (it would be
         defaulted, or dropped, when the file is written again)."""
         required = tuple(required)
-        known = set(required) | set(optional)
+        self.optional = frozenset(optional)
+        known = set(required) | self.optional
         missing = [k for k in required if k not in self.data]
         if missing:
             raise self.fail(f"missing key {missing[0]!r}")

@@ -165,6 +165,20 @@ def test_a_bar_of_minus_zero_is_zero():
     assert str(bar.value) == "0.0" and Bars.parse("-0").describe() == "0 on BC,SC,TC"
 
 
+def test_an_optional_key_written_as_null_says_to_leave_it_out():
+    """A campaign summary's samples_error is left out when nothing failed; null read only
+    "is None (NoneType), not str", as if the file were damaged."""
+    from pytest_rnncov.errors import DataFileError
+    from pytest_rnncov.files import Fields
+
+    f = Fields({"a": 1, "note": None}, "campaign 1")
+    f.exact_keys(["a"], optional=["note"])
+    with pytest.raises(DataFileError, match=r"'note' is null, not str \(leave the key out"):
+        f.get("note", str)
+    with pytest.raises(DataFileError, match=r"'a' is 1 \(int\), not str$"):
+        f.get("a", str)
+
+
 def test_unknown_keys_in_profile_statistics_are_refused(tmp_path):
     content = fit_profile(make_trace(h=np.random.default_rng(0).normal(size=(6, 5, 3)))).to_dict()
     key = next(iter(content["signals"]))

@@ -1859,6 +1859,27 @@ def test_a_step_summary_is_appended_without_pread(tmp_path, monkeypatch):
     assert (tmp_path / "other-name.md").read_text() == "held\n\nreport\n\nmore"
 
 
+def test_a_step_summary_in_a_folder_that_cannot_be_written_is_appended(tmp_path, monkeypatch):
+    """Appending creates nothing in the summary's folder: a folder the job cannot write in
+    refused the step summary, whose file it can write (the folder is faked as read-only,
+    since the suite may run as root, which os.access lets write anywhere)."""
+    from pytest_rnncov.config import paths
+    from pytest_rnncov.errors import DataFileError
+    from pytest_rnncov.reporting.outputs import report_output
+
+    folder = tmp_path / "runner_file_commands"
+    folder.mkdir()
+    summary = folder / "step_summary.md"
+    summary.write_text("held\n")
+    access = os.access
+    monkeypatch.setattr(paths.os, "access", lambda p, mode: Path(p) != folder and access(p, mode))
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    report_output("markdown", str(summary), "--rnn-report=markdown").write("report\n")
+    assert summary.read_text() == "held\n\nreport\n"
+    with pytest.raises(DataFileError, match="cannot write in"):  # a file to create: refused
+        report_output("markdown", str(folder / "other.md"), "--rnn-report=markdown")
+
+
 REPLAYED = """
 from hypothesis import __version__, given, reproduce_failure, settings, strategies as st
 from hypothesis.core import encode_failure

@@ -18,9 +18,13 @@ def _nearest_existing(path: Path) -> Path:
     return Path(".")
 
 
-def check_output_file(path: Path, what: str) -> Path:
+def check_output_file(path: Path, what: str, append: bool = False) -> Path:
     """Refuse a file path that is a directory or under something that is not a writable
-    directory (missing parents are created when the file is written)."""
+    directory (missing parents are created when the file is written). With ``append`` (the
+    CI step summary) a writable file that exists is enough: appending creates nothing in
+    its folder."""
+    if append and path.is_file() and os.access(path, os.W_OK):
+        return path
     return _explained(_check_output_file, path, what)
 
 

@@ -34,7 +34,7 @@ def file_output(path: Path, kind: str, what: str, append: bool = False) -> Outpu
     """The output ``what`` of ``kind`` (a key of KIND) at ``path``: a file that can be
     written there and that replaces nothing but an earlier output of that kind (with
     ``append``, added to whatever the file holds)."""
-    check_output_file(path, what)
+    check_output_file(path, what, append=append)
     return Output(path, KIND[kind], what, append=append)
 
 
