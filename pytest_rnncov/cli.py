@@ -9,10 +9,11 @@
     report DATA...                 terminal / JSON / HTML / Markdown reports from data files
     compare DATA... --baseline B   fail when coverage fell below a baseline
 
-``combine`` and ``report`` apply ``--rnn-coverage`` bars like the plugin. Exit codes as in
-pytest: 0 passed, 1 a gate or baseline failed, 2 interrupted (Ctrl-C or SIGTERM; a file is
-written whole or not at all), 4 a usage error (bad arguments, unreadable or malformed files); every
-error says what was wrong and how to fix it.
+``combine`` and ``report`` apply ``--rnn-coverage`` bars like the plugin (none to data of a
+session that stopped early, Ctrl-C or -x, which applied none). Exit codes as in pytest: 0
+passed, 1 a gate or baseline failed or a gate asked for was never decided, 2 interrupted
+(Ctrl-C or SIGTERM; a file is written whole or not at all), 4 a usage error (bad arguments,
+unreadable or malformed files); every error says what was wrong and how to fix it.
 
 A PyTorch factory is imported from the current directory or sys.path, which runs that
 module's code (as pytest runs a conftest.py); the weights file is read with
@@ -156,6 +157,13 @@ def _parser() -> _Parser:
             help="what is printed: the terminal report (text) or the Markdown report "
             "(for >> $GITHUB_STEP_SUMMARY; notes then go to stderr)",
         )
+        command.add_argument(
+            "--baseline",
+            default=None,
+            help="a --rnn-save baseline file: fail where coverage fell below it, as "
+            "--rnn-compare does (and its verdict in the reports)",
+        )
+        command.add_argument("--tolerance", default="0", help="with --baseline: allowed drop")
         if name == "combine":
             command.add_argument("--out", default=None, help="write the combined data here")
 
@@ -550,7 +558,8 @@ def _show(args: argparse.Namespace) -> int:
         _print(
             [f"JSON report, passed: {passed!r}"]
             + [
-                f"  {name}: " + ", ".join(f"{m} {r:.1%}" for m, r in metrics.items())
+                f"  {name}: "
+                + ", ".join(f"{m} {'n/a' if r is None else f'{r:.1%}'}" for m, r in metrics.items())
                 for name, metrics in rates.items()
             ]
             + _report_warnings(content["verdict"])
@@ -748,17 +757,43 @@ def _print_report(
 
 
 def _verdict(args: argparse.Namespace, data: Any, errors: list[str]) -> Any:
-    """The verdict, as a pytest session decides it: the bars, and ``errors`` (exclusions
-    that cannot apply), each failing it."""
-    from .config.bars import Bars, latest_bars, parse_bars
+    """The verdict, as a pytest session decides it: the bars, the baseline (with the same
+    exclusions) and ``errors`` (exclusions that cannot apply), each failing it; not applied
+    to data of a session that stopped before all its tests ran (Ctrl-C, -x), as that
+    session applied none."""
+    from .config.bars import Bars, latest_bars, parse_bars, parse_fraction
+    from .core.exclusions import parse_exclusion
     from .core.names import DEFAULT_METRICS
+    from .reporting.baseline import excluded_baseline, load_baseline
     from .reporting.results import evaluate
+
+    tolerance = parse_fraction(args.tolerance, "--tolerance")
+    baseline = None
+    if args.baseline is not None:
+        exclusions = list(dict.fromkeys(parse_exclusion(t) for t in args.rnn_exclude or ()))
+        baseline = excluded_baseline(load_baseline(Path(args.baseline)), exclusions)
 
     gate = DEFAULT_METRICS if args.rnn_metrics is None else args.rnn_metrics
     bars = None
     if args.rnn_coverage is not None:  # a bar given again takes the later value, as in pytest
         bars = Bars(latest_bars([parse_bars(text) for text in args.rnn_coverage]), gate)
-    return evaluate(data, bars, errors=errors)
+    return evaluate(
+        data,
+        bars,
+        errors=errors,
+        baseline=baseline,
+        tolerance=tolerance,
+        **_undecided(data.stopped_early()),
+    )
+
+
+def _undecided(stopped_early: list[str]) -> dict[str, Any]:
+    """``evaluate``'s arguments for data of sessions that stopped early: the gate not
+    applied, saying why (as the plugin says it)."""
+    if not stopped_early:
+        return {}
+    reason = f"{'; '.join(stopped_early)}; the coverage shown is from the tests that ran"
+    return {"applied": False, "skipped_reason": reason}
 
 
 def _excluded(args: argparse.Namespace, data: Any) -> tuple[Any, list[str]]:
@@ -775,7 +810,11 @@ def _excluded(args: argparse.Namespace, data: Any) -> tuple[Any, list[str]]:
 
 
 def _data_inputs(args: argparse.Namespace) -> list[tuple[str, Path]]:
-    return [("data file", Path(p)) for p in args.data]
+    """The files a command reads, which no output of it may replace."""
+    baseline = getattr(args, "baseline", None)
+    return [("data file", Path(p)) for p in args.data] + (
+        [("--baseline", Path(baseline))] if baseline is not None else []
+    )
 
 
 def _combine(args: argparse.Namespace) -> int:
@@ -829,7 +868,13 @@ def _combine(args: argparse.Namespace) -> int:
     say_out()
     if interrupted:
         raise KeyboardInterrupt
-    return 1 if verdict.passed is False or problems or failed else 0
+    return 1 if _failed(verdict) or problems or failed else 0
+
+
+def _failed(verdict: Any) -> bool:
+    """Whether ``verdict`` fails the command: a gate that failed, or one asked for and
+    never decided (data of a session that stopped early), as in the plugin."""
+    return verdict.passed is False or (verdict.gated and not verdict.applied)
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -841,7 +886,7 @@ def _report(args: argparse.Namespace) -> int:
     )
     if interrupted:
         raise KeyboardInterrupt
-    return 1 if verdict.passed is False or problems else 0
+    return 1 if _failed(verdict) or problems else 0
 
 
 def _compare(args: argparse.Namespace) -> int:
@@ -852,11 +897,13 @@ def _compare(args: argparse.Namespace) -> int:
     from .reporting.terminal import LinesWriter, TermReport
 
     tolerance = parse_fraction(args.tolerance, "--tolerance")
-    check_distinct([], [*_data_inputs(args), ("--baseline", Path(args.baseline))])
+    check_distinct([], _data_inputs(args))
     baseline = load_baseline(Path(args.baseline))
     data = _combined(args.data)
-    verdict = evaluate(data, None, baseline=baseline, tolerance=tolerance)
+    verdict = evaluate(
+        data, None, baseline=baseline, tolerance=tolerance, **_undecided(data.stopped_early())
+    )
     writer = LinesWriter()
     TermReport(writer).verdict(verdict)
     _print(writer.lines)
-    return 1 if verdict.passed is False else 0
+    return 1 if _failed(verdict) else 0

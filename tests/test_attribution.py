@@ -91,7 +91,7 @@ def test_the_html_report_shows_the_recorded_tests():
     page = HtmlReport().render(data, evaluate(data, None))
     assert "<h3>Tests (3 recorded; 2 cover every condition they cover)</h3>" in page
     assert "Adding no coverage the others do not give: a</p>" in page
-    assert "<tr><td>b</td><td>2</td><td>yes</td></tr>" in page
+    assert '<tr><td>b</td><td class="num">2</td><td>yes</td></tr>' in page
 
 
 def test_combining_a_run_without_recorded_tests_says_the_attribution_is_partial():

@@ -1141,16 +1141,19 @@ def test_a_sample_writer_costs_time_in_proportion_to_its_samples(tmp_path, monke
     """6,000 text samples rewrote adversarial.txt 6,000 times (22 s, 5.4 GB written for a
     1.8 MB file) and 6,003 images took two fsynced PNGs each (91 s around a 0.6 s
     campaign). The text is rewritten when the samples doubled (1, 2, 4, ..., 64: 7 times
-    for 100) and at the end; images get a PNG for the first MAX_IMAGES only."""
+    for 100) and at the end; images get a PNG for the first MAX_IMAGES only, not forced to
+    disk one by one (fsync cost 10-20x the write); the text is."""
     from pytest_rnncov.reporting import samples as samples_module
 
-    written = []
+    written, durable = [], {}
     write = samples_module.write_atomic
-    monkeypatch.setattr(
-        samples_module,
-        "write_atomic",
-        lambda path, *a: written.append(path.name) or write(path, *a),
-    )
+
+    def recorded(path, *args, **kwargs):
+        written.append(path.name)
+        durable[path.suffix] = kwargs.get("durable", True)
+        return write(path, *args, **kwargs)
+
+    monkeypatch.setattr(samples_module, "write_atomic", recorded)
     text = _Writing(array_cases=False)
     writer = SampleWriter(tmp_path / "text")
     for n in range(100):
@@ -1169,6 +1172,20 @@ def test_a_sample_writer_costs_time_in_proportion_to_its_samples(tmp_path, monke
     writer.on_shrunk(images, found)
     pngs = sorted(p.name for p in (tmp_path / "images").glob("adv_*.png"))
     assert pngs == [f"adv_0000{n}_seed{n - 1}_1to0.png" for n in (1, 2, 3)]
+    assert durable[".txt"] is True and durable[".png"] is False
+
+
+def test_a_text_sample_is_one_line_of_six_columns_whatever_it_holds(tmp_path):
+    r"""A seed 'good\tbad\nmovie \x1b[2J' shifted the columns, split the sample over two
+    lines and put a terminal escape into the file."""
+    writer = SampleWriter(tmp_path)
+    hostile = "good\tbad\nmovie \x1b[2J \\x09 \u202e"
+    writer.on_adversarial(_Writing(array_cases=False), _sample(0, hostile))
+    header, line = (tmp_path / "adversarial.txt").read_text().split("\n")[:2]
+    assert len(header.split("\t")) == len(line.split("\t")) == 6
+    seed = line.split("\t")[4]
+    assert seed == "good\\x09bad\\x0amovie \\x1b[2J \\\\x09 \\u202e"
+    assert (tmp_path / "adversarial.txt").read_text().count("\n") == 2
 
 
 def test_a_long_campaigns_summary_thins_its_growth_to_what_a_file_may_hold(ramp):

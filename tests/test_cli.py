@@ -135,9 +135,77 @@ def test_compare_with_a_baseline(runs):
     assert "FAIL RNN coverage fell below baseline base.json (tolerance 0): tiny" in worse.stdout
 
 
+def test_report_and_combine_render_the_baseline_verdict_the_session_did(runs, tmp_path):
+    """A session's reports said 'FAIL RNN coverage fell below baseline'; re-rendered with
+    report or combine they could not (no --baseline), and compare prints no Markdown."""
+    worse = cli("report", "a.json", "--baseline", "base.json", "--format", "markdown", cwd=runs)
+    assert worse.returncode == 1, worse.stderr
+    assert "- **FAIL RNN coverage fell below baseline base.json (tolerance 0): tiny" in worse.stdout
+    for command in ("report", "combine"):
+        same = cli(command, "whole.json", "--baseline", "base.json", cwd=runs)
+        assert same.returncode == 0 and "is not below baseline base.json" in same.stdout
+    loose = cli("report", "a.json", "--baseline", "base.json", "--tolerance", "1", cwd=runs)
+    assert loose.returncode == 0, loose.stdout
+    done = cli("report", "a.json", "--baseline", "base.json", "--tolerance", "2", cwd=runs)
+    assert done.returncode == 4 and "--tolerance" in done.stderr
+    done = cli("combine", "a.json", "--baseline", "base.json", "--out", "base.json", cwd=runs)
+    assert done.returncode == 4 and "base.json" in done.stderr  # never replaces what it reads
+
+
 def test_show_reads_every_file_kind(runs):
     assert "tiny" in cli("show", "whole.json", cwd=runs).stdout
     assert "tiny" in cli("show", "base.json", cwd=runs).stdout
+
+
+@pytest.mark.parametrize("version", [5, 4])
+def test_a_gate_on_a_stopped_sessions_data_is_not_applied_as_in_the_session(
+    runs, tmp_path, version
+):
+    """report and combine applied the bars to the data file of a session that stopped
+    early (Ctrl-C, -x), which itself applied none: a cancelled shard re-rendered as a
+    pass. Not applied now, and a gate asked for and never decided exits 1, as the session
+    does; a --lf retry's data is gated, as its session was. A file of version 4 has no
+    'retries': its --lf and --sw reasons are read as retries by how they begin."""
+    whole = json.loads((runs / "whole.json").read_text())
+
+    def data_file(name, stopped, retries):
+        data = whole | {"version": version, "stopped": stopped, "runs": [name]}
+        data["retries"] = retries
+        if version < 5:
+            del data["retries"]
+        (tmp_path / f"{name}.json").write_text(json.dumps(data))
+        return f"{name}.json"
+
+    stopped = data_file("x", ["stopped after 1 of 2 tests (-x)"], [])
+    retry = "--lf ran only the 1 test that failed last time"
+    retried = data_file("lf", [retry], [retry])
+    for command in (("report", stopped), ("combine", stopped, retried)):
+        done = cli(*command, "--rnn-coverage=0.01", "--report", "json:r.json", cwd=tmp_path)
+        assert done.returncode == 1, done.stdout + done.stderr
+        assert (
+            "RNN coverage gate not applied: stopped after 1 of 2 tests (-x); the coverage "
+            "shown is from the tests that ran." in done.stdout
+        )
+        assert "Required RNN coverage" not in done.stdout
+        verdict = json.loads((tmp_path / "r.json").read_text())["verdict"]
+        assert verdict["applied"] is False and verdict["passed"] is None
+    done = cli("report", stopped, cwd=tmp_path)  # no gate asked for: nothing undecided
+    assert done.returncode == 0, done.stderr
+    done = cli("compare", stopped, "--baseline", runs / "base.json", cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "RNN coverage gate not applied: stopped after 1 of 2 tests (-x)" in done.stdout
+    done = cli("report", retried, "--rnn-coverage=0.01", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Required RNN coverage of 1% reached." in done.stdout
+    assert f"WARNING RNN coverage is partial: {retry}" in done.stdout
+
+
+def test_a_retry_the_data_does_not_hold_as_stopped_is_refused(runs, tmp_path):
+    data = json.loads((runs / "whole.json").read_text()) | {"retries": ["--lf ran only 1"]}
+    (tmp_path / "d.json").write_text(json.dumps(data))
+    done = cli("report", "d.json", cwd=tmp_path)
+    assert done.returncode == 4
+    assert "'retries' holds '--lf ran only 1', which 'stopped' does not" in done.stderr
 
 
 def test_show_says_what_data_is_partial_as_report_does(runs, tmp_path):
@@ -145,7 +213,7 @@ def test_show_says_what_data_is_partial_as_report_does(runs, tmp_path):
     drew at random, and for a partial baseline or JSON report."""
     data = json.loads((runs / "whole.json").read_text())
     data |= {"missing_workers": ["gw1"], "stopped": ["stopped after 1 of 2 tests (-x)"]}
-    data["random_tests"] = ["test_x.py::test_drawn"]
+    data |= {"random_tests": ["test_x.py::test_drawn"], "retries": []}
     (tmp_path / "partial.json").write_text(json.dumps(data))
     shown = cli("show", "partial.json", cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr
@@ -167,6 +235,8 @@ def test_show_says_what_data_is_partial_as_report_does(runs, tmp_path):
     assert "drew at random in test_x.py::test_drawn" in shown.stdout
     assert "gate not applied" not in shown.stdout  # no gate was asked for: none to apply
     report = json.loads((tmp_path / "r.json").read_text())
+    assert report["verdict"]["applied"] is False  # as the session that stopped said
+    report["verdict"] |= {"applied": True, "skipped_reason": None}  # a whole run's, but:
     report["verdict"]["baseline"] = {
         "path": "b.json",
         "complete": False,
@@ -175,10 +245,18 @@ def test_show_says_what_data_is_partial_as_report_does(runs, tmp_path):
     (tmp_path / "r.json").write_text(json.dumps(report))
     shown = cli("show", "r.json", cwd=tmp_path)
     assert "WARNING baseline b.json is partial: worker gw3 sent no coverage data" in shown.stdout
-    report["verdict"]["baseline"]["missing_workers"] = 3  # hand-edited: no traceback
+    report["verdict"]["baseline"]["missing_workers"] = 3  # hand-edited: refused by name
     (tmp_path / "r.json").write_text(json.dumps(report))
     shown = cli("show", "r.json", cwd=tmp_path)
-    assert shown.returncode == 0 and "Traceback" not in shown.stderr
+    assert shown.returncode == 4 and "Traceback" not in shown.stderr
+    assert "baseline: 'missing_workers' is 3 (int), not list" in shown.stderr
+    report["verdict"]["baseline"]["missing_workers"] = []
+    for key, value in (("applied", 1e300), ("gate", "bogus"), ("skipped_reason", 3)):
+        (tmp_path / "r.json").write_text(
+            json.dumps(report | {"verdict": {**report["verdict"], key: value}})
+        )
+        shown = cli("show", "r.json", cwd=tmp_path)
+        assert shown.returncode == 4 and f"verdict: '{key}' is" in shown.stderr, shown.stderr
 
 
 @pytest.mark.parametrize(
@@ -561,6 +639,18 @@ def test_markdown_cells_show_hostile_names_literally():
     # GitHub's mathematics, and control characters and direction overrides as in the terminal
     assert escape("cost $x^2$") == "cost \\$x^2\\$"
     assert escape("a\u202eb\x1b[31m") == "a\\\\u202eb\\\\x1b\\[31m"
+
+
+def test_markdown_lines_are_not_read_as_headings_lists_or_links():
+    """A campaign note '- # Big heading: ...' rendered as a heading inside the list, and a
+    name holding www.e.com as a link."""
+    from pytest_rnncov.reporting.markdown_report import escape, escape_line
+
+    assert escape_line("# Big heading: 3 samples") == "\\# Big heading: 3 samples"
+    assert escape_line("12. x") == "12\\. x" and escape_line("- x") == "\\- x"
+    assert escape_line("model 1. x") == "model 1. x"  # only at the start
+    assert escape("see www.e.com, http://e.org") == "see www\\.e.com, http\\://e.org"
+    assert escape("v1.www.x") == "v1.www.x"
 
 
 def test_plugin_writes_the_markdown_report_instead_of_the_terminal_tables(runs):

@@ -122,7 +122,7 @@ def test_the_html_and_markdown_reports_list_the_exclusions():
     )
     verdict = evaluate(data, None)
     page = HtmlReport().render(data, verdict)
-    assert "<td>4 (1 excluded)</td>" in page
+    assert '<td class="num">4 (1 excluded)</td>' in page
     assert "excluded: m BC &#39;t=3&#39; (1 condition): the layer &lt;never&gt; gets there" in page
     text = MarkdownReport().render(data, verdict)
     assert "| m | lstm | \\[1, 5\\] | 10 | 100% (4/4, 1 excluded) | 22% (2/9) |" in text
@@ -147,6 +147,30 @@ def test_a_metric_with_every_condition_excluded_shows_no_rate():
     bc = models["m"].metrics["BC"]
     assert coverage_cell(bc) == "n/a (0/0, 5 excluded)" and not bc.measurable
     assert coverage_cell(model_state().metrics["BC"]) == "80% (4/5)"
+
+
+def test_every_report_shows_no_rate_where_every_condition_is_excluded():
+    """The terminal and Markdown said n/a, the HTML a pink 0% and `show` of the JSON report
+    'BC 0.0%'."""
+    import json
+
+    from pytest_rnncov.config.bars import Bars
+    from pytest_rnncov.reporting.data import CoverageData
+    from pytest_rnncov.reporting.html import HtmlReport
+    from pytest_rnncov.reporting.json_report import JsonReport, read_report
+    from pytest_rnncov.reporting.markdown_report import MarkdownReport
+    from pytest_rnncov.reporting.results import evaluate
+
+    data, _, _ = CoverageData(models={"m": model_state()}).with_exclusions(
+        [parse_exclusion(f"m:BC:t={t} = why") for t in range(1, 6)]
+    )
+    verdict = evaluate(data, Bars.parse("BC:0.5"))
+    assert verdict.passed is False  # nothing to cover satisfies no bar
+    page = HtmlReport().render(data, verdict)
+    assert '<td class="num">n/a</td>' in page and '<td class="num">0%</td>' not in page
+    assert "n/a (0/0, 5 excluded)" in MarkdownReport().render(data, verdict)
+    _, rates = read_report(json.loads(JsonReport().render(data, verdict)), "r.json")
+    assert rates["m"].pop("BC") is None and None not in rates["m"].values() and rates["m"]
 
 
 def test_the_detail_lines_count_what_the_table_counts():

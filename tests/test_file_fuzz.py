@@ -381,11 +381,15 @@ def test_edited_data_files_are_refused_or_read_back_exactly(folder, data):
     # a file without run ids (version 1 has no 'runs' key; a later file may hold none, as
     # the payload of a worker that sent nothing does) stands for the run of its content; a
     # file before version 3 has no 'stopped' (no session of it stopped early) and no
-    # 'random_tests' (no test was recorded as drawing at random); what is read
+    # 'random_tests' (no test was recorded as drawing at random), and one before version 5
+    # no 'retries' (its stopped reasons of --lf and --sw, by how they begin); what is read
     # is written back in the current version
     expected = dict(edited, version=DATA_VERSION)
     expected.setdefault("stopped", [])
     expected.setdefault("random_tests", [])
+    expected.setdefault(
+        "retries", [s for s in expected["stopped"] if s.startswith(("--lf ", "--sw "))]
+    )
     if edited.get("sources") == []:
         expected["sources"] = [str(path)]
     if edited.get("runs", []) == []:
@@ -436,6 +440,19 @@ def test_the_unedited_documents_read_back_exactly(folder):
     assert same(json.loads(Profile.load(path).text()), valid["profile"])
 
 
+def test_a_decision_beyond_floats_range_is_refused_by_name(folder):
+    """JSON's 1e999 reads as infinity: as a sample's decision it was accepted, and combine
+    then failed writing it back (a bare ValueError: out of range float values are not JSON
+    compliant)."""
+    data = copy.deepcopy(documents()["data"])
+    assert data["campaigns"][0]["gallery"], "the document's campaign has no sample to edit"
+    data["campaigns"][0]["gallery"][0]["case_decision"] = "PLACEHOLDER"
+    target = folder / "decision.json"
+    target.write_text(json.dumps(data).replace('"PLACEHOLDER"', "1e999"))
+    with pytest.raises(DataFileError, match="'case_decision' is inf, not a finite number"):
+        CoverageData.load(target)
+
+
 # -- what the fuzzing found, kept as plain examples ----------------------------------------------
 DELETE = object()
 _MODEL = ("models", "m")
@@ -450,7 +467,7 @@ _METRICS = (*_MODEL, "metrics")
         ("data", (*_METRICS, "BC", "x"), 1, "unknown key 'x'"),
         ("data", (*_METRICS, "TC", "covered"), DELETE, "missing key 'covered'"),
         ("data", (*_METRICS, "TC", "rate"), DELETE, "missing key 'rate'"),
-        ("data", (*_METRICS, "WT", "weights"), None, "'weights' is None"),
+        ("data", (*_METRICS, "WT", "weights"), None, "'weights' is null, not list .leave"),
         # redundant figures only approximately equal to what the ids give
         ("data", (*_METRICS, "BC", "rate"), math.nextafter(0.8, 1), "'rate' is 0.8000000000000002"),
         ("data", (*_METRICS, "BC", "covered"), 4.0, "'covered' is 4.0 \\(float\\)"),

@@ -313,6 +313,22 @@ def test_keras2_list_configs_and_any_lambda_type_are_scanned(tmp_path):
         load_model(_keras_file(tmp_path, config))
 
 
+def test_a_vocabulary_read_from_a_path_is_refused(tmp_path):
+    """A StringLookup whose vocabulary names /etc/passwd read it into the model (/dev/zero
+    killed the process): a path in a model file can name any file on the machine."""
+    config = {
+        "class_name": "Sequential",
+        "config": {
+            "layers": [
+                {"class_name": "StringLookup",
+                 "config": {"name": "lookup", "vocabulary": "/etc/passwd"}},
+            ]
+        },
+    }  # fmt: skip
+    with pytest.raises(UnsafeModel, match="layer 'lookup' reading its vocabulary from the path"):
+        load_model(_keras_file(tmp_path, config))
+
+
 def test_an_oversized_keras_config_is_refused_unread(tmp_path, monkeypatch):
     from pytest_rnncov.adapters import loading
 

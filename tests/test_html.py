@@ -260,7 +260,7 @@ def test_large_tc_lists_covered_words_instead_of_a_grid(tmp_path):
     model = ModelState("m", "lstm", "lstm", (0, 20), "f", 11, {"TC": tc})
     page = render(tmp_path, models={"m": model})
     assert "most covered SAX words (3 of 531441 covered)" in page
-    assert "<code>cccccccccccc</code></td><td>7" in page
+    assert '<code>cccccccccccc</code></td><td class="num">7' in page
     assert "TC: SAX words" not in page
 
 
@@ -288,6 +288,26 @@ def test_a_campaign_that_stopped_early_says_so_on_the_page(tmp_path):
         "distance L2; interrupted after 30 test cases; shrinking cut short (samples as "
         "found); oracle classification, radius 0.5</p>" in page
     )
+
+
+def test_the_campaign_line_shows_the_average_perturbation_as_the_terminal_does(tmp_path):
+    """The terminal, Markdown and JSON reports showed it; the HTML page did not."""
+    campaign = {"model": "m", "test_cases": 30, "adversarial": 3, "adversary_rate": 0.1,
+                "unique": 2, "distance": "L2", "average_perturbation": 2.5718}  # fmt: skip
+    data = CoverageData(campaigns=[campaign])
+    page = HtmlReport().render(data, evaluate(data, None))
+    assert "2 unique seeds, average perturbation 2.572; distance L2" in page
+
+
+def test_the_page_fits_a_phone_without_splitting_numbers(tmp_path):
+    """No viewport tag: a phone laid the page out 980 px wide and shrank it to 5 px text;
+    and every cell could break anywhere, numbers and headers too ('10 / 0%', 'me / tric')."""
+    from test_exclusions import model_state
+
+    page = render(tmp_path, models={"m": model_state()})
+    assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in page
+    assert "th, td.num { white-space: nowrap; }" in page
+    assert '<td class="num">80%</td>' in page
 
 
 def test_track_errors_are_shown_beside_a_tracked_model(tmp_path):
@@ -331,7 +351,7 @@ def test_a_wide_tc_grid_is_listed_not_drawn(tmp_path):
     page = render(
         tmp_path, models={"m": ModelState("m", "lstm", "lstm", (0, 20), "f", 2, {"TC": tc})}
     )
-    assert "TC: SAX words" not in page and "<code>jjj</code></td><td>5" in page
+    assert "TC: SAX words" not in page and '<code>jjj</code></td><td class="num">5' in page
     narrow = dict(config, w=2, a=26)
     tc = MetricState("TC", "TC(h/net, w=2, a=26)", 676, np.ones(676, np.int64), narrow)
     page = render(

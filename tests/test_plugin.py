@@ -671,6 +671,9 @@ def test_a_stopped_session_says_after_how_many_tests_and_keeps_their_coverage(
     report = pytester.run(
         sys.executable, "-m", "pytest_rnncov", "report", "d.json", "--rnn-coverage=0.01"
     )
+    assert report.ret == 1, report.stdout.str()  # as the session: the gate never decided
+    report.stdout.fnmatch_lines([f"RNN coverage gate not applied: {reason}."])
+    report = pytester.run(sys.executable, "-m", "pytest_rnncov", "report", "d.json")
     assert report.ret == 0, report.stdout.str()
     report.stdout.fnmatch_lines(
         [f"WARNING RNN coverage is partial: {stopped} (the tests that did not run fed nothing)"]

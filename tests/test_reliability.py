@@ -1338,6 +1338,7 @@ def test_a_last_failed_retry_is_partial_and_keeps_the_whole_runs_baseline(pytest
     assert (pytester.path / ".rnncov" / "main.json").read_text() == baseline
     data = json.loads((pytester.path / "d.json").read_text())
     assert data["stopped"] == ["--lf ran only the 1 test that failed last time"]
+    assert data["retries"] == data["stopped"]  # the CLI gates it too, as the session did
     assert data["models"]["tiny"]["inputs"] == 40
     whole = pytester.runpytest_subprocess(*workers, *options)  # without --lf: whole again
     assert whole.ret == pytest.ExitCode.OK
@@ -1777,17 +1778,25 @@ def test_profile_fit_on_a_full_disk_exits_1_as_combine_does(tmp_path):
     combine --out say 1."""
     import keras
 
-    model = keras.Sequential([keras.Input((5, 2)), keras.layers.GRU(3, name="gru")])
-    model.save(tmp_path / "m.keras")
-    np.save(tmp_path / "x.npy", np.random.default_rng(0).normal(size=(8, 5, 2)))
+    model = keras.Sequential([keras.Input((200, 2)), keras.layers.GRU(3, name="gru")])
+    model.save(tmp_path / "m.keras")  # 15 kB, copied privately before it is read; the
+    # profile of 200 steps, 66 kB, is past the limit
+    assert (tmp_path / "m.keras").stat().st_size < 32_768
+    np.save(tmp_path / "x.npy", np.random.default_rng(0).normal(size=(8, 200, 2)))
     done = cli(
         "profile", "fit", "m.keras", "--x-train", "x.npy", "--out", "p.json",
-        cwd=tmp_path, preexec_fn=_limited(64),
+        cwd=tmp_path, preexec_fn=_limited(32_768),
     )  # fmt: skip
     assert done.returncode == 1, done.stderr
     assert "cannot write --out to 'p.json'" in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "p.json").exists()
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    done = cli(  # no room for the model's private copy: said, naming where it was made
+        "profile", "fit", "m.keras", "--x-train", "x.npy", "--out", "p.json",
+        cwd=tmp_path, preexec_fn=_limited(64),
+    )  # fmt: skip
+    assert done.returncode == 4 and "Traceback" not in done.stderr
+    assert "cannot read 'm.keras' into a private copy in '" in done.stderr
 
 
 def test_a_failed_write_says_whether_a_file_was_there(tmp_path):
@@ -1801,6 +1810,22 @@ def test_a_failed_write_says_whether_a_file_was_there(tmp_path):
     (tmp_path / "r.json" / "x").touch()
     with pytest.raises(DataFileError, match="; the file there is unchanged$"):
         write_atomic(tmp_path / "r.json", "{}", "the report")
+
+
+def test_a_write_that_need_not_be_durable_skips_only_the_fsync(tmp_path, monkeypatch):
+    """A campaign's images are written without fsync (10-20x the cost of the write), still
+    through a temporary file and a rename; every other file is forced to disk."""
+    from pytest_rnncov.files import write_atomic
+
+    synced = []
+    fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(fd) or fsync(fd))
+    write_atomic(tmp_path / "a.png", b"first", "an image", durable=False)
+    write_atomic(tmp_path / "a.png", b"second", "an image", durable=False)
+    assert synced == [] and (tmp_path / "a.png").read_bytes() == b"second"
+    write_atomic(tmp_path / "r.json", "{}", "the report")
+    assert len(synced) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.png", "r.json"]
 
 
 def test_a_step_summary_keeps_what_a_writer_holding_it_open_appends(tmp_path, monkeypatch):

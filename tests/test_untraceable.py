@@ -4,6 +4,7 @@ model files never run code when loaded."""
 from __future__ import annotations
 
 import json
+import os
 import zipfile
 
 import h5py
@@ -368,6 +369,68 @@ def test_a_config_declaring_more_weights_than_its_file_holds_is_refused(keras, t
     with pytest.raises(ModelError, match="Embedding with input_dim=1000000000, output_dim=2"):
         load_model(forged)
     assert load_model(path).layers[1].cell.units == 3  # the file itself loads
+
+
+def test_a_weights_member_padded_with_compressed_zeros_holds_what_it_stores(keras, tmp_path):
+    """A 21 KB file: units=12000 and 20 MB of zeros deflated into the weights member, whose
+    header then claims 20 MB; the check trusted that size and Keras took 10 GB building the
+    model. What the archive stores counts (Keras writes the member uncompressed)."""
+    model = keras.Sequential([keras.Input((5, 2)), keras.layers.LSTM(3, name="lstm")])
+    path = tmp_path / "ok.keras"
+    model.save(path)
+    with zipfile.ZipFile(path) as archive:
+        config = json.loads(archive.read("config.json"))
+        members = {name: archive.read(name) for name in archive.namelist()}
+    _set(config, "LSTM", units=12_000)  # 576,000,000 weights: 72 MB at one bit each
+    members["config.json"] = json.dumps(config).encode()
+    members["model.weights.h5"] += b"\0" * 20_000_000
+    bomb = tmp_path / "bomb.keras"
+    with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    assert bomb.stat().st_size < 100_000
+    with zipfile.ZipFile(bomb) as archive:
+        stored = archive.getinfo("model.weights.h5").compress_size
+    with pytest.raises(ModelError, match=f"its weights file holds {stored:,} bytes"):
+        load_model(bomb)
+
+
+def test_an_h5_dataset_stored_in_another_file_is_refused(keras, tmp_path):
+    """A dataset with HDF5 external storage naming /etc/passwd loaded that file as the
+    model's weights (a FIFO hung the load, /dev/zero took all memory)."""
+    model = keras.Sequential([keras.Input((5, 2)), keras.layers.LSTM(3, name="lstm")])
+    path = tmp_path / "m.h5"
+    model.save(path)
+    outside = tmp_path / "secret.bin"
+    outside.write_bytes(b"\1" * 4096)
+    with h5py.File(path, "r+") as handle:
+        names = []
+        handle.visititems(lambda n, o: names.append(n) if isinstance(o, h5py.Dataset) else None)
+        name = next(n for n in names if n.endswith("recurrent_kernel"))
+        shape, dtype = handle[name].shape, handle[name].dtype
+        del handle[name]
+        handle.create_dataset(name, shape=shape, dtype=dtype, external=[(str(outside), 0, 144)])
+    with pytest.raises(UnsafeModel, match=f"stores dataset '{name}' in another file"):
+        load_model(path)
+
+
+def test_the_checks_and_the_loader_read_the_same_bytes(keras, tmp_path, monkeypatch):
+    """The file was checked, then opened again by the loader: one renamed over it between
+    the two (a Lambda model over a checked one) was loaded unchecked. Both read one copy."""
+    from pytest_rnncov.adapters import loading
+
+    checked = tmp_path / "m.keras"
+    keras.Sequential([keras.Input((5, 2)), keras.layers.LSTM(3, name="lstm")]).save(checked)
+    other = tmp_path / "other.keras"
+    keras.Sequential([keras.Input((5, 2)), keras.layers.LSTM(5, name="lstm")]).save(other)
+    check = loading._refuse_oversized
+
+    def swapped_after_the_check(*args, **kwargs):
+        check(*args, **kwargs)
+        os.replace(other, checked)  # another process renames its file over the checked one
+
+    monkeypatch.setattr(loading, "_refuse_oversized", swapped_after_the_check)
+    assert load_model(checked).get_layer("lstm").units == 3  # what was checked
 
 
 def test_a_config_larger_than_memory_is_refused(keras, tmp_path, monkeypatch):

@@ -341,6 +341,13 @@ def test_name(rnncov, tiny, name):
         rnncov.track(tiny.rnn.model, x_train=inputs(0, n=8), window=(1, 5), name=name)
 
 
+def test_a_long_name(rnncov, tiny):
+    # a name of 10,000 characters padded every row of the tables to it
+    with pytest.raises(Exception, match=r"model name 'LLLL*'... has 10,000 characters: pass"):
+        rnncov.track(tiny.rnn.model, x_train=inputs(0, n=8), window=(1, 5), name="L" * 10_000)
+    rnncov.track(tiny.rnn.model, x_train=inputs(0, n=8), window=(1, 5), name="L" * 200)
+
+
 @pytest.mark.rnn_coverage(min="nosuch:TC:0.5")
 def test_marker_names_another_model(tiny):
     tiny.predict(inputs(1, n=4))
@@ -355,7 +362,7 @@ def test_marker_bar_beyond_float(tiny):
 def test_model_names_that_bars_cannot_name_and_markers_naming_others(project):
     project.makepyfile(test_names=NAMES)
     result = project.runpytest("test_names.py")
-    result.assert_outcomes(passed=5, failed=2)
+    result.assert_outcomes(passed=6, failed=2)
     result.stdout.fnmatch_lines(
         ["*a bar names model 'nosuch', which this test did not feed (it fed: tiny)*"]
     )

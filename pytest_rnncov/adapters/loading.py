@@ -9,7 +9,9 @@ is refused unless you opt in with ``safe_mode=False`` (or pass your own classes 
 ``keras_version`` attribute, which is checked too: tf_keras, the only loader for
 Keras-2 files, has no safe mode of its own. A configuration declaring more weights than the
 file holds, or than the memory this process may use (the machine's, or its container's
-limit), is refused before Keras allocates them.
+limit), is refused before Keras allocates them, as are HDF5 datasets stored in other files
+and vocabularies read from a path. The checks and the loader read one private copy of the
+file, so a file replaced between the two is never loaded unchecked.
 
 ``load_torch_model`` builds a PyTorch module with the team's own factory (code they run
 anyway, as pytest runs a conftest.py) and loads a ``state_dict`` file into it with
@@ -18,12 +20,16 @@ anyway, as pytest runs a conftest.py) and loads a ``state_dict`` file into it wi
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import math
 import os
 import pickle
 import re
+import shutil
+import stat
 import sys
+import tempfile
 import warnings
 import zipfile
 from pathlib import Path
@@ -114,42 +120,9 @@ def load_model(
     source = model_path(path)
     suffix = source.suffix.lower()
     custom = dict(custom_objects or {})
-    if suffix == ".keras":
-        config, stored = _keras_zip_config(source)
-        _refuse_oversized(config, source, stored)
-        if safe_mode:
-            _refuse_unsafe(config, source, custom, "keras")
-        keras = import_keras()
-        try:
-            return keras.models.load_model(
-                source, compile=False, safe_mode=safe_mode, custom_objects=custom or None
-            )
-        except Exception as exc:
-            raise ModelError(f"Keras could not load {str(source)!r}: {exc}") from None
-    if suffix in (".h5", ".hdf5"):
-        major, config = _h5_version_and_config(source)
-        _refuse_oversized(config, source, source.stat().st_size)
-        if safe_mode:
-            _refuse_unsafe(config, source, custom, "keras" if major >= 3 else "tf_keras")
-        if major >= 3:
-            keras = import_keras()
-            try:
-                return keras.models.load_model(
-                    source, compile=False, safe_mode=safe_mode, custom_objects=custom or None
-                )
-            except Exception as exc:
-                raise ModelError(f"Keras could not load {str(source)!r}: {exc}") from None
-        try:
-            import tf_keras
-        except ImportError:
-            raise ModelError(
-                f"{str(source)!r} was saved by Keras 2 and only loads with tf_keras; install "
-                "it with: pip install 'pytest-rnncov[legacy]'"
-            ) from None
-        try:
-            return tf_keras.models.load_model(source, compile=False, custom_objects=custom or None)
-        except Exception as exc:
-            raise ModelError(f"tf_keras could not load {str(source)!r}: {exc}") from None
+    if suffix in (".keras", ".h5", ".hdf5"):
+        with _private_copy(source) as copy:
+            return _load_keras(copy, source, safe_mode, custom)
     if custom_objects:  # .onnx: model_path admits no other suffix
         raise InvalidArgument(
             "custom_objects is for Keras files; an ONNX file holds no Python classes: "
@@ -158,6 +131,67 @@ def load_model(
     from .onnx import read_onnx
 
     return read_onnx(source)
+
+
+def _load_keras(copy: Path, source: Path, safe_mode: bool, custom: dict[str, Any]) -> Any:
+    """``load_model`` of a Keras file: ``copy`` checked and loaded, ``source`` named."""
+    if source.suffix.lower() == ".keras":
+        config, stored = _keras_zip_config(copy, source)
+        _refuse_oversized(config, source, stored)
+        if safe_mode:
+            _refuse_unsafe(config, source, custom, "keras")
+        keras = import_keras()
+        try:
+            return keras.models.load_model(
+                copy, compile=False, safe_mode=safe_mode, custom_objects=custom or None
+            )
+        except Exception as exc:
+            raise ModelError(f"Keras could not load {str(source)!r}: {exc}") from None
+    major, config = _h5_version_and_config(copy, source)
+    _refuse_oversized(config, source, copy.stat().st_size)
+    if safe_mode:
+        _refuse_unsafe(config, source, custom, "keras" if major >= 3 else "tf_keras")
+    if major >= 3:
+        keras = import_keras()
+        try:
+            return keras.models.load_model(
+                copy, compile=False, safe_mode=safe_mode, custom_objects=custom or None
+            )
+        except Exception as exc:
+            raise ModelError(f"Keras could not load {str(source)!r}: {exc}") from None
+    try:
+        import tf_keras
+    except ImportError:
+        raise ModelError(
+            f"{str(source)!r} was saved by Keras 2 and only loads with tf_keras; install "
+            "it with: pip install 'pytest-rnncov[legacy]'"
+        ) from None
+    try:
+        return tf_keras.models.load_model(copy, compile=False, custom_objects=custom or None)
+    except Exception as exc:
+        raise ModelError(f"tf_keras could not load {str(source)!r}: {exc}") from None
+
+
+@contextlib.contextmanager
+def _private_copy(source: Path) -> Iterator[Path]:
+    """A copy of ``source``, of the same name, in a new folder only this user may read
+    (in TMPDIR), removed afterwards: the checks and the loader read the same bytes, so a
+    file replaced between the two (a Lambda model renamed over a checked one) is never
+    loaded unchecked."""
+    with tempfile.TemporaryDirectory(prefix="rnncov-model-") as folder:
+        copy = Path(folder) / source.name
+        try:
+            with open(source, "rb") as original:
+                if not stat.S_ISREG(os.fstat(original.fileno()).st_mode):
+                    raise ModelError(f"{str(source)!r} is not a regular file; pass a model file")
+                with open(copy, "xb") as target:
+                    shutil.copyfileobj(original, target, 1 << 20)
+        except OSError as exc:
+            raise ModelError(
+                f"cannot read {str(source)!r} into a private copy in {folder!r} (the checks "
+                f"and the loader read one copy): {exc.strerror or exc}"
+            ) from None
+        yield copy
 
 
 #: the suffixes of the model files load_model reads
@@ -190,15 +224,19 @@ def model_path(path: Any) -> Path:
     return source
 
 
-def _keras_zip_config(path: Path) -> tuple[Any, int]:
-    """The model configuration of a ``.keras`` file and the bytes its weights file declares
-    (0 when it has none)."""
+def _keras_zip_config(copy: Path, path: Path) -> tuple[Any, int]:
+    """The model configuration of the ``.keras`` file ``copy`` (named ``path``) and the
+    bytes its weights file takes in the archive (0 when it has none): what the archive
+    stores, not the size a member's header claims (a compressed run of zeros claims any)."""
     try:
-        with zipfile.ZipFile(path) as archive:
-            stored = sum(
-                item.file_size
-                for item in archive.infolist()
-                if item.filename in ("model.weights.h5", "model.weights.npz")
+        with zipfile.ZipFile(copy) as archive:
+            stored = min(
+                copy.stat().st_size,
+                sum(
+                    item.compress_size
+                    for item in archive.infolist()
+                    if item.filename in ("model.weights.h5", "model.weights.npz")
+                ),
             )
             info = archive.getinfo("config.json")
             if info.file_size > MAX_CONFIG:
@@ -218,17 +256,33 @@ def _keras_zip_config(path: Path) -> tuple[Any, int]:
     return config, stored
 
 
-def _h5_version_and_config(path: Path) -> tuple[int, Any]:
+def _h5_version_and_config(copy: Path, path: Path) -> tuple[int, Any]:
+    """The Keras major version and model configuration of the ``.h5`` file ``copy`` (named
+    ``path``), refusing datasets stored outside it (external or virtual storage: a path in
+    the file could name any file here, a FIFO or a device)."""
     try:
         import h5py
     except ImportError:
         raise ModelError("loading .h5 files needs h5py: pip install h5py") from None
+    outside: list[str] = []
+
+    def note_outside(name: str, item: Any) -> None:
+        if isinstance(item, h5py.Dataset) and (item.external or item.is_virtual):
+            outside.append(name)
+
     try:
-        with h5py.File(path, "r") as handle:
+        with h5py.File(copy, "r") as handle:
             version = handle.attrs.get("keras_version")
             raw = handle.attrs.get("model_config")
+            handle.visititems(note_outside)
     except OSError as exc:
         raise ModelError(f"{str(path)!r} is not a readable HDF5 file ({exc})") from None
+    if outside:
+        raise UnsafeModel(
+            f"{str(path)!r} stores dataset {printable(outside[0])!r} in another file (HDF5 "
+            "external or virtual storage), which Keras never writes and which could name "
+            "any file on this machine; save the model again (model.save(path))"
+        )
     if isinstance(version, bytes):
         version = version.decode("utf-8", "replace")
     match = re.fullmatch(r"(\d+)\.\d+(\.\d+)?\S*", str(version)) if version is not None else None
@@ -386,6 +440,11 @@ def _unsafe_parts(config: Any, custom: dict[str, Any], layers_module: Any) -> li
         layer_name = settings.get("name", "?") if isinstance(settings, dict) else "?"
         module = layer.get("module")
         registered = layer.get("registered_name")
+        if isinstance(settings, dict) and isinstance(settings.get("vocabulary"), str):
+            problems.append(  # StringLookup, IntegerLookup, TextVectorization
+                f"layer {layer_name!r} reading its vocabulary from the path "
+                f"{printable(settings['vocabulary'][:200])!r} (any file on this machine)"
+            )
         if name == "Lambda":
             problems.append(
                 f"Lambda layer {layer_name!r} (its function is code stored in the file)"
@@ -426,7 +485,8 @@ def _refuse_unsafe(config: Any, path: Path, custom: dict[str, Any], framework: s
         ) from None
     if problems:
         raise UnsafeModel(
-            f"{str(path)!r} has {', '.join(dict.fromkeys(problems))}; loading it would run code. "
+            f"{str(path)!r} has {', '.join(dict.fromkeys(problems))}; loading it would run code "
+            "or read files it names. "
             "Pass your own classes in custom_objects={...}, or, only for a file you trust, "
             "load_model(path, safe_mode=False)"
         )

@@ -284,7 +284,9 @@ def _check_sample(item: Any, where: str) -> None:
     if not (math.isfinite(distance) and distance >= 0):
         raise f.fail(f"'distance' is {distance!r}, not a number >= 0")
     for key in ("seed_decision", "case_decision"):
-        f.get(key, (str, float))
+        decision = f.get(key, (str, float))
+        if isinstance(decision, float) and not math.isfinite(decision):
+            raise f.fail(f"{key!r} is {decision!r}, not a finite number or text")
     seed, case = item["seed"], item["case"]
     if isinstance(seed, str) or isinstance(case, str):
         if not (isinstance(seed, str) and isinstance(case, str)):

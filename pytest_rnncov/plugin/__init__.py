@@ -272,7 +272,8 @@ class RNNCovPlugin:
     def _retry_reason(self) -> str | None:
         """Why this process ran only the tests a retry option picked (None: it did not):
         ``--lf`` the tests that failed last time (pytest counts none when no selected test
-        did), ``--sw`` those from the one that failed last time on."""
+        did), ``--sw`` those from the one that failed last time on. Each reason begins with
+        its option (``data.RETRY_PREFIXES``: how data files of versions 3-4 are read)."""
         config = self.config
         if config.getoption("lf", False):
             plugin = config.pluginmanager.get_plugin("lfplugin")

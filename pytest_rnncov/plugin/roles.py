@@ -61,6 +61,8 @@ class Central:
         self.verdict: Verdict | None = None
         #: why the session stopped before all its tests ran (None: it did not)
         self.stopped: str | None = None
+        #: whether it ran only some tests by design (--lf, --sw; gated all the same)
+        self.retry = False
         #: whether a Ctrl-C stopped the reports from rendering (pytest's exit code says so)
         self.interrupted = False
         #: how many tests failed (a baseline is saved only from a run without failures)
@@ -82,6 +84,8 @@ class Central:
         data.merge(self.engine.data())
         if self.stopped is not None:
             data.stopped.append(self.stopped)
+            if self.retry:
+                data.retries.append(self.stopped)
         return data
 
     def report_data(self) -> CoverageData:
@@ -115,7 +119,7 @@ class Central:
             self.stopped = stopped
             applied, reason = False, f"{stopped}; the coverage shown is from the tests that ran"
         elif partial is not None:
-            self.stopped = partial
+            self.stopped, self.retry = partial, True
         data, errors = self._excluded()
         self.verdict = evaluate(
             data,

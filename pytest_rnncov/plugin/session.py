@@ -37,6 +37,9 @@ from ..reporting.signals import SIGNAL_SAMPLES, sample_signals
 from ..validation import check_int, check_str, check_window, path_text
 from .draws import running_draws_at_random
 
+#: the longest model name ``track`` takes (it labels every table row, bar and report line)
+MAX_MODEL_NAME = 200
+
 
 class _TestCoverage:
     """The coverage of the inputs one test fed, per model (for the marker)."""
@@ -421,6 +424,11 @@ class RNNCovSession:
         else:
             rnn = RNNModel(model, layer, direction=direction, output=output)
         key = name or rnn.name
+        if len(key) > MAX_MODEL_NAME:  # every table row is padded to the longest name
+            raise InvalidArgument(
+                f"model name {key[:40]!r}... has {len(key):,} characters: pass name= of at "
+                f"most {MAX_MODEL_NAME} (it labels every table row, bar and report line)"
+            )
         if any(c in key for c in ":,*") or not key.isprintable() or key != key.strip():
             raise InvalidArgument(
                 f"model name {key!r} cannot appear in a bar (MODEL:METRIC:BAR): pass name= "

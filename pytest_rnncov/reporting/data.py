@@ -35,9 +35,13 @@ from .signals import SIGNAL_SAMPLES
 FORMAT = "pytest-rnncov-data"
 #: version 2 added "runs" (one id per session, so a run is never combined twice); version 3
 #: "stopped" (sessions that stopped before all their tests ran) and "random_tests" (tests
-#: that fed inputs Hypothesis drew at random)
-VERSION = 4
-READS = (1, 2, 3, 4)
+#: that fed inputs Hypothesis drew at random); version 4 a campaign's "samples_error";
+#: version 5 "retries" (which of "stopped" ran only some tests by design: --lf, --sw)
+VERSION = 5
+READS = (1, 2, 3, 4, 5)
+#: how a retry's reason begins (the plugin's ``_retry_reason``): files of versions 3-4,
+#: which have no "retries", are read with these as their retries
+RETRY_PREFIXES = ("--lf ", "--sw ")
 #: the most conditions (summed over every model and metric) one file or one combination
 #: may declare: memory follows this bound, not what a file claims
 MAX_FILE_CONDITIONS = 2**24
@@ -64,6 +68,9 @@ class CoverageData:
     stopped: list[str] = field(default_factory=list)
     #: tests that fed inputs Hypothesis drew at random: another run draws others
     random_tests: list[str] = field(default_factory=list)
+    #: the entries of ``stopped`` of sessions that ran only some tests by design (--lf,
+    #: --sw): gated all the same, as a part's coverage is at most the whole's
+    retries: list[str] = field(default_factory=list)
 
     def merge(self, other: "CoverageData") -> None:
         """Union: coverage of the same model combines exactly; lists are concatenated.
@@ -90,6 +97,7 @@ class CoverageData:
         self.runs[:] = [*mine, *theirs]
         self.stopped.extend(other.stopped)
         _union(self.random_tests, other.random_tests)
+        self.retries.extend(other.retries)
 
     def run_ids(self) -> list[str]:
         """The ids of the runs this data holds: ``runs``, or for data made in code that
@@ -105,6 +113,18 @@ class CoverageData:
     def complete(self) -> bool:
         """Whether every worker's data arrived and every session ran all its tests."""
         return not self.missing_workers and not self.stopped
+
+    def stopped_early(self) -> list[str]:
+        """Why sessions stopped before all their tests ran, retries apart: a gate on this
+        data is not applied, as the plugin applies none to such a session."""
+        retries = list(self.retries)
+        early = []
+        for reason in self.stopped:
+            if reason in retries:
+                retries.remove(reason)
+            else:
+                early.append(reason)
+        return early
 
     def with_exclusions(
         self, exclusions: Sequence[Exclusion]
@@ -142,6 +162,7 @@ class CoverageData:
             "runs": self.runs,
             "stopped": self.stopped,
             "random_tests": self.random_tests,
+            "retries": self.retries,
         }
 
     def dumps(self) -> str:
@@ -168,6 +189,7 @@ class CoverageData:
             )
             + (("runs",) if version >= 2 else ())
             + (("stopped", "random_tests") if version >= 3 else ())
+            + (("retries",) if version >= 5 else ())
         )
         models = read_model_states(fields.get("models", dict), where)
         signals = fields.get("signals", dict)
@@ -183,6 +205,16 @@ class CoverageData:
         runs = fields.strings("runs") if version >= 2 else []
         if len(set(runs)) != len(runs):
             raise fields.fail("'runs' names a run twice")
+        stopped = fields.strings("stopped") if version >= 3 else []
+        if version >= 5:
+            retries = fields.strings("retries")
+            left = list(stopped)
+            for reason in retries:
+                if reason not in left:
+                    raise fields.fail(f"'retries' holds {reason!r}, which 'stopped' does not")
+                left.remove(reason)
+        else:
+            retries = [reason for reason in stopped if reason.startswith(RETRY_PREFIXES)]
         return cls(
             models,
             dict(signals),
@@ -191,8 +223,9 @@ class CoverageData:
             fields.strings("missing_workers"),
             fields.strings("sources"),
             runs,
-            fields.strings("stopped") if version >= 3 else [],
+            stopped,
             fields.strings("random_tests") if version >= 3 else [],
+            retries,
         )
 
     def save(self, path: str | os.PathLike[str]) -> Path:

@@ -38,11 +38,12 @@ def upscale(gray: np.ndarray, factor: int) -> np.ndarray:
     return gray if factor == 1 else gray.repeat(factor, axis=0).repeat(factor, axis=1)
 
 
-def png_bytes(gray: np.ndarray, scale: int = 1) -> bytes:
-    """A uint8 2-D array as an 8-bit grayscale PNG, each pixel ``scale`` x ``scale``."""
+def png_bytes(gray: np.ndarray, scale: int = 1, level: int = 6) -> bytes:
+    """A uint8 2-D array as an 8-bit grayscale PNG, each pixel ``scale`` x ``scale``,
+    compressed at zlib ``level`` (6, zlib's default: 9 took 6x the time for 6% less)."""
     gray = upscale(np.asarray(gray, np.uint8), scale)
     height, width = gray.shape
-    raw = b"".join(b"\x00" + gray[row].tobytes() for row in range(height))
+    raw = np.pad(gray, ((0, 0), (1, 0))).tobytes()  # each row after its filter byte, 0
 
     def chunk(kind: bytes, data: bytes) -> bytes:
         return (
@@ -56,7 +57,7 @@ def png_bytes(gray: np.ndarray, scale: int = 1) -> bytes:
     return (
         b"\x89PNG\r\n\x1a\n"
         + chunk(b"IHDR", header)
-        + chunk(b"IDAT", zlib.compress(raw, 9))
+        + chunk(b"IDAT", zlib.compress(raw, level))
         + chunk(b"IEND", b"")
     )
 

@@ -64,13 +64,26 @@ class JsonReport:
         return json.dumps(self.data(data, verdict), indent=1, allow_nan=False) + "\n"
 
 
-def read_report(content: Any, where: str) -> tuple[bool | None, dict[str, dict[str, float]]]:
-    """A JSON report's verdict and the rate of every model's metrics (DataFileError naming
-    what is malformed)."""
+def read_report(content: Any, where: str) -> tuple[bool | None, dict[str, dict[str, float | None]]]:
+    """A JSON report's verdict and the rate of every model's metrics, None for a metric
+    whose conditions were all excluded (DataFileError naming what is malformed)."""
     fields, _ = read_envelope(content, where, JSON_FORMAT, (JSON_VERSION,), noun="report format")
+    fields.get("pytest_rnncov", str)
     verdict = Fields(fields.get("verdict", dict), f"{where}, verdict")
     passed = verdict.get("passed", (bool, type(None)))
-    rates: dict[str, dict[str, float]] = {}
+    verdict.get("applied", bool)
+    verdict.get("complete", bool)
+    verdict.get("skipped_reason", (str, type(None)))
+    verdict.get("gate", (dict, type(None)))
+    for key in ("missing_workers", "stopped", "random_tests", "track_errors", "errors"):
+        verdict.strings(key)
+    baseline = verdict.get("baseline", (dict, type(None)))
+    if baseline is not None:
+        compared = Fields(baseline, f"{where}, verdict, baseline")
+        compared.get("path", str)
+        compared.get("complete", bool)
+        compared.strings("missing_workers")
+    rates: dict[str, dict[str, float | None]] = {}
     for name, model in fields.get("models", dict).items():
         metrics = Fields(model, f"{where}, model {name!r}").get("metrics", dict)
         rates[name] = {}
@@ -79,5 +92,6 @@ def read_report(content: Any, where: str) -> tuple[bool | None, dict[str, dict[s
             rate = fields.get("rate", float)
             if not 0.0 <= rate <= 1.0:
                 raise fields.fail(f"rate {rate!r} is not a fraction in [0, 1]")
-            rates[name][key] = rate
+            all_excluded = figures.get("counted") == 0 and bool(figures.get("excluded"))
+            rates[name][key] = None if all_excluded else rate
     return passed, rates

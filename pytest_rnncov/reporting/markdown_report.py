@@ -30,13 +30,30 @@ _ESCAPES = str.maketrans(
         "~": "\\~",  # ~~text~~ is struck through
     }
 )
+#: what GitHub links on its own (www.x.org, http://x.org): escaped, it is text
+_AUTOLINK = re.compile(r"(?i)(?<![\w.])(www)\.|(?<=[a-z]):(?=//)")
+#: what makes a line's start a heading, quote, list item or rule: escaped, it is text
+_BLOCK_START = re.compile(r"[#>+=-]|\d{1,9}(?=[.)])")
 
 
 def escape(text: str) -> str:
     """``text`` shown literally in a Markdown table cell or line (model names are the
     user's: a ``|`` would split the cell, ``<`` could open HTML, ``$`` start mathematics;
     control characters and direction overrides are shown escaped, as in the terminal)."""
-    return printable(text.replace("\r", " ").replace("\n", " ")).translate(_ESCAPES)
+    shown = printable(text.replace("\r", " ").replace("\n", " ")).translate(_ESCAPES)
+    return _AUTOLINK.sub(lambda m: f"{m.group(1)}\\." if m.group(1) else "\\:", shown)
+
+
+def escape_line(text: str) -> str:
+    """``escape`` for a line or a list item's text: a ``#``, ``>``, ``+``, ``=``, ``-`` or
+    ``1.`` at its start is shown literally, not as a heading, quote or list."""
+    shown = escape(text)
+    start = _BLOCK_START.match(shown)
+    if start is None:
+        return shown
+    return (
+        f"{start.group()}\\{shown[start.end() :]}" if start.group()[0].isdigit() else "\\" + shown
+    )
 
 
 def _cells(row: list[str]) -> str:
@@ -65,23 +82,23 @@ class MarkdownReport:
             lines += _table(rows, numeric=range(3, len(rows[0])))
             excluded = exclusion_lines(data)
             if excluded:
-                lines += ["", *(f"- {escape(line)}" for line in excluded)]
+                lines += ["", *(f"- {escape_line(line)}" for line in excluded)]
         else:
-            lines.append(escape(rows[0][0]))
+            lines.append(escape_line(rows[0][0]))
         if data.track_errors and data.models:
-            lines += ["", escape("rnncov.track() failed: " + "; ".join(data.track_errors))]
+            lines += ["", escape_line("rnncov.track() failed: " + "; ".join(data.track_errors))]
         if data.campaigns:
             lines += ["", "### RNN adversarial samples", ""]
             table = adversarial_rows(data.campaigns)  # the last column: where samples went
             lines += _table(table, numeric=range(1, len(table[0]) - 1))
             notes = campaign_notes(data.campaigns)
             if notes:
-                lines += ["", *(f"- {escape(note)}" for note in notes)]
+                lines += ["", *(f"- {escape_line(note)}" for note in notes)]
         verdict_lines = verdict.lines()
         if verdict_lines:
             lines.append("")
             for text, style in verdict_lines:
-                shown = escape(text)
+                shown = escape_line(text)
                 lines.append(f"- **{shown}**" if style == "red" else f"- {shown}")
         if self.tests:
             body = "\n".join(

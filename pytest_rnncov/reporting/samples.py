@@ -20,7 +20,7 @@ from ..errors import DataFileError
 from ..files import as_path, check_replaceable, write_atomic
 from ..generation.campaign import Campaign
 from ..generation.results import AdversarialSample, CampaignResult
-from ..validation import check_bool, path_text
+from ..validation import check_bool, path_text, printable
 from .images import png_bytes, side_by_side
 
 #: How many adversarial samples a report's gallery shows per campaign.
@@ -178,14 +178,15 @@ class SampleWriter:
             self._ready() / name,
             png_bytes(side_by_side(seed_image, image, clip)),
             "an adversarial image",
+            durable=False,  # up to 2 x MAX_IMAGES: fsync each cost 10-20x the write
         )
         return name
 
     def _text(self) -> None:
         lines = ["# seed_index\tdistance\tseed_decision\tcase_decision\tseed\tcase\n"]
         lines.extend(
-            f"{s.seed_index}\t{s.distance:.4g}\t{s.seed_decision}\t{s.case_decision}"
-            f"\t{s.seed}\t{s.case}\n"
+            f"{s.seed_index}\t{s.distance:.4g}\t{_field(s.seed_decision)}\t"
+            f"{_field(s.case_decision)}\t{_field(s.seed)}\t{_field(s.case)}\n"
             for s in self._samples
         )
         write_atomic(self._ready() / TEXT, "".join(lines), "the adversarial cases")
@@ -249,6 +250,14 @@ class SampleWriter:
         }
         write_atomic(folder / SUMMARY, json.dumps(summary, indent=1) + "\n", "the summary")
         self.saved = True
+
+
+def _field(value: Any) -> str:
+    """``value`` as one column of ``adversarial.txt``: a backslash doubled, then tabs, line
+    breaks and other control or invisible characters escaped as Python writes them
+    (``\\x09``): every sample is one line of six columns, and a column's text is never
+    ambiguous (a ``\\`` not doubled starts an escape)."""
+    return printable(str(value).replace("\\", "\\\\"))
 
 
 def _remove_all(paths: list[Path]) -> None:

@@ -84,8 +84,13 @@ def coverage_cell(m: MetricState, below: float | None = None) -> str:
     """``80% (4/5)``, or ``80% (4/5, 2 excluded)`` when conditions are counted apart; with
     ``below`` (the bar the rate failed), the rate reads as below it."""
     excluded = f", {m.n_excluded} excluded" if m.n_excluded else ""
-    rate = percent(m.rate, below) if m.n_counted or not m.n_excluded else "n/a"  # all excluded
-    return f"{rate} ({m.n_covered}/{m.n_counted}{excluded})"
+    return f"{rate_text(m, below)} ({m.n_covered}/{m.n_counted}{excluded})"
+
+
+def rate_text(m: MetricState, below: float | None = None) -> str:
+    """The rate as every report shows it: ``n/a`` when every condition is excluded (the
+    rate is 0.0 in numbers, which no bar accepts)."""
+    return percent(m.rate, below) if m.n_counted or not m.n_excluded else "n/a"
 
 
 def exclusion_lines(data: CoverageData) -> list[str]:

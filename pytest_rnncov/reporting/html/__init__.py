@@ -28,7 +28,7 @@ from ..attribution import coverage_by_test
 from ..data import CoverageData
 from ..images import png_bytes, side_by_side, to_gray8
 from ..results import Verdict
-from ..terminal import campaign_note, exclusion_lines
+from ..terminal import campaign_note, exclusion_lines, rate_text
 
 #: TC grids are drawn up to this many words and this many rows or columns (a^(w//2) rows,
 #: a^(w - w//2) columns); beyond either the report lists the most covered words.
@@ -397,7 +397,7 @@ def _model_section(
                 "covered": m.n_covered,
                 "total": m.n_counted,
                 "excluded": m.n_excluded,
-                "rate": percent(m.rate, below.get((state.name, key))),
+                "rate": rate_text(m, below.get((state.name, key))),
                 "bar": None if check is None else percent_bar(check.bar),
                 "below": check is not None and not check.passed,
             }
@@ -466,11 +466,18 @@ def _campaign_section(campaign: dict[str, Any], drawn: bool = True) -> dict[str,
         "rate": percent(campaign["adversary_rate"]),
         "unique": campaign["unique"],
         "distance": str(campaign.get("distance", "")),
+        "perturbation": _perturbation(campaign),
         "saved_to": campaign.get("saved_to"),
         "note": campaign_note(campaign),
         "growth": growth_figure(campaign) if drawn else None,
         "gallery": [gallery_item(item) for item in campaign.get("gallery") or []] if drawn else [],
     }
+
+
+def _perturbation(campaign: dict[str, Any]) -> str | None:
+    """The average perturbation as the terminal shows it (None: no sample)."""
+    average = campaign.get("average_perturbation")
+    return None if average is None else f"{average:.4g}"
 
 
 def page_data(data: CoverageData, verdict: Verdict) -> dict[str, Any]:
