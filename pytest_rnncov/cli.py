@@ -163,7 +163,7 @@ def _parser() -> _Parser:
             help="a --rnn-save baseline file: fail where coverage fell below it, as "
             "--rnn-compare does (and its verdict in the reports)",
         )
-        command.add_argument("--tolerance", default="0", help="with --baseline: allowed drop")
+        command.add_argument("--tolerance", default=None, help="with --baseline: allowed drop")
         if name == "combine":
             command.add_argument("--out", default=None, help="write the combined data here")
 
@@ -764,10 +764,15 @@ def _verdict(args: argparse.Namespace, data: Any, errors: list[str]) -> Any:
     from .config.bars import Bars, latest_bars, parse_bars, parse_fraction
     from .core.exclusions import parse_exclusion
     from .core.names import DEFAULT_METRICS
+    from .errors import InvalidArgument
     from .reporting.baseline import excluded_baseline, load_baseline
     from .reporting.results import evaluate
 
-    tolerance = parse_fraction(args.tolerance, "--tolerance")
+    if args.tolerance is not None and args.baseline is None:
+        raise InvalidArgument(
+            "--tolerance compares nothing without --baseline FILE; add it, or drop --tolerance"
+        )
+    tolerance = parse_fraction(args.tolerance or "0", "--tolerance")
     baseline = None
     if args.baseline is not None:
         exclusions = list(dict.fromkeys(parse_exclusion(t) for t in args.rnn_exclude or ()))

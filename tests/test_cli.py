@@ -148,6 +148,9 @@ def test_report_and_combine_render_the_baseline_verdict_the_session_did(runs, tm
     assert loose.returncode == 0, loose.stdout
     done = cli("report", "a.json", "--baseline", "base.json", "--tolerance", "2", cwd=runs)
     assert done.returncode == 4 and "--tolerance" in done.stderr
+    done = cli("report", "a.json", "--tolerance", "0.5", cwd=runs)  # as the plugin refuses it
+    assert done.returncode == 4
+    assert "--tolerance compares nothing without --baseline FILE" in done.stderr
     done = cli("combine", "a.json", "--baseline", "base.json", "--out", "base.json", cwd=runs)
     assert done.returncode == 4 and "base.json" in done.stderr  # never replaces what it reads
 
@@ -251,6 +254,12 @@ def test_show_says_what_data_is_partial_as_report_does(runs, tmp_path):
     assert shown.returncode == 4 and "Traceback" not in shown.stderr
     assert "baseline: 'missing_workers' is 3 (int), not list" in shown.stderr
     report["verdict"]["baseline"]["missing_workers"] = []
+    older = report | {"verdict": dict(report["verdict"])}  # written before keys were added
+    for key in ("errors", "random_tests", "track_errors"):
+        del older["verdict"][key]
+    (tmp_path / "r.json").write_text(json.dumps(older))
+    shown = cli("show", "r.json", cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
     for key, value in (("applied", 1e300), ("gate", "bogus"), ("skipped_reason", 3)):
         (tmp_path / "r.json").write_text(
             json.dumps(report | {"verdict": {**report["verdict"], key: value}})
@@ -651,6 +660,7 @@ def test_markdown_lines_are_not_read_as_headings_lists_or_links():
     assert escape_line("model 1. x") == "model 1. x"  # only at the start
     assert escape("see www.e.com, http://e.org") == "see www\\.e.com, http\\://e.org"
     assert escape("v1.www.x") == "v1.www.x"
+    assert escape("lstm_www.e.com") == "lstm\\_www\\.e.com"  # GitHub links after a _
 
 
 def test_plugin_writes_the_markdown_report_instead_of_the_terminal_tables(runs):

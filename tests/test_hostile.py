@@ -327,6 +327,19 @@ def test_a_vocabulary_read_from_a_path_is_refused(tmp_path):
     }  # fmt: skip
     with pytest.raises(UnsafeModel, match="layer 'lookup' reading its vocabulary from the path"):
         load_model(_keras_file(tmp_path, config))
+    with pytest.raises(UnsafeModel, match="Save the model with Keras 3, which keeps a vocab"):
+        load_model(_keras_file(tmp_path, config))
+
+
+def test_a_fifo_put_in_place_of_a_model_file_is_refused_not_waited_on(tmp_path):
+    """The private copy opened the file before checking it: a FIFO put there after
+    model_path looked blocked the load until a writer came."""
+    from pytest_rnncov.adapters import loading
+
+    os.mkfifo(tmp_path / "m.keras")
+    with pytest.raises(ModelError, match="is not a regular file"):
+        with loading._private_copy(tmp_path / "m.keras"):
+            pass
 
 
 def test_an_oversized_keras_config_is_refused_unread(tmp_path, monkeypatch):

@@ -180,17 +180,22 @@ def _private_copy(source: Path) -> Iterator[Path]:
     loaded unchecked."""
     with tempfile.TemporaryDirectory(prefix="rnncov-model-") as folder:
         copy = Path(folder) / source.name
-        try:
-            with open(source, "rb") as original:
-                if not stat.S_ISREG(os.fstat(original.fileno()).st_mode):
-                    raise ModelError(f"{str(source)!r} is not a regular file; pass a model file")
+        try:  # non-blocking: a FIFO put there since model_path looked opens, and is refused
+            handle = os.open(source, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        except OSError as exc:
+            raise ModelError(f"cannot read {str(source)!r}: {exc.strerror or exc}") from None
+        with os.fdopen(handle, "rb") as original:
+            if not stat.S_ISREG(os.fstat(original.fileno()).st_mode):
+                raise ModelError(f"{str(source)!r} is not a regular file; pass a model file")
+            try:
                 with open(copy, "xb") as target:
                     shutil.copyfileobj(original, target, 1 << 20)
-        except OSError as exc:
-            raise ModelError(
-                f"cannot read {str(source)!r} into a private copy in {folder!r} (the checks "
-                f"and the loader read one copy): {exc.strerror or exc}"
-            ) from None
+            except OSError as exc:
+                raise ModelError(
+                    f"cannot copy {str(source)!r} to {folder!r} (the checks and the loader "
+                    f"read one private copy): {exc.strerror or exc}; set TMPDIR to a folder "
+                    "with room for it"
+                ) from None
         yield copy
 
 
@@ -484,11 +489,16 @@ def _refuse_unsafe(config: Any, path: Path, custom: dict[str, Any], framework: s
             "checked; load it only if you trust it, with safe_mode=False"
         ) from None
     if problems:
+        vocabulary = any("reading its vocabulary" in problem for problem in problems)
         raise UnsafeModel(
             f"{str(path)!r} has {', '.join(dict.fromkeys(problems))}; loading it would run code "
             "or read files it names. "
-            "Pass your own classes in custom_objects={...}, or, only for a file you trust, "
-            "load_model(path, safe_mode=False)"
+            + (
+                "Save the model with Keras 3, which keeps a vocabulary inside the file, or"
+                if vocabulary
+                else "Pass your own classes in custom_objects={...}, or"
+            )
+            + ", only for a file you trust, load_model(path, safe_mode=False)"
         )
 
 

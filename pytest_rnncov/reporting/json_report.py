@@ -71,18 +71,28 @@ def read_report(content: Any, where: str) -> tuple[bool | None, dict[str, dict[s
     fields.get("pytest_rnncov", str)
     verdict = Fields(fields.get("verdict", dict), f"{where}, verdict")
     passed = verdict.get("passed", (bool, type(None)))
-    verdict.get("applied", bool)
-    verdict.get("complete", bool)
-    verdict.get("skipped_reason", (str, type(None)))
-    verdict.get("gate", (dict, type(None)))
+    # each key checked where present: reports of this version written before a key was
+    # added lack it (``errors``, ``random_tests``, ...)
+    checked: tuple[tuple[str, type | tuple[type, ...]], ...] = (
+        ("applied", bool),
+        ("complete", bool),
+        ("skipped_reason", (str, type(None))),
+        ("gate", (dict, type(None))),
+        ("baseline", (dict, type(None))),
+    )
+    for key, kinds in checked:
+        if key in verdict.data:
+            verdict.get(key, kinds)
     for key in ("missing_workers", "stopped", "random_tests", "track_errors", "errors"):
-        verdict.strings(key)
-    baseline = verdict.get("baseline", (dict, type(None)))
-    if baseline is not None:
-        compared = Fields(baseline, f"{where}, verdict, baseline")
-        compared.get("path", str)
-        compared.get("complete", bool)
-        compared.strings("missing_workers")
+        if key in verdict.data:
+            verdict.strings(key)
+    if isinstance(verdict.data.get("baseline"), dict):
+        compared = Fields(verdict.data["baseline"], f"{where}, verdict, baseline")
+        for key, kind in (("path", str), ("complete", bool)):
+            if key in compared.data:
+                compared.get(key, kind)
+        if "missing_workers" in compared.data:
+            compared.strings("missing_workers")
     rates: dict[str, dict[str, float | None]] = {}
     for name, model in fields.get("models", dict).items():
         metrics = Fields(model, f"{where}, model {name!r}").get("metrics", dict)

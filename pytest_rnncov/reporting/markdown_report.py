@@ -31,7 +31,7 @@ _ESCAPES = str.maketrans(
     }
 )
 #: what GitHub links on its own (www.x.org, http://x.org): escaped, it is text
-_AUTOLINK = re.compile(r"(?i)(?<![\w.])(www)\.|(?<=[a-z]):(?=//)")
+_AUTOLINK = re.compile(r"(?i)(?<![a-z0-9.])(www)\.|(?<=[a-z]):(?=//)")
 #: what makes a line's start a heading, quote, list item or rule: escaped, it is text
 _BLOCK_START = re.compile(r"[#>+=-]|\d{1,9}(?=[.)])")
 
