@@ -772,7 +772,7 @@ def _verdict(args: argparse.Namespace, data: Any, errors: list[str]) -> Any:
         raise InvalidArgument(
             "--tolerance compares nothing without --baseline FILE; add it, or drop --tolerance"
         )
-    tolerance = parse_fraction(args.tolerance or "0", "--tolerance")
+    tolerance = parse_fraction("0" if args.tolerance is None else args.tolerance, "--tolerance")
     baseline = None
     if args.baseline is not None:
         exclusions = list(dict.fromkeys(parse_exclusion(t) for t in args.rnn_exclude or ()))

@@ -148,6 +148,8 @@ def test_report_and_combine_render_the_baseline_verdict_the_session_did(runs, tm
     assert loose.returncode == 0, loose.stdout
     done = cli("report", "a.json", "--baseline", "base.json", "--tolerance", "2", cwd=runs)
     assert done.returncode == 4 and "--tolerance" in done.stderr
+    done = cli("report", "a.json", "--baseline", "base.json", "--tolerance", "", cwd=runs)
+    assert done.returncode == 4 and "--tolerance" in done.stderr  # not read as 0
     done = cli("report", "a.json", "--tolerance", "0.5", cwd=runs)  # as the plugin refuses it
     assert done.returncode == 4
     assert "--tolerance compares nothing without --baseline FILE" in done.stderr
@@ -255,7 +257,7 @@ def test_show_says_what_data_is_partial_as_report_does(runs, tmp_path):
     assert "baseline: 'missing_workers' is 3 (int), not list" in shown.stderr
     report["verdict"]["baseline"]["missing_workers"] = []
     older = report | {"verdict": dict(report["verdict"])}  # written before keys were added
-    for key in ("errors", "random_tests", "track_errors"):
+    for key in ("errors", "random_tests", "stopped"):
         del older["verdict"][key]
     (tmp_path / "r.json").write_text(json.dumps(older))
     shown = cli("show", "r.json", cwd=tmp_path)

@@ -329,6 +329,9 @@ def test_a_vocabulary_read_from_a_path_is_refused(tmp_path):
         load_model(_keras_file(tmp_path, config))
     with pytest.raises(UnsafeModel, match="Save the model with Keras 3, which keeps a vocab"):
         load_model(_keras_file(tmp_path, config))
+    config["config"]["layers"].append({"class_name": "Mine", "config": {"name": "mine"}})
+    with pytest.raises(UnsafeModel, match="inside the file; pass your own classes in custom_"):
+        load_model(_keras_file(tmp_path, config))
 
 
 def test_a_fifo_put_in_place_of_a_model_file_is_refused_not_waited_on(tmp_path):
@@ -337,9 +340,13 @@ def test_a_fifo_put_in_place_of_a_model_file_is_refused_not_waited_on(tmp_path):
     from pytest_rnncov.adapters import loading
 
     os.mkfifo(tmp_path / "m.keras")
-    with pytest.raises(ModelError, match="is not a regular file"):
-        with loading._private_copy(tmp_path / "m.keras"):
-            pass
+    (tmp_path / "d.keras").mkdir()  # a directory: refused by name, its handle closed
+    for name in ("m.keras", "d.keras"):
+        before = len(os.listdir("/proc/self/fd"))
+        with pytest.raises(ModelError, match="is not a regular file"):
+            with loading._private_copy(tmp_path / name):
+                pass
+        assert len(os.listdir("/proc/self/fd")) == before
 
 
 def test_an_oversized_keras_config_is_refused_unread(tmp_path, monkeypatch):

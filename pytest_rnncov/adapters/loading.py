@@ -180,13 +180,21 @@ def _private_copy(source: Path) -> Iterator[Path]:
     loaded unchecked."""
     with tempfile.TemporaryDirectory(prefix="rnncov-model-") as folder:
         copy = Path(folder) / source.name
-        try:  # non-blocking: a FIFO put there since model_path looked opens, and is refused
-            handle = os.open(source, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        # non-blocking: a FIFO put there since model_path looked opens, and is refused;
+        # binary: Windows would turn \r\n into \n and stop at \x1a
+        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+        try:
+            handle = os.open(source, flags)
         except OSError as exc:
             raise ModelError(f"cannot read {str(source)!r}: {exc.strerror or exc}") from None
+        try:
+            regular = stat.S_ISREG(os.fstat(handle).st_mode)
+        except OSError:
+            regular = False
+        if not regular:  # a directory, FIFO or device put there since model_path looked
+            os.close(handle)
+            raise ModelError(f"{str(source)!r} is not a regular file; pass a model file")
         with os.fdopen(handle, "rb") as original:
-            if not stat.S_ISREG(os.fstat(original.fileno()).st_mode):
-                raise ModelError(f"{str(source)!r} is not a regular file; pass a model file")
             try:
                 with open(copy, "xb") as target:
                     shutil.copyfileobj(original, target, 1 << 20)
@@ -489,16 +497,19 @@ def _refuse_unsafe(config: Any, path: Path, custom: dict[str, Any], framework: s
             "checked; load it only if you trust it, with safe_mode=False"
         ) from None
     if problems:
-        vocabulary = any("reading its vocabulary" in problem for problem in problems)
+        paths = [p for p in problems if "reading its vocabulary" in p]
+        advice = [
+            *(
+                ["save the model with Keras 3, which keeps a vocabulary inside the file"]
+                * bool(paths)
+            ),
+            *(["pass your own classes in custom_objects={...}"] * (len(paths) < len(problems))),
+        ]
+        said = "; ".join(advice)
         raise UnsafeModel(
             f"{str(path)!r} has {', '.join(dict.fromkeys(problems))}; loading it would run code "
-            "or read files it names. "
-            + (
-                "Save the model with Keras 3, which keeps a vocabulary inside the file, or"
-                if vocabulary
-                else "Pass your own classes in custom_objects={...}, or"
-            )
-            + ", only for a file you trust, load_model(path, safe_mode=False)"
+            f"or read files it names. {said[0].upper()}{said[1:]}, or, only for a file you "
+            "trust, load_model(path, safe_mode=False)"
         )
 
 

@@ -64,6 +64,11 @@ class JsonReport:
         return json.dumps(self.data(data, verdict), indent=1, allow_nan=False) + "\n"
 
 
+#: verdict keys added after reports of JSON_VERSION were first written (``read_report``
+#: reads reports without them)
+LATER_VERDICT_LISTS = ("stopped", "random_tests", "errors")
+
+
 def read_report(content: Any, where: str) -> tuple[bool | None, dict[str, dict[str, float | None]]]:
     """A JSON report's verdict and the rate of every model's metrics, None for a metric
     whose conditions were all excluded (DataFileError naming what is malformed)."""
@@ -71,28 +76,23 @@ def read_report(content: Any, where: str) -> tuple[bool | None, dict[str, dict[s
     fields.get("pytest_rnncov", str)
     verdict = Fields(fields.get("verdict", dict), f"{where}, verdict")
     passed = verdict.get("passed", (bool, type(None)))
-    # each key checked where present: reports of this version written before a key was
-    # added lack it (``errors``, ``random_tests``, ...)
     checked: tuple[tuple[str, type | tuple[type, ...]], ...] = (
         ("applied", bool),
         ("complete", bool),
         ("skipped_reason", (str, type(None))),
         ("gate", (dict, type(None))),
-        ("baseline", (dict, type(None))),
     )
     for key, kinds in checked:
-        if key in verdict.data:
-            verdict.get(key, kinds)
-    for key in ("missing_workers", "stopped", "random_tests", "track_errors", "errors"):
-        if key in verdict.data:
+        verdict.get(key, kinds)
+    for key in ("missing_workers", "track_errors", *LATER_VERDICT_LISTS):
+        if key in verdict.data or key not in LATER_VERDICT_LISTS:  # older reports lack these
             verdict.strings(key)
-    if isinstance(verdict.data.get("baseline"), dict):
-        compared = Fields(verdict.data["baseline"], f"{where}, verdict, baseline")
-        for key, kind in (("path", str), ("complete", bool)):
-            if key in compared.data:
-                compared.get(key, kind)
-        if "missing_workers" in compared.data:
-            compared.strings("missing_workers")
+    baseline = verdict.get("baseline", (dict, type(None)))
+    if baseline is not None:
+        compared = Fields(baseline, f"{where}, verdict, baseline")
+        compared.get("path", str)
+        compared.get("complete", bool)
+        compared.strings("missing_workers")
     rates: dict[str, dict[str, float | None]] = {}
     for name, model in fields.get("models", dict).items():
         metrics = Fields(model, f"{where}, model {name!r}").get("metrics", dict)
