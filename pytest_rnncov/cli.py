@@ -171,6 +171,13 @@ def _parser() -> _Parser:
     compare.add_argument("data", nargs="+")
     compare.add_argument("--baseline", required=True, help="a --rnn-save baseline file")
     compare.add_argument("--tolerance", default="0", help="allowed drop, a fraction")
+    compare.add_argument(
+        "--rnn-exclude",
+        action="append",
+        default=None,
+        metavar="MODEL:METRIC:LABEL = REASON",
+        help="count a condition apart on both sides, as report --baseline does; repeatable",
+    )
     return parser
 
 
@@ -897,16 +904,23 @@ def _report(args: argparse.Namespace) -> int:
 def _compare(args: argparse.Namespace) -> int:
     from .config.bars import parse_fraction
     from .config.paths import check_distinct
-    from .reporting.baseline import load_baseline
+    from .core.exclusions import parse_exclusion
+    from .reporting.baseline import excluded_baseline, load_baseline
     from .reporting.results import evaluate
     from .reporting.terminal import LinesWriter, TermReport
 
     tolerance = parse_fraction(args.tolerance, "--tolerance")
+    exclusions = list(dict.fromkeys(parse_exclusion(t) for t in args.rnn_exclude or ()))
     check_distinct([], _data_inputs(args))
-    baseline = load_baseline(Path(args.baseline))
-    data = _combined(args.data)
+    baseline = excluded_baseline(load_baseline(Path(args.baseline)), exclusions)
+    data, errors = _excluded(args, _combined(args.data))
     verdict = evaluate(
-        data, None, baseline=baseline, tolerance=tolerance, **_undecided(data.stopped_early())
+        data,
+        None,
+        baseline=baseline,
+        tolerance=tolerance,
+        errors=errors,
+        **_undecided(data.stopped_early()),
     )
     writer = LinesWriter()
     TermReport(writer).verdict(verdict)

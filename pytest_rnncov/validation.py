@@ -31,9 +31,13 @@ def shown(value: Any) -> str:
 
 #: characters a terminal acts on instead of showing: C0 and C1 controls, DEL, and the
 #: bidirectional overrides that reorder what is shown; and those that show nothing (zero
-#: widths, direction marks, line and paragraph separators, the byte-order mark), which
-#: make two names look the same
-_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff]")
+#: widths, direction marks, line and paragraph separators, the byte-order mark, the soft
+#: hyphen, word joiners and invisible operators, tag characters), which make two names
+#: look the same
+_CONTROLS = re.compile(
+    "[\x00-\x1f\x7f-\x9f\xad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff"
+    "\U000e0000-\U000e007f]"
+)
 
 
 def printable(text: str, *, newlines: bool = False) -> str:
@@ -46,7 +50,9 @@ def printable(text: str, *, newlines: bool = False) -> str:
         if newlines and char == "\n":
             return char
         code = ord(char)
-        return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+        if code < 0x100:
+            return f"\\x{code:02x}"
+        return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
     return _CONTROLS.sub(escape, text)
 

@@ -709,6 +709,20 @@ def test_an_exclusion_counts_a_condition_apart_in_every_report(runs):
     assert (raw["covered"], raw["total"]) == (bc.n_covered, bc.total)
 
 
+def test_compare_counts_exclusions_apart_as_report_does(runs):
+    """report --baseline applied exclusions to both sides; compare took none, so the two
+    could disagree on the same files."""
+    _, label = _uncovered_bc_label(runs / "whole.json")
+    excluded = ("--rnn-exclude", f"tiny:BC:{label} = far")
+    for command in (("compare",), ("report", "--report", "term")):
+        done = cli(*command, "whole.json", "--baseline", "base.json", *excluded, cwd=runs)
+        assert done.returncode == 0 and "is not below baseline base.json" in done.stdout
+        stale = ("--rnn-exclude", "tiny:TC:zzzzz = gone")
+        done = cli(*command, "whole.json", "--baseline", "base.json", *stale, cwd=runs)
+        assert done.returncode == 1, done.stdout + done.stderr
+        assert "FAIL RNN coverage exclusion tiny:TC:zzzzz matches no condition" in done.stdout
+
+
 def test_a_stale_exclusion_fails_the_command_and_the_session(runs):
     """The command decides as the session does: the verdict fails on a stale exclusion
     (exit 1, the last line, the JSON report), the other exclusions still apply and the

@@ -439,6 +439,9 @@ def test_invisible_characters_are_shown_escaped():
     from pytest_rnncov.validation import printable
 
     assert printable("tiny\u200b\u200f\ufeff\u2028") == "tiny\\u200b\\u200f\\ufeff\\u2028"
+    # a soft hyphen, a word joiner and a tag character showed nothing either; a code point
+    # past U+FFFF takes \U and eight digits (\u and four would read as two characters)
+    assert printable("a\xadb\u2060c\U000e0041") == "a\\xadb\\u2060c\\U000e0041"
     assert escape("~~struck~~") == "\\~\\~struck\\~\\~"
 
 

@@ -21,12 +21,12 @@ anyway, as pytest runs a conftest.py) and loads a ``state_dict`` file into it wi
 from __future__ import annotations
 
 import contextlib
+import errno
 import importlib
 import math
 import os
 import pickle
 import re
-import shutil
 import stat
 import sys
 import tempfile
@@ -194,16 +194,38 @@ def _private_copy(source: Path) -> Iterator[Path]:
         if not regular:  # a directory, FIFO or device put there since model_path looked
             os.close(handle)
             raise ModelError(f"{str(source)!r} is not a regular file; pass a model file")
-        with os.fdopen(handle, "rb") as original:
-            try:
-                with open(copy, "xb") as target:
-                    shutil.copyfileobj(original, target, 1 << 20)
-            except OSError as exc:
-                raise ModelError(
-                    f"cannot copy {str(source)!r} to {folder!r} (the checks and the loader "
-                    f"read one private copy): {exc.strerror or exc}; set TMPDIR to a folder "
-                    "with room for it"
-                ) from None
+
+        def unwritable(exc: OSError) -> ModelError:
+            return ModelError(
+                f"cannot copy {str(source)!r} to {folder!r} (the checks and the loader read "
+                f"one private copy): {exc.strerror or exc}; set TMPDIR to a folder with room "
+                "for it"
+            )
+
+        try:  # unbuffered: no write is left to fail when the file closes
+            target = open(copy, "xb", buffering=0)
+        except OSError as exc:
+            os.close(handle)
+            raise unwritable(exc) from None
+        with os.fdopen(handle, "rb") as original, target:
+            while True:
+                try:
+                    block = original.read(1 << 20)
+                except OSError as exc:  # the model's disk, not the copy's
+                    raise ModelError(
+                        f"cannot read {str(source)!r}: {exc.strerror or exc}"
+                    ) from None
+                if not block:
+                    break
+                view = memoryview(block)
+                try:
+                    while view:
+                        written = target.write(view)
+                        if not written:
+                            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+                        view = view[written:]
+                except OSError as exc:
+                    raise unwritable(exc) from None
         yield copy
 
 
