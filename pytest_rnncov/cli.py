@@ -769,7 +769,6 @@ def _verdict(args: argparse.Namespace, data: Any, errors: list[str]) -> Any:
     to data of a session that stopped before all its tests ran (Ctrl-C, -x), as that
     session applied none."""
     from .config.bars import Bars, latest_bars, parse_bars, parse_fraction
-    from .core.exclusions import parse_exclusion
     from .core.names import DEFAULT_METRICS
     from .errors import InvalidArgument
     from .reporting.baseline import excluded_baseline, load_baseline
@@ -782,8 +781,7 @@ def _verdict(args: argparse.Namespace, data: Any, errors: list[str]) -> Any:
     tolerance = parse_fraction("0" if args.tolerance is None else args.tolerance, "--tolerance")
     baseline = None
     if args.baseline is not None:
-        exclusions = list(dict.fromkeys(parse_exclusion(t) for t in args.rnn_exclude or ()))
-        baseline = excluded_baseline(load_baseline(Path(args.baseline)), exclusions)
+        baseline = excluded_baseline(load_baseline(Path(args.baseline)), _exclusions(args))
 
     gate = DEFAULT_METRICS if args.rnn_metrics is None else args.rnn_metrics
     bars = None
@@ -808,14 +806,18 @@ def _undecided(stopped_early: list[str]) -> dict[str, Any]:
     return {"applied": False, "skipped_reason": reason}
 
 
+def _exclusions(args: argparse.Namespace) -> list[Any]:
+    """The ``--rnn-exclude`` options, parsed, each once."""
+    from .core.exclusions import parse_exclusion
+
+    return list(dict.fromkeys(parse_exclusion(text) for text in args.rnn_exclude or ()))
+
+
 def _excluded(args: argparse.Namespace, data: Any) -> tuple[Any, list[str]]:
     """``data`` as the verdict and the reports see it, ``--rnn-exclude`` applied (a note on
     stderr per exclusion of a model the data does not hold), and the errors of exclusions
     that cannot apply (the others still apply; each fails the verdict, as in a session)."""
-    from .core.exclusions import parse_exclusion
-
-    exclusions = [parse_exclusion(text) for text in args.rnn_exclude or ()]
-    view, notes, errors = data.with_exclusions(list(dict.fromkeys(exclusions)))
+    view, notes, errors = data.with_exclusions(_exclusions(args))
     for note in notes:
         _err(f"warning: {note}")
     return view, errors
@@ -904,13 +906,12 @@ def _report(args: argparse.Namespace) -> int:
 def _compare(args: argparse.Namespace) -> int:
     from .config.bars import parse_fraction
     from .config.paths import check_distinct
-    from .core.exclusions import parse_exclusion
     from .reporting.baseline import excluded_baseline, load_baseline
     from .reporting.results import evaluate
     from .reporting.terminal import LinesWriter, TermReport
 
     tolerance = parse_fraction(args.tolerance, "--tolerance")
-    exclusions = list(dict.fromkeys(parse_exclusion(t) for t in args.rnn_exclude or ()))
+    exclusions = _exclusions(args)  # refused before any file is read
     check_distinct([], _data_inputs(args))
     baseline = excluded_baseline(load_baseline(Path(args.baseline)), exclusions)
     data, errors = _excluded(args, _combined(args.data))

@@ -519,14 +519,12 @@ def _refuse_unsafe(config: Any, path: Path, custom: dict[str, Any], framework: s
             "checked; load it only if you trust it, with safe_mode=False"
         ) from None
     if problems:
-        paths = [p for p in problems if "reading its vocabulary" in p]
-        advice = [
-            *(
-                ["save the model with Keras 3, which keeps a vocabulary inside the file"]
-                * bool(paths)
-            ),
-            *(["pass your own classes in custom_objects={...}"] * (len(paths) < len(problems))),
-        ]
+        paths = sum("reading its vocabulary" in problem for problem in problems)
+        advice = []
+        if paths:
+            advice.append("save the model with Keras 3, which keeps a vocabulary inside the file")
+        if paths < len(problems):
+            advice.append("pass your own classes in custom_objects={...}")
         said = "; ".join(advice)
         raise UnsafeModel(
             f"{str(path)!r} has {', '.join(dict.fromkeys(problems))}; loading it would run code "

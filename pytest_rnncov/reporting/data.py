@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import secrets
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence, TypeGuard
@@ -208,11 +209,10 @@ class CoverageData:
         stopped = fields.strings("stopped") if version >= 3 else []
         if version >= 5:
             retries = fields.strings("retries")
-            left = list(stopped)
-            for reason in retries:
-                if reason not in left:
-                    raise fields.fail(f"'retries' holds {reason!r}, which 'stopped' does not")
-                left.remove(reason)
+            extra = Counter(retries) - Counter(stopped)  # each retry is a stop too
+            if extra:
+                reason = next(iter(extra))
+                raise fields.fail(f"'retries' holds {reason!r}, which 'stopped' does not")
         else:
             retries = [reason for reason in stopped if reason.startswith(RETRY_PREFIXES)]
         return cls(

@@ -84,8 +84,10 @@ def read_report(content: Any, where: str) -> tuple[bool | None, dict[str, dict[s
     )
     for key, kinds in checked:
         verdict.get(key, kinds)
-    for key in ("missing_workers", "track_errors", *LATER_VERDICT_LISTS):
-        if key in verdict.data or key not in LATER_VERDICT_LISTS:  # older reports lack these
+    for key in ("missing_workers", "track_errors"):
+        verdict.strings(key)
+    for key in LATER_VERDICT_LISTS:
+        if key in verdict.data:  # older reports lack these
             verdict.strings(key)
     baseline = verdict.get("baseline", (dict, type(None)))
     if baseline is not None:

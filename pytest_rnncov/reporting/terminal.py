@@ -87,6 +87,12 @@ def coverage_cell(m: MetricState, below: float | None = None) -> str:
     return f"{rate_text(m, below)} ({m.n_covered}/{m.n_counted}{excluded})"
 
 
+def perturbation_text(campaign: dict[str, Any]) -> str | None:
+    """A campaign's average perturbation as every report shows it (None: no sample)."""
+    average = campaign.get("average_perturbation")
+    return None if average is None else f"{average:.4g}"
+
+
 def rate_text(m: MetricState, below: float | None = None) -> str:
     """The rate as every report shows it: ``n/a`` when every condition is excluded (the
     rate is 0.0 in numbers, which no bar accepts)."""
@@ -178,7 +184,6 @@ def adversarial_rows(campaigns: Sequence[dict[str, Any]]) -> list[list[str]]:
         ]
     ]
     for c in campaigns:
-        avg = c.get("average_perturbation")
         rows.append(
             [
                 str(c.get("model", "?")),
@@ -186,7 +191,7 @@ def adversarial_rows(campaigns: Sequence[dict[str, Any]]) -> list[list[str]]:
                 str(c["adversarial"]),
                 _rate(c["adversary_rate"]) if c["test_cases"] else "-",
                 str(c["unique"]),
-                "-" if avg is None else f"{avg:.4g}",
+                perturbation_text(c) or "-",
                 str(c.get("saved_to") or "-"),
             ]
         )

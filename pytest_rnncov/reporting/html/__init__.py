@@ -28,7 +28,7 @@ from ..attribution import coverage_by_test
 from ..data import CoverageData
 from ..images import png_bytes, side_by_side, to_gray8
 from ..results import Verdict
-from ..terminal import campaign_note, exclusion_lines, rate_text
+from ..terminal import campaign_note, exclusion_lines, perturbation_text, rate_text
 
 #: TC grids are drawn up to this many words and this many rows or columns (a^(w//2) rows,
 #: a^(w - w//2) columns); beyond either the report lists the most covered words.
@@ -466,18 +466,12 @@ def _campaign_section(campaign: dict[str, Any], drawn: bool = True) -> dict[str,
         "rate": percent(campaign["adversary_rate"]),
         "unique": campaign["unique"],
         "distance": str(campaign.get("distance", "")),
-        "perturbation": _perturbation(campaign),
+        "perturbation": perturbation_text(campaign),
         "saved_to": campaign.get("saved_to"),
         "note": campaign_note(campaign),
         "growth": growth_figure(campaign) if drawn else None,
         "gallery": [gallery_item(item) for item in campaign.get("gallery") or []] if drawn else [],
     }
-
-
-def _perturbation(campaign: dict[str, Any]) -> str | None:
-    """The average perturbation as the terminal shows it (None: no sample)."""
-    average = campaign.get("average_perturbation")
-    return None if average is None else f"{average:.4g}"
 
 
 def page_data(data: CoverageData, verdict: Verdict) -> dict[str, Any]:
