@@ -592,8 +592,8 @@ def _report_warnings(verdict: dict[str, Any]) -> list[str]:
     out = []
     if names(verdict.get("missing_workers")):
         out.append(
-            f"WARNING RNN coverage is partial: worker {names(verdict['missing_workers'])} sent "
-            "no coverage data that could be used; the numbers miss its inputs"
+            f"WARNING RNN coverage is partial: worker {names(verdict['missing_workers'])} did "
+            "not send all its coverage data; the numbers miss inputs it fed"
         )
     if names(verdict.get("stopped")) and (applied or not gated):
         out.append(f"WARNING RNN coverage is partial: {names(verdict['stopped'])}")
@@ -605,7 +605,8 @@ def _report_warnings(verdict: dict[str, Any]) -> list[str]:
     if baseline is not None and names(baseline.get("missing_workers")) and applied:
         out.append(
             f"WARNING baseline {baseline.get('path')} is partial: worker "
-            f"{names(baseline['missing_workers'])} sent no coverage data when it was saved, "
+            f"{names(baseline['missing_workers'])} did not send all its coverage data when it "
+            "was saved, "
             "so it is lower than a full run"
         )
     reason = verdict.get("skipped_reason")

@@ -223,7 +223,10 @@ def test_show_says_what_data_is_partial_as_report_does(runs, tmp_path):
     shown = cli("show", "partial.json", cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr
     assert "tiny" in shown.stdout
-    assert "WARNING RNN coverage is partial: worker gw1 sent no coverage data" in shown.stdout
+    assert (
+        "WARNING RNN coverage is partial: worker gw1 did not send all its coverage data"
+        in shown.stdout
+    )
     assert "WARNING RNN coverage is partial: stopped after 1 of 2 tests (-x)" in shown.stdout
     assert "drew at random in 1 test (test_x.py::test_drawn)" in shown.stdout
     baseline = json.loads((runs / "base.json").read_text())
@@ -235,7 +238,10 @@ def test_show_says_what_data_is_partial_as_report_does(runs, tmp_path):
     assert cli("report", "partial.json", "--report", "json:r.json", cwd=tmp_path).returncode == 0
     shown = cli("show", "r.json", cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr
-    assert "WARNING RNN coverage is partial: worker gw1 sent no coverage data" in shown.stdout
+    assert (
+        "WARNING RNN coverage is partial: worker gw1 did not send all its coverage data"
+        in shown.stdout
+    )
     assert "WARNING RNN coverage is partial: stopped after 1 of 2 tests (-x)" in shown.stdout
     assert "drew at random in test_x.py::test_drawn" in shown.stdout
     assert "gate not applied" not in shown.stdout  # no gate was asked for: none to apply
@@ -249,7 +255,10 @@ def test_show_says_what_data_is_partial_as_report_does(runs, tmp_path):
     }
     (tmp_path / "r.json").write_text(json.dumps(report))
     shown = cli("show", "r.json", cwd=tmp_path)
-    assert "WARNING baseline b.json is partial: worker gw3 sent no coverage data" in shown.stdout
+    assert (
+        "WARNING baseline b.json is partial: worker gw3 did not send all its coverage data"
+        in shown.stdout
+    )
     report["verdict"]["baseline"]["missing_workers"] = 3  # hand-edited: refused by name
     (tmp_path / "r.json").write_text(json.dumps(report))
     shown = cli("show", "r.json", cwd=tmp_path)

@@ -18,7 +18,7 @@ from pathlib import Path
 import keras as keras_module  # noqa: F401  (loaded once: in-process pytester runs must not re-import TF)
 import numpy as np
 import pytest
-from test_plugin import CONFTEST, FEW, TESTS
+from test_plugin import CONFTEST, FEEDING, FEW, TESTS
 
 from pytest_rnncov import (
     BT,
@@ -37,6 +37,13 @@ from pytest_rnncov.config.bars import Bars
 from pytest_rnncov.core.coverage import Coverage
 from pytest_rnncov.core.state import MAX_COUNT, MetricState, ModelState
 from pytest_rnncov.files import Output, interrupt_after
+from pytest_rnncov.plugin.checkpoints import (
+    RECOVERED,
+    RUNNING,
+    CheckpointFolder,
+    CheckpointWriter,
+)
+from pytest_rnncov.plugin.roles import DistController
 from pytest_rnncov.reporting.baseline import load_baseline
 from pytest_rnncov.reporting.data import CoverageData, combine
 from pytest_rnncov.reporting.json_report import JsonReport
@@ -356,6 +363,118 @@ def pytest_sessionfinish(session):  # not the environment: an outer xdist run se
 """
 
 
+FEEDS_THEN_CRASHES = CRASH.replace(
+    "def test_crashes",
+    "def test_feeds(tiny):\n    tiny.predict(inputs(3, n=5))\n\n\ndef test_crashes",
+)
+
+
+def test_a_crashed_worker_keeps_the_coverage_of_the_tests_it_finished(pytester, monkeypatch):
+    """The worker that crashed in its second test had checkpointed its first: the merged
+    coverage is exactly that of a run of the tests that finished, the worker is still
+    named as missing, and the checkpoints' folder is gone after the session."""
+    (pytester.path / "tmp").mkdir()
+    monkeypatch.setenv("TMPDIR", str(pytester.path / "tmp"))
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_a_crash=FEEDS_THEN_CRASHES, test_b_feed=FEEDING)
+    crashed = pytester.runpytest_subprocess(
+        "-n", "2", "--dist", "loadfile", "--max-worker-restart=0", "--rnn-report=json:c.json",
+        "--rnn-coverage=0.01", "-W", "ignore",
+    )  # fmt: skip
+    assert crashed.ret == pytest.ExitCode.TESTS_FAILED  # the crashed test fails
+    crashed.stdout.fnmatch_lines(
+        [
+            "WARNING RNN coverage is partial: worker gw? (recovered up to its last finished "
+            "test) did not send all its coverage data; the numbers miss inputs it fed"
+        ]
+    )
+    assert [p.name for p in (pytester.path / "tmp").iterdir()] == []
+    finished = pytester.runpytest_subprocess(
+        "-p", "no:xdist", "-k", "not crashes", "--rnn-report=json:f.json", "-W", "ignore"
+    )
+    assert finished.ret == pytest.ExitCode.OK
+    got = json.loads((pytester.path / "c.json").read_text())
+    want = json.loads((pytester.path / "f.json").read_text())
+    assert got["models"]["tiny"]["inputs"] == want["models"]["tiny"]["inputs"] == 5 + 16
+    for metric in ("BC", "SC", "TC"):
+        covered = got["models"]["tiny"]["metrics"][metric]["covered_ids"]
+        assert covered == want["models"]["tiny"]["metrics"][metric]["covered_ids"], metric
+    assert got["verdict"]["complete"] is False
+
+
+class _Engine:
+    """What a checkpoint writer reads of the session engine."""
+
+    def __init__(self, data: CoverageData | None = None) -> None:
+        self.mark = 0
+        self.calls = 0
+        self._data = data or CoverageData(runs=["run-a"])
+
+    def data_mark(self) -> int:
+        return self.mark
+
+    def data(self) -> CoverageData:
+        self.calls += 1
+        return self._data
+
+
+def test_a_worker_checkpoint_is_written_when_its_data_changed_and_never_fails_a_test(tmp_path):
+    path = tmp_path / "0-gw0.json"
+    writer = CheckpointWriter(str(path))
+    engine = _Engine()
+    writer.after_test(engine)  # type: ignore[arg-type]
+    assert CoverageData.loads(path.read_text()).runs == ["run-a"] and engine.calls == 1
+    writer.after_test(engine)  # type: ignore[arg-type]
+    assert engine.calls == 1  # nothing new: not written again
+    engine.mark = 1
+    writer._cost = 1e9  # the last write took more than its share of the time since
+    writer.after_test(engine)  # type: ignore[arg-type]
+    assert engine.calls == 1
+    writer._cost = 0.0
+    writer.after_test(engine)  # type: ignore[arg-type]
+    assert engine.calls == 2
+    engine.mark = 2
+    engine.data = lambda: 1 / 0  # type: ignore[method-assign]
+    writer.after_test(engine)  # type: ignore[arg-type]  # no error reaches the test
+    assert CoverageData.loads(path.read_text()).runs == ["run-a"]  # the last one stays
+    gone = CheckpointWriter(str(tmp_path / "not-here" / "0-gw1.json"))
+    gone.after_test(_Engine())  # type: ignore[arg-type]  # a remote worker: not written
+    assert not (tmp_path / "not-here").exists()
+
+
+def test_a_checkpoint_that_cannot_be_read_or_merged_is_named(tmp_path, monkeypatch):
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    folder = CheckpointFolder()
+    assert folder.recover("gw0") == (None, "")  # no such worker
+    Path(folder.assign("gw0")).write_text('{"format": "pytest-rnncov-data", "version": 5')
+    assert folder.recover("gw0")[0] is None
+    assert folder.recover("gw0")[1].startswith("its checkpoint unreadable: the checkpoint of ")
+    assert folder.recover("gw1") == (None, "")  # assigned only to gw0
+    unread = folder.assign("gw1")
+    assert folder.recover("gw1") == (None, "")  # assigned, never written
+    Path(unread).write_text(CoverageData(runs=["run-b"]).dumps())
+    data, said = folder.recover("gw1")
+    assert data is not None and data.runs == ["run-b"] and said == RECOVERED
+    folder.remove()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_checkpoint_that_cannot_be_merged_leaves_the_data_as_it_was(tmp_path, monkeypatch):
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    controller = DistController.__new__(DistController)  # only what receive() uses
+    controller.received = CoverageData()
+    folder = CheckpointFolder()
+    controller.receive("gw0", CoverageData(runs=["run-a"]).dumps(), folder)
+    Path(folder.assign("gw1")).write_text(CoverageData(runs=["run-a"]).dumps())  # again
+    controller.receive("gw1", None, folder, RUNNING)
+    (missing,) = controller.received.missing_workers
+    assert missing.startswith(
+        "gw1 (still running when the session stopped; its checkpoint not merged: "
+    )
+    assert controller.received.runs == ["run-a"]
+    folder.remove()
+
+
 def test_a_killed_worker_marks_the_baseline_partial_and_a_comparison_says_so(pytester):
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_a_crash=CRASH, test_b_feed=FEW)
@@ -374,7 +493,10 @@ def test_a_killed_worker_marks_the_baseline_partial_and_a_comparison_says_so(pyt
     pytester.makepyfile(test_a_crash=FEW.replace("test_one", "test_two"))
     result = pytester.runpytest_subprocess("--rnn-compare=b.json", "--rnn-report=json:r.json")
     result.stdout.fnmatch_lines(
-        ["WARNING baseline b.json is partial: worker gw? sent no coverage data when it was saved*"]
+        [
+            "WARNING baseline b.json is partial: worker gw? (recovered up to its last finished "
+            "test) did not send all its coverage data when it was saved*"
+        ]
     )
     verdict = json.loads((pytester.path / "r.json").read_text())["verdict"]
     assert verdict["baseline"]["complete"] is False
@@ -1402,6 +1524,12 @@ import pathlib
 import signal
 import time
 
+from conftest import inputs
+
+
+def test_feeds_first(tiny):  # finished before the interrupt: kept in the checkpoint
+    tiny.predict(inputs(3, n=5))
+
 
 def test_stuck():  # once the other worker is done, Ctrl-C reaches the controller only
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -1418,7 +1546,8 @@ def test_stuck():  # once the other worker is done, Ctrl-C reaches the controlle
 def test_an_interrupted_xdist_run_names_the_workers_still_running(pytester):
     """A worker that had not finished when Ctrl-C stopped the controller sent no data: it is
     named, and the data file (written, as a stopped session's is) holds what the other
-    worker sent and is partial twice over."""
+    worker sent and the coverage of the test the stuck one finished (its checkpoint), and
+    is partial twice over."""
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_fed=FED, test_stuck=STUCK)
     result = pytester.runpytest_subprocess(
@@ -1428,17 +1557,19 @@ def test_an_interrupted_xdist_run_names_the_workers_still_running(pytester):
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.stdout.fnmatch_lines(
         [
-            "tiny   lstm*32  *",  # test_one's and test_two's inputs
+            "tiny   lstm*37  *",  # test_one's, test_two's and test_feeds_first's inputs
             "RNN coverage data (partial: marked so) written to *d.json",
             "WARNING RNN coverage is partial: worker gw? (still running when the session "
-            "stopped) sent no coverage data*",
-            "RNN coverage gate not applied: the session stopped after 2 of 3 tests (interrupted)*",
+            "stopped; recovered up to its last finished test) did not send all its coverage*",
+            "RNN coverage gate not applied: the session stopped after 3 of 4 tests (interrupted)*",
         ]
     )
     data = json.loads((pytester.path / "d.json").read_text())
     (missing,) = data["missing_workers"]
-    assert missing.endswith("(still running when the session stopped)")
-    assert len(data["stopped"]) == 1 and data["models"]["tiny"]["inputs"] == 32
+    assert missing.endswith(
+        "(still running when the session stopped; recovered up to its last finished test)"
+    )
+    assert len(data["stopped"]) == 1 and data["models"]["tiny"]["inputs"] == 37
 
 
 def test_a_baseline_link_to_nothing_is_named_as_such(tmp_path):

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Callable, Generator
 
 import pytest
 
+from .checkpoints import CHECKPOINT_KEY, RUNNING, CheckpointFolder, CheckpointWriter
 from .draws import draws_at_random
 from .options import addoption, check_outputs, read_settings, seed_setting
 
@@ -98,6 +99,12 @@ class RNNCovPlugin:
         self._uncollected: list[str] = []
         #: why the xdist workers ran only the tests a retry option picked (--lf, --sw)
         self._worker_retry: str | None = None
+        #: the controller's folder of worker checkpoints (made when a worker starts)
+        self._checkpoints: CheckpointFolder | None = None
+        #: a worker's writer of its checkpoint (None: not a worker, or given no file)
+        self._checkpoint: CheckpointWriter | None = None
+        if self.worker and CHECKPOINT_KEY in config.workerinput:  # type: ignore[attr-defined]
+            self._checkpoint = CheckpointWriter(config.workerinput[CHECKPOINT_KEY])  # type: ignore[attr-defined]
         self.problems: list[str] = []
         #: puts SIGTERM's default action back (None: the plugin did not change it)
         self._restore_sigterm: Callable[[], None] | None = None
@@ -218,6 +225,8 @@ class RNNCovPlugin:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "teardown":
             self._finished.add(report.nodeid)  # a rerun (pytest-rerunfailures) counts once
+            if self._checkpoint is not None and self._engine is not None:
+                self._checkpoint.after_test(self._engine)
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:  # its tests never run: the coverage is from the others
@@ -241,14 +250,15 @@ class RNNCovPlugin:
         from .roles import DistController
 
         if isinstance(role, DistController):
+            checkpoints = self._checkpoints or CheckpointFolder()
             for worker, payload in self._nodes:
                 if payload != "":  # "": a worker that did not use the plugin
-                    role.receive(worker, payload)
+                    role.receive(worker, payload, checkpoints)
             role.worker_profiles = self._worker_profiles
             finished = {worker for worker, _ in self._nodes}
             for worker in self._started:
                 if worker not in finished:  # the session stopped while it ran
-                    role.receive(f"{worker} (still running when the session stopped)", None)
+                    role.receive(worker, None, checkpoints, RUNNING)
         if role.controller:
             applied, reason, why, partial = True, None, None, None
             if stopped is not None and 0 < session.testscollected <= len(self._finished):
@@ -304,6 +314,14 @@ class RNNCovPlugin:
         )
 
     @pytest.hookimpl(optionalhook=True)  # xdist hooks: unknown where xdist is not installed
+    def pytest_configure_node(self, node: Any) -> None:
+        """Name each worker's checkpoint file, where it keeps the coverage of the tests it
+        finished for the controller to read if it never sends its data."""
+        if self._checkpoints is None:
+            self._checkpoints = CheckpointFolder()
+        node.workerinput[CHECKPOINT_KEY] = self._checkpoints.assign(_worker_id(node))
+
+    @pytest.hookimpl(optionalhook=True)
     def pytest_testnodeready(self, node: Any) -> None:
         self._started.append(_worker_id(node))
 
@@ -393,6 +411,8 @@ class RNNCovPlugin:
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         if self._restore_sigterm is not None:
             self._restore_sigterm()
+        if self._checkpoints is not None:
+            self._checkpoints.remove()
         if self._engine is not None:  # model names resolve from this session only
             from ..generation.strategies import use_session_models
 

@@ -24,6 +24,7 @@ from ..reporting.baseline import (
 from ..reporting.data import CoverageData
 from ..reporting.outputs import Pending, render_reports, write_all
 from ..reporting.results import Verdict, evaluate
+from .checkpoints import CheckpointFolder
 from .options import SessionOutputs, Settings
 from .session import RNNCovSession
 
@@ -223,15 +224,29 @@ class DistController(Central):
     (it crashed) or cannot be merged is named in the verdict, which marks the coverage
     partial everywhere (terminal, JSON, data file, baseline)."""
 
-    def receive(self, worker: str, payload: str | None) -> None:
-        """Merge what a worker sent (None: it finished without sending: it crashed)."""
-        if payload is None:
-            self.received.missing_workers.append(worker)
+    def receive(
+        self, worker: str, payload: str | None, checkpoints: CheckpointFolder, note: str = ""
+    ) -> None:
+        """Merge what a worker sent. One that sent nothing (``payload`` None: it crashed,
+        or, as ``note`` says, it was still running when the session stopped) is named as
+        missing, with the data of its checkpoint merged where it left one."""
+        if payload is not None:
+            try:
+                self._merge(CoverageData.loads(payload, f"data from worker {worker}"))
+            except RNNCovError as exc:
+                self.received.missing_workers.append(f"{worker} ({exc})")
             return
-        try:
-            merged = CoverageData()  # all or nothing: a failed merge leaves no half
-            merged.merge(self.received)
-            merged.merge(CoverageData.loads(payload, f"data from worker {worker}"))
-            self.received = merged
-        except RNNCovError as exc:
-            self.received.missing_workers.append(f"{worker} ({exc})")
+        recovered, said = checkpoints.recover(worker)
+        if recovered is not None:
+            try:
+                self._merge(recovered)
+            except RNNCovError as exc:
+                said = f"its checkpoint not merged: {exc}"
+        notes = "; ".join(text for text in (note, said) if text)
+        self.received.missing_workers.append(f"{worker} ({notes})" if notes else worker)
+
+    def _merge(self, data: CoverageData) -> None:
+        merged = CoverageData()  # all or nothing: a failed merge leaves no half
+        merged.merge(self.received)
+        merged.merge(data)
+        self.received = merged

@@ -552,6 +552,16 @@ class RNNCovSession:
         return {} if test is None else test.models(self)
 
     # -- data --------------------------------------------------------------------------
+    def data_mark(self) -> tuple[Any, ...]:
+        """A value that changes whenever :meth:`data` would: inputs fed, models tracked,
+        campaigns run, tracking errors, tests that drew at random."""
+        return (
+            tuple((name, t.coverage.n_inputs_) for name, t in self.models.items()),
+            len(self.campaigns),
+            len(self.track_errors),
+            len(self.random_tests),
+        )
+
     def data(self) -> CoverageData:
         """This process's coverage, campaigns and tracking errors."""
         return CoverageData(

@@ -176,7 +176,7 @@ def why_not_saved(
         return (
             "this run is partial (worker "
             + ", ".join(data.missing_workers)
-            + " sent no coverage data) and the baseline is complete"
+            + " did not send all its coverage data) and the baseline is complete"
         )
     if ratchet:
         lower = [

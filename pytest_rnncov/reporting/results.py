@@ -225,7 +225,7 @@ class Verdict:
                 (
                     "WARNING RNN coverage is partial: worker "
                     + ", ".join(self.missing_workers)
-                    + " sent no coverage data that could be used; the numbers miss its inputs",
+                    + " did not send all its coverage data; the numbers miss inputs it fed",
                     "yellow",
                 )
             )
@@ -264,7 +264,7 @@ class Verdict:
                 (
                     f"WARNING baseline {self.baseline} is partial: worker "
                     + ", ".join(self.baseline_missing)
-                    + " sent no coverage data when it was "
+                    + " did not send all its coverage data when it was "
                     "saved, so it is lower than a full run; save it again from a complete run",
                     "yellow",
                 )
