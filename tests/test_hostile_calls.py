@@ -187,3 +187,16 @@ def test_unknown_keys_in_profile_statistics_are_refused(tmp_path):
     path.write_text(json.dumps(content))
     with pytest.raises(ProfileError, match=f"signals.{key} has unknown key 'median'"):
         Profile.load(path)
+
+
+def test_a_framework_error_is_one_line_cut_with_an_ellipsis():
+    """A framework's message can hold a whole graph: one line, at most 400 characters of it,
+    and a cut one says so."""
+    from pytest_rnncov.adapters.base import model_error_from
+
+    short = model_error_from(RuntimeError("bad\n  shape"), "running m")
+    assert str(short) == "running m failed in the framework: RuntimeError: bad shape"
+    cut = str(model_error_from(ValueError("x" * 1000), "running m"))
+    assert cut.endswith("x" * 399 + "…") and "x" * 400 not in cut
+    whole = str(model_error_from(ValueError("y" * 400), "running m"))
+    assert whole.endswith(": " + "y" * 400)

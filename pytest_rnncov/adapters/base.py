@@ -744,4 +744,6 @@ def model_error_from(exc: Exception, what: str) -> ModelError:
     """A framework failure as a ModelError that says where it happened."""
     # the whole message on one line: ONNX Runtime, say, gives the cause on the second
     said = " ".join(str(exc).split()) or type(exc).__name__
-    return ModelError(f"{what} failed in the framework: {type(exc).__name__}: {said[:400]}")
+    if len(said) > 400:  # a framework's message can hold a whole graph or tensor
+        said = said[:399] + "…"
+    return ModelError(f"{what} failed in the framework: {type(exc).__name__}: {said}")
