@@ -582,6 +582,7 @@ def _report_warnings(verdict: dict[str, Any]) -> list[str]:
     """The warnings a JSON report's verdict held when the report was made, as its terminal
     report said them (``Verdict.lines``): partial data, random draws, a partial baseline,
     a gate not applied."""
+    from .reporting.data import unsent_text
 
     def names(value: Any) -> str:
         return ", ".join(str(v) for v in value) if isinstance(value, list) else ""
@@ -591,9 +592,9 @@ def _report_warnings(verdict: dict[str, Any]) -> list[str]:
     applied = verdict.get("applied") is not False
     out = []
     if names(verdict.get("missing_workers")):
+        missing = [str(v) for v in verdict["missing_workers"]]
         out.append(
-            f"WARNING RNN coverage is partial: worker {names(verdict['missing_workers'])} did "
-            "not send all its coverage data; the numbers miss inputs it fed"
+            f"WARNING RNN coverage is partial: {unsent_text(missing)}; the numbers miss some inputs"
         )
     if names(verdict.get("stopped")) and (applied or not gated):
         out.append(f"WARNING RNN coverage is partial: {names(verdict['stopped'])}")
@@ -603,11 +604,10 @@ def _report_warnings(verdict: dict[str, Any]) -> list[str]:
             + names(verdict["random_tests"])
         )
     if baseline is not None and names(baseline.get("missing_workers")) and applied:
+        missing = [str(v) for v in baseline["missing_workers"]]
         out.append(
-            f"WARNING baseline {baseline.get('path')} is partial: worker "
-            f"{names(baseline['missing_workers'])} did not send all its coverage data when it "
-            "was saved, "
-            "so it is lower than a full run"
+            f"WARNING baseline {baseline.get('path')} is partial: "
+            f"{unsent_text(missing, ' when it was saved')}, so it is lower than a full run"
         )
     reason = verdict.get("skipped_reason")
     if gated and not applied and isinstance(reason, str):

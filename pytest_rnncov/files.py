@@ -384,6 +384,7 @@ def write_atomic(
     what: str,
     error: type[RNNCovError] = DataFileError,
     durable: bool = True,
+    make_folder: bool = True,
 ) -> Path:
     """Write ``content`` to a temporary file in ``path``'s folder, flush it to disk and
     rename it into place: readers see the old file or the new one, never a part of it, and
@@ -392,13 +393,14 @@ def write_atomic(
     the data is not forced to the disk (fsync) before the rename: the write is as atomic
     for a process that dies, but a machine that loses power may keep the old file or an
     empty one (for many small files, such as a campaign's images, where fsync costs 10-20
-    times the write)."""
+    times the write). Without ``make_folder`` a missing folder is an error, not made."""
     data = content.encode("utf-8") if isinstance(content, str) else content
     temporary: str | None = None
     target = Path(os.path.realpath(path))  # through a symbolic link: the file it names
     existed = os.path.lexists(target)
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
+        if make_folder:
+            target.parent.mkdir(parents=True, exist_ok=True)
         try:
             mode = stat.S_IMODE(target.stat().st_mode)
         except FileNotFoundError:

@@ -13,6 +13,7 @@ import resource
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import keras as keras_module  # noqa: F401  (loaded once: in-process pytester runs must not re-import TF)
@@ -38,14 +39,14 @@ from pytest_rnncov.core.coverage import Coverage
 from pytest_rnncov.core.state import MAX_COUNT, MetricState, ModelState
 from pytest_rnncov.files import Output, interrupt_after
 from pytest_rnncov.plugin.checkpoints import (
-    RECOVERED,
+    MIN_SKIPPED,
     RUNNING,
     CheckpointFolder,
     CheckpointWriter,
 )
 from pytest_rnncov.plugin.roles import DistController
 from pytest_rnncov.reporting.baseline import load_baseline
-from pytest_rnncov.reporting.data import CoverageData, combine
+from pytest_rnncov.reporting.data import CoverageData, combine, unsent_text
 from pytest_rnncov.reporting.json_report import JsonReport
 from pytest_rnncov.reporting.results import MarkerOutcome, check_models, evaluate
 
@@ -372,7 +373,8 @@ FEEDS_THEN_CRASHES = CRASH.replace(
 def test_a_crashed_worker_keeps_the_coverage_of_the_tests_it_finished(pytester, monkeypatch):
     """The worker that crashed in its second test had checkpointed its first: the merged
     coverage is exactly that of a run of the tests that finished, the worker is still
-    named as missing, and the checkpoints' folder is gone after the session."""
+    named as missing (with the last test its checkpoint holds), and the checkpoints'
+    folder is gone after the session."""
     (pytester.path / "tmp").mkdir()
     monkeypatch.setenv("TMPDIR", str(pytester.path / "tmp"))
     pytester.makeconftest(CONFTEST)
@@ -384,11 +386,13 @@ def test_a_crashed_worker_keeps_the_coverage_of_the_tests_it_finished(pytester, 
     assert crashed.ret == pytest.ExitCode.TESTS_FAILED  # the crashed test fails
     crashed.stdout.fnmatch_lines(
         [
-            "WARNING RNN coverage is partial: worker gw? (recovered up to its last finished "
-            "test) did not send all its coverage data; the numbers miss inputs it fed"
+            "WARNING RNN coverage is partial: worker gw? (recovered through "
+            "test_a_crash.py::test_feeds) did not send all its coverage data; the numbers "
+            "miss some inputs"
         ]
     )
-    assert [p.name for p in (pytester.path / "tmp").iterdir()] == []
+    assert list(pytester.path.rglob("*rnncov-workers-*")) == []
+    assert list((pytester.path / "tmp").iterdir()) == []
     finished = pytester.runpytest_subprocess(
         "-p", "no:xdist", "-k", "not crashes", "--rnn-report=json:f.json", "-W", "ignore"
     )
@@ -400,6 +404,22 @@ def test_a_crashed_worker_keeps_the_coverage_of_the_tests_it_finished(pytester, 
         covered = got["models"]["tiny"]["metrics"][metric]["covered_ids"]
         assert covered == want["models"]["tiny"]["metrics"][metric]["covered_ids"], metric
     assert got["verdict"]["complete"] is False
+
+
+def test_a_checkpoint_is_reported_when_no_worker_sent_anything(pytester):
+    """No option asked for the plugin and the only worker crashed: its checkpoint is what
+    the run measured, and it is reported (it was dropped: no worker had sent data)."""
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_a_crash=FEEDS_THEN_CRASHES)
+    result = pytester.runpytest_subprocess("-n", "1", "--max-worker-restart=0", "-W", "ignore")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "tiny   lstm*5  *",
+            "WARNING RNN coverage is partial: worker gw0 (recovered through "
+            "test_a_crash.py::test_feeds) did not send all its coverage data*",
+        ]
+    )
 
 
 class _Engine:
@@ -418,45 +438,69 @@ class _Engine:
         return self._data
 
 
+def _checkpoint(path: Path) -> tuple[str, list[str]]:
+    """(the test a checkpoint file names, the runs of its data)."""
+    content = json.loads(path.read_text())
+    return content["test"], CoverageData.from_json(content["data"], "checkpoint").runs
+
+
 def test_a_worker_checkpoint_is_written_when_its_data_changed_and_never_fails_a_test(tmp_path):
     path = tmp_path / "0-gw0.json"
     writer = CheckpointWriter(str(path))
     engine = _Engine()
-    writer.after_test(engine)  # type: ignore[arg-type]
-    assert CoverageData.loads(path.read_text()).runs == ["run-a"] and engine.calls == 1
-    writer.after_test(engine)  # type: ignore[arg-type]
+    writer.after_test(engine, "t.py::a")  # type: ignore[arg-type]
+    assert _checkpoint(path) == ("t.py::a", ["run-a"]) and engine.calls == 1
+    writer.after_test(engine, "t.py::b")  # type: ignore[arg-type]
     assert engine.calls == 1  # nothing new: not written again
     engine.mark = 1
-    writer._cost = 1e9  # the last write took more than its share of the time since
-    writer.after_test(engine)  # type: ignore[arg-type]
-    assert engine.calls == 1
-    writer._cost = 0.0
-    writer.after_test(engine)  # type: ignore[arg-type]
-    assert engine.calls == 2
+    writer._cost = 1.0  # the last write took more than its share of the time since
+    writer.after_test(engine, "t.py::c")  # type: ignore[arg-type]
+    assert engine.calls == 1 and _checkpoint(path)[0] == "t.py::a"
+    writer._cost = MIN_SKIPPED  # a write this cheap is never skipped
+    writer.after_test(engine, "t.py::d")  # type: ignore[arg-type]
+    assert engine.calls == 2 and _checkpoint(path)[0] == "t.py::d"
     engine.mark = 2
-    engine.data = lambda: 1 / 0  # type: ignore[method-assign]
-    writer.after_test(engine)  # type: ignore[arg-type]  # no error reaches the test
-    assert CoverageData.loads(path.read_text()).runs == ["run-a"]  # the last one stays
+
+    def fails_slowly() -> CoverageData:
+        time.sleep(0.05)
+        raise ZeroDivisionError
+
+    engine.data = fails_slowly  # type: ignore[method-assign]
+    writer.after_test(engine, "t.py::e")  # type: ignore[arg-type]  # no error reaches the test
+    assert _checkpoint(path) == ("t.py::d", ["run-a"])  # the last one stays
+    engine.data = _Engine().data  # type: ignore[method-assign]
+    writer.after_test(engine, "t.py::f")  # type: ignore[arg-type]
+    assert _checkpoint(path)[0] == "t.py::d"  # a failed write counts toward the share too
     gone = CheckpointWriter(str(tmp_path / "not-here" / "0-gw1.json"))
-    gone.after_test(_Engine())  # type: ignore[arg-type]  # a remote worker: not written
+    gone.after_test(_Engine(), "t.py::a")  # type: ignore[arg-type]  # its folder is gone
     assert not (tmp_path / "not-here").exists()
 
 
-def test_a_checkpoint_that_cannot_be_read_or_merged_is_named(tmp_path, monkeypatch):
+def test_a_checkpoint_that_cannot_be_read_is_named(tmp_path, monkeypatch):
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     folder = CheckpointFolder()
-    assert folder.recover("gw0") == (None, "")  # no such worker
-    Path(folder.assign("gw0")).write_text('{"format": "pytest-rnncov-data", "version": 5')
-    assert folder.recover("gw0")[0] is None
+    assert folder.recover("gw0") == (None, "") and not folder.written()  # no such worker
+    Path(folder.assign("gw0")).write_text('{"test": "t.py::a", "data": {"format": ')
+    assert folder.recover("gw0")[0] is None and folder.written()
     assert folder.recover("gw0")[1].startswith("its checkpoint unreadable: the checkpoint of ")
     assert folder.recover("gw1") == (None, "")  # assigned only to gw0
     unread = folder.assign("gw1")
     assert folder.recover("gw1") == (None, "")  # assigned, never written
-    Path(unread).write_text(CoverageData(runs=["run-b"]).dumps())
+    Path(unread).write_text(CoverageData(runs=["run-b"]).dumps())  # data, not a checkpoint
+    assert folder.recover("gw1")[1].endswith("gw1: missing key 'test'")
+    content = {"test": "t.py::b", "data": CoverageData(runs=["run-b"]).to_json()}
+    Path(unread).write_text(json.dumps(content))
     data, said = folder.recover("gw1")
-    assert data is not None and data.runs == ["run-b"] and said == RECOVERED
+    assert data is not None and data.runs == ["run-b"] and said == "recovered through t.py::b"
     folder.remove()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_several_missing_workers_are_named_in_the_plural():
+    assert unsent_text(["gw1"]) == "worker gw1 did not send all its coverage data"
+    assert unsent_text(["gw0", "gw1 (x)"], " then") == (
+        "workers gw0, gw1 (x) did not send all their coverage data then"
+    )
 
 
 def test_a_checkpoint_that_cannot_be_merged_leaves_the_data_as_it_was(tmp_path, monkeypatch):
@@ -465,7 +509,8 @@ def test_a_checkpoint_that_cannot_be_merged_leaves_the_data_as_it_was(tmp_path, 
     controller.received = CoverageData()
     folder = CheckpointFolder()
     controller.receive("gw0", CoverageData(runs=["run-a"]).dumps(), folder)
-    Path(folder.assign("gw1")).write_text(CoverageData(runs=["run-a"]).dumps())  # again
+    again = {"test": "t.py::a", "data": CoverageData(runs=["run-a"]).to_json()}
+    Path(folder.assign("gw1")).write_text(json.dumps(again))  # the same run again
     controller.receive("gw1", None, folder, RUNNING)
     (missing,) = controller.received.missing_workers
     assert missing.startswith(
@@ -494,8 +539,8 @@ def test_a_killed_worker_marks_the_baseline_partial_and_a_comparison_says_so(pyt
     result = pytester.runpytest_subprocess("--rnn-compare=b.json", "--rnn-report=json:r.json")
     result.stdout.fnmatch_lines(
         [
-            "WARNING baseline b.json is partial: worker gw? (recovered up to its last finished "
-            "test) did not send all its coverage data when it was saved*"
+            "WARNING baseline b.json is partial: worker gw? (recovered through "
+            "test_a_crash.py::test_three) did not send all its coverage data when it was saved*"
         ]
     )
     verdict = json.loads((pytester.path / "r.json").read_text())["verdict"]
@@ -1560,14 +1605,15 @@ def test_an_interrupted_xdist_run_names_the_workers_still_running(pytester):
             "tiny   lstm*37  *",  # test_one's, test_two's and test_feeds_first's inputs
             "RNN coverage data (partial: marked so) written to *d.json",
             "WARNING RNN coverage is partial: worker gw? (still running when the session "
-            "stopped; recovered up to its last finished test) did not send all its coverage*",
+            "stopped; recovered through test_stuck.py::test_feeds_first) did not send all its*",
             "RNN coverage gate not applied: the session stopped after 3 of 4 tests (interrupted)*",
         ]
     )
     data = json.loads((pytester.path / "d.json").read_text())
     (missing,) = data["missing_workers"]
     assert missing.endswith(
-        "(still running when the session stopped; recovered up to its last finished test)"
+        "(still running when the session stopped; recovered through "
+        "test_stuck.py::test_feeds_first)"
     )
     assert len(data["stopped"]) == 1 and data["models"]["tiny"]["inputs"] == 37
 

@@ -103,6 +103,7 @@ class RNNCovPlugin:
         self._checkpoints: CheckpointFolder | None = None
         #: a worker's writer of its checkpoint (None: not a worker, or given no file)
         self._checkpoint: CheckpointWriter | None = None
+        self._used = False
         if self.worker and CHECKPOINT_KEY in config.workerinput:  # type: ignore[attr-defined]
             self._checkpoint = CheckpointWriter(config.workerinput[CHECKPOINT_KEY])  # type: ignore[attr-defined]
         self.problems: list[str] = []
@@ -144,12 +145,16 @@ class RNNCovPlugin:
 
     @property
     def in_use(self) -> bool:
-        """Whether anything asked for the plugin: an option, a tracked model, a worker's data."""
-        return (
+        """Whether anything asked for the plugin: an option, a tracked model, a worker's
+        data or checkpoint (once in use, in use to the end: pytest may remove the
+        checkpoints' folder before the files are written)."""
+        self._used = self._used or (
             self.settings.explicit
             or self._engine is not None
             or any(payload for _, payload in self._nodes)
+            or (self._checkpoints is not None and self._checkpoints.written())
         )
+        return self._used
 
     @property
     def role(self) -> "Central | DistWorker":
@@ -226,7 +231,7 @@ class RNNCovPlugin:
         if report.when == "teardown":
             self._finished.add(report.nodeid)  # a rerun (pytest-rerunfailures) counts once
             if self._checkpoint is not None and self._engine is not None:
-                self._checkpoint.after_test(self._engine)
+                self._checkpoint.after_test(self._engine, report.nodeid)
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:  # its tests never run: the coverage is from the others
@@ -318,7 +323,7 @@ class RNNCovPlugin:
         """Name each worker's checkpoint file, where it keeps the coverage of the tests it
         finished for the controller to read if it never sends its data."""
         if self._checkpoints is None:
-            self._checkpoints = CheckpointFolder()
+            self._checkpoints = CheckpointFolder(self.config)
         node.workerinput[CHECKPOINT_KEY] = self._checkpoints.assign(_worker_id(node))
 
     @pytest.hookimpl(optionalhook=True)

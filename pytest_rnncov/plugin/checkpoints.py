@@ -12,6 +12,7 @@ written or read.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import tempfile
@@ -25,29 +26,40 @@ if TYPE_CHECKING:
 
 #: the key of a worker's ``workerinput`` naming its checkpoint file
 CHECKPOINT_KEY = "rnncov_checkpoint"
-#: the most of a worker's time its checkpoints may take: a checkpoint is left out while the
-#: last one took more than this share of the time since (a large state, very quick tests)
+#: the most of a worker's time its checkpoints may take: a checkpoint that took longer than
+#: MIN_SKIPPED seconds is followed by none until this share of the time since has passed
+#: (a large state, very quick tests); the reports name the last test a checkpoint holds
 MAX_SHARE = 0.1
-#: what a worker's name says where its checkpoint was merged, or it was still running
-RECOVERED = "recovered up to its last finished test"
+MIN_SKIPPED = 0.005
+#: what a worker's name says where it was still running when the session stopped
 RUNNING = "still running when the session stopped"
+
+
+def recovered_text(test: str) -> str:
+    """What a worker's name says where its checkpoint, written after ``test``, was merged."""
+    return f"recovered through {test}"
 
 
 class CheckpointFolder:
     """The controller's side: one file per worker in a private temporary folder."""
 
-    def __init__(self) -> None:
+    def __init__(self, config: Any = None) -> None:
+        self._config = config
         self._folder: Path | None = None
         self._files: dict[str, Path] = {}
 
     def assign(self, worker: str) -> str:
         """The checkpoint file of ``worker`` (the folder is made on the first call)."""
         if self._folder is None:
-            self._folder = Path(tempfile.mkdtemp(prefix="pytest-rnncov-workers-"))
+            self._folder = _new_folder(self._config)
         stem = re.sub(r"[^A-Za-z0-9_-]", "_", worker)[:50]
         path = self._folder / f"{len(self._files)}-{stem}.json"
         self._files[worker] = path
         return str(path)
+
+    def written(self) -> bool:
+        """Whether any worker wrote its checkpoint."""
+        return any(path.is_file() for path in self._files.values())
 
     def recover(self, worker: str) -> tuple[CoverageData | None, str]:
         """The data of ``worker``'s checkpoint (None: it wrote none, or it cannot be read)
@@ -56,20 +68,35 @@ class CheckpointFolder:
         if path is None or not path.is_file():
             return None, ""
         from ..errors import RNNCovError
-        from ..files import read_bounded
+        from ..files import Fields, parse_json, read_bounded
         from ..reporting.data import CoverageData
 
         where = f"the checkpoint of worker {worker}"
         try:
-            return CoverageData.loads(read_bounded(path, where), where), RECOVERED
+            fields = Fields(parse_json(read_bounded(path, where), where), where)
+            fields.exact_keys(("test", "data"))
+            test = fields.get("test", str)
+            data = CoverageData.from_json(fields.get("data", dict), where)
         except RNNCovError as exc:
             return None, f"its checkpoint unreadable: {exc}"
+        return data, recovered_text(test)
 
     def remove(self) -> None:
         """Delete the folder and every checkpoint in it."""
         if self._folder is not None:
             shutil.rmtree(self._folder, ignore_errors=True)
             self._folder = None
+
+
+def _new_folder(config: Any) -> Path:
+    """A private folder in pytest's base temporary folder, where xdist puts its workers'
+    (pytest keeps those of the last three sessions only: a controller killed before it
+    removed its folder leaves nothing for long); without pytest's tmp_path plugin (``-p
+    no:tmpdir``), in the system's temporary folder."""
+    factory = getattr(config, "_tmp_path_factory", None)
+    if factory is not None:
+        return Path(tempfile.mkdtemp(prefix="rnncov-workers-", dir=factory.getbasetemp()))
+    return Path(tempfile.mkdtemp(prefix="pytest-rnncov-workers-"))
 
 
 class CheckpointWriter:
@@ -81,23 +108,26 @@ class CheckpointWriter:
         self._cost = 0.0
         self._since = time.monotonic()
 
-    def after_test(self, engine: RNNCovSession) -> None:
-        """Write the checkpoint if ``engine``'s data changed since the last one. A write
-        that fails (a full disk, the folder on another machine) is left out: the worker's
-        data still travels to the controller at its end, as without checkpoints."""
+    def after_test(self, engine: RNNCovSession, test: str) -> None:
+        """Write the checkpoint if ``engine``'s data changed since the last one (``test``:
+        the test that just finished). A write that fails (a full disk, the folder on
+        another machine) is left out: the worker's data still travels to the controller
+        at its end, as without checkpoints; it counts toward the share all the same."""
         mark = engine.data_mark()
         start = time.monotonic()
-        if mark == self._written or self._cost > MAX_SHARE * (start - self._since):
+        if mark == self._written:
             return
-        if not self.path.parent.is_dir():  # a remote worker (--tx ssh=...): not shared
+        if self._cost > MIN_SKIPPED and self._cost > MAX_SHARE * (start - self._since):
             return
         from ..files import write_atomic
 
         try:
-            payload = engine.data().dumps()
-            write_atomic(self.path, payload, "a worker checkpoint", durable=False)
+            text = f'{{"test":{json.dumps(test)},"data":{engine.data().dumps()}}}'
+            # the folder is the controller's: never made again here (it is being removed)
+            write_atomic(self.path, text, "a worker checkpoint", durable=False, make_folder=False)
+            self._written = mark
         except Exception:  # the worker's own send at its end names what cannot be sent
-            return
-        self._written = mark
-        self._since = time.monotonic()
-        self._cost = self._since - start
+            pass
+        finally:
+            self._since = time.monotonic()
+            self._cost = self._since - start

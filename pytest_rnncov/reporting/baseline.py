@@ -23,7 +23,7 @@ from ..core.exclusions import Exclusion, apply_exclusions
 from ..core.state import ModelState
 from ..errors import DataFileError
 from ..files import parse_json, read_bounded, read_envelope
-from .data import CoverageData, read_model_states
+from .data import CoverageData, read_model_states, unsent_text
 
 FORMAT = "pytest-rnncov-baseline"
 #: version 3 added "complete" and "missing_workers"; version 2 files (no such mark) are
@@ -174,9 +174,8 @@ def why_not_saved(
         return None
     if data.missing_workers and existing.complete:
         return (
-            "this run is partial (worker "
-            + ", ".join(data.missing_workers)
-            + " did not send all its coverage data) and the baseline is complete"
+            f"this run is partial ({unsent_text(data.missing_workers)}) and the baseline is "
+            "complete"
         )
     if ratchet:
         lower = [

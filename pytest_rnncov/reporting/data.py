@@ -250,6 +250,16 @@ class CoverageData:
         return data
 
 
+def unsent_text(workers: Sequence[str], when: str = "") -> str:
+    """ "worker gw1 did not send all its coverage data" (``when`` follows "data"), plural
+    for several workers: how every report names the workers whose data is missing."""
+    many = len(workers) > 1
+    return (
+        f"worker{'s' if many else ''} {', '.join(str(w) for w in workers)} did not send all "
+        f"{'their' if many else 'its'} coverage data{when}"
+    )
+
+
 def _union(into: list[str], more: Iterable[str]) -> None:
     """Append the strings of ``more`` that ``into`` lacks, in order (linear time: a file
     may list a million)."""

@@ -11,7 +11,7 @@ from typing import Any, Sequence
 from ..config.bars import Bars, percent, percent_bar
 from ..core.state import ModelState
 from .baseline import Baseline, regressions
-from .data import CoverageData
+from .data import CoverageData, unsent_text
 
 
 @dataclass(frozen=True)
@@ -223,9 +223,9 @@ class Verdict:
         if self.missing_workers:
             out.append(
                 (
-                    "WARNING RNN coverage is partial: worker "
-                    + ", ".join(self.missing_workers)
-                    + " did not send all its coverage data; the numbers miss inputs it fed",
+                    "WARNING RNN coverage is partial: "
+                    + unsent_text(self.missing_workers)
+                    + "; the numbers miss some inputs",
                     "yellow",
                 )
             )
@@ -262,10 +262,9 @@ class Verdict:
         if self.baseline_missing and self.applied:
             out.append(
                 (
-                    f"WARNING baseline {self.baseline} is partial: worker "
-                    + ", ".join(self.baseline_missing)
-                    + " did not send all its coverage data when it was "
-                    "saved, so it is lower than a full run; save it again from a complete run",
+                    f"WARNING baseline {self.baseline} is partial: "
+                    + unsent_text(self.baseline_missing, " when it was saved")
+                    + ", so it is lower than a full run; save it again from a complete run",
                     "yellow",
                 )
             )
