@@ -438,26 +438,28 @@ class _Engine:
         return self._data
 
 
-def _checkpoint(path: Path) -> tuple[str, list[str]]:
-    """(the test a checkpoint file names, the runs of its data)."""
+def _checkpoint(path: Path) -> tuple[str, str, list[str]]:
+    """(the test a checkpoint file names, its retry reason, the runs of its data)."""
     content = json.loads(path.read_text())
-    return content["test"], CoverageData.from_json(content["data"], "checkpoint").runs
+    runs = CoverageData.from_json(content["data"], "checkpoint").runs
+    return content["test"], content["retry"], runs
 
 
 def test_a_worker_checkpoint_is_written_when_its_data_changed_and_never_fails_a_test(tmp_path):
     path = tmp_path / "0-gw0.json"
     writer = CheckpointWriter(str(path))
     engine = _Engine()
-    writer.after_test(engine, "t.py::a")  # type: ignore[arg-type]
-    assert _checkpoint(path) == ("t.py::a", ["run-a"]) and engine.calls == 1
-    writer.after_test(engine, "t.py::b")  # type: ignore[arg-type]
+    writer.after_test(engine, "t.py::a", "--lf ran only the 1 test")  # type: ignore[arg-type]
+    assert _checkpoint(path) == ("t.py::a", "--lf ran only the 1 test", ["run-a"])
+    assert engine.calls == 1
+    writer.after_test(engine, "t.py::b", "")  # type: ignore[arg-type]
     assert engine.calls == 1  # nothing new: not written again
     engine.mark = 1
     writer._cost = 1.0  # the last write took more than its share of the time since
-    writer.after_test(engine, "t.py::c")  # type: ignore[arg-type]
+    writer.after_test(engine, "t.py::c", "")  # type: ignore[arg-type]
     assert engine.calls == 1 and _checkpoint(path)[0] == "t.py::a"
     writer._cost = MIN_SKIPPED  # a write this cheap is never skipped
-    writer.after_test(engine, "t.py::d")  # type: ignore[arg-type]
+    writer.after_test(engine, "t.py::d", "")  # type: ignore[arg-type]
     assert engine.calls == 2 and _checkpoint(path)[0] == "t.py::d"
     engine.mark = 2
 
@@ -466,32 +468,35 @@ def test_a_worker_checkpoint_is_written_when_its_data_changed_and_never_fails_a_
         raise ZeroDivisionError
 
     engine.data = fails_slowly  # type: ignore[method-assign]
-    writer.after_test(engine, "t.py::e")  # type: ignore[arg-type]  # no error reaches the test
-    assert _checkpoint(path) == ("t.py::d", ["run-a"])  # the last one stays
+    writer.after_test(engine, "t.py::e", "")  # type: ignore[arg-type]  # no error reaches it
+    assert _checkpoint(path) == ("t.py::d", "", ["run-a"])  # the last one stays
     engine.data = _Engine().data  # type: ignore[method-assign]
-    writer.after_test(engine, "t.py::f")  # type: ignore[arg-type]
+    writer.after_test(engine, "t.py::f", "")  # type: ignore[arg-type]
     assert _checkpoint(path)[0] == "t.py::d"  # a failed write counts toward the share too
     gone = CheckpointWriter(str(tmp_path / "not-here" / "0-gw1.json"))
-    gone.after_test(_Engine(), "t.py::a")  # type: ignore[arg-type]  # its folder is gone
+    gone.after_test(_Engine(), "t.py::a", "")  # type: ignore[arg-type]  # its folder is gone
     assert not (tmp_path / "not-here").exists()
 
 
 def test_a_checkpoint_that_cannot_be_read_is_named(tmp_path, monkeypatch):
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     folder = CheckpointFolder()
-    assert folder.recover("gw0") == (None, "") and not folder.written()  # no such worker
+    nothing = ("", "", "")
+    assert folder.recover("gw0")[1:] == nothing and not folder.written()  # no such worker
     Path(folder.assign("gw0")).write_text('{"test": "t.py::a", "data": {"format": ')
-    assert folder.recover("gw0")[0] is None and folder.written()
-    assert folder.recover("gw0")[1].startswith("its checkpoint unreadable: the checkpoint of ")
-    assert folder.recover("gw1") == (None, "")  # assigned only to gw0
+    assert folder.recover("gw0").data is None and folder.written()
+    assert folder.recover("gw0").note.startswith("its checkpoint unreadable: the checkpoint of ")
+    assert folder.recover("gw1")[1:] == nothing  # assigned only to gw0
     unread = folder.assign("gw1")
-    assert folder.recover("gw1") == (None, "")  # assigned, never written
+    assert folder.recover("gw1")[1:] == nothing  # assigned, never written
     Path(unread).write_text(CoverageData(runs=["run-b"]).dumps())  # data, not a checkpoint
-    assert folder.recover("gw1")[1].endswith("gw1: missing key 'test'")
-    content = {"test": "t.py::b", "data": CoverageData(runs=["run-b"]).to_json()}
+    assert folder.recover("gw1").note.endswith("gw1: missing key 'test'")
+    test = "t.py::b[" + "x" * 300 + "]"
+    content = {"test": test, "retry": "", "data": CoverageData(runs=["run-b"]).to_json()}
     Path(unread).write_text(json.dumps(content))
-    data, said = folder.recover("gw1")
-    assert data is not None and data.runs == ["run-b"] and said == "recovered through t.py::b"
+    data, named, retry, said = folder.recover("gw1")
+    assert data is not None and data.runs == ["run-b"] and (named, retry) == (test, "")
+    assert said == "recovered through " + test[:199] + "…"  # a long id is cut
     folder.remove()
     assert list(tmp_path.iterdir()) == []
 
@@ -509,7 +514,7 @@ def test_a_checkpoint_that_cannot_be_merged_leaves_the_data_as_it_was(tmp_path, 
     controller.received = CoverageData()
     folder = CheckpointFolder()
     controller.receive("gw0", CoverageData(runs=["run-a"]).dumps(), folder)
-    again = {"test": "t.py::a", "data": CoverageData(runs=["run-a"]).to_json()}
+    again = {"test": "t.py::a", "retry": "", "data": CoverageData(runs=["run-a"]).to_json()}
     Path(folder.assign("gw1")).write_text(json.dumps(again))  # the same run again
     controller.receive("gw1", None, folder, RUNNING)
     (missing,) = controller.received.missing_workers
@@ -517,10 +522,22 @@ def test_a_checkpoint_that_cannot_be_merged_leaves_the_data_as_it_was(tmp_path, 
         "gw1 (still running when the session stopped; its checkpoint not merged: "
     )
     assert controller.received.runs == ["run-a"]
+    lf = "--lf ran only the 1 test that failed last time"
+    for worker, run in (("gw2", "run-b"), ("gw3", "run-c")):
+        content = {"test": "t.py::z", "retry": lf, "data": CoverageData(runs=[run]).to_json()}
+        Path(folder.assign(worker)).write_text(json.dumps(content))
+    # written after gw2's last finished test: all its data, so it is not missing
+    assert controller.receive("gw2", None, folder, last_test="t.py::z") == lf
+    assert controller.receive("gw3", None, folder, last_test="t.py::y") == lf
+    assert controller.received.runs == ["run-a", "run-b", "run-c"]
+    assert controller.received.missing_workers[1:] == ["gw3 (recovered through t.py::z)"]
     folder.remove()
 
 
 def test_a_killed_worker_marks_the_baseline_partial_and_a_comparison_says_so(pytester):
+    """A worker that dies after its tests passed is partial where its checkpoint is not
+    from its last test (here that test fed nothing, so none was written after it), and
+    whole where it is: then every input it fed is in the checkpoint."""
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_a_crash=CRASH, test_b_feed=FEW)
     options = ("-n", "2", "--dist", "loadfile", "--max-worker-restart=0")
@@ -528,7 +545,8 @@ def test_a_killed_worker_marks_the_baseline_partial_and_a_comparison_says_so(pyt
     crashed.stdout.fnmatch_lines(["RNN coverage baseline not saved to b.json: 1 test failed*"])
     assert json.loads((pytester.path / "d.json").read_text())["missing_workers"]
     pytester.makeconftest(CONFTEST + DIES_AT_THE_END)
-    pytester.makepyfile(test_a_crash=FEW.replace("test_one", "test_three"))
+    feeds_then_not = FEW.replace("test_one", "test_three") + "\n\ndef test_four():\n    pass\n"
+    pytester.makepyfile(test_a_crash=feeds_then_not)
     died = pytester.runpytest_subprocess(*options, "--rnn-save=b.json", "--rnn-data=d.json")
     died.stdout.fnmatch_lines(["RNN coverage baseline (partial: marked so) saved to b.json"])
     baseline = json.loads((pytester.path / "b.json").read_text())
@@ -545,6 +563,13 @@ def test_a_killed_worker_marks_the_baseline_partial_and_a_comparison_says_so(pyt
     )
     verdict = json.loads((pytester.path / "r.json").read_text())["verdict"]
     assert verdict["baseline"]["complete"] is False
+    pytester.makeconftest(CONFTEST + DIES_AT_THE_END)  # its last test fed: all is there
+    pytester.makepyfile(test_a_crash=FEW.replace("test_one", "test_three"))
+    whole = pytester.runpytest_subprocess(*options, "--rnn-save=b.json", "--rnn-data=d.json")
+    whole.stdout.fnmatch_lines(["RNN coverage baseline saved to b.json"])
+    assert "WARNING" not in whole.stdout.str() and "(partial" not in whole.stdout.str()
+    assert json.loads((pytester.path / "b.json").read_text())["complete"] is True
+    assert json.loads((pytester.path / "d.json").read_text())["models"]["tiny"]["inputs"] == 4
 
 
 # -- a user's files are not lost -------------------------------------------------------------
@@ -1470,6 +1495,27 @@ def test_big(tiny):
 def test_other(tiny):
     tiny.predict(inputs(2, n=10))
 """
+
+
+def test_a_retry_whose_worker_died_after_its_tests_is_still_a_retry(pytester):
+    """The --lf reason travels in a worker's data at its end: a worker that died after its
+    tests left it in its checkpoint, so the run is still marked a retry, and saves no
+    baseline, though the checkpoint holds all the worker fed."""
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_flaky=FLAKY)
+    (pytester.path / "FLAKE").touch()
+    options = ("-n", "1", "--rnn-save=main", "--rnn-data=d.json", "-W", "ignore")
+    assert pytester.runpytest_subprocess(*options).ret == pytest.ExitCode.TESTS_FAILED
+    (pytester.path / "FLAKE").unlink()
+    pytester.makeconftest(CONFTEST + DIES_AT_THE_END)
+    retry = pytester.runpytest_subprocess("--lf", *options)
+    retry.stdout.fnmatch_lines(
+        ["*not saved to *main.json: --lf ran only the 1 test that failed last time*"]
+    )
+    data = json.loads((pytester.path / "d.json").read_text())
+    assert data["stopped"] == ["--lf ran only the 1 test that failed last time"]
+    assert data["missing_workers"] == [] and data["models"]["tiny"]["inputs"] == 40
+    assert not (pytester.path / ".rnncov" / "main.json").exists()
 
 
 @pytest.mark.parametrize("workers", [(), ("-n", "2")])

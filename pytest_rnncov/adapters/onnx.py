@@ -162,12 +162,22 @@ def _prune(graph: Any, wanted: set[str]) -> None:
         needed.add(index)
         # a subgraph may read any name of the graph around it: all of them count
         stack.extend(used for inner in _with_subgraphs([graph.node[index]]) for used in inner.input)
-    for index in reversed(range(len(graph.node))):
-        if index not in needed:
-            del graph.node[index]
-    for index in reversed(range(len(graph.output))):
-        if graph.output[index].name not in wanted:
-            del graph.output[index]
+    # rebuilt from copies in one pass (deleting one element at a time is quadratic)
+    if len(needed) < len(graph.node):
+        nodes = [_copy(graph.node[index]) for index in sorted(needed)]
+        del graph.node[:]
+        graph.node.extend(nodes)
+    outputs = [_copy(info) for info in graph.output if info.name in wanted]
+    if len(outputs) < len(graph.output):
+        del graph.output[:]
+        graph.output.extend(outputs)
+
+
+def _copy(message: Any) -> Any:
+    """A copy of a protobuf message, independent of the container it came from."""
+    copy = type(message)()
+    copy.CopyFrom(message)
+    return copy
 
 
 def _all_nodes(proto: Any) -> Any:

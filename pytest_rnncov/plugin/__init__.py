@@ -103,6 +103,8 @@ class RNNCovPlugin:
         self._checkpoints: CheckpointFolder | None = None
         #: a worker's writer of its checkpoint (None: not a worker, or given no file)
         self._checkpoint: CheckpointWriter | None = None
+        #: at the controller, each worker's last finished test (None: it crashed in one)
+        self._last_tests: dict[str, str | None] = {}
         self._used = False
         if self.worker and CHECKPOINT_KEY in config.workerinput:  # type: ignore[attr-defined]
             self._checkpoint = CheckpointWriter(config.workerinput[CHECKPOINT_KEY])  # type: ignore[attr-defined]
@@ -231,7 +233,15 @@ class RNNCovPlugin:
         if report.when == "teardown":
             self._finished.add(report.nodeid)  # a rerun (pytest-rerunfailures) counts once
             if self._checkpoint is not None and self._engine is not None:
-                self._checkpoint.after_test(self._engine, report.nodeid)
+                retry = self._retry_reason() or ""
+                self._checkpoint.after_test(self._engine, report.nodeid, retry)
+        node = getattr(report, "node", None)  # at the xdist controller: the worker's
+        if node is not None and not self.worker:
+            worker = _worker_id(node)
+            if report.when == "???":  # xdist's report of a test its worker crashed in
+                self._last_tests[worker] = None
+            elif report.when == "teardown" and self._last_tests.get(worker, "") is not None:
+                self._last_tests[worker] = report.nodeid
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:  # its tests never run: the coverage is from the others
@@ -256,14 +266,18 @@ class RNNCovPlugin:
 
         if isinstance(role, DistController):
             checkpoints = self._checkpoints or CheckpointFolder()
+            every_test_ran = 0 < session.testscollected <= len(self._finished)
             for worker, payload in self._nodes:
                 if payload != "":  # "": a worker that did not use the plugin
-                    role.receive(worker, payload, checkpoints)
+                    last = self._last_tests.get(worker) if every_test_ran else None
+                    retry = role.receive(worker, payload, checkpoints, last_test=last)
+                    self._worker_retry = self._worker_retry or retry or None
             role.worker_profiles = self._worker_profiles
             finished = {worker for worker, _ in self._nodes}
             for worker in self._started:
                 if worker not in finished:  # the session stopped while it ran
-                    role.receive(worker, None, checkpoints, RUNNING)
+                    retry = role.receive(worker, None, checkpoints, RUNNING)
+                    self._worker_retry = self._worker_retry or retry or None
         if role.controller:
             applied, reason, why, partial = True, None, None, None
             if stopped is not None and 0 < session.testscollected <= len(self._finished):

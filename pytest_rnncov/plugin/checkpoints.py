@@ -18,7 +18,7 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from ..reporting.data import CoverageData
@@ -35,9 +35,26 @@ MIN_SKIPPED = 0.005
 RUNNING = "still running when the session stopped"
 
 
+#: the most characters of a test's id in a worker's name (a parametrized id can be long)
+MAX_TEST_CHARS = 200
+
+
 def recovered_text(test: str) -> str:
     """What a worker's name says where its checkpoint, written after ``test``, was merged."""
+    if len(test) > MAX_TEST_CHARS:
+        test = test[: MAX_TEST_CHARS - 1] + "…"
     return f"recovered through {test}"
+
+
+class Recovered(NamedTuple):
+    """What a worker's checkpoint held: its data (None: no checkpoint, or one that cannot
+    be read), the test it was written after, the worker's retry reason (--lf, --sw), and
+    what to add to the worker's name where it is reported as missing."""
+
+    data: CoverageData | None
+    test: str
+    retry: str
+    note: str
 
 
 class CheckpointFolder:
@@ -61,12 +78,11 @@ class CheckpointFolder:
         """Whether any worker wrote its checkpoint."""
         return any(path.is_file() for path in self._files.values())
 
-    def recover(self, worker: str) -> tuple[CoverageData | None, str]:
-        """The data of ``worker``'s checkpoint (None: it wrote none, or it cannot be read)
-        and what to add to the worker's name where it is reported as missing."""
+    def recover(self, worker: str) -> Recovered:
+        """What ``worker``'s checkpoint holds."""
         path = self._files.get(worker)
         if path is None or not path.is_file():
-            return None, ""
+            return Recovered(None, "", "", "")
         from ..errors import RNNCovError
         from ..files import Fields, parse_json, read_bounded
         from ..reporting.data import CoverageData
@@ -74,12 +90,12 @@ class CheckpointFolder:
         where = f"the checkpoint of worker {worker}"
         try:
             fields = Fields(parse_json(read_bounded(path, where), where), where)
-            fields.exact_keys(("test", "data"))
-            test = fields.get("test", str)
+            fields.exact_keys(("test", "retry", "data"))
+            test, retry = fields.get("test", str), fields.get("retry", str)
             data = CoverageData.from_json(fields.get("data", dict), where)
         except RNNCovError as exc:
-            return None, f"its checkpoint unreadable: {exc}"
-        return data, recovered_text(test)
+            return Recovered(None, "", "", f"its checkpoint unreadable: {exc}")
+        return Recovered(data, test, retry, recovered_text(test))
 
     def remove(self) -> None:
         """Delete the folder and every checkpoint in it."""
@@ -108,9 +124,10 @@ class CheckpointWriter:
         self._cost = 0.0
         self._since = time.monotonic()
 
-    def after_test(self, engine: RNNCovSession, test: str) -> None:
+    def after_test(self, engine: RNNCovSession, test: str, retry: str) -> None:
         """Write the checkpoint if ``engine``'s data changed since the last one (``test``:
-        the test that just finished). A write that fails (a full disk, the folder on
+        the test that just finished; ``retry``: why the worker runs only some tests, or
+        ""). A write that fails (a full disk, the folder on
         another machine) is left out: the worker's data still travels to the controller
         at its end, as without checkpoints; it counts toward the share all the same."""
         mark = engine.data_mark()
@@ -122,7 +139,8 @@ class CheckpointWriter:
         from ..files import write_atomic
 
         try:
-            text = f'{{"test":{json.dumps(test)},"data":{engine.data().dumps()}}}'
+            head = json.dumps({"test": test, "retry": retry})[:-1]
+            text = f'{head},"data":{engine.data().dumps()}}}'
             # the folder is the controller's: never made again here (it is being removed)
             write_atomic(self.path, text, "a worker checkpoint", durable=False, make_folder=False)
             self._written = mark

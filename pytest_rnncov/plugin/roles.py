@@ -225,25 +225,38 @@ class DistController(Central):
     partial everywhere (terminal, JSON, data file, baseline)."""
 
     def receive(
-        self, worker: str, payload: str | None, checkpoints: CheckpointFolder, note: str = ""
-    ) -> None:
-        """Merge what a worker sent. One that sent nothing (``payload`` None: it crashed,
-        or, as ``note`` says, it was still running when the session stopped) is named as
-        missing, with the data of its checkpoint merged where it left one."""
+        self,
+        worker: str,
+        payload: str | None,
+        checkpoints: CheckpointFolder,
+        note: str = "",
+        last_test: str | None = None,
+    ) -> str:
+        """Merge what a worker sent, and return its retry reason ("" for none) where it
+        came from a checkpoint. One that sent nothing (``payload`` None: it crashed, or,
+        as ``note`` says, it was still running when the session stopped) is named as
+        missing, with the data of its checkpoint merged where it left one; not where that
+        checkpoint was written after ``last_test``, the last test the worker finished
+        (given only when it crashed in no test and every test ran): it holds all its data."""
         if payload is not None:
             try:
                 self._merge(CoverageData.loads(payload, f"data from worker {worker}"))
             except RNNCovError as exc:
                 self.received.missing_workers.append(f"{worker} ({exc})")
-            return
-        recovered, said = checkpoints.recover(worker)
-        if recovered is not None:
+            return ""
+        recovered = checkpoints.recover(worker)
+        said = recovered.note
+        if recovered.data is not None:
             try:
-                self._merge(recovered)
+                self._merge(recovered.data)
             except RNNCovError as exc:
                 said = f"its checkpoint not merged: {exc}"
+            else:
+                if not note and recovered.test == last_test:
+                    return recovered.retry
         notes = "; ".join(text for text in (note, said) if text)
         self.received.missing_workers.append(f"{worker} ({notes})" if notes else worker)
+        return recovered.retry if recovered.data is not None else ""
 
     def _merge(self, data: CoverageData) -> None:
         merged = CoverageData()  # all or nothing: a failed merge leaves no half
