@@ -408,14 +408,16 @@ def test_a_crashed_worker_keeps_the_coverage_of_the_tests_it_finished(pytester, 
 
 def test_a_checkpoint_is_reported_when_no_worker_sent_anything(pytester):
     """No option asked for the plugin and the only worker crashed: its checkpoint is what
-    the run measured, and it is reported (it was dropped: no worker had sent data)."""
-    pytester.makeconftest(CONFTEST)
+    the run measured, and it is reported (it was dropped: no worker had sent data), with
+    the profile file the worker fitted and wrote (whose notice travels with the data)."""
+    pytester.makeconftest(SHARED_PROFILE)
     pytester.makepyfile(test_a_crash=FEEDS_THEN_CRASHES)
     result = pytester.runpytest_subprocess("-n", "1", "--max-worker-restart=0", "-W", "ignore")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         [
             "tiny   lstm*5  *",
+            "RNN coverage profile fitted from x_train and written to p/tiny.json: commit it*",
             "WARNING RNN coverage is partial: worker gw0 (recovered through "
             "test_a_crash.py::test_feeds) did not send all its coverage data*",
         ]
@@ -428,6 +430,7 @@ class _Engine:
     def __init__(self, data: CoverageData | None = None) -> None:
         self.mark = 0
         self.calls = 0
+        self.profiles_written = ["p/tiny.json"]
         self._data = data or CoverageData(runs=["run-a"])
 
     def data_mark(self) -> int:
@@ -441,6 +444,7 @@ class _Engine:
 def _checkpoint(path: Path) -> tuple[str, str, list[str]]:
     """(the test a checkpoint file names, its retry reason, the runs of its data)."""
     content = json.loads(path.read_text())
+    assert content["profiles"] == ["p/tiny.json"]
     runs = CoverageData.from_json(content["data"], "checkpoint").runs
     return content["test"], content["retry"], runs
 
@@ -481,7 +485,7 @@ def test_a_worker_checkpoint_is_written_when_its_data_changed_and_never_fails_a_
 def test_a_checkpoint_that_cannot_be_read_is_named(tmp_path, monkeypatch):
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     folder = CheckpointFolder()
-    nothing = ("", "", "")
+    nothing = ("", "", [], "")
     assert folder.recover("gw0")[1:] == nothing and not folder.written()  # no such worker
     Path(folder.assign("gw0")).write_text('{"test": "t.py::a", "data": {"format": ')
     assert folder.recover("gw0").data is None and folder.written()
@@ -492,10 +496,12 @@ def test_a_checkpoint_that_cannot_be_read_is_named(tmp_path, monkeypatch):
     Path(unread).write_text(CoverageData(runs=["run-b"]).dumps())  # data, not a checkpoint
     assert folder.recover("gw1").note.endswith("gw1: missing key 'test'")
     test = "t.py::b[" + "x" * 300 + "]"
-    content = {"test": test, "retry": "", "data": CoverageData(runs=["run-b"]).to_json()}
+    data = CoverageData(runs=["run-b"]).to_json()
+    content = {"test": test, "retry": "", "profiles": ["p/a.json"], "data": data}
     Path(unread).write_text(json.dumps(content))
-    data, named, retry, said = folder.recover("gw1")
-    assert data is not None and data.runs == ["run-b"] and (named, retry) == (test, "")
+    recovered, named, retry, profiles, said = folder.recover("gw1")
+    assert recovered is not None and recovered.runs == ["run-b"]
+    assert (named, retry, profiles) == (test, "", ["p/a.json"])
     assert said == "recovered through " + test[:199] + "…"  # a long id is cut
     folder.remove()
     assert list(tmp_path.iterdir()) == []
@@ -511,10 +517,11 @@ def test_several_missing_workers_are_named_in_the_plural():
 def test_a_checkpoint_that_cannot_be_merged_leaves_the_data_as_it_was(tmp_path, monkeypatch):
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     controller = DistController.__new__(DistController)  # only what receive() uses
-    controller.received = CoverageData()
+    controller.received, controller.worker_profiles = CoverageData(), []
     folder = CheckpointFolder()
     controller.receive("gw0", CoverageData(runs=["run-a"]).dumps(), folder)
-    again = {"test": "t.py::a", "retry": "", "data": CoverageData(runs=["run-a"]).to_json()}
+    data = CoverageData(runs=["run-a"]).to_json()
+    again = {"test": "t.py::a", "retry": "", "profiles": [], "data": data}
     Path(folder.assign("gw1")).write_text(json.dumps(again))  # the same run again
     controller.receive("gw1", None, folder, RUNNING)
     (missing,) = controller.received.missing_workers
@@ -524,13 +531,15 @@ def test_a_checkpoint_that_cannot_be_merged_leaves_the_data_as_it_was(tmp_path, 
     assert controller.received.runs == ["run-a"]
     lf = "--lf ran only the 1 test that failed last time"
     for worker, run in (("gw2", "run-b"), ("gw3", "run-c")):
-        content = {"test": "t.py::z", "retry": lf, "data": CoverageData(runs=[run]).to_json()}
+        data = CoverageData(runs=[run]).to_json()
+        content = {"test": "t.py::z", "retry": lf, "profiles": [f"{run}.json"], "data": data}
         Path(folder.assign(worker)).write_text(json.dumps(content))
     # written after gw2's last finished test: all its data, so it is not missing
     assert controller.receive("gw2", None, folder, last_test="t.py::z") == lf
     assert controller.receive("gw3", None, folder, last_test="t.py::y") == lf
     assert controller.received.runs == ["run-a", "run-b", "run-c"]
     assert controller.received.missing_workers[1:] == ["gw3 (recovered through t.py::z)"]
+    assert controller.worker_profiles == ["run-b.json", "run-c.json"]
     folder.remove()
 
 

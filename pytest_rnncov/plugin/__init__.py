@@ -266,13 +266,13 @@ class RNNCovPlugin:
 
         if isinstance(role, DistController):
             checkpoints = self._checkpoints or CheckpointFolder()
+            role.worker_profiles = self._worker_profiles
             every_test_ran = 0 < session.testscollected <= len(self._finished)
             for worker, payload in self._nodes:
                 if payload != "":  # "": a worker that did not use the plugin
                     last = self._last_tests.get(worker) if every_test_ran else None
                     retry = role.receive(worker, payload, checkpoints, last_test=last)
                     self._worker_retry = self._worker_retry or retry or None
-            role.worker_profiles = self._worker_profiles
             finished = {worker for worker, _ in self._nodes}
             for worker in self._started:
                 if worker not in finished:  # the session stopped while it ran

@@ -48,12 +48,14 @@ def recovered_text(test: str) -> str:
 
 class Recovered(NamedTuple):
     """What a worker's checkpoint held: its data (None: no checkpoint, or one that cannot
-    be read), the test it was written after, the worker's retry reason (--lf, --sw), and
-    what to add to the worker's name where it is reported as missing."""
+    be read), the test it was written after, the worker's retry reason (--lf, --sw), the
+    profile files its track() fitted and wrote, and what to add to the worker's name
+    where it is reported as missing."""
 
     data: CoverageData | None
     test: str
     retry: str
+    profiles: list[str]
     note: str
 
 
@@ -82,7 +84,7 @@ class CheckpointFolder:
         """What ``worker``'s checkpoint holds."""
         path = self._files.get(worker)
         if path is None or not path.is_file():
-            return Recovered(None, "", "", "")
+            return Recovered(None, "", "", [], "")
         from ..errors import RNNCovError
         from ..files import Fields, parse_json, read_bounded
         from ..reporting.data import CoverageData
@@ -90,12 +92,13 @@ class CheckpointFolder:
         where = f"the checkpoint of worker {worker}"
         try:
             fields = Fields(parse_json(read_bounded(path, where), where), where)
-            fields.exact_keys(("test", "retry", "data"))
+            fields.exact_keys(("test", "retry", "profiles", "data"))
             test, retry = fields.get("test", str), fields.get("retry", str)
+            profiles = fields.strings("profiles")
             data = CoverageData.from_json(fields.get("data", dict), where)
         except RNNCovError as exc:
-            return Recovered(None, "", "", f"its checkpoint unreadable: {exc}")
-        return Recovered(data, test, retry, recovered_text(test))
+            return Recovered(None, "", "", [], f"its checkpoint unreadable: {exc}")
+        return Recovered(data, test, retry, profiles, recovered_text(test))
 
     def remove(self) -> None:
         """Delete the folder and every checkpoint in it."""
@@ -139,7 +142,8 @@ class CheckpointWriter:
         from ..files import write_atomic
 
         try:
-            head = json.dumps({"test": test, "retry": retry})[:-1]
+            profiles = engine.profiles_written
+            head = json.dumps({"test": test, "retry": retry, "profiles": profiles})[:-1]
             text = f'{head},"data":{engine.data().dumps()}}}'
             # the folder is the controller's: never made again here (it is being removed)
             write_atomic(self.path, text, "a worker checkpoint", durable=False, make_folder=False)

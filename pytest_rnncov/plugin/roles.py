@@ -233,7 +233,8 @@ class DistController(Central):
         last_test: str | None = None,
     ) -> str:
         """Merge what a worker sent, and return its retry reason ("" for none) where it
-        came from a checkpoint. One that sent nothing (``payload`` None: it crashed, or,
+        came from a checkpoint (whose profile files join ``worker_profiles``). One that
+        sent nothing (``payload`` None: it crashed, or,
         as ``note`` says, it was still running when the session stopped) is named as
         missing, with the data of its checkpoint merged where it left one; not where that
         checkpoint was written after ``last_test``, the last test the worker finished
@@ -246,6 +247,7 @@ class DistController(Central):
             return ""
         recovered = checkpoints.recover(worker)
         said = recovered.note
+        self.worker_profiles.extend(recovered.profiles)  # written, whatever their data
         if recovered.data is not None:
             try:
                 self._merge(recovered.data)
