@@ -441,10 +441,10 @@ class _Engine:
         return self._data
 
 
-def _checkpoint(path: Path) -> tuple[str, str, list[str]]:
+def _checkpoint(path: Path, final: bool = False) -> tuple[str, str, list[str]]:
     """(the test a checkpoint file names, its retry reason, the runs of its data)."""
     content = json.loads(path.read_text())
-    assert content["profiles"] == ["p/tiny.json"]
+    assert content["profiles"] == ["p/tiny.json"] and content["final"] is final
     runs = CoverageData.from_json(content["data"], "checkpoint").runs
     return content["test"], content["retry"], runs
 
@@ -477,6 +477,9 @@ def test_a_worker_checkpoint_is_written_when_its_data_changed_and_never_fails_a_
     engine.data = _Engine().data  # type: ignore[method-assign]
     writer.after_test(engine, "t.py::f", "")  # type: ignore[arg-type]
     assert _checkpoint(path)[0] == "t.py::d"  # a failed write counts toward the share too
+    writer._cost = 1.0
+    writer.final(engine, "")  # type: ignore[arg-type]  # whatever the share and the data
+    assert _checkpoint(path, final=True) == ("t.py::f", "", ["run-a"])
     gone = CheckpointWriter(str(tmp_path / "not-here" / "0-gw1.json"))
     gone.after_test(_Engine(), "t.py::a", "")  # type: ignore[arg-type]  # its folder is gone
     assert not (tmp_path / "not-here").exists()
@@ -485,7 +488,7 @@ def test_a_worker_checkpoint_is_written_when_its_data_changed_and_never_fails_a_
 def test_a_checkpoint_that_cannot_be_read_is_named(tmp_path, monkeypatch):
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     folder = CheckpointFolder()
-    nothing = ("", "", [], "")
+    nothing = ("", "", [], False, "")
     assert folder.recover("gw0")[1:] == nothing and not folder.written()  # no such worker
     Path(folder.assign("gw0")).write_text('{"test": "t.py::a", "data": {"format": ')
     assert folder.recover("gw0").data is None and folder.written()
@@ -497,11 +500,20 @@ def test_a_checkpoint_that_cannot_be_read_is_named(tmp_path, monkeypatch):
     assert folder.recover("gw1").note.endswith("gw1: missing key 'test'")
     test = "t.py::b[" + "x" * 300 + "]"
     data = CoverageData(runs=["run-b"]).to_json()
-    content = {"test": test, "retry": "", "profiles": ["p/a.json"], "data": data}
+    content = {"test": test, "retry": "", "profiles": ["p/a.json"], "final": False, "data": data}
+    for key, value, problem in (
+        ("retry", "drop the gate", "'retry' is no --lf or --sw reason: 'drop the gate'"),
+        ("retry", "--lf " + "x" * 400, "'retry' is no --lf or --sw reason"),
+        ("profiles", ["p"] * 1001, "'profiles' lists 1001 paths; at most 1000"),
+        ("profiles", ["p" * 4097], "'profiles' lists 1 paths; at most 1000 of at most 4096"),
+        ("final", 1, "'final' is 1 (int), not bool"),
+    ):
+        Path(unread).write_text(json.dumps({**content, key: value}))
+        assert problem in folder.recover("gw1").note, key
     Path(unread).write_text(json.dumps(content))
-    recovered, named, retry, profiles, said = folder.recover("gw1")
+    recovered, named, retry, profiles, final, said = folder.recover("gw1")
     assert recovered is not None and recovered.runs == ["run-b"]
-    assert (named, retry, profiles) == (test, "", ["p/a.json"])
+    assert (named, retry, profiles, final) == (test, "", ["p/a.json"], False)
     assert said == "recovered through " + test[:199] + "…"  # a long id is cut
     folder.remove()
     assert list(tmp_path.iterdir()) == []
@@ -521,7 +533,7 @@ def test_a_checkpoint_that_cannot_be_merged_leaves_the_data_as_it_was(tmp_path, 
     folder = CheckpointFolder()
     controller.receive("gw0", CoverageData(runs=["run-a"]).dumps(), folder)
     data = CoverageData(runs=["run-a"]).to_json()
-    again = {"test": "t.py::a", "retry": "", "profiles": [], "data": data}
+    again = {"test": "t.py::a", "retry": "", "profiles": [], "final": True, "data": data}
     Path(folder.assign("gw1")).write_text(json.dumps(again))  # the same run again
     controller.receive("gw1", None, folder, RUNNING)
     (missing,) = controller.received.missing_workers
@@ -530,23 +542,37 @@ def test_a_checkpoint_that_cannot_be_merged_leaves_the_data_as_it_was(tmp_path, 
     )
     assert controller.received.runs == ["run-a"]
     lf = "--lf ran only the 1 test that failed last time"
-    for worker, run in (("gw2", "run-b"), ("gw3", "run-c")):
+    for worker, run, final in (("gw2", "run-b", True), ("gw3", "run-c", False)):
         data = CoverageData(runs=[run]).to_json()
         content = {"test": "t.py::z", "retry": lf, "profiles": [f"{run}.json"], "data": data}
-        Path(folder.assign(worker)).write_text(json.dumps(content))
-    # written after gw2's last finished test: all its data, so it is not missing
-    assert controller.receive("gw2", None, folder, last_test="t.py::z") == lf
-    assert controller.receive("gw3", None, folder, last_test="t.py::y") == lf
+        Path(folder.assign(worker)).write_text(json.dumps({**content, "final": final}))
+    # gw2's is its final checkpoint, written at the end of its session: all its data
+    assert controller.receive("gw2", None, folder) == lf
+    assert controller.receive("gw3", None, folder) == lf
     assert controller.received.runs == ["run-a", "run-b", "run-c"]
     assert controller.received.missing_workers[1:] == ["gw3 (recovered through t.py::z)"]
     assert controller.worker_profiles == ["run-b.json", "run-c.json"]
     folder.remove()
 
 
+DIES_AFTER_ITS_LAST_HOOK = """
+
+import os as _os
+import pytest as _pytest
+
+
+@_pytest.hookimpl(hookwrapper=True)
+def pytest_sessionfinish(session):
+    yield  # every hook ran (the plugin's final checkpoint too); xdist has not sent its data
+    if getattr(session.config, "workerinput", {}).get("workerid") == "gw0":
+        _os._exit(1)
+"""
+
+
 def test_a_killed_worker_marks_the_baseline_partial_and_a_comparison_says_so(pytester):
-    """A worker that dies after its tests passed is partial where its checkpoint is not
-    from its last test (here that test fed nothing, so none was written after it), and
-    whole where it is: then every input it fed is in the checkpoint."""
+    """A worker that dies after its tests passed is partial where it died before its
+    final checkpoint (in a hook of the session's end: a hook may feed inputs after the
+    last test), and whole where it died after it: every input it fed is there."""
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_a_crash=CRASH, test_b_feed=FEW)
     options = ("-n", "2", "--dist", "loadfile", "--max-worker-restart=0")
@@ -554,8 +580,7 @@ def test_a_killed_worker_marks_the_baseline_partial_and_a_comparison_says_so(pyt
     crashed.stdout.fnmatch_lines(["RNN coverage baseline not saved to b.json: 1 test failed*"])
     assert json.loads((pytester.path / "d.json").read_text())["missing_workers"]
     pytester.makeconftest(CONFTEST + DIES_AT_THE_END)
-    feeds_then_not = FEW.replace("test_one", "test_three") + "\n\ndef test_four():\n    pass\n"
-    pytester.makepyfile(test_a_crash=feeds_then_not)
+    pytester.makepyfile(test_a_crash=FEW.replace("test_one", "test_three"))
     died = pytester.runpytest_subprocess(*options, "--rnn-save=b.json", "--rnn-data=d.json")
     died.stdout.fnmatch_lines(["RNN coverage baseline (partial: marked so) saved to b.json"])
     baseline = json.loads((pytester.path / "b.json").read_text())
@@ -572,7 +597,7 @@ def test_a_killed_worker_marks_the_baseline_partial_and_a_comparison_says_so(pyt
     )
     verdict = json.loads((pytester.path / "r.json").read_text())["verdict"]
     assert verdict["baseline"]["complete"] is False
-    pytester.makeconftest(CONFTEST + DIES_AT_THE_END)  # its last test fed: all is there
+    pytester.makeconftest(CONFTEST + DIES_AFTER_ITS_LAST_HOOK)
     pytester.makepyfile(test_a_crash=FEW.replace("test_one", "test_three"))
     whole = pytester.runpytest_subprocess(*options, "--rnn-save=b.json", "--rnn-data=d.json")
     whole.stdout.fnmatch_lines(["RNN coverage baseline saved to b.json"])
@@ -1509,7 +1534,7 @@ def test_other(tiny):
 def test_a_retry_whose_worker_died_after_its_tests_is_still_a_retry(pytester):
     """The --lf reason travels in a worker's data at its end: a worker that died after its
     tests left it in its checkpoint, so the run is still marked a retry, and saves no
-    baseline, though the checkpoint holds all the worker fed."""
+    baseline."""
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_flaky=FLAKY)
     (pytester.path / "FLAKE").touch()
@@ -1523,7 +1548,8 @@ def test_a_retry_whose_worker_died_after_its_tests_is_still_a_retry(pytester):
     )
     data = json.loads((pytester.path / "d.json").read_text())
     assert data["stopped"] == ["--lf ran only the 1 test that failed last time"]
-    assert data["missing_workers"] == [] and data["models"]["tiny"]["inputs"] == 40
+    assert data["missing_workers"] == ["gw0 (recovered through test_flaky.py::test_big)"]
+    assert data["models"]["tiny"]["inputs"] == 40
     assert not (pytester.path / ".rnncov" / "main.json").exists()
 
 

@@ -103,8 +103,6 @@ class RNNCovPlugin:
         self._checkpoints: CheckpointFolder | None = None
         #: a worker's writer of its checkpoint (None: not a worker, or given no file)
         self._checkpoint: CheckpointWriter | None = None
-        #: at the controller, each worker's last finished test (None: it crashed in one)
-        self._last_tests: dict[str, str | None] = {}
         self._used = False
         if self.worker and CHECKPOINT_KEY in config.workerinput:  # type: ignore[attr-defined]
             self._checkpoint = CheckpointWriter(config.workerinput[CHECKPOINT_KEY])  # type: ignore[attr-defined]
@@ -235,13 +233,6 @@ class RNNCovPlugin:
             if self._checkpoint is not None and self._engine is not None:
                 retry = self._retry_reason() or ""
                 self._checkpoint.after_test(self._engine, report.nodeid, retry)
-        node = getattr(report, "node", None)  # at the xdist controller: the worker's
-        if node is not None and not self.worker:
-            worker = _worker_id(node)
-            if report.when == "???":  # xdist's report of a test its worker crashed in
-                self._last_tests[worker] = None
-            elif report.when == "teardown" and self._last_tests.get(worker, "") is not None:
-                self._last_tests[worker] = report.nodeid
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:  # its tests never run: the coverage is from the others
@@ -267,11 +258,9 @@ class RNNCovPlugin:
         if isinstance(role, DistController):
             checkpoints = self._checkpoints or CheckpointFolder()
             role.worker_profiles = self._worker_profiles
-            every_test_ran = 0 < session.testscollected <= len(self._finished)
             for worker, payload in self._nodes:
                 if payload != "":  # "": a worker that did not use the plugin
-                    last = self._last_tests.get(worker) if every_test_ran else None
-                    retry = role.receive(worker, payload, checkpoints, last_test=last)
+                    retry = role.receive(worker, payload, checkpoints)
                     self._worker_retry = self._worker_retry or retry or None
             finished = {worker for worker, _ in self._nodes}
             for worker in self._started:
@@ -364,6 +353,10 @@ class RNNCovPlugin:
 
         if self.worker:  # the controller collects nothing: it learns of --lf/--sw here
             self.config.workeroutput["rnncov_retry"] = self._retry_reason() or ""  # type: ignore[attr-defined]
+            if self._checkpoint is not None and self._engine is not None:
+                # all it fed, after every other hook: a worker that dies before its data
+                # reaches the controller is whole
+                self._checkpoint.final(self._engine, self._retry_reason() or "")
         if self.worker and not self.in_use:
             self.config.workeroutput["rnncov"] = ""  # type: ignore[attr-defined]
             return

@@ -37,6 +37,11 @@ RUNNING = "still running when the session stopped"
 
 #: the most characters of a test's id in a worker's name (a parametrized id can be long)
 MAX_TEST_CHARS = 200
+#: what a checkpoint may hold besides its data: a retry reason's characters, profile
+#: files and the characters of each path
+MAX_RETRY_CHARS = 400
+MAX_PROFILES = 1000
+MAX_PATH_CHARS = 4096
 
 
 def recovered_text(test: str) -> str:
@@ -49,13 +54,15 @@ def recovered_text(test: str) -> str:
 class Recovered(NamedTuple):
     """What a worker's checkpoint held: its data (None: no checkpoint, or one that cannot
     be read), the test it was written after, the worker's retry reason (--lf, --sw), the
-    profile files its track() fitted and wrote, and what to add to the worker's name
-    where it is reported as missing."""
+    profile files its track() fitted and wrote, whether it is the worker's final one
+    (written at the end of its session, after every other hook: all it fed), and what to
+    add to the worker's name where it is reported as missing."""
 
     data: CoverageData | None
     test: str
     retry: str
     profiles: list[str]
+    final: bool
     note: str
 
 
@@ -84,21 +91,29 @@ class CheckpointFolder:
         """What ``worker``'s checkpoint holds."""
         path = self._files.get(worker)
         if path is None or not path.is_file():
-            return Recovered(None, "", "", [], "")
+            return Recovered(None, "", "", [], False, "")
         from ..errors import RNNCovError
         from ..files import Fields, parse_json, read_bounded
-        from ..reporting.data import CoverageData
+        from ..reporting.data import RETRY_PREFIXES, CoverageData
+        from ..validation import shown
 
         where = f"the checkpoint of worker {worker}"
         try:
             fields = Fields(parse_json(read_bounded(path, where), where), where)
-            fields.exact_keys(("test", "retry", "profiles", "data"))
+            fields.exact_keys(("test", "retry", "profiles", "final", "data"))
             test, retry = fields.get("test", str), fields.get("retry", str)
-            profiles = fields.strings("profiles")
+            profiles, final = fields.strings("profiles"), fields.get("final", bool)
+            if len(retry) > MAX_RETRY_CHARS or (retry and not retry.startswith(RETRY_PREFIXES)):
+                raise fields.fail(f"'retry' is no --lf or --sw reason: {shown(retry)}")
+            if len(profiles) > MAX_PROFILES or any(len(p) > MAX_PATH_CHARS for p in profiles):
+                raise fields.fail(
+                    f"'profiles' lists {len(profiles)} paths; at most {MAX_PROFILES} of at "
+                    f"most {MAX_PATH_CHARS} characters"
+                )
             data = CoverageData.from_json(fields.get("data", dict), where)
         except RNNCovError as exc:
-            return Recovered(None, "", "", [], f"its checkpoint unreadable: {exc}")
-        return Recovered(data, test, retry, profiles, recovered_text(test))
+            return Recovered(None, "", "", [], False, f"its checkpoint unreadable: {exc}")
+        return Recovered(data, test, retry, profiles, final, recovered_text(test))
 
     def remove(self) -> None:
         """Delete the folder and every checkpoint in it."""
@@ -124,26 +139,36 @@ class CheckpointWriter:
     def __init__(self, path: str) -> None:
         self.path = Path(path)
         self._written: Any = None
+        self._test = ""
         self._cost = 0.0
         self._since = time.monotonic()
+
+    def final(self, engine: RNNCovSession, retry: str) -> None:
+        """Write the final checkpoint, whatever the share: all the worker fed, at the end
+        of its session (named after the last test it finished)."""
+        self._write(engine, self._test, retry, final=True)
 
     def after_test(self, engine: RNNCovSession, test: str, retry: str) -> None:
         """Write the checkpoint if ``engine``'s data changed since the last one (``test``:
         the test that just finished; ``retry``: why the worker runs only some tests, or
-        ""). A write that fails (a full disk, the folder on
-        another machine) is left out: the worker's data still travels to the controller
-        at its end, as without checkpoints; it counts toward the share all the same."""
-        mark = engine.data_mark()
-        start = time.monotonic()
-        if mark == self._written:
+        ""). A write that fails (a full disk, the folder on another machine) is left out:
+        the worker's data still travels to the controller at its end, as without
+        checkpoints; it counts toward the share all the same."""
+        self._test = test
+        if engine.data_mark() == self._written:
             return
-        if self._cost > MIN_SKIPPED and self._cost > MAX_SHARE * (start - self._since):
+        if self._cost > MIN_SKIPPED and self._cost > MAX_SHARE * (time.monotonic() - self._since):
             return
+        self._write(engine, test, retry, final=False)
+
+    def _write(self, engine: RNNCovSession, test: str, retry: str, final: bool) -> None:
         from ..files import write_atomic
 
+        mark = engine.data_mark()
+        start = time.monotonic()
         try:
-            profiles = engine.profiles_written
-            head = json.dumps({"test": test, "retry": retry, "profiles": profiles})[:-1]
+            fields = {"test": test, "retry": retry, "profiles": engine.profiles_written}
+            head = json.dumps({**fields, "final": final})[:-1]
             text = f'{head},"data":{engine.data().dumps()}}}'
             # the folder is the controller's: never made again here (it is being removed)
             write_atomic(self.path, text, "a worker checkpoint", durable=False, make_folder=False)

@@ -230,15 +230,13 @@ class DistController(Central):
         payload: str | None,
         checkpoints: CheckpointFolder,
         note: str = "",
-        last_test: str | None = None,
     ) -> str:
         """Merge what a worker sent, and return its retry reason ("" for none) where it
         came from a checkpoint (whose profile files join ``worker_profiles``). One that
         sent nothing (``payload`` None: it crashed, or,
         as ``note`` says, it was still running when the session stopped) is named as
         missing, with the data of its checkpoint merged where it left one; not where that
-        checkpoint was written after ``last_test``, the last test the worker finished
-        (given only when it crashed in no test and every test ran): it holds all its data."""
+        checkpoint is its final one (written at its session's end): it holds all its data."""
         if payload is not None:
             try:
                 self._merge(CoverageData.loads(payload, f"data from worker {worker}"))
@@ -254,7 +252,7 @@ class DistController(Central):
             except RNNCovError as exc:
                 said = f"its checkpoint not merged: {exc}"
             else:
-                if not note and recovered.test == last_test:
+                if not note and recovered.final:
                     return recovered.retry
         notes = "; ".join(text for text in (note, said) if text)
         self.received.missing_workers.append(f"{worker} ({notes})" if notes else worker)
