@@ -354,8 +354,8 @@ class RNNCovPlugin:
         if self.worker:  # the controller collects nothing: it learns of --lf/--sw here
             self.config.workeroutput["rnncov_retry"] = self._retry_reason() or ""  # type: ignore[attr-defined]
             if self._checkpoint is not None and self._engine is not None:
-                # all it fed, after every other hook: a worker that dies before its data
-                # reaches the controller is whole
+                # all it fed, after the other sessionfinish hooks (this one is trylast): a
+                # worker that dies before its data reaches the controller is whole
                 self._checkpoint.final(self._engine, self._retry_reason() or "")
         if self.worker and not self.in_use:
             self.config.workeroutput["rnncov"] = ""  # type: ignore[attr-defined]

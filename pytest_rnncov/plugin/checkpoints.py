@@ -55,8 +55,8 @@ class Recovered(NamedTuple):
     """What a worker's checkpoint held: its data (None: no checkpoint, or one that cannot
     be read), the test it was written after, the worker's retry reason (--lf, --sw), the
     profile files its track() fitted and wrote, whether it is the worker's final one
-    (written at the end of its session, after every other hook: all it fed), and what to
-    add to the worker's name where it is reported as missing."""
+    (written at the end of its session, after the other sessionfinish hooks: all it
+    fed), and what to add to the worker's name where it is reported as missing."""
 
     data: CoverageData | None
     test: str
