@@ -23,6 +23,11 @@ def path_text(path: Any) -> str:
     return str(path).encode("utf-8", "backslashreplace").decode("utf-8")
 
 
+def cut(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters, the last a "…" where it was cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def shown(value: Any) -> str:
     """``repr(value)``, cut to 80 characters for messages."""
     text = repr(value)

@@ -451,19 +451,25 @@ def _checkpoint(path: Path, final: bool = False) -> tuple[str, str, list[str]]:
 
 def test_a_worker_checkpoint_is_written_when_its_data_changed_and_never_fails_a_test(tmp_path):
     path = tmp_path / "0-gw0.json"
-    writer = CheckpointWriter(str(path))
+    asked: list[str] = []
+
+    def retry() -> str:  # asked only when a checkpoint is written, not after every test
+        asked.append("")
+        return "--lf ran only the 1 test" if len(asked) == 1 else ""
+
+    writer = CheckpointWriter(str(path), retry)
     engine = _Engine()
-    writer.after_test(engine, "t.py::a", "--lf ran only the 1 test")  # type: ignore[arg-type]
+    writer.after_test(engine, "t.py::a")  # type: ignore[arg-type]
     assert _checkpoint(path) == ("t.py::a", "--lf ran only the 1 test", ["run-a"])
     assert engine.calls == 1
-    writer.after_test(engine, "t.py::b", "")  # type: ignore[arg-type]
-    assert engine.calls == 1  # nothing new: not written again
+    writer.after_test(engine, "t.py::b")  # type: ignore[arg-type]
+    assert engine.calls == 1 and len(asked) == 1  # nothing new: not written again
     engine.mark = 1
     writer._cost = 1.0  # the last write took more than its share of the time since
-    writer.after_test(engine, "t.py::c", "")  # type: ignore[arg-type]
-    assert engine.calls == 1 and _checkpoint(path)[0] == "t.py::a"
+    writer.after_test(engine, "t.py::c")  # type: ignore[arg-type]
+    assert engine.calls == 1 and _checkpoint(path)[0] == "t.py::a" and len(asked) == 1
     writer._cost = MIN_SKIPPED  # a write this cheap is never skipped
-    writer.after_test(engine, "t.py::d", "")  # type: ignore[arg-type]
+    writer.after_test(engine, "t.py::d")  # type: ignore[arg-type]
     assert engine.calls == 2 and _checkpoint(path)[0] == "t.py::d"
     engine.mark = 2
 
@@ -472,16 +478,16 @@ def test_a_worker_checkpoint_is_written_when_its_data_changed_and_never_fails_a_
         raise ZeroDivisionError
 
     engine.data = fails_slowly  # type: ignore[method-assign]
-    writer.after_test(engine, "t.py::e", "")  # type: ignore[arg-type]  # no error reaches it
+    writer.after_test(engine, "t.py::e")  # type: ignore[arg-type]  # no error reaches it
     assert _checkpoint(path) == ("t.py::d", "", ["run-a"])  # the last one stays
     engine.data = _Engine().data  # type: ignore[method-assign]
-    writer.after_test(engine, "t.py::f", "")  # type: ignore[arg-type]
+    writer.after_test(engine, "t.py::f")  # type: ignore[arg-type]
     assert _checkpoint(path)[0] == "t.py::d"  # a failed write counts toward the share too
     writer._cost = 1.0
-    writer.final(engine, "")  # type: ignore[arg-type]  # whatever the share and the data
+    writer.final(engine)  # type: ignore[arg-type]  # whatever the share and the data
     assert _checkpoint(path, final=True) == ("t.py::f", "", ["run-a"])
-    gone = CheckpointWriter(str(tmp_path / "not-here" / "0-gw1.json"))
-    gone.after_test(_Engine(), "t.py::a", "")  # type: ignore[arg-type]  # its folder is gone
+    gone = CheckpointWriter(str(tmp_path / "not-here" / "0-gw1.json"), lambda: "")
+    gone.after_test(_Engine(), "t.py::a")  # type: ignore[arg-type]  # its folder is gone
     assert not (tmp_path / "not-here").exists()
 
 

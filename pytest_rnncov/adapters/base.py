@@ -24,7 +24,7 @@ from ..core.source import FIRST_ROW, CheckedInputs
 from ..core.threads import blas_threads, numpy_work
 from ..core.trace import Trace, concat_traces, select_components
 from ..errors import InvalidArgument, InvalidInput, ModelError
-from ..validation import check_choice, check_int
+from ..validation import check_choice, check_int, cut
 
 DIRECTIONS = ("forward", "backward")
 
@@ -744,6 +744,5 @@ def model_error_from(exc: Exception, what: str) -> ModelError:
     """A framework failure as a ModelError that says where it happened."""
     # the whole message on one line: ONNX Runtime, say, gives the cause on the second
     said = " ".join(str(exc).split()) or type(exc).__name__
-    if len(said) > 400:  # a framework's message can hold a whole graph or tensor
-        said = said[:399] + "…"
+    said = cut(said, 400)  # a framework's message can hold a whole graph or tensor
     return ModelError(f"{what} failed in the framework: {type(exc).__name__}: {said}")

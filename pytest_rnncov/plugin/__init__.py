@@ -105,7 +105,10 @@ class RNNCovPlugin:
         self._checkpoint: CheckpointWriter | None = None
         self._used = False
         if self.worker and CHECKPOINT_KEY in config.workerinput:  # type: ignore[attr-defined]
-            self._checkpoint = CheckpointWriter(config.workerinput[CHECKPOINT_KEY])  # type: ignore[attr-defined]
+            self._checkpoint = CheckpointWriter(
+                config.workerinput[CHECKPOINT_KEY],  # type: ignore[attr-defined]
+                lambda: self._retry_reason() or "",
+            )
         self.problems: list[str] = []
         #: puts SIGTERM's default action back (None: the plugin did not change it)
         self._restore_sigterm: Callable[[], None] | None = None
@@ -231,8 +234,7 @@ class RNNCovPlugin:
         if report.when == "teardown":
             self._finished.add(report.nodeid)  # a rerun (pytest-rerunfailures) counts once
             if self._checkpoint is not None and self._engine is not None:
-                retry = self._retry_reason() or ""
-                self._checkpoint.after_test(self._engine, report.nodeid, retry)
+                self._checkpoint.after_test(self._engine, report.nodeid)
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:  # its tests never run: the coverage is from the others
@@ -356,7 +358,7 @@ class RNNCovPlugin:
             if self._checkpoint is not None and self._engine is not None:
                 # all it fed, after the other sessionfinish hooks (this one is trylast): a
                 # worker that dies before its data reaches the controller is whole
-                self._checkpoint.final(self._engine, self._retry_reason() or "")
+                self._checkpoint.final(self._engine)
         if self.worker and not self.in_use:
             self.config.workeroutput["rnncov"] = ""  # type: ignore[attr-defined]
             return

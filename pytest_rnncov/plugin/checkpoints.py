@@ -18,7 +18,7 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 if TYPE_CHECKING:
     from ..reporting.data import CoverageData
@@ -46,9 +46,9 @@ MAX_PATH_CHARS = 4096
 
 def recovered_text(test: str) -> str:
     """What a worker's name says where its checkpoint, written after ``test``, was merged."""
-    if len(test) > MAX_TEST_CHARS:
-        test = test[: MAX_TEST_CHARS - 1] + "…"
-    return f"recovered through {test}"
+    from ..validation import cut
+
+    return f"recovered through {cut(test, MAX_TEST_CHARS)}"
 
 
 class Recovered(NamedTuple):
@@ -134,40 +134,45 @@ def _new_folder(config: Any) -> Path:
 
 
 class CheckpointWriter:
-    """A worker's side: rewrites its checkpoint after each test that changed its data."""
+    """A worker's side: rewrites its checkpoint after each test that changed its data
+    (``retry``: why the worker runs only some tests, or "", asked only when it writes)."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, retry: Callable[[], str]) -> None:
         self.path = Path(path)
+        self._retry = retry
         self._written: Any = None
         self._test = ""
         self._cost = 0.0
         self._since = time.monotonic()
 
-    def final(self, engine: RNNCovSession, retry: str) -> None:
+    def final(self, engine: RNNCovSession) -> None:
         """Write the final checkpoint, whatever the share: all the worker fed, at the end
         of its session (named after the last test it finished)."""
-        self._write(engine, self._test, retry, final=True)
+        self._write(engine, engine.data_mark(), final=True)
 
-    def after_test(self, engine: RNNCovSession, test: str, retry: str) -> None:
+    def after_test(self, engine: RNNCovSession, test: str) -> None:
         """Write the checkpoint if ``engine``'s data changed since the last one (``test``:
-        the test that just finished; ``retry``: why the worker runs only some tests, or
-        ""). A write that fails (a full disk, the folder on another machine) is left out:
-        the worker's data still travels to the controller at its end, as without
-        checkpoints; it counts toward the share all the same."""
+        the test that just finished). A write that fails (a full disk, the folder on
+        another machine) is left out: the worker's data still travels to the controller
+        at its end, as without checkpoints; it counts toward the share all the same."""
         self._test = test
-        if engine.data_mark() == self._written:
+        mark = engine.data_mark()
+        if mark == self._written:
             return
         if self._cost > MIN_SKIPPED and self._cost > MAX_SHARE * (time.monotonic() - self._since):
             return
-        self._write(engine, test, retry, final=False)
+        self._write(engine, mark, final=False)
 
-    def _write(self, engine: RNNCovSession, test: str, retry: str, final: bool) -> None:
+    def _write(self, engine: RNNCovSession, mark: Any, final: bool) -> None:
         from ..files import write_atomic
 
-        mark = engine.data_mark()
         start = time.monotonic()
         try:
-            fields = {"test": test, "retry": retry, "profiles": engine.profiles_written}
+            fields = {
+                "test": self._test,
+                "retry": self._retry(),
+                "profiles": engine.profiles_written,
+            }
             head = json.dumps({**fields, "final": final})[:-1]
             text = f'{head},"data":{engine.data().dumps()}}}'
             # the folder is the controller's: never made again here (it is being removed)

@@ -233,10 +233,10 @@ class DistController(Central):
     ) -> str:
         """Merge what a worker sent, and return its retry reason ("" for none) where it
         came from a checkpoint (whose profile files join ``worker_profiles``). One that
-        sent nothing (``payload`` None: it crashed, or,
-        as ``note`` says, it was still running when the session stopped) is named as
-        missing, with the data of its checkpoint merged where it left one; not where that
-        checkpoint is its final one (written at its session's end): it holds all its data."""
+        sent nothing (``payload`` None: it crashed, or, as ``note`` says, it was still
+        running when the session stopped) is named as missing, with the data of its
+        checkpoint merged where it left one; not where that checkpoint is its final one
+        (written at its session's end): it holds all its data."""
         if payload is not None:
             try:
                 self._merge(CoverageData.loads(payload, f"data from worker {worker}"))
@@ -256,7 +256,7 @@ class DistController(Central):
                     return recovered.retry
         notes = "; ".join(text for text in (note, said) if text)
         self.received.missing_workers.append(f"{worker} ({notes})" if notes else worker)
-        return recovered.retry if recovered.data is not None else ""
+        return recovered.retry  # "" where there was no checkpoint to read
 
     def _merge(self, data: CoverageData) -> None:
         merged = CoverageData()  # all or nothing: a failed merge leaves no half

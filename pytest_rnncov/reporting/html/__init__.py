@@ -23,7 +23,7 @@ from ...config.bars import percent, percent_bar
 from ...core import sax
 from ...core.state import MetricState, ModelState
 from ...errors import MissingResource
-from ...validation import printable
+from ...validation import cut, printable
 from ..attribution import coverage_by_test
 from ..data import CoverageData
 from ..images import png_bytes, side_by_side, to_gray8
@@ -134,8 +134,7 @@ TITLE_CHARS = 80
 def _title(text: str) -> str:
     """``text`` for a figure's title: control characters escaped, cut to TITLE_CHARS (a
     long name made a figure wider than an image may be)."""
-    text = printable(str(text))
-    return text if len(text) <= TITLE_CHARS else text[: TITLE_CHARS - 1] + "…"
+    return cut(printable(str(text)), TITLE_CHARS)
 
 
 # -- figures ---------------------------------------------------------------------------------
