@@ -9,11 +9,12 @@
     report DATA...                 terminal / JSON / HTML / Markdown reports from data files
     compare DATA... --baseline B   fail when coverage fell below a baseline
 
-``combine`` and ``report`` apply ``--rnn-coverage`` bars like the plugin (none to data of a
-session that stopped early, Ctrl-C or -x, which applied none). Exit codes as in pytest: 0
-passed, 1 a gate or baseline failed or a gate asked for was never decided, 2 interrupted
-(Ctrl-C or SIGTERM; a file is written whole or not at all), 4 a usage error (bad arguments,
-unreadable or malformed files); every error says what was wrong and how to fix it.
+``combine`` and ``report`` apply ``--rnn-coverage`` bars like the plugin (none to partial
+data: a session that stopped early or ran only some tests, a worker's data missing). Exit
+codes as in pytest: 0 passed, 1 a gate or baseline failed or a gate asked for was never
+decided, 2 interrupted (Ctrl-C or SIGTERM; a file is written whole or not at all), 4 a
+usage error (bad arguments, unreadable or malformed files); every error says what was
+wrong and how to fix it.
 
 A PyTorch factory is imported from the current directory or sys.path, which runs that
 module's code (as pytest runs a conftest.py); the weights file is read with
@@ -226,7 +227,7 @@ def _print(text: str | Sequence[str]) -> None:
         _to_nowhere(sys.stdout)  # the exit's flush of what is left would fail again
         raise DataFileError(
             f"could not write to stdout ({exc.strerror or exc}); free space where it goes, "
-            "or write the report to a file (--report)"
+            "or send it elsewhere (report and combine write reports to files with --report)"
         ) from None
 
 
@@ -590,13 +591,14 @@ def _report_warnings(verdict: dict[str, Any]) -> list[str]:
     baseline = verdict.get("baseline") if isinstance(verdict.get("baseline"), dict) else None
     gated = verdict.get("gate") is not None or baseline is not None  # as Verdict.gated
     applied = verdict.get("applied") is not False
+    said = applied or not gated  # else the not-applied line says why
     out = []
-    if names(verdict.get("missing_workers")):
+    if names(verdict.get("missing_workers")) and said:
         missing = [str(v) for v in verdict["missing_workers"]]
         out.append(
             f"WARNING RNN coverage is partial: {unsent_text(missing)}; the numbers miss some inputs"
         )
-    if names(verdict.get("stopped")) and (applied or not gated):
+    if names(verdict.get("stopped")) and said:
         out.append(f"WARNING RNN coverage is partial: {names(verdict['stopped'])}")
     if names(verdict.get("random_tests")):
         out.append(
@@ -611,7 +613,8 @@ def _report_warnings(verdict: dict[str, Any]) -> list[str]:
         )
     reason = verdict.get("skipped_reason")
     if gated and not applied and isinstance(reason, str):
-        out.append(f"RNN coverage gate not applied: {reason}.")
+        undecided = verdict.get("passed") is False  # a gate on partial data: never decided
+        out.append(f"{'FAIL ' if undecided else ''}RNN coverage gate not applied: {reason}.")
     return out
 
 
@@ -766,9 +769,9 @@ def _print_report(
 
 def _verdict(args: argparse.Namespace, data: Any, errors: list[str]) -> Any:
     """The verdict, as a pytest session decides it: the bars, the baseline (with the same
-    exclusions) and ``errors`` (exclusions that cannot apply), each failing it; not applied
-    to data of a session that stopped before all its tests ran (Ctrl-C, -x), as that
-    session applied none."""
+    exclusions) and ``errors`` (exclusions that cannot apply), each failing it; never
+    decided on partial data (a session that stopped early or ran only some tests, a
+    worker's data missing), as that session decided none."""
     from .config.bars import Bars, latest_bars, parse_bars, parse_fraction
     from .core.names import DEFAULT_METRICS
     from .errors import InvalidArgument
@@ -794,17 +797,7 @@ def _verdict(args: argparse.Namespace, data: Any, errors: list[str]) -> Any:
         errors=errors,
         baseline=baseline,
         tolerance=tolerance,
-        **_undecided(data.stopped_early()),
     )
-
-
-def _undecided(stopped_early: list[str]) -> dict[str, Any]:
-    """``evaluate``'s arguments for data of sessions that stopped early: the gate not
-    applied, saying why (as the plugin says it)."""
-    if not stopped_early:
-        return {}
-    reason = f"{'; '.join(stopped_early)}; the coverage shown is from the tests that ran"
-    return {"applied": False, "skipped_reason": reason}
 
 
 def _exclusions(args: argparse.Namespace) -> list[Any]:
@@ -888,8 +881,8 @@ def _combine(args: argparse.Namespace) -> int:
 
 def _failed(verdict: Any) -> bool:
     """Whether ``verdict`` fails the command: a gate that failed, or one asked for and
-    never decided (data of a session that stopped early), as in the plugin."""
-    return verdict.passed is False or (verdict.gated and not verdict.applied)
+    never decided (partial data), as in the plugin."""
+    return verdict.passed is False
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -922,7 +915,6 @@ def _compare(args: argparse.Namespace) -> int:
         baseline=baseline,
         tolerance=tolerance,
         errors=errors,
-        **_undecided(data.stopped_early()),
     )
     writer = LinesWriter()
     TermReport(writer).verdict(verdict)

@@ -461,11 +461,12 @@ def test_crashing_worker_keeps_other_workers_data(pytester):
     assert result.ret == 1  # the crashed test fails
     result.stdout.fnmatch_lines(["*worker 'gw?' crashed while running*"])
     result.stdout.fnmatch_lines(
-        ["WARNING RNN coverage is partial: worker gw? did not send all its coverage data*"]
+        ["FAIL RNN coverage gate not applied: worker gw? did not send all its coverage data*"]
     )
     data = json.loads((pytester.path / "c.json").read_text())
     assert data["models"]["tiny"]["inputs"] == 16  # the other worker's inputs survive
     assert data["verdict"]["complete"] is False and len(data["verdict"]["missing_workers"]) == 1
+    assert data["verdict"]["passed"] is False  # a gate on partial data is never decided
 
 
 CAMPAIGN_TESTS = """
@@ -659,7 +660,7 @@ def test_a_stopped_session_says_after_how_many_tests_and_keeps_their_coverage(
             "tiny   lstm*16  *",  # test_one's 16 inputs
             f"RNN coverage baseline not saved to *b.json: {reason}",
             "RNN coverage data (partial: marked so) written to *d.json",
-            f"RNN coverage gate not applied: {reason}.",
+            f"FAIL RNN coverage gate not applied: {reason}.",
         ]
     )
     verdict = json.loads((pytester.path / "r.json").read_text())["verdict"]
@@ -672,11 +673,14 @@ def test_a_stopped_session_says_after_how_many_tests_and_keeps_their_coverage(
         sys.executable, "-m", "pytest_rnncov", "report", "d.json", "--rnn-coverage=0.01"
     )
     assert report.ret == 1, report.stdout.str()  # as the session: the gate never decided
-    report.stdout.fnmatch_lines([f"RNN coverage gate not applied: {reason}."])
+    report.stdout.fnmatch_lines([f"FAIL RNN coverage gate not applied: {reason}."])
     report = pytester.run(sys.executable, "-m", "pytest_rnncov", "report", "d.json")
     assert report.ret == 0, report.stdout.str()
     report.stdout.fnmatch_lines(
-        [f"WARNING RNN coverage is partial: {stopped} (the tests that did not run fed nothing)"]
+        [
+            f"WARNING RNN coverage is partial: {stopped} (nothing of the tests that did not "
+            "run is counted)"
+        ]
     )
 
 
@@ -754,7 +758,7 @@ def test_a_test_run_again_counts_once_toward_the_tests_that_ran(pytester):
     result = pytester.runpytest_subprocess("-x", "--rnn-coverage=0.01", "--rnn-data=d.json")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
-        ["RNN coverage gate not applied: the session stopped after 2 of 3*"]
+        ["FAIL RNN coverage gate not applied: the session stopped after 2 of 3*"]
     )
 
 
@@ -780,7 +784,7 @@ def test_files_that_did_not_collect_make_the_run_partial(pytester):
         [
             f"RNN coverage baseline not saved to *b.json: {reason}",
             "RNN coverage data (partial: marked so) written to *d.json",
-            f"RNN coverage gate not applied: {reason}.",
+            f"FAIL RNN coverage gate not applied: {reason}.",
         ]
     )
     assert not (pytester.path / "b.json").exists()
@@ -953,7 +957,7 @@ def test_a_worker_that_cannot_send_its_data_says_why(pytester):
     assert result.ret == 1
     result.stdout.fnmatch_lines(
         [
-            "WARNING RNN coverage is partial: worker gw0 (ValueError: "
+            "FAIL RNN coverage gate not applied: worker gw0 (ValueError: "
             "cannot serialise this) did not send all its coverage data*"
         ]
     )

@@ -172,14 +172,14 @@ def test_a_session_that_exits_zero_before_its_tests_ran_does_not_pass_a_gate(pro
     assert result.ret == 1
     result.stdout.fnmatch_lines(
         [
-            "RNN coverage gate not applied: the session stopped after 0 of 2 tests "
+            "FAIL RNN coverage gate not applied: the session stopped after 0 of 2 tests "
             "(Exit: stopping early)*",
             "ERROR pytest-rnncov: the gate was not applied (the session stopped early) and "
             "pytest would have exited 0*",
         ]
     )
     verdict = json.loads((project.path / "r.json").read_text())["verdict"]
-    assert verdict["passed"] is None and verdict["applied"] is False
+    assert verdict["passed"] is False and verdict["applied"] is False
     assert project.runpytest().ret == 0  # no gate asked for: pytest's own exit code
     project.makepyfile(test_feed=EXITS_ZERO.replace("returncode=0", "returncode=3"))
     assert project.runpytest("--rnn-coverage=0.9").ret == 3  # not 0: left as it is
@@ -188,7 +188,7 @@ def test_a_session_that_exits_zero_before_its_tests_ran_does_not_pass_a_gate(pro
     assert result.ret == 1
     result.stdout.fnmatch_lines(
         [
-            "RNN coverage gate not applied: the session stopped before the tests ran.",
+            "FAIL RNN coverage gate not applied: the session stopped before the tests ran*",
             "ERROR pytest-rnncov: the gate was not applied (the session stopped early)*",
         ]
     )
@@ -386,9 +386,9 @@ def test_a_crashed_worker_keeps_the_coverage_of_the_tests_it_finished(pytester, 
     assert crashed.ret == pytest.ExitCode.TESTS_FAILED  # the crashed test fails
     crashed.stdout.fnmatch_lines(
         [
-            "WARNING RNN coverage is partial: worker gw? (recovered through "
-            "test_a_crash.py::test_feeds) did not send all its coverage data; the numbers "
-            "miss some inputs"
+            "FAIL RNN coverage gate not applied: worker gw? (recovered through "
+            "test_a_crash.py::test_feeds) did not send all its coverage data; the coverage "
+            "shown is from the data that arrived."
         ]
     )
     assert list(pytester.path.rglob("*rnncov-workers-*")) == []
@@ -1390,13 +1390,13 @@ def test_a_sigterm_keeps_what_the_session_measured_and_says_it_stopped(pytester)
     result.stdout.fnmatch_lines(
         [
             "RNN coverage data (partial: marked so) written to d.json",
-            "RNN coverage gate not applied: the session stopped after 1 of 3 tests (SIGTERM)*",
+            "FAIL RNN coverage gate not applied: the session stopped after 1 of 3 tests (SIGTERM)*",
         ]
     )
     data = json.loads((pytester.path / "d.json").read_text())
     assert data["stopped"] == ["the session stopped after 1 of 3 tests (SIGTERM)"]
     assert data["models"]["tiny"]["inputs"] == 32  # test_one's and test_two's
-    assert json.loads((pytester.path / "r.json").read_text())["verdict"]["passed"] is None
+    assert json.loads((pytester.path / "r.json").read_text())["verdict"]["passed"] is False
 
 
 SIGNALLING = """
@@ -1542,6 +1542,120 @@ def test_other(tiny):
 """
 
 
+SECOND_MODEL = """
+
+
+@pytest.fixture(scope="session")
+def small(rnncov):
+    import keras
+
+    keras.utils.set_random_seed(1)
+    model = keras.Sequential(
+        [keras.Input((6, 2)), keras.layers.GRU(3, name="gru"), keras.layers.Dense(2)],
+        name="small",
+    )
+    x_train = np.random.default_rng(1).normal(size=(64, 6, 2)).astype("float32")
+    return rnncov.track(model, x_train=x_train, window=(1, 5), name="small")
+"""
+
+ONE_TEST_PER_MODEL = """
+import pathlib
+
+from conftest import inputs
+
+
+def test_small(small):
+    small.predict(inputs(2, n=2))
+
+
+def test_big(tiny):  # last: --sw, stopping at its failure, leaves no test unrun
+    tiny.predict(inputs(1, n=500))
+    assert not pathlib.Path("FLAKE").exists()
+"""
+
+
+@pytest.mark.parametrize("retry", ["--lf", "--sw"])
+def test_a_retry_that_feeds_only_some_models_does_not_pass_the_gate(pytester, retry):
+    """The whole run fails the gate on `small`, which only a passing test feeds; the retry
+    runs the failed test, which feeds `tiny` alone. It passed the gate (exit 0), in the
+    session and in `report` on its data file: a gate passed on the models a part fed said
+    nothing of the model it left out. Never decided now, and a gate never decided fails."""
+    pytester.makeconftest(CONFTEST + SECOND_MODEL)
+    pytester.makepyfile(test_models=ONE_TEST_PER_MODEL)
+    options = (retry, "--rnn-coverage=BC:0.5,SC:0.5", "--rnn-data=d.json", "-W", "ignore")
+    (pytester.path / "FLAKE").touch()
+    whole = pytester.runpytest_subprocess(*options)  # --sw stops at the failure: exit 2
+    assert whole.ret in (pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.INTERRUPTED)
+    whole.stdout.fnmatch_lines(["FAIL Required RNN coverage * not reached: *small*"])
+    (pytester.path / "FLAKE").unlink()
+    part = pytester.runpytest_subprocess(*options)
+    assert part.ret == pytest.ExitCode.TESTS_FAILED, part.stdout.str()[-3000:]
+    part.assert_outcomes(passed=1)
+    part.stdout.fnmatch_lines([f"FAIL RNN coverage gate not applied: {retry} *"])
+    part.stdout.no_fnmatch_line("*Required RNN coverage*reached*")
+    data = json.loads((pytester.path / "d.json").read_text())
+    assert list(data["models"]) == ["tiny"] and data["retries"] == data["stopped"]
+    assert json.loads((pytester.path / "d.json").read_text())["models"]["tiny"]["inputs"] == 500
+    done = cli("report", "d.json", "--rnn-coverage=BC:0.5,SC:0.5", cwd=pytester.path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"FAIL RNN coverage gate not applied: {retry} " in done.stdout
+
+
+CRASH_THEN_MORE = (
+    CRASH
+    + """
+
+def test_never_runs(small):  # the crash ends the session before it
+    small.predict(inputs(4, n=2))
+"""
+)
+
+
+def test_tests_xdist_never_ran_stop_the_session(pytester):
+    """With --max-worker-restart=0 a crash ends the session: xdist runs no more tests and
+    returns normally. The session was decided as whole (the gate applied, "stopped"
+    empty), so `report` on its data file passed, where a test that feeds a model never
+    ran."""
+    pytester.makeconftest(CONFTEST + SECOND_MODEL)
+    pytester.makepyfile(test_a_crash=CRASH_THEN_MORE, test_b_feed=FEW)
+    result = pytester.runpytest_subprocess(
+        "-n", "2", "--dist", "loadfile", "--max-worker-restart=0", "--rnn-coverage=0.01",
+        "--rnn-data=d.json", "-W", "ignore",
+    )  # fmt: skip
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    (stopped,) = json.loads((pytester.path / "d.json").read_text())["stopped"]
+    assert re.fullmatch(
+        r"the session stopped after [12] of 3 tests \(worker gw\d crashed and worker "
+        r"restarting disabled\)",
+        stopped,
+    ), stopped
+    result.stdout.fnmatch_lines([f"FAIL RNN coverage gate not applied: {stopped}; *"])
+    done = cli("report", "d.json", "--rnn-coverage=0.01", cwd=pytester.path)
+    assert done.returncode == 1, done.stdout + done.stderr
+
+
+def test_a_worker_lost_after_its_tests_passed_fails_a_gate(pytester):
+    """Every test passed; one worker died at its session's end, before its final
+    checkpoint: its models may be missing from what arrived, so the gate is not decided
+    and the run fails (it passed on the other worker's data: exit 0)."""
+    pytester.makeconftest(CONFTEST + DIES_AT_THE_END)
+    pytester.makepyfile(test_a=FEW, test_b=FEW.replace("test_one", "test_two"))
+    result = pytester.runpytest_subprocess(
+        "-n", "2", "--dist", "loadfile", "--rnn-coverage=0.01", "--rnn-data=d.json",
+        "-W", "ignore",
+    )  # fmt: skip
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()[-3000:]
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "FAIL RNN coverage gate not applied: worker gw0 (recovered through *) did not "
+            "send all its coverage data; the coverage shown is from the data that arrived."
+        ]
+    )
+    assert json.loads((pytester.path / "d.json").read_text())["stopped"] == []
+    assert cli("report", "d.json", "--rnn-coverage=0.01", cwd=pytester.path).returncode == 1
+
+
 def test_a_retry_whose_worker_died_after_its_tests_is_still_a_retry(pytester):
     """The --lf reason travels in a worker's data at its end: a worker that died after its
     tests left it in its checkpoint, so the run is still marked a retry, and saves no
@@ -1568,9 +1682,9 @@ def test_a_retry_whose_worker_died_after_its_tests_is_still_a_retry(pytester):
 def test_a_last_failed_retry_is_partial_and_keeps_the_whole_runs_baseline(pytester, workers):
     """A CI retry of the failed tests only (--lf) replaced the whole run's baseline and
     data file with its part's coverage, marked complete: the bar dropped without a word.
-    The part is now marked partial everywhere and saves no baseline; the gate is applied
-    (a part's coverage is at most the whole's, so a retry cannot pass where the whole
-    failed)."""
+    The part is now marked partial everywhere and saves no baseline, and its gate is not
+    decided: the tests it left out may be all that feed a model (a retry once passed the
+    gate on the models its tests fed where the whole run failed on another)."""
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_flaky=FLAKY)
     (pytester.path / "FLAKE").touch()
@@ -1585,19 +1699,20 @@ def test_a_last_failed_retry_is_partial_and_keeps_the_whole_runs_baseline(pytest
     assert (pytester.path / ".rnncov" / "main.json").read_text() == baseline
     (pytester.path / "FLAKE").unlink()
     retry = pytester.runpytest_subprocess(*workers, "--lf", *options)
-    assert retry.ret == pytest.ExitCode.OK, retry.stdout.str()[-3000:]
+    assert retry.ret == pytest.ExitCode.TESTS_FAILED, retry.stdout.str()[-3000:]
+    reason = "--lf ran only the 1 test that failed last time; the coverage shown is from the "
     retry.stdout.fnmatch_lines(
         [
-            "*RNN coverage baseline * kept: --lf ran only the 1 test that failed last time, "
-            "and a baseline is written only from a whole run*",
-            "WARNING RNN coverage is partial: --lf ran only the 1 test that failed last time*",
-            "Required RNN coverage of 5% reached.",
+            f"*RNN coverage baseline * kept: {reason}tests that ran*",
+            f"FAIL RNN coverage gate not applied: {reason}tests that ran.",
         ]
     )
+    retry.stdout.no_fnmatch_line("*Required RNN coverage*")  # neither reached nor failed
+    retry.assert_outcomes(passed=1)  # the test passed: the undecided gate fails the run
     assert (pytester.path / ".rnncov" / "main.json").read_text() == baseline
     data = json.loads((pytester.path / "d.json").read_text())
     assert data["stopped"] == ["--lf ran only the 1 test that failed last time"]
-    assert data["retries"] == data["stopped"]  # the CLI gates it too, as the session did
+    assert data["retries"] == data["stopped"]
     assert data["models"]["tiny"]["inputs"] == 40
     whole = pytester.runpytest_subprocess(*workers, *options)  # without --lf: whole again
     assert whole.ret == pytest.ExitCode.OK
@@ -1648,9 +1763,10 @@ def test_a_stepwise_retry_is_partial_and_keeps_the_whole_runs_baseline(pytester)
     assert (pytester.path / ".rnncov" / "main.json").read_text() == baseline  # it failed
     (pytester.path / "FLAKE").unlink()
     retry = pytester.runpytest_subprocess("--sw", *options)  # test_big alone
-    assert retry.ret == pytest.ExitCode.OK, retry.stdout.str()[-3000:]
+    assert retry.ret == pytest.ExitCode.TESTS_FAILED, retry.stdout.str()[-3000:]
     reason = "--sw skipped the 1 test that passed before the one that failed last time"
-    retry.stdout.fnmatch_lines([f"WARNING RNN coverage is partial: {reason}*"])
+    retry.stdout.fnmatch_lines([f"FAIL RNN coverage gate not applied: {reason}; *"])
+    retry.assert_outcomes(passed=1)
     assert (pytester.path / ".rnncov" / "main.json").read_text() == baseline
     assert json.loads((pytester.path / "d.json").read_text())["stopped"] == [reason]
 
@@ -1696,9 +1812,9 @@ def test_an_interrupted_xdist_run_names_the_workers_still_running(pytester):
         [
             "tiny   lstm*37  *",  # test_one's, test_two's and test_feeds_first's inputs
             "RNN coverage data (partial: marked so) written to *d.json",
-            "WARNING RNN coverage is partial: worker gw? (still running when the session "
-            "stopped; recovered through test_stuck.py::test_feeds_first) did not send all its*",
-            "RNN coverage gate not applied: the session stopped after 3 of 4 tests (interrupted)*",
+            "FAIL RNN coverage gate not applied: the session stopped after 3 of 4 tests "
+            "(interrupted); worker gw? (still running when the session stopped; recovered "
+            "through test_stuck.py::test_feeds_first) did not send all its*",
         ]
     )
     data = json.loads((pytester.path / "d.json").read_text())
@@ -1799,23 +1915,49 @@ def test_a_stopped_run_says_it_is_partial_with_or_without_a_gate(measured):
     partial warning says it (it once showed nothing outside the JSON report)."""
     stopped = "the session stopped after 1 of 3 tests (interrupted)"
     data = CoverageData(models={"m": measured}, stopped=[stopped])
-    reason = f"{stopped}; the coverage shown is from the tests that ran"
-    plain = evaluate(data, None, applied=False, skipped_reason=reason)
+    plain = evaluate(data, None)
     assert not plain.complete and plain.to_json()["stopped"] == [stopped]
+    assert plain.passed is None  # nothing asked for
     assert [text for text, _ in plain.lines()] == [
-        f"WARNING RNN coverage is partial: {stopped} (the tests that did not run fed nothing)"
+        f"WARNING RNN coverage is partial: {stopped} (nothing of the tests that did not run "
+        "is counted)"
     ]
-    gated = evaluate(data, Bars.parse("0.1"), applied=False, skipped_reason=reason)
-    assert [text for text, _ in gated.lines()] == [f"RNN coverage gate not applied: {reason}."]
-    combined = evaluate(data, Bars.parse("0.1"))  # combine/report on the stopped run's file
-    assert combined.lines()[0][0].startswith("WARNING RNN coverage is partial: the session")
-    passed = evaluate(data, Bars.parse("0.01"))
-    assert passed.passed and "gate the whole" not in passed.lines()[0][0]  # nothing to explain
-    failed = evaluate(data, Bars.parse("1.0"))  # a gate applied to a part fails: say why
-    assert failed.lines()[0][0].endswith(
-        "(the tests that did not run fed nothing; the gate saw only the inputs of the tests "
-        "that ran: run every test to gate the whole)"
-    )
+    reason = f"{stopped}; the coverage shown is from the tests that ran"
+    gated = evaluate(data, Bars.parse("0.1"))  # the session's, and combine/report on its file
+    assert gated.lines() == [(f"FAIL RNN coverage gate not applied: {reason}.", "red")]
+
+
+@pytest.mark.parametrize("bar", ["0.01", "1.0"])
+@pytest.mark.parametrize(
+    ("partial", "reason"),
+    [
+        (
+            {"stopped": ["--lf ran only the 1 test that failed last time"]},
+            "--lf ran only the 1 test that failed last time; the coverage shown is from the "
+            "tests that ran",
+        ),
+        (
+            {"missing_workers": ["gw1"]},
+            "worker gw1 did not send all its coverage data; the coverage shown is from the "
+            "data that arrived",
+        ),
+    ],
+)
+def test_a_gate_on_partial_data_is_never_decided(measured, partial, bar, reason):
+    """A retry's tests, or the workers whose data arrived, may feed none of the inputs of a
+    model the whole run tracks: a gate passed on their data said nothing of that model
+    (a --lf retry passed where the whole run failed). Partial data is not gated, whether
+    its coverage reaches the bar (0.01) or not (1.0), and a gate asked for fails."""
+    data = CoverageData(models={"m": measured}, **partial)
+    verdict = evaluate(data, Bars.parse(bar))
+    assert verdict.passed is False and not verdict.applied and verdict.undecided
+    assert verdict.gate_passed is None  # not applied: neither passed nor failed
+    assert verdict.lines() == [(f"FAIL RNN coverage gate not applied: {reason}.", "red")]
+    assert verdict.to_json()["passed"] is False and verdict.to_json()["skipped_reason"] == reason
+    plain = evaluate(data, None)  # nothing asked for: nothing fails, the warning says it
+    assert plain.passed is None and plain.lines()[0][1] == "yellow"
+    whole = evaluate(CoverageData(models={"m": measured}), Bars.parse("0.01"))
+    assert whole.passed is True and whole.applied and not whole.undecided
 
 
 XDIST_STOP = """
@@ -1845,7 +1987,10 @@ def test_xdist_stopping_on_a_failure_says_so(pytester):
     )
     assert result.ret in (pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.INTERRUPTED)
     result.stdout.fnmatch_lines(
-        ["RNN coverage gate not applied: the session stopped after * of 10 tests (stopping after*"]
+        [
+            "FAIL RNN coverage gate not applied: the session stopped after * of 10 tests "
+            "(stopping after*"
+        ]
     )
 
 
@@ -2005,7 +2150,13 @@ def test_a_run_stopped_before_tracking_replaces_the_earlier_data_file(pytester):
     bars = Bars.parse("0.01")
     verdict = evaluate(data, bars)  # what report/combine decide on the file
     assert verdict.passed is False
-    assert verdict.lines()[0][0].startswith("WARNING RNN coverage is partial")
+    assert verdict.lines() == [
+        (
+            f"FAIL RNN coverage gate not applied: {data.stopped[0]}; the coverage shown is "
+            "from the tests that ran.",
+            "red",
+        )
+    ]
     # stopped while collecting, before the test loop began (Ctrl-C in a slow import)
     (pytester.path / "test_broken.py").unlink()
     assert pytester.runpytest("--rnn-data=d.json", "-p", "no:cacheprovider").ret == 0
@@ -2172,6 +2323,36 @@ def test_a_step_summary_in_a_folder_that_cannot_be_written_is_appended(tmp_path,
     assert summary.read_text() == "held\n\nreport\n"
     with pytest.raises(DataFileError, match="cannot write in"):  # a file to create: refused
         report_output("markdown", str(folder / "other.md"), "--rnn-report=markdown")
+
+
+def test_an_output_path_where_no_file_can_be_made_is_refused_before_the_tests(
+    pytester, tmp_path, monkeypatch
+):
+    """Permission bits said /proc could be written (the suite may run as root, whom they
+    let write anywhere): --rnn-data=/proc/x.json ran every test, then failed to write (exit
+    1, said after the tests). A file is now made and removed where each output goes, before
+    any test runs: a usage error (exit 4) naming the folder and why."""
+    from pytest_rnncov.config import paths
+    from pytest_rnncov.errors import DataFileError
+
+    for check in (paths.check_output_file, paths.check_output_dir):
+        with pytest.raises(DataFileError, match="cannot write in '/proc'"):
+            check(Path("/proc/rnncov-out.json"), "--rnn-data")
+    check = paths.check_output_file(tmp_path / "new" / "d.json", "--rnn-data")
+    assert check == tmp_path / "new" / "d.json" and list(tmp_path.iterdir()) == []  # probe gone
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_feed=FEW)
+    result = pytester.runpytest("--rnn-data=/proc/rnncov-out.json")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--rnn-data '/proc/rnncov-out.json': cannot write in '/proc'*"])
+    result.stdout.no_fnmatch_line("*passed*")
+
+    def full(**kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(paths.tempfile, "mkstemp", full)
+    with pytest.raises(DataFileError, match="cannot write in .* [(]No space left on device[)]"):
+        paths.check_output_file(tmp_path / "d.json", "--rnn-data")
 
 
 REPLAYED = """

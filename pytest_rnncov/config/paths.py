@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -44,8 +45,7 @@ def _check_output_file(path: Path, what: str) -> Path:
     existing = _nearest_existing(path.parent)
     if not existing.is_dir():
         raise DataFileError(f"{what} {str(path)!r}: {str(existing)!r} is not a directory")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise DataFileError(f"{what} {str(path)!r}: cannot write in {str(existing)!r}")
+    _probe(existing, path, what)
     if path.exists() and not os.access(path, os.W_OK):
         raise DataFileError(f"{what} {str(path)!r} exists and is not writable")
     return path
@@ -71,9 +71,27 @@ def _check_output_dir(path: Path, what: str) -> Path:
     existing = _nearest_existing(path)
     if not existing.is_dir():
         raise DataFileError(f"{what} {str(path)!r}: {str(existing)!r} is not a directory")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise DataFileError(f"{what} {str(path)!r}: cannot write in {str(existing)!r}")
+    _probe(existing, path, what)
     return path
+
+
+def _probe(folder: Path, path: Path, what: str) -> None:
+    """Refuse ``path`` unless a file can be created in ``folder`` (where it, or the folders
+    made for it, will be written): a file is created there and removed. Permission bits
+    alone do not say it: root passes them on /proc, a read-only or root-squashed mount."""
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise DataFileError(f"{what} {str(path)!r}: cannot write in {str(folder)!r}")
+    try:
+        handle, probe = tempfile.mkstemp(dir=folder, prefix=".rnncov-probe-")
+    except OSError as exc:
+        raise DataFileError(
+            f"{what} {str(path)!r}: cannot write in {str(folder)!r} ({exc.strerror or exc})"
+        ) from None
+    os.close(handle)
+    try:
+        os.unlink(probe)
+    except OSError:
+        pass  # created but not removable: it can be written, which is what was asked
 
 
 def baseline_path(name: str, directory: Path) -> Path:

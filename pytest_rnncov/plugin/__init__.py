@@ -231,7 +231,9 @@ class RNNCovPlugin:
         return result
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.when == "teardown":
+        if report.when == "???":  # xdist's report of the test a worker crashed in
+            self._finished.add(report.nodeid)
+        elif report.when == "teardown":
             self._finished.add(report.nodeid)  # a rerun (pytest-rerunfailures) counts once
             if self._checkpoint is not None and self._engine is not None:
                 self._checkpoint.after_test(self._engine, report.nodeid)
@@ -281,6 +283,8 @@ class RNNCovPlugin:
                 why = _uncollected_reason(self._uncollected)
             elif session.testscollected == 0:
                 applied, reason = False, "no test was selected"
+            elif len(self._finished) < session.testscollected:  # xdist gave up on them
+                why = self._unrun_reason(session)
             else:
                 partial = self._retry_reason() or self._worker_retry
             verdict = self.role.decide(  # type: ignore[union-attr]
@@ -309,6 +313,17 @@ class RNNCovPlugin:
                     "one that failed last time"
                 )
         return None
+
+    def _unrun_reason(self, session: pytest.Session) -> str:
+        """Why the gate is not applied to a session whose loop ended with tests that never
+        ran: xdist stops scheduling once too many workers crashed
+        (``--max-worker-restart``) and says so in its summary."""
+        said = getattr(self.config.pluginmanager.get_plugin("dsession"), "_summary_report", None)
+        why = said if isinstance(said, str) and said else "the others never ran"
+        return (
+            f"the session stopped after {len(self._finished)} of {session.testscollected} "
+            f"tests ({why})"
+        )
 
     def _stopped_reason(self, session: pytest.Session, stopped: BaseException) -> str:
         """Why the gate is not applied to a session ``stopped`` early, and after what."""

@@ -62,7 +62,7 @@ class Central:
         self.verdict: Verdict | None = None
         #: why the session stopped before all its tests ran (None: it did not)
         self.stopped: str | None = None
-        #: whether it ran only some tests by design (--lf, --sw; gated all the same)
+        #: whether it ran only some tests by design (--lf, --sw): partial as any other stop
         self.retry = False
         #: whether a Ctrl-C stopped the reports from rendering (pytest's exit code says so)
         self.interrupted = False
@@ -110,15 +110,13 @@ class Central:
         failed_tests: int = 0,
     ) -> Verdict:
         """Compute the verdict once (the reports render this object); ``stopped``: why the
-        session stopped before all its tests ran (the gate is then not applied, and the
-        data is marked partial); ``partial``: why it ran only some tests by design (--lf,
-        --sw): the data is marked partial, and the gate applied, as a part's coverage is at
-        most the whole's, so it cannot pass where the whole run failed; ``failed_tests``:
+        session stopped before all its tests ran; ``partial``: why it ran only some tests
+        by design (--lf, --sw). Either marks the data partial, so the gate is not applied
+        (``evaluate``), as it is not where a worker's data is missing; ``failed_tests``:
         the tests (and collectors) that failed, which keep a baseline from being saved."""
         self.failed_tests = failed_tests
         if stopped is not None:
             self.stopped = stopped
-            applied, reason = False, f"{stopped}; the coverage shown is from the tests that ran"
         elif partial is not None:
             self.stopped, self.retry = partial, True
         data, errors = self._excluded()
@@ -155,14 +153,14 @@ class Central:
         if self.verdict is None:  # the test loop never ran: stopped while collecting
             self.stopped = "the session stopped before the tests ran"
         data = self.data()
-        verdict = self.verdict or self.decide(False, self.stopped)
+        verdict = self.verdict or self.decide(True, None)
         # a session that measured nothing leaves an earlier baseline or data file as it was
         # (but one whose track() failed writes that, so the earlier file does not stand in
         # for it); one that stopped early writes what it measured to the data file, marked
         # partial, even nothing (a retried job's earlier file must not pass for this run)
         unwritten = (
             verdict.skipped_reason
-            if not verdict.applied and self.stopped is None
+            if not verdict.applied and not verdict.undecided  # collect-only, none selected
             else None
             if data.models or data.track_errors
             else "no model was tracked"
@@ -171,7 +169,8 @@ class Central:
         outputs = self.outputs
         if outputs.baseline is not None:
             path = outputs.baseline.path
-            unsaved = unwritten or (verdict.skipped_reason if self.stopped is not None else None)
+            undecided = verdict.undecided and (self.stopped is not None or verdict.gated)
+            unsaved = unwritten or (verdict.skipped_reason if undecided else None)
             reason = unsaved or why_not_saved(
                 verdict.passed,
                 data,
@@ -188,7 +187,7 @@ class Central:
                 self.written.append(f"RNN coverage baseline {path} kept: {reason}")
             else:
                 self.written.append(f"RNN coverage baseline not saved to {path}: {reason}")
-        cut_short = self.stopped is not None and not verdict.applied  # not --lf's by design
+        cut_short = self.stopped is not None and not self.retry  # not --lf's by design
         if outputs.data is not None and (unwritten is None or cut_short):
             done = "written to" if data.complete else "(partial: marked so) written to"
             pending.append((outputs.data, data.dumps() + "\n", f"RNN coverage data {done}"))

@@ -70,7 +70,7 @@ class CoverageData:
     #: tests that fed inputs Hypothesis drew at random: another run draws others
     random_tests: list[str] = field(default_factory=list)
     #: the entries of ``stopped`` of sessions that ran only some tests by design (--lf,
-    #: --sw): gated all the same, as a part's coverage is at most the whole's
+    #: --sw): partial as any other stop
     retries: list[str] = field(default_factory=list)
 
     def merge(self, other: "CoverageData") -> None:
@@ -114,18 +114,6 @@ class CoverageData:
     def complete(self) -> bool:
         """Whether every worker's data arrived and every session ran all its tests."""
         return not self.missing_workers and not self.stopped
-
-    def stopped_early(self) -> list[str]:
-        """Why sessions stopped before all their tests ran, retries apart: a gate on this
-        data is not applied, as the plugin applies none to such a session."""
-        retries = list(self.retries)
-        early = []
-        for reason in self.stopped:
-            if reason in retries:
-                retries.remove(reason)
-            else:
-                early.append(reason)
-        return early
 
     def with_exclusions(
         self, exclusions: Sequence[Exclusion]

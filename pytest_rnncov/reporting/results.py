@@ -108,10 +108,11 @@ def check_models(models: dict[str, ModelState], bars: Bars) -> list[Check]:
 class Verdict:
     """The outcome of a session (or of combined data), computed once.
 
-    ``passed`` is False when a setting could not apply (``errors``: a stale exclusion);
-    else None when nothing was asked for (no bars, no baseline) or when the gate does not
-    apply (collect-only, every test deselected), and True or False otherwise. The exit
-    code, the JSON ``passed`` and the terminal's last line all follow it.
+    ``passed`` is False when a setting could not apply (``errors``: a stale exclusion) or
+    when a gate was asked for and the data is partial (``undecided``); else None when
+    nothing was asked for (no bars, no baseline) or when the gate does not apply
+    (collect-only, every test deselected), and True or False otherwise. The exit code, the
+    JSON ``passed`` and the terminal's last line all follow it.
     """
 
     bars: Bars | None = None
@@ -136,6 +137,9 @@ class Verdict:
     errors: tuple[str, ...] = ()
     #: the tests that failed or errored (a fixture meant to track a model may be one)
     failed_tests: int = 0
+    #: the gate was not applied because the data is partial (``skipped_reason`` says how):
+    #: a gate asked for and never decided fails
+    undecided: bool = False
 
     def failed_bars(self) -> dict[tuple[str, str], float]:
         """The bar of each (model, metric) whose rate is below it: the rate is shown so."""
@@ -162,7 +166,7 @@ class Verdict:
 
     @property
     def passed(self) -> bool | None:
-        if self.errors:
+        if self.errors or (self.undecided and self.gated):
             return False
         outcomes = [o for o in (self.gate_passed, self.baseline_passed) if o is not None]
         return None if not outcomes else all(outcomes)
@@ -220,7 +224,8 @@ class Verdict:
         """(text, style) lines for the end of the terminal report; style is "red" (a
         failure, prefixed FAIL), "green" or "yellow" (a warning)."""
         out: list[tuple[str, str]] = []
-        if self.missing_workers:
+        said = self.applied or not self.gated  # else the not-applied line says why
+        if self.missing_workers and said:
             out.append(
                 (
                     "WARNING RNN coverage is partial: "
@@ -229,18 +234,12 @@ class Verdict:
                     "yellow",
                 )
             )
-        if self.stopped and (self.applied or not self.gated):  # else the not-applied line says it
-            hint = (
-                "; the gate saw only the inputs of the tests that ran: run every test to gate "
-                "the whole"
-                if self.applied and False in (self.gate_passed, self.baseline_passed)
-                else ""
-            )
+        if self.stopped and said:
             out.append(
                 (
                     "WARNING RNN coverage is partial: "
                     + "; ".join(self.stopped)
-                    + f" (the tests that did not run fed nothing{hint})",
+                    + " (nothing of the tests that did not run is counted)",
                     "yellow",
                 )
             )
@@ -269,7 +268,8 @@ class Verdict:
                 )
             )
         if not self.applied and self.gated:
-            out.append((f"RNN coverage gate not applied: {self.skipped_reason}.", "yellow"))
+            line = f"RNN coverage gate not applied: {self.skipped_reason}."
+            out.append(("FAIL " + line, "red") if self.undecided else (line, "yellow"))
         baseline = self.baseline_line()
         if baseline is not None:
             out.append(("FAIL " + baseline, "red") if self.regressions else (baseline, "green"))
@@ -330,7 +330,11 @@ def evaluate(
     """The verdict on ``data``: the one place where the session outcome is decided (the
     bars, the comparison with ``baseline`` when one is given, and ``errors``: settings
     that could not apply, each failing it); ``failed_tests`` is named when no model was
-    tracked."""
+    tracked. The gate is decided on complete data only (``partial_reason``)."""
+    partial = partial_reason(data)
+    undecided = applied and partial is not None
+    if undecided:
+        applied, skipped_reason = False, partial
     checks = tuple(check_models(data.models, bars)) if bars is not None else ()
     found = (
         regressions(baseline, data.models, tolerance) if baseline is not None and applied else []
@@ -352,7 +356,23 @@ def evaluate(
         baseline_missing=() if baseline is None else tuple(baseline.missing_workers),
         errors=tuple(errors),
         failed_tests=failed_tests,
+        undecided=undecided,
     )
+
+
+def partial_reason(data: CoverageData) -> str | None:
+    """Why a gate on ``data`` cannot be decided (None: the data is complete). A gate
+    passed on partial data says nothing of what is missing: a worker's data may hold a
+    model no other worker fed, and the tests a session did not run (stopped early, or a
+    ``--lf``/``--sw`` retry running only some) may be all that feed one. So partial data
+    is never gated, whether or not its coverage reaches the bars."""
+    reasons = list(data.stopped)
+    if data.missing_workers:
+        reasons.append(unsent_text(data.missing_workers))
+    if not reasons:
+        return None
+    shown = "the tests that ran" if data.stopped else "the data that arrived"
+    return f"{'; '.join(reasons)}; the coverage shown is from {shown}"
 
 
 @dataclass
