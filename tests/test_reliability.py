@@ -188,7 +188,7 @@ def test_a_session_that_exits_zero_before_its_tests_ran_does_not_pass_a_gate(pro
     assert result.ret == 1
     result.stdout.fnmatch_lines(
         [
-            "FAIL RNN coverage gate not applied: the session stopped before the tests ran*",
+            "FAIL RNN coverage gate not applied: the session stopped before the tests ran.",
             "ERROR pytest-rnncov: the gate was not applied (the session stopped early)*",
         ]
     )
@@ -1634,6 +1634,22 @@ def test_tests_xdist_never_ran_stop_the_session(pytester):
     assert done.returncode == 1, done.stdout + done.stderr
 
 
+def test_items_run_twice_under_one_id_are_a_whole_session(pytester):
+    """--keep-duplicates runs a file named twice: 4 items under 2 ids. The tests that ran
+    were counted by id and the items by number, so the session read as stopped after 2 of
+    4 tests and failed its gate."""
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_feed=TESTS)
+    result = pytester.runpytest(
+        "--keep-duplicates", "test_feed.py", "test_feed.py", "--rnn-coverage=0.01",
+        "--rnn-data=d.json",
+    )  # fmt: skip
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()[-3000:]
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(["Required RNN coverage of 1% reached."])
+    assert json.loads((pytester.path / "d.json").read_text())["stopped"] == []
+
+
 def test_a_worker_lost_after_its_tests_passed_fails_a_gate(pytester):
     """Every test passed; one worker died at its session's end, before its final
     checkpoint: its models may be missing from what arrived, so the gate is not decided
@@ -1954,6 +1970,8 @@ def test_a_gate_on_partial_data_is_never_decided(measured, partial, bar, reason)
     assert verdict.gate_passed is None  # not applied: neither passed nor failed
     assert verdict.lines() == [(f"FAIL RNN coverage gate not applied: {reason}.", "red")]
     assert verdict.to_json()["passed"] is False and verdict.to_json()["skipped_reason"] == reason
+    checks = verdict.to_json()["gate"]["checks"]  # a check of partial data decides nothing
+    assert checks and all(c["passed"] is None for c in checks)
     plain = evaluate(data, None)  # nothing asked for: nothing fails, the warning says it
     assert plain.passed is None and plain.lines()[0][1] == "yellow"
     whole = evaluate(CoverageData(models={"m": measured}), Bars.parse("0.01"))
@@ -2150,12 +2168,8 @@ def test_a_run_stopped_before_tracking_replaces_the_earlier_data_file(pytester):
     bars = Bars.parse("0.01")
     verdict = evaluate(data, bars)  # what report/combine decide on the file
     assert verdict.passed is False
-    assert verdict.lines() == [
-        (
-            f"FAIL RNN coverage gate not applied: {data.stopped[0]}; the coverage shown is "
-            "from the tests that ran.",
-            "red",
-        )
+    assert verdict.lines() == [  # nothing is shown: no "coverage shown is from" tail
+        (f"FAIL RNN coverage gate not applied: {data.stopped[0]}.", "red")
     ]
     # stopped while collecting, before the test loop began (Ctrl-C in a slow import)
     (pytester.path / "test_broken.py").unlink()
@@ -2338,6 +2352,11 @@ def test_an_output_path_where_no_file_can_be_made_is_refused_before_the_tests(
     for check in (paths.check_output_file, paths.check_output_dir):
         with pytest.raises(DataFileError, match="cannot write in '/proc'"):
             check(Path("/proc/rnncov-out.json"), "--rnn-data")
+    (tmp_path / "gone").symlink_to(tmp_path / "nowhere" / "dir")  # its folders would be made
+    for check in (paths.check_output_file, paths.check_output_dir):  # where the link points
+        with pytest.raises(DataFileError, match="/gone' is a symbolic link to nothing"):
+            check(tmp_path / "gone" / "sub" / "d.json", "--rnn-data")
+    (tmp_path / "gone").unlink()
     check = paths.check_output_file(tmp_path / "new" / "d.json", "--rnn-data")
     assert check == tmp_path / "new" / "d.json" and list(tmp_path.iterdir()) == []  # probe gone
     pytester.makeconftest(CONFTEST)
@@ -2351,7 +2370,7 @@ def test_an_output_path_where_no_file_can_be_made_is_refused_before_the_tests(
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(paths.tempfile, "mkstemp", full)
-    with pytest.raises(DataFileError, match="cannot write in .* [(]No space left on device[)]"):
+    with pytest.raises(DataFileError, match="cannot write in .* failed: No space left on device"):
         paths.check_output_file(tmp_path / "d.json", "--rnn-data")
 
 

@@ -40,6 +40,7 @@ def _explained(check: Callable[[Path, str], Path], path: Path, what: str) -> Pat
 
 
 def _check_output_file(path: Path, what: str) -> Path:
+    _refuse_broken_links(path.parent, what, path)
     if path.is_dir():
         raise DataFileError(f"{what} {str(path)!r} is a directory; give a file path")
     existing = _nearest_existing(path.parent)
@@ -56,14 +57,20 @@ def check_output_dir(path: Path, what: str) -> Path:
     return _explained(_check_output_dir, path, what)
 
 
-def _check_output_dir(path: Path, what: str) -> Path:
-    for link in (path, *path.parents):
+def _refuse_broken_links(folder: Path, what: str, path: Path) -> None:
+    """Refuse ``path`` when ``folder`` or a folder above it is a link to nothing: the
+    folders made for it would be made wherever the link points."""
+    for link in (folder, *folder.parents):
         if link.is_symlink() and not link.exists():
             at = "" if link == path else f": {str(link)!r}"
             raise DataFileError(
                 f"{what} {str(path)!r}{at} is a symbolic link to nothing (broken, or a "
                 "loop); give a directory path, or point the link at a directory"
             )
+
+
+def _check_output_dir(path: Path, what: str) -> Path:
+    _refuse_broken_links(path, what, path)
     if path.exists() and not path.is_dir():
         raise DataFileError(
             f"{what} {str(path)!r} exists and is not a directory; give a directory path"
@@ -85,7 +92,8 @@ def _probe(folder: Path, path: Path, what: str) -> None:
         handle, probe = tempfile.mkstemp(dir=folder, prefix=".rnncov-probe-")
     except OSError as exc:
         raise DataFileError(
-            f"{what} {str(path)!r}: cannot write in {str(folder)!r} ({exc.strerror or exc})"
+            f"{what} {str(path)!r}: cannot write in {str(folder)!r} (creating a file there "
+            f"failed: {exc.strerror or exc})"
         ) from None
     os.close(handle)
     try:

@@ -5,7 +5,7 @@ PyTorch, RDKit or NLTK: models are wrapped only when a test uses the ``rnncov`` 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Callable, Generator
+from typing import TYPE_CHECKING, Any, Callable, Generator, Sequence
 
 import pytest
 
@@ -93,6 +93,9 @@ class RNNCovPlugin:
         self._started: list[str] = []
         #: tests whose teardown ran (reported by workers too): an early stop names them
         self._finished: set[str] = set()
+        #: the ids of the tests collected (here, or by the xdist workers): an item run
+        #: twice under one id (--keep-duplicates) is one id, as it is one in ``_finished``
+        self._collected: set[str] = set()
         #: profile files the xdist workers' track() fitted and wrote
         self._worker_profiles: list[str] = []
         #: files or other collectors that failed to collect (--continue-on-collection-errors)
@@ -230,6 +233,13 @@ class RNNCovPlugin:
             pytest.fail(message, pytrace=False)
         return result
 
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self._collected.update(item.nodeid for item in session.items)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: Sequence[str]) -> None:
+        self._collected.update(ids)
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "???":  # xdist's report of the test a worker crashed in
             self._finished.add(report.nodeid)
@@ -273,7 +283,8 @@ class RNNCovPlugin:
                     self._worker_retry = self._worker_retry or retry or None
         if role.controller:
             applied, reason, why, partial = True, None, None, None
-            if stopped is not None and 0 < session.testscollected <= len(self._finished):
+            ran, collected = self._ran(session)
+            if stopped is not None and 0 < collected == ran:
                 stopped = None  # -x failing the last test: every test ran
             if (running_none := _running_no_test(session.config)) is not None:
                 applied, reason = False, running_none  # stopped or not, no test ran
@@ -283,7 +294,7 @@ class RNNCovPlugin:
                 why = _uncollected_reason(self._uncollected)
             elif session.testscollected == 0:
                 applied, reason = False, "no test was selected"
-            elif len(self._finished) < session.testscollected:  # xdist gave up on them
+            elif ran < collected:  # xdist gave up on them
                 why = self._unrun_reason(session)
             else:
                 partial = self._retry_reason() or self._worker_retry
@@ -314,16 +325,20 @@ class RNNCovPlugin:
                 )
         return None
 
+    def _ran(self, session: pytest.Session) -> tuple[int, int]:
+        """(tests that ran, tests collected), counted by id."""
+        if not self._collected:  # collected by a plugin that reports no ids
+            return min(len(self._finished), session.testscollected), session.testscollected
+        return len(self._collected & self._finished), len(self._collected)
+
     def _unrun_reason(self, session: pytest.Session) -> str:
         """Why the gate is not applied to a session whose loop ended with tests that never
         ran: xdist stops scheduling once too many workers crashed
         (``--max-worker-restart``) and says so in its summary."""
         said = getattr(self.config.pluginmanager.get_plugin("dsession"), "_summary_report", None)
         why = said if isinstance(said, str) and said else "the others never ran"
-        return (
-            f"the session stopped after {len(self._finished)} of {session.testscollected} "
-            f"tests ({why})"
-        )
+        ran, collected = self._ran(session)
+        return f"the session stopped after {ran} of {collected} tests ({why})"
 
     def _stopped_reason(self, session: pytest.Session, stopped: BaseException) -> str:
         """Why the gate is not applied to a session ``stopped`` early, and after what."""
@@ -333,10 +348,8 @@ class RNNCovPlugin:
             why = str(stopped) or "interrupted"
         else:
             why = f"{type(stopped).__name__}: {stopped}"
-        return (
-            f"the session stopped after {len(self._finished)} of {session.testscollected} "
-            f"tests ({why})"
-        )
+        ran, collected = self._ran(session)
+        return f"the session stopped after {ran} of {collected} tests ({why})"
 
     @pytest.hookimpl(optionalhook=True)  # xdist hooks: unknown where xdist is not installed
     def pytest_configure_node(self, node: Any) -> None:

@@ -40,7 +40,7 @@ class JsonReport:
                     ]
                 check = checks.get((name, key))
                 metric["threshold"] = None if check is None else check.bar
-                metric["pass"] = None if check is None else check.passed
+                metric["pass"] = None if check is None or not verdict.applied else check.passed
             summary = coverage_by_test(state)
             if summary is not None:
                 content["test_summary"] = {

@@ -47,7 +47,9 @@ class Check:
         rate = percent(self.rate, below=self.bar if not self.passed else None)
         return f"{name} {rate} ({self.covered}/{self.total}){bar}"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, decided: bool = True) -> dict[str, Any]:
+        """``decided``: whether the gate was applied (else ``passed`` is null: a check of
+        partial data decides nothing)."""
         return {
             "model": self.model,
             "metric": self.metric,
@@ -55,7 +57,7 @@ class Check:
             "rate": self.rate,
             "covered": self.covered,
             "total": self.total,
-            "passed": self.passed,
+            "passed": self.passed if decided else None,
             "model_tracked": self.model_tracked,
             "measurable": self.measurable,
         }
@@ -295,7 +297,7 @@ class Verdict:
                 "passed": self.gate_passed,
                 "no_model": self.no_model,
                 "message": self.gate_line(),
-                "checks": [c.to_json() for c in self.checks],
+                "checks": [c.to_json(self.applied) for c in self.checks],
             },
             "baseline": None
             if self.baseline is None
@@ -371,6 +373,8 @@ def partial_reason(data: CoverageData) -> str | None:
         reasons.append(unsent_text(data.missing_workers))
     if not reasons:
         return None
+    if not data.models:  # nothing is shown (a session stopped before its tests ran)
+        return "; ".join(reasons)
     shown = "the tests that ran" if data.stopped else "the data that arrived"
     return f"{'; '.join(reasons)}; the coverage shown is from {shown}"
 
