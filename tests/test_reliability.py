@@ -1650,6 +1650,39 @@ def test_items_run_twice_under_one_id_are_a_whole_session(pytester):
     assert json.loads((pytester.path / "d.json").read_text())["stopped"] == []
 
 
+COLLIDING_IDS = """
+import pytest
+from conftest import inputs
+
+
+def test_a(tiny):
+    tiny.predict(inputs(0, n=2))
+
+
+@pytest.mark.parametrize("b", [1, 2], ids=["y-z", "z"])
+@pytest.mark.parametrize("a", [1, 2], ids=["x", "x-y"])
+def test_d(a, b, tiny):  # (1, 1) and (2, 2) are both test_d[x-y-z]
+    tiny.predict(inputs(10 * a + b, n=2))
+    assert (a, b) != (2, 1)
+"""
+
+
+def test_an_early_stop_between_two_tests_of_one_id_is_a_stop(pytester):
+    """Stacked parametrize ids collide: two of the five tests are test_d[x-y-z]. -x stops
+    after the fourth, before the second of them: counted by id every test had run, so the
+    session was decided as whole and its data file passed `report`."""
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_ids=COLLIDING_IDS)
+    result = pytester.runpytest("-x", "--rnn-coverage=0.01", "--rnn-data=d.json")
+    result.assert_outcomes(passed=3, failed=1)
+    stopped = "the session stopped after 4 of 5 tests (stopping after 1 failures)"
+    assert json.loads((pytester.path / "d.json").read_text())["stopped"] == [stopped]
+    result.stdout.fnmatch_lines([f"FAIL RNN coverage gate not applied: {stopped}; *"])
+    whole = pytester.runpytest("--rnn-coverage=0.01", "--rnn-data=d.json")  # no -x: all ran
+    whole.assert_outcomes(passed=4, failed=1)
+    assert json.loads((pytester.path / "d.json").read_text())["stopped"] == []
+
+
 def test_a_worker_lost_after_its_tests_passed_fails_a_gate(pytester):
     """Every test passed; one worker died at its session's end, before its final
     checkpoint: its models may be missing from what arrived, so the gate is not decided

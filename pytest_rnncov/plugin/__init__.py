@@ -5,6 +5,7 @@ PyTorch, RDKit or NLTK: models are wrapped only when a test uses the ``rnncov`` 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import TYPE_CHECKING, Any, Callable, Generator, Sequence
 
 import pytest
@@ -91,11 +92,12 @@ class RNNCovPlugin:
         self._nodes: list[tuple[str, str | None]] = []
         #: every xdist worker that started: one that never finished is named as missing
         self._started: list[str] = []
-        #: tests whose teardown ran (reported by workers too): an early stop names them
-        self._finished: set[str] = set()
-        #: the ids of the tests collected (here, or by the xdist workers): an item run
-        #: twice under one id (--keep-duplicates) is one id, as it is one in ``_finished``
-        self._collected: set[str] = set()
+        #: how many times each test id's teardown ran (reported by workers too; a rerun
+        #: plugin runs one several times): an early stop names how many tests ran
+        self._finished: Counter[str] = Counter()
+        #: how many tests were collected under each id (here, or by each xdist worker):
+        #: two items may share one (--keep-duplicates, parametrize ids that collide)
+        self._collected: Counter[str] = Counter()
         #: profile files the xdist workers' track() fitted and wrote
         self._worker_profiles: list[str] = []
         #: files or other collectors that failed to collect (--continue-on-collection-errors)
@@ -234,17 +236,17 @@ class RNNCovPlugin:
         return result
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        self._collected.update(item.nodeid for item in session.items)
+        self._collected = Counter(item.nodeid for item in session.items)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: Sequence[str]) -> None:
-        self._collected.update(ids)
+        self._collected = Counter(ids)  # every worker collects the same tests
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "???":  # xdist's report of the test a worker crashed in
-            self._finished.add(report.nodeid)
+            self._finished[report.nodeid] += 1
         elif report.when == "teardown":
-            self._finished.add(report.nodeid)  # a rerun (pytest-rerunfailures) counts once
+            self._finished[report.nodeid] += 1
             if self._checkpoint is not None and self._engine is not None:
                 self._checkpoint.after_test(self._engine, report.nodeid)
 
@@ -326,10 +328,12 @@ class RNNCovPlugin:
         return None
 
     def _ran(self, session: pytest.Session) -> tuple[int, int]:
-        """(tests that ran, tests collected), counted by id."""
+        """(tests that ran, tests collected): under each id, as many as were collected at
+        most (a test a rerun plugin ran three times ran once)."""
         if not self._collected:  # collected by a plugin that reports no ids
             return min(len(self._finished), session.testscollected), session.testscollected
-        return len(self._collected & self._finished), len(self._collected)
+        ran = sum(min(self._finished[i], n) for i, n in self._collected.items())
+        return ran, sum(self._collected.values())
 
     def _unrun_reason(self, session: pytest.Session) -> str:
         """Why the gate is not applied to a session whose loop ended with tests that never
