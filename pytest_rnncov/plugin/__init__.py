@@ -243,12 +243,10 @@ class RNNCovPlugin:
         self._collected = Counter(ids)  # every worker collects the same tests
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.when == "???":  # xdist's report of the test a worker crashed in
+        if report.when in ("teardown", "???"):  # "???": xdist's of a test a worker crashed in
             self._finished[report.nodeid] += 1
-        elif report.when == "teardown":
-            self._finished[report.nodeid] += 1
-            if self._checkpoint is not None and self._engine is not None:
-                self._checkpoint.after_test(self._engine, report.nodeid)
+        if report.when == "teardown" and self._checkpoint is not None and self._engine is not None:
+            self._checkpoint.after_test(self._engine, report.nodeid)
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:  # its tests never run: the coverage is from the others
@@ -340,9 +338,9 @@ class RNNCovPlugin:
         ran: xdist stops scheduling once too many workers crashed
         (``--max-worker-restart``) and says so in its summary."""
         said = getattr(self.config.pluginmanager.get_plugin("dsession"), "_summary_report", None)
-        why = said if isinstance(said, str) and said else "the others never ran"
-        ran, collected = self._ran(session)
-        return f"the session stopped after {ran} of {collected} tests ({why})"
+        return self._stopped_after(
+            session, said if isinstance(said, str) and said else "the others never ran"
+        )
 
     def _stopped_reason(self, session: pytest.Session, stopped: BaseException) -> str:
         """Why the gate is not applied to a session ``stopped`` early, and after what."""
@@ -352,6 +350,10 @@ class RNNCovPlugin:
             why = str(stopped) or "interrupted"
         else:
             why = f"{type(stopped).__name__}: {stopped}"
+        return self._stopped_after(session, why)
+
+    def _stopped_after(self, session: pytest.Session, why: str) -> str:
+        """How every stop is named: "the session stopped after N of M tests (why)"."""
         ran, collected = self._ran(session)
         return f"the session stopped after {ran} of {collected} tests ({why})"
 
