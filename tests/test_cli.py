@@ -114,7 +114,7 @@ def test_an_empty_metric_list_is_refused_not_read_as_the_default(runs):
     for command in (("report", "whole.json"), ("combine", "a.json", "b.json", "--out", "c.json")):
         done = cli(*command, "--rnn-metrics", "", "--rnn-coverage=0.01", cwd=runs)
         assert done.returncode == 4, done.stdout
-        assert "unknown metric ''; choose from BC," in done.stderr
+        assert "metrics '' names no metric; give e.g. BC,SC,TC" in done.stderr
     assert not (runs / "c.json").exists()  # refused before anything was written
     one = cli("combine", "a.json", "--out", "one.json", cwd=runs)
     assert "combined data of 1 run written to one.json" in one.stdout

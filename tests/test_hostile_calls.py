@@ -24,7 +24,7 @@ from pytest_rnncov import (
     RNNModel,
 )
 from pytest_rnncov.config.bars import Bars
-from pytest_rnncov.config.values import parse_seed
+from pytest_rnncov.config.values import parse_metrics, parse_seed
 from pytest_rnncov.generation.encoders import CharEncoder, WordEncoder
 from pytest_rnncov.generation.mutators import Mutator, checked_mutate
 from pytest_rnncov.generation.series import TimeSeriesMutator
@@ -200,3 +200,25 @@ def test_a_framework_error_is_one_line_cut_with_an_ellipsis():
     assert cut.endswith("x" * 399 + "…") and "x" * 400 not in cut
     whole = str(model_error_from(ValueError("y" * 400), "running m"))
     assert whole.endswith(": " + "y" * 400)
+
+
+@pytest.mark.parametrize("text", ["BC,,SC", "BC,SC,", ",BC"])
+def test_a_metric_list_with_an_empty_entry_is_refused(text):
+    """--rnn-metrics=BC,,SC read as BC,SC: a typo that may have lost a metric went unsaid."""
+    with pytest.raises(InvalidArgument, match=f"metrics '{text}' has an empty entry; separate"):
+        parse_metrics(text)
+    with pytest.raises(InvalidArgument, match="names no metric; give e.g. BC,SC,TC"):
+        parse_metrics(" , ")
+    assert parse_metrics(" bc, Sc ") == ("BC", "SC")
+
+
+def test_a_whole_number_bar_is_named_as_written():
+    """Bars.parse(90) said "coverage bar '90.0'", a number the user never wrote."""
+    with pytest.raises(InvalidArgument, match=r"coverage bar '90': 90 is not a fraction .*0\.9"):
+        Bars.parse(90)
+    with pytest.raises(
+        InvalidArgument, match=r"coverage bar 1000000\d*\.\.\. is not a fraction in"
+    ):
+        Bars.parse(10**400)  # float(10**400) raised a bare OverflowError
+    assert [b.value for b in Bars.parse(1).entries] == [1.0]
+    assert [b.value for b in Bars.parse(np.float64(0.5)).entries] == [0.5]

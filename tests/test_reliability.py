@@ -2197,7 +2197,9 @@ def test_a_run_stopped_before_tracking_replaces_the_earlier_data_file(pytester):
     retry.stdout.fnmatch_lines(["RNN coverage data (partial: marked so) written to d.json"])
     data = CoverageData.load(pytester.path / "d.json")
     assert not data.models and not data.complete
-    assert data.stopped == ["the session stopped after 0 of 0 tests (1 error during collection)"]
+    assert data.stopped == [  # it said "after 0 of 0 tests"
+        "the session stopped before any test was collected (1 error during collection)"
+    ]
     bars = Bars.parse("0.01")
     verdict = evaluate(data, bars)  # what report/combine decide on the file
     assert verdict.passed is False

@@ -308,13 +308,23 @@ def test_bad_metric(tiny):
 def test_no_model_named(tiny):
     print("the body ran")
     tiny.predict(inputs(5, n=3))
+
+
+@pytest.mark.rnn_coverage(min=90)
+def test_a_percentage(tiny):
+    tiny.predict(inputs(5, n=3))
+
+
+@pytest.mark.rnn_coverage(min=0.5, metrics="BC,,TC")
+def test_an_empty_metric(tiny):
+    tiny.predict(inputs(5, n=3))
 """
 
 
 def test_marker_keywords_of_every_type(project):
     project.makepyfile(test_markers=MARKERS)
     result = project.runpytest("test_markers.py")
-    result.assert_outcomes(passed=1, failed=4)
+    result.assert_outcomes(passed=1, failed=6)
     result.stdout.fnmatch_lines(
         [
             "*RNN coverage of the inputs this test fed is below its bars (BC:0,TC:1):",
@@ -326,6 +336,13 @@ def test_marker_keywords_of_every_type(project):
     )
     result.stdout.fnmatch_lines(["*rnn_coverage marker: unknown metric ZZ*"])
     result.stdout.fnmatch_lines(["*rnn_coverage marker: model=[] names no model; name a*"])
+    result.stdout.fnmatch_lines(  # it read '90.0', a number no one wrote
+        [
+            "*rnn_coverage marker: coverage bar '90': 90 is not a fraction in [[]0, 1]; "
+            "for 90% use 0.9"
+        ]
+    )
+    result.stdout.fnmatch_lines(["*rnn_coverage marker: metrics='BC,,TC' has an empty entry*"])
     assert "the body ran" not in result.stdout.str()  # a wrong marker fails before it runs
     assert "During handling" not in result.stdout.str()  # the message once, not chained
 

@@ -10,7 +10,7 @@ from typing import Any, Sequence
 
 from ..core.names import DEFAULT_METRICS, METRIC_NAMES
 from ..errors import InvalidArgument
-from ..validation import check_ascii_number, fraction_problem
+from ..validation import check_ascii_number, fraction_problem, shown
 
 
 def percent(rate: float, below: float | None = None) -> str:
@@ -81,7 +81,9 @@ def parse_bars(text: Any) -> tuple[Bar, ...]:
     """Bars as written: ``0.9``, ``BC:0.9,TC:0.4``, ``mnist:TC:0.4`` or ``mnist:*:0.8``
     (a number is taken as a plain bar); each wrong entry is refused by name."""
     if isinstance(text, (int, float)) and not isinstance(text, bool):
-        text = repr(float(text))
+        if isinstance(text, int) and abs(text) >= 2**53:
+            raise InvalidArgument(f"coverage bar {shown(text)} is not a fraction in [0, 1]")
+        text = str(text) if isinstance(text, int) else repr(float(text))
     if not isinstance(text, str) or not text.strip():
         raise InvalidArgument(f"coverage bar {text!r}: give e.g. 0.9 or BC:0.9,TC:0.4")
     entries: list[Bar] = []

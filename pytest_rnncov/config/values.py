@@ -15,12 +15,17 @@ MAX_SEED = 2**63 - 1
 
 def parse_metrics(value: str) -> tuple[str, ...]:
     """Comma-separated metric names, e.g. ``BC,SC,TC`` (case-insensitive, each once)."""
-    names = tuple(v.strip().upper() for v in value.split(",") if v.strip())
-    unknown = [n for n in names if n not in METRIC_NAMES]
-    if unknown or not names:
+    names = tuple(v.strip().upper() for v in value.split(","))
+    if "" in names and any(names):
         raise InvalidArgument(
-            f"unknown metric {', '.join(unknown) or repr(value)}; choose from "
-            f"{','.join(METRIC_NAMES)}"
+            f"metrics {value!r} has an empty entry; separate names by single commas, e.g. BC,SC,TC"
+        )
+    if not any(names):
+        raise InvalidArgument(f"metrics {value!r} names no metric; give e.g. BC,SC,TC")
+    unknown = [n for n in names if n not in METRIC_NAMES]
+    if unknown:
+        raise InvalidArgument(
+            f"unknown metric {', '.join(unknown)}; choose from {','.join(METRIC_NAMES)}"
         )
     return tuple(dict.fromkeys(names))
 

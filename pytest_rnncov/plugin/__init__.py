@@ -353,8 +353,11 @@ class RNNCovPlugin:
         return self._stopped_after(session, why)
 
     def _stopped_after(self, session: pytest.Session, why: str) -> str:
-        """How every stop is named: "the session stopped after N of M tests (why)"."""
+        """How every stop is named: "the session stopped after N of M tests (why)", or
+        "before any test was collected (why)"."""
         ran, collected = self._ran(session)
+        if not collected:
+            return f"the session stopped before any test was collected ({why})"
         return f"the session stopped after {ran} of {collected} tests ({why})"
 
     @pytest.hookimpl(optionalhook=True)  # xdist hooks: unknown where xdist is not installed

@@ -21,7 +21,12 @@ KEYWORDS = ("min", "metrics", "model")
 def _names(value: Any, what: str) -> list[str]:
     """A list of names from a list or a comma-separated string."""
     if isinstance(value, str):
-        return [v.strip() for v in value.split(",") if v.strip()]
+        names = [v.strip() for v in value.split(",")]
+        if "" in names and any(names):
+            raise InvalidArgument(
+                f"{what}={value!r} has an empty entry; separate names by single commas"
+            )
+        return [n for n in names if n]
     if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
         return list(value)
     raise InvalidArgument(
@@ -56,7 +61,13 @@ def marker_bars(marker: pytest.Mark, settings: Settings) -> tuple[Bars, list[str
                     f"min={required!r}; pass a fraction such as 0.8 or bars such as 'BC:0.9,TC:0.4'"
                 )
             try:
-                text = required if isinstance(required, str) else repr(float(required))
+                text = (
+                    required
+                    if isinstance(required, str)
+                    else str(int(required))
+                    if isinstance(required, numbers.Integral) and abs(int(required)) < 2**53
+                    else repr(float(required))
+                )
             except OverflowError:
                 raise InvalidArgument(
                     f"min={shown(required)} is not a fraction in [0, 1]"
