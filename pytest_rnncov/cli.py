@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterator, NoReturn, Sequence
 
 from .errors import RNNCovError, RNNCovWarning
 from .files import Terminated, terminate_as_interrupt
-from .validation import printable
+from .validation import printable, shown
 
 INTERRUPTED = 2
 USAGE_ERROR = 4
@@ -53,6 +53,15 @@ def _metrics(value: str) -> tuple[str, ...]:
         return parse_metrics(value)
     except RNNCovError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _whole(value: str) -> int:
+    """A whole-number option in ASCII digits (``int()`` also reads ``'٣'`` and ``'1_0'``)."""
+    if not (value.strip().isascii() and value.strip().isdigit()):
+        raise argparse.ArgumentTypeError(
+            f"{shown(value)} is not a whole number; write it in ASCII digits, e.g. 256"
+        )
+    return int(value)
 
 
 def _parser() -> _Parser:
@@ -94,13 +103,13 @@ def _parser() -> _Parser:
     fit.add_argument("--output", default=None, help="the output a multi-output model predicts")
     fit.add_argument(
         "--batch-size",
-        type=int,
+        type=_whole,
         default=None,
         help="inputs per model call (1 for an ONNX model exported for batches of one)",
     )
     fit.add_argument("--window", default=None, help="T1,T2: steps of interest, inclusive")
-    fit.add_argument("--state-components", type=int, default=5)
-    fit.add_argument("--state-intervals", type=int, default=10)
+    fit.add_argument("--state-components", type=_whole, default=5)
+    fit.add_argument("--state-intervals", type=_whole, default=10)
     fit.add_argument(
         "--unsafe-load",
         action="store_true",
@@ -378,6 +387,10 @@ def _model_file(args: argparse.Namespace) -> Path | None:
     from .adapters.loading import MODEL_SUFFIXES, model_path
     from .errors import InvalidArgument
 
+    if not args.model.strip():  # Path("") is the current folder, which exists
+        raise InvalidArgument(
+            "MODEL '': give a model file (.keras, .h5, .onnx) or a PyTorch factory module:function"
+        )
     path = Path(args.model)
     if path.suffix.lower() in MODEL_SUFFIXES or path.exists():
         if args.weights is not None:
@@ -785,7 +798,9 @@ def _verdict(args: argparse.Namespace, data: Any, errors: list[str]) -> Any:
     tolerance = parse_fraction("0" if args.tolerance is None else args.tolerance, "--tolerance")
     baseline = None
     if args.baseline is not None:
-        baseline = excluded_baseline(load_baseline(Path(args.baseline)), _exclusions(args))
+        baseline = excluded_baseline(
+            load_baseline(_baseline_file(args.baseline)), _exclusions(args)
+        )
 
     gate = DEFAULT_METRICS if args.rnn_metrics is None else args.rnn_metrics
     bars = None
@@ -800,11 +815,26 @@ def _verdict(args: argparse.Namespace, data: Any, errors: list[str]) -> Any:
     )
 
 
+def _baseline_file(given: str) -> Path:
+    """``--baseline``'s file: a path. A name that ``--rnn-save=NAME`` saved as
+    ``.rnncov/NAME.json`` is refused with that path (it read "no coverage baseline at
+    'NAME'; create it with --rnn-save", which the user had done)."""
+    from .errors import InvalidArgument
+
+    saved = Path(".rnncov") / f"{given}.json"
+    if not Path(given).exists() and saved.is_file():
+        raise InvalidArgument(
+            f"--baseline {given!r}: no such file; the baseline --rnn-save={given} saved is "
+            f"{str(saved)!r}: pass that path"
+        )
+    return Path(given)
+
+
 def _exclusions(args: argparse.Namespace) -> list[Any]:
     """The ``--rnn-exclude`` options, parsed, each once."""
-    from .core.exclusions import parse_exclusion
+    from .core.exclusions import parse_exclusion, unique_exclusions
 
-    return list(dict.fromkeys(parse_exclusion(text) for text in args.rnn_exclude or ()))
+    return unique_exclusions(parse_exclusion(text) for text in args.rnn_exclude or ())
 
 
 def _excluded(args: argparse.Namespace, data: Any) -> tuple[Any, list[str]]:
@@ -907,7 +937,7 @@ def _compare(args: argparse.Namespace) -> int:
     tolerance = parse_fraction(args.tolerance, "--tolerance")
     exclusions = _exclusions(args)  # refused before any file is read
     check_distinct([], _data_inputs(args))
-    baseline = excluded_baseline(load_baseline(Path(args.baseline)), exclusions)
+    baseline = excluded_baseline(load_baseline(_baseline_file(args.baseline)), exclusions)
     data, errors = _excluded(args, _combined(args.data))
     verdict = evaluate(
         data,

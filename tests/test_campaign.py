@@ -413,6 +413,39 @@ def test_a_loop_over_iterate_that_ends_early_marks_the_campaign_interrupted(ramp
         pass
     assert not whole.finish().interrupted and whole.result.test_cases == 200
     assert "interrupted" not in campaign_notes([whole.result.summary("ramp").to_json()])[0]
+    resumed = campaign()  # the generator held after finish() went on, its finds not counted
+    steps = resumed.iterate()
+    for number, _ in enumerate(steps):
+        if number == 1:
+            break
+    result = resumed.finish()
+    with pytest.raises(InvalidArgument, match=r"this campaign was finished \(finish\(\) ran\)"):
+        next(steps)
+    assert resumed.generated == result.test_cases == 10
+
+
+def test_a_listener_that_interrupts_keeps_the_growth_curve_with_the_counts(
+    stacked_model, seq_inputs
+):
+    """The growth point of a batch came after its on_adversarial calls: a listener's
+    Ctrl-C left the curve one batch short of the result's counts."""
+    rnn = RNNModel(stacked_model, "lstm_b")
+    profile = Profile().fit(rnn, seq_inputs)
+
+    class Interrupt:
+        def on_adversarial(self, campaign, sample):
+            raise KeyboardInterrupt
+
+    campaign = Campaign(
+        rnn, seq_inputs[:6], GaussianMutator(variance=(0.5, 1.0), clip=None), Oracle(),
+        profile=profile,
+        budget=400, batch_size=20, listeners=[Interrupt()],
+    )  # fmt: skip
+    with pytest.raises(KeyboardInterrupt):
+        campaign.run()
+    result = campaign.result
+    assert result.adversarial >= 1
+    assert result.growth[-1]["test_cases"] == result.test_cases
 
 
 def test_bad_campaigns(ramp, tmp_path):

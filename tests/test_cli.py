@@ -324,6 +324,28 @@ def test_show_says_what_data_is_partial_as_report_does(runs, tmp_path):
             ["profile", "fit", "a.json", "--x-train", "a.json", "--out", "p.json"],
             "cannot load 'a.json': expected a .keras, .h5 or .onnx file",
         ),
+        # it said "each run's data counts once", and '' read as the current folder
+        (
+            ["profile", "fit", "m:f", "--weights", "a.json", "--x-train", "a.json", "--out", "p"],
+            "is given twice (also as --weights); each needs its own file",
+        ),
+        (
+            ["profile", "fit", "", "--weights", "a.json", "--x-train", "b.json", "--out", "p"],
+            "MODEL '': give a model file (.keras, .h5, .onnx) or a PyTorch factory",
+        ),
+        *(  # int() read them: 10 and 3
+            (
+                ["profile", "fit", "m:f", "--x-train", "a.json", "--out", "p", option, value],
+                f"argument {option}: {value!r} is not a whole number; write it in ASCII digits",
+            )
+            for option, value in [("--batch-size", "1_0"), ("--state-intervals", "\u0663")]
+        ),
+        # a name --rnn-save saved: "no coverage baseline at 'base'; create it with --rnn-save"
+        (
+            ["compare", "a.json", "--baseline", "base"],
+            "--baseline 'base': no such file; the baseline --rnn-save=base saved is "
+            "'.rnncov/base.json': pass that path",
+        ),
     ],
 )
 def test_usage_errors_exit_4_and_say_why(runs, args, message):
@@ -334,6 +356,8 @@ def test_usage_errors_exit_4_and_say_why(runs, args, message):
     (runs / "kind-summary.json").write_text('{"format": "pytest-rnncov-campaign"}')  # no show
     (runs / "kind-html.json").write_text('{"format": "html"}')  # a kind, but no JSON one
     (runs / "kind-data.json").write_bytes((runs / "a.json").read_bytes())
+    (runs / ".rnncov").mkdir(exist_ok=True)
+    (runs / ".rnncov" / "base.json").write_bytes((runs / "base.json").read_bytes())
     done = cli(*args, cwd=runs)
     assert done.returncode == 4, done.stdout + done.stderr
     assert message in done.stderr

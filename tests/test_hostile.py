@@ -858,7 +858,8 @@ def test_a_huge_radius_moves_nothing_and_warns_nothing():
 def test_a_campaign_runs_once_and_its_result_keeps_its_growth(torch_model):
     """A second run() re-evaluated the seeds (counted again), and an interrupted
     campaign's second run still said interrupted: it is refused now. A result from
-    finish() mid-run kept the campaign's own growth list, which grew after it."""
+    finish() mid-run kept the campaign's own growth list, which grew after it (resuming
+    the steps after finish() is refused now: what they found reached no result)."""
     from pytest_rnncov import Campaign
 
     rnn, profile, x = torch_model
@@ -882,9 +883,9 @@ def test_a_campaign_runs_once_and_its_result_keeps_its_growth(torch_model):
         next(it)
     early = steps.finish()
     points = [dict(point) for point in early.growth]
-    for _ in it:
-        pass
-    assert early.growth == points and len(steps.growth) > len(points)
+    with pytest.raises(InvalidArgument, match=r"this campaign was finished \(finish\(\) ran\)"):
+        next(it)
+    assert early.growth == points == steps.growth
     with pytest.raises(InvalidArgument, match=r"batch_size=65537 must be an integer <= 65536"):
         Campaign(rnn, x[:4], GaussianMutator(), Oracle(), profile=profile, batch_size=65537)
 

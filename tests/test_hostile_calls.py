@@ -222,3 +222,90 @@ def test_a_whole_number_bar_is_named_as_written():
         Bars.parse(10**400)  # float(10**400) raised a bare OverflowError
     assert [b.value for b in Bars.parse(1).entries] == [1.0]
     assert [b.value for b in Bars.parse(np.float64(0.5)).entries] == [0.5]
+
+
+def test_an_output_index_on_a_model_of_one_tensor_is_refused():
+    """output=7 on a module returning one tensor was accepted and ignored."""
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.rnn = nn.GRU(3, 4, batch_first=True)
+
+        def forward(self, x):
+            return self.rnn(x)[0][:, -1]
+
+    x = np.random.default_rng(0).normal(size=(2, 5, 3)).astype(np.float32)
+    with pytest.raises(
+        InvalidArgument, match=r"output=7; model .* returns one tensor, not a tuple"
+    ):
+        RNNModel(Net(), output=7).predict(x)
+    assert RNNModel(Net(), output=0).predict(x).shape == (2, 4)
+
+
+def test_an_adapter_refuses_to_hand_back_what_its_model_overflowed_to():
+    """predict, run and trace gave NaN for finite inputs on which the layer overflowed;
+    an arg-max then read NaN rows as class 0."""
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.rnn = nn.RNN(3, 4, batch_first=True, nonlinearity="relu")
+            self.head = nn.Linear(4, 2)
+
+        def forward(self, x):
+            return self.head(self.rnn(x)[0][:, -1])
+
+    net = Net()
+    with torch.no_grad():
+        net.rnn.weight_hh_l0.fill_(10.0)
+        net.rnn.weight_ih_l0.fill_(1.0)
+    rnn = RNNModel(net)
+    x = np.zeros((3, 6, 3), np.float32)
+    x[1] = 1e35  # finite, within float32's range
+    for call, what in [
+        (rnn.predict, "the model's outputs"),
+        (rnn.run, "the model's outputs"),
+        (rnn.trace, "the layer's states h"),
+    ]:
+        with pytest.raises(InvalidInput, match=f"{what} hold NaN or inf for the inputs in rows"):
+            call(x)
+    assert np.isfinite(rnn.predict(x[[0, 2]])).all()
+
+
+@pytest.mark.parametrize("where", ["seeds", "outputs"])
+def test_the_oracle_and_the_gaussian_mutator_read_tensors_as_the_model_does(where):
+    """A tensor that requires grad raised torch's bare RuntimeError; masked values were
+    read and complex seeds lost their imaginary part with a ComplexWarning."""
+    rng = np.random.default_rng(0)
+    seeds = rng.normal(size=(8, 5, 3)).astype(np.float32)
+    outputs = rng.normal(size=(8, 2)).astype(np.float32)
+    plain = Oracle.calibrate(seeds, outputs).radius
+    if where == "seeds":
+        graded = Oracle.calibrate(torch.from_numpy(seeds).requires_grad_(), outputs)
+        assert GaussianMutator.from_seeds(torch.from_numpy(seeds).requires_grad_()).variance == (
+            GaussianMutator.from_seeds(seeds).variance
+        )
+    else:
+        graded = Oracle.calibrate(seeds, torch.from_numpy(outputs).requires_grad_())
+    assert graded.radius == plain
+    masked = np.ma.masked_array(seeds, mask=seeds > 1)
+    with pytest.raises(InvalidInput, match="masked array with .* masked values"):
+        if where == "seeds":
+            Oracle.calibrate(masked, outputs)
+        else:
+            Oracle.calibrate(seeds, np.ma.masked_array(outputs, mask=outputs > 1))
+    with pytest.raises(InvalidInput, match="masked array with .* masked values"):
+        GaussianMutator.from_seeds(masked)
+    with pytest.raises(InvalidInput, match="dtype complex64"):
+        if where == "seeds":
+            Oracle.calibrate(seeds.astype(np.complex64), outputs)
+        else:
+            GaussianMutator.from_seeds(seeds.astype(np.complex64))
+
+
+def test_a_spread_too_large_for_a_variance_is_refused_by_name():
+    """(1e200 * scale) ** 2 raised a bare OverflowError before the check that names it."""
+    seeds = np.random.default_rng(0).normal(size=(8, 5, 3))
+    with pytest.raises(InvalidInput, match=r"spread up to 1e\+201 of the seeds' spread .* lower"):
+        GaussianMutator.from_seeds(seeds, spread=(1e200, 1e201))

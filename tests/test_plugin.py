@@ -254,7 +254,7 @@ def test_ini_options(project):
 @pytest.mark.parametrize(
     ("key", "message"),
     [
-        ("rnn_seed", "*rnn_seed = [[]1, 2]: '[[]1, 2]' is not an integer seed"),
+        ("rnn_seed", "*rnn_seed = [[]1, 2]: '[[]1, 2]' is not an integer seed; write a whole*"),
         ("rnn_data", "*rnn_data = [[]1, 2]: give one file path*"),
         ("rnn_compare_tolerance", "*rnn_compare_tolerance = [[]1, 2]: * is not a number*"),
         ("rnn_context", "*rnn_context = [[]1, 2]: the one context is test*"),
@@ -295,7 +295,58 @@ def test_native_toml_table_takes_numbers_and_lists_as_documented(project):
     project.makepyprojecttoml("[tool.pytest]\nrnn_seed = 1.5\n")
     result = project.runpytest()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*'rnn_seed' expects one of int | string, got float: 1.5*"])
+    result.stderr.fnmatch_lines(["*'rnn_seed' expects one of string | int, got float: 1.5*"])
+
+
+@pytest.mark.parametrize(
+    ("ini", "message"),
+    [  # pytest 9.2 read number keys with int()/float() first: 0_1 was a tolerance of 1.0
+        ("rnn_compare_tolerance = 0_1", "*rnn_compare_tolerance = '0_1': '0_1' holds '_'*"),
+        ("rnn_seed = 1_000", "*rnn_seed = '1_000': seed '1_000' holds '_'*"),
+        ("rnn_seed = \u0663", "*rnn_seed = '\u0663': seed '\u0663' holds non-ASCII characters*"),
+        # the path lost its separator and a file took the folder's name
+        ("rnn_data = sub/", "*--rnn-data '*sub/' ends in a separator (a folder); give a file*"),
+        ("rnn_report = json:rep/", "*json: '*rep/' ends in a separator (a folder)*"),
+        # shlex's words: "No closing quotation" named neither key nor value
+        ('rnn_coverage = "0.1', "*ini option rnn_coverage: No closing quotation; close each*"),
+        ("rnn_coverage = *:TC:0.1", "*'*:TC:0.1': '[*]' is not a model; for every model write*"),
+        (
+            "rnn_exclude =\n    tiny:BC:t=1 = one\n    tiny:BC:t=1 = two",
+            "*tiny:BC:t=1 is excluded twice (reasons 'one' and 'two'); keep one",
+        ),
+    ],
+)
+def test_ini_values_are_read_by_the_options_rules(project, ini, message):
+    project.makeini(f"[pytest]\n{ini}\n")
+    result = project.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    result.stderr.fnmatch_lines([message])
+    assert not (project.path / "sub").exists() and not (project.path / "rep").exists()
+
+
+def test_ini_bars_may_space_around_their_colons(project):
+    """pytest splits an ini string at spaces: 'BC: 0.5' read as the bars 'BC:' and '0.5'."""
+    project.makeini("[pytest]\nrnn_coverage = BC: 0.01 TC :0.01\n")
+    result = project.runpytest()
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(["rnncov: gate BC:0.01,TC:0.01, seed 0"])
+
+
+@pytest.mark.parametrize("value", ["99999999999999999999", "\u0662", "x", "-1"])
+def test_a_wrong_blas_thread_count_is_a_usage_error(project, monkeypatch, value):
+    """A huge count raised a bare ctypes OverflowError in every test; Unicode digits passed."""
+    monkeypatch.setenv("RNNCOV_BLAS_THREADS", value)
+    result = project.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*RNNCOV_BLAS_THREADS=*; use a number of threads from 0 to 1024*"])
+
+
+def test_no_rnn_refuses_a_wrong_ini_seed_once(project):
+    """Under --no-rnn a wrong rnn_seed was a traceback in every test (exit 1)."""
+    project.makeini("[pytest]\nrnn_seed = abc\n")
+    result = project.runpytest("--no-rnn")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*ini option rnn_seed = 'abc': 'abc' is not an integer seed*"])
 
 
 @pytest.mark.parametrize(
@@ -315,7 +366,13 @@ def test_native_toml_table_takes_numbers_and_lists_as_documented(project):
         (["--rnn-compare-tolerance=0.1"], "*compares nothing without --rnn-compare=NAME*"),
         (["--rnn-metrics=BC,XX"], "*--rnn-metrics: unknown metric XX; choose from BC,SC,TC*"),
         (["--rnn-report=xml"], "*unknown report type 'xml'*"),
-        (["--rnn-seed=x"], "*'x' is not an integer seed*"),
+        (["--rnn-seed=x"], "*'x' is not an integer seed; write a whole number, e.g. 0"),
+        (["--rnn-coverage=*:*:0.5"], "*'[*]' is not a model; for every model write 0.5"),
+        (["--rnn-exclude=*:BC:t=1 = r"], "*'[*]' is not a model; an exclusion names the model*"),
+        (
+            ["--rnn-exclude=tiny:BC:t=1 = a", "--rnn-exclude=tiny:BC:t=1 = b"],
+            "*tiny:BC:t=1 is excluded twice (reasons 'a' and 'b'); keep one",
+        ),
         (["--rnn-data="], "*--rnn-data='': give a file path*"),
         (
             ["--rnn-report=json:r.json", "--rnn-data=r.json"],

@@ -255,6 +255,9 @@ def test_models_that_keep_their_rows_in_order_in_other_ways_are_traced():
     def normalises(self, x):  # zero padding steps become NaN: NaN rows are rows all the same
         return self.rnn(x / x.norm(dim=-1, keepdim=True))[0][:, -1]
 
+    def normalises_steps(self, x):  # as above, the padding steps' NaN then set to 0
+        return self.rnn(torch.nan_to_num(x / x.norm(dim=-1, keepdim=True)))[0][:, -1]
+
     def trims_left_with_positions(self, x):  # positions 0..L-1 over the kept steps
         kept = x[:, x.shape[1] - longest(x) :]
         return self.rnn(kept + torch.arange(kept.shape[1])[None, :, None] / 10)[0][:, -1]
@@ -265,7 +268,7 @@ def test_models_that_keep_their_rows_in_order_in_other_ways_are_traced():
         (trims, right),
         (trims_left, right[:, ::-1].copy()),
         (pads_rows, padded([6] * 8, seed=2)),
-        (normalises, right),
+        (normalises_steps, right),
         # the batch's longest input is not among its first 32: the probes take it first
         (trims_left_with_positions, padded([3, 2] * 20 + [6])[:, ::-1].copy()),
     ):
@@ -277,6 +280,10 @@ def test_models_that_keep_their_rows_in_order_in_other_ways_are_traced():
             model(torch.from_numpy(x))
         own = seen[0][: len(x)].numpy()  # pads_rows: the inputs' rows come first
         np.testing.assert_allclose(trace.h, own, atol=H_TOL, rtol=0)
+    # the order checks pass it; its states at the padding steps are NaN, which the trace
+    # refuses (a metric would too) rather than hand back
+    with pytest.raises(InvalidInput, match=r"states z hold NaN or inf for the inputs in rows"):
+        RNNModel(GRUWith(normalises)).trace(right)
 
 
 def test_a_reordering_model_is_caught_whatever_orders_it_refuses():

@@ -486,3 +486,78 @@ def test_a_rate_that_failed_its_bar_reads_below_it_in_every_report():
     verdict = evaluate(passed, Bars.parse("BC:0.9"))
     assert verdict.passed is True
     assert "92% (44/48)" in "\n".join(coverage_lines(passed, verdict=verdict))
+
+
+STACKED = """
+import pytest
+from conftest import inputs
+
+
+@pytest.mark.rnn_coverage(model="tiny")
+def test_a_session_bar_for_another_model_is_not_this_markers(tiny, small):
+    tiny.predict(inputs(1, n=3))
+
+
+@pytest.mark.rnn_coverage(model="small", min=1.0)
+@pytest.mark.rnn_coverage(model="tiny", min=0.0)
+def test_stacked_markers_all_apply(tiny, small):
+    tiny.predict(inputs(1, n=3))
+    small.predict(inputs(2, n=2))
+
+
+@pytest.mark.rnn_coverage(model="small", min=1.0)
+class TestOnAClass:
+    @pytest.mark.rnn_coverage(model="tiny", min=0.0)
+    def test_the_class_marker_applies_to_its_model(self, tiny, small):
+        tiny.predict(inputs(1, n=3))
+        small.predict(inputs(2, n=2))
+
+    @pytest.mark.rnn_coverage(min=0.0)
+    def test_the_closer_marker_applies_to_the_models_it_covers(self, tiny, small):
+        tiny.predict(inputs(1, n=3))
+        small.predict(inputs(2, n=2))
+
+
+@pytest.mark.rnn_coverage(min=0.0)
+@pytest.mark.rnn_coverage(min=0.5)
+def test_two_markers_for_the_same_models(tiny):
+    print("the body ran")
+    tiny.predict(inputs(1, n=3))
+
+
+@pytest.mark.rnn_coverage(min="NC:0.5")
+def test_a_metric_the_session_does_not_track(tiny):
+    tiny.predict(inputs(1, n=3))
+"""
+
+
+def test_every_marker_of_a_test_applies_to_the_models_it_covers(pytester):
+    """Only the closest marker applied (the others were ignored, silently), and a marker
+    without min= took every --rnn-coverage bar, failing on a model the session bars named
+    but the marker did not cover."""
+    from test_reliability import SECOND_MODEL
+
+    pytester.makeconftest(CONFTEST + SECOND_MODEL)
+    pytester.makepyfile(test_stacked=STACKED)
+    result = pytester.runpytest("test_stacked.py", "--rnn-coverage=tiny:BC:0,small:BC:0", "-rA")
+    result.assert_outcomes(passed=2, failed=4)
+    out = result.stdout.str()
+    for passed in ("test_a_session_bar_for_another_model", "test_the_closer_marker_applies"):
+        assert f"PASSED test_stacked.py::{'TestOnAClass::' * ('closer' in passed)}{passed}" in out
+    for name in ("test_stacked_markers_all_apply", "test_the_class_marker_applies_to_its_model"):
+        result.stdout.fnmatch_lines(
+            [f"*{name}*", "*below 100%:", "*small: BC *% (*, * uncovered)*"]
+        )
+    result.stdout.fnmatch_lines(
+        [
+            "*rnn_coverage marker: two markers on one test cover every model the test feeds; "
+            "give one marker per model (model=...)*"
+        ]
+    )
+    assert "the body ran" not in out
+    result.stdout.fnmatch_lines(
+        [
+            "*tiny: NC is not tracked for this model; to gate it, measure it: add NC to the "
+            "session's --rnn-metrics or to rnncov.track(..., metrics=...)"
+        ]
+    )

@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from ..core.arrays import all_finite, input_array, to_host
+from ..core.arrays import all_finite, array_namespace, input_array, to_host
 from ..core.cells import Cell
 from ..core.source import FIRST_ROW, CheckedInputs
 from ..core.threads import blas_threads, numpy_work
@@ -570,12 +570,17 @@ class Adapter:
             assert out is not None
             outputs.append(out)
             traces.append(trace)
-        return np.concatenate(outputs), concat_traces(traces)
+        result = np.concatenate(outputs), concat_traces(traces)
+        refuse_overflow(result[0], "the model's outputs")
+        refuse_overflow_trace(result[1])
+        return result
 
     def trace(self, x: Any) -> Trace:
         """The trace of the layer for inputs ``x``."""
         x = self.check_input(x)
-        return concat_traces([t for _, t in self.iter_traces(x, outputs=False)])
+        trace = concat_traces([t for _, t in self.iter_traces(x, outputs=False)])
+        refuse_overflow_trace(trace)
+        return trace
 
     def predict(self, x: Any) -> np.ndarray:
         """The model's outputs for ``x`` (validated, batched)."""
@@ -590,7 +595,9 @@ class Adapter:
                 batch = part[start : start + size]
                 outputs.append(self._per_input(self._predict(batch), len(batch)))
             self._accept(part)
-        return np.concatenate(outputs)
+        result = np.concatenate(outputs)
+        refuse_overflow(result, "the model's outputs")
+        return result
 
     def __repr__(self) -> str:
         return (
@@ -731,6 +738,27 @@ def not_finite(cast: np.ndarray, given: np.ndarray | None = None) -> InvalidInpu
     beyond = given is not None and given.dtype.kind == "f" and np.isfinite(given[bad]).all()
     reason = "values beyond float32's range (inf once cast)" if beyond else "NaN or inf"
     return InvalidInput(f"inputs hold {reason} in {rows_holding(bad)}; clean or drop those rows")
+
+
+def refuse_overflow(values: Any, what: str) -> None:
+    """InvalidInput when a result for finite inputs (``what``: "the model's outputs", "the
+    layer's states h") holds NaN or inf: the model overflowed on them. Handed back, it
+    would read as a decision (NaN's arg-max is 0)."""
+    xp = array_namespace(values)
+    if not xp.isdtype(values.dtype, "real floating") or bool(xp.all(xp.isfinite(values))):
+        return
+    bad = ~np.isfinite(to_host(values))
+    raise InvalidInput(
+        f"{what} hold NaN or inf for the inputs in {rows_holding(bad)}, which are finite: "
+        "the model overflowed on them; check those inputs (their scale) or the model's "
+        "weights"
+    )
+
+
+def refuse_overflow_trace(trace: Trace) -> None:
+    """``refuse_overflow`` for each of a trace's states and sums."""
+    for name, values in {**trace.components, **trace.sums}.items():
+        refuse_overflow(values, f"the layer's states {name}")
 
 
 def rows_holding(bad: np.ndarray) -> str:

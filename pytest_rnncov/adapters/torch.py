@@ -759,6 +759,11 @@ class TorchModel(Adapter):
                     f"output={self.output_index}; the model returns {len(out)} values"
                 )
             out = out[self.output_index]
+        elif self.output_index:  # output=7 on one tensor was ignored
+            raise InvalidArgument(
+                f"output={self.output_index}; model {self.name} returns one tensor, not a "
+                "tuple: leave output= out (or pass output=0)"
+            )
         if not hasattr(out, "detach") or out.ndim == 0:
             shown = "a 0-d tensor" if hasattr(out, "detach") else f"a {_type_name(out)}"
             raise ModelError(

@@ -110,6 +110,11 @@ def parse_bars(text: Any) -> tuple[Bar, ...]:
                 "0.9 or BC:0.9,TC:0.4 or mnist:TC:0.4"
             )
         model = parts[0] if len(parts) == 3 else None
+        if model == "*":  # no model is named '*' (track() refuses it): it could never match
+            every = ":".join(parts[1:]) if parts[1] != "*" else parts[2]
+            raise InvalidArgument(
+                f"coverage bar {entry!r}: '*' is not a model; for every model write {every}"
+            )
         metric = parts[-2].upper() if len(parts) >= 2 else None
         if metric == "*":
             metric = None
@@ -162,6 +167,12 @@ class Bars:
     def for_metrics(self, gate_metrics: Sequence[str]) -> "Bars":
         """The same bars with a plain bar applying to ``gate_metrics`` (the marker's)."""
         return Bars(self.entries, gate_metrics)
+
+    def for_models(self, models: Sequence[str]) -> "Bars | None":
+        """The bars that apply to ``models``: those naming no model or one of them (None
+        when none does)."""
+        kept = [b for b in self.entries if b.model is None or b.model in models]
+        return Bars(kept, self.gate_metrics) if kept else None
 
     @property
     def named_metrics(self) -> tuple[str, ...]:

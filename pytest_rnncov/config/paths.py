@@ -136,10 +136,12 @@ def check_distinct(
         for other_what, other, other_written in entries[:index]:
             if not written and not other_written:
                 if _same_file(path, other):
-                    also = "" if what == other_what else f" (also as {other_what})"
-                    raise InvalidArgument(
-                        f"{what} {str(path)!r} is given twice{also}; each run's data counts once"
+                    why = (  # two runs' data, or one file in two roles (weights, inputs)
+                        "; each run's data counts once"
+                        if what == other_what
+                        else f" (also as {other_what}); each needs its own file"
                     )
+                    raise InvalidArgument(f"{what} {str(path)!r} is given twice{why}")
             elif _same_file(path, other) or other in path.parents or path in other.parents:
                 if _same_file(path, other):
                     verb = "collide with" if other_written else "overwrite"

@@ -55,7 +55,9 @@ def parse_seed(value: str) -> int:
     try:
         number = int(value)
     except ValueError:
-        raise InvalidArgument(f"{value!r} is not an integer seed") from None
+        raise InvalidArgument(
+            f"{value!r} is not an integer seed; write a whole number, e.g. 0"
+        ) from None
     if not 0 <= number <= MAX_SEED:
         raise InvalidArgument(f"{value} is not a seed in [0, 2**63 - 1]; e.g. 0")
     return number

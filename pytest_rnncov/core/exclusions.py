@@ -55,11 +55,30 @@ def parse_exclusion(text: str) -> Exclusion:
     if len(parts) != 3 or not all(p.strip() for p in parts):
         raise InvalidArgument(f"exclusion {text!r}: name MODEL:METRIC:LABEL, {example}")
     model, metric, label = (p.strip() for p in parts)
+    if model == "*":  # track() refuses it as a name: such an exclusion could never apply
+        raise InvalidArgument(
+            f"exclusion {text!r}: '*' is not a model; an exclusion names the model whose "
+            f"condition it excludes, {example}"
+        )
     if metric.upper() not in METRIC_NAMES:
         raise InvalidArgument(
             f"exclusion {text!r}: unknown metric {metric!r}; use one of {', '.join(METRIC_NAMES)}"
         )
     return Exclusion(model, metric.upper(), label, " ".join(reason.split()))
+
+
+def unique_exclusions(exclusions: Iterable[Exclusion]) -> list[Exclusion]:
+    """``exclusions`` each once; InvalidArgument if one condition is given two reasons
+    (refused before a session's tests run, not after)."""
+    seen: dict[str, Exclusion] = {}
+    for exclusion in exclusions:
+        first = seen.setdefault(str(exclusion), exclusion)
+        if first.reason != exclusion.reason:
+            raise InvalidArgument(
+                f"{exclusion} is excluded twice (reasons {first.reason!r} and "
+                f"{exclusion.reason!r}); keep one"
+            )
+    return list(seen.values())
 
 
 def apply_exclusions(

@@ -24,6 +24,10 @@ from contextlib import contextmanager
 from typing import Any, Iterator
 
 from ..errors import InvalidArgument
+from ..validation import shown
+
+#: the most BLAS threads RNNCOV_BLAS_THREADS may ask for
+MAX_BLAS_THREADS = 1024
 
 _controller: Any = None
 _lock = threading.Lock()
@@ -33,16 +37,13 @@ _limiter: Any = None  # the limit in force, restored by the numpy_work that set 
 def blas_threads() -> int:
     """The configured number of BLAS threads (0: leave numpy's own setting)."""
     raw = os.environ.get("RNNCOV_BLAS_THREADS", "1").strip()
-    try:
-        value = int(raw)
-    except ValueError:
-        value = -1
-    if value < 0:
+    # ASCII digits only (int() reads '٢' and '1_0'), and few enough for OpenBLAS's C int
+    if not (raw.isascii() and raw.isdigit() and int(raw) <= MAX_BLAS_THREADS):
         raise InvalidArgument(
-            f"RNNCOV_BLAS_THREADS={raw!r}; use a number of threads such as 1 or 2, or 0 for "
-            "numpy's own setting"
+            f"RNNCOV_BLAS_THREADS={shown(raw)}; use a number of threads from 0 to "
+            f"{MAX_BLAS_THREADS} such as 1 or 2, or 0 for numpy's own setting"
         )
-    return value
+    return int(raw)
 
 
 @contextmanager

@@ -419,6 +419,8 @@ class Campaign:
             self._track_failure_fitness(seed_index, ids, fitness)
             if self._diversity is not None:
                 self._diversity.add(np.asarray(cases), np.asarray(seeds), seed_index)
+        # before the listeners: one interrupting keeps the growth curve with the counts
+        self.growth.append({"test_cases": self.generated, "phase": phase, **self.coverage.rates()})
         found = self._new_adversarial(cases, seed_index, np.flatnonzero(failed))
         if len(found):
             found_cases = self.mutator.take(cases, found)
@@ -442,7 +444,6 @@ class Campaign:
                     found_distances,
                 ):
                     self._notify("on_adversarial", sample)
-        self.growth.append({"test_cases": self.generated, "phase": phase, **self.coverage.rates()})
         step = Step(phase, len(seed_index), gained, len(found), target)
         return _Batch(signals, ids, fitness, step)
 
@@ -532,7 +533,13 @@ class Campaign:
         """The campaign's steps, noting when the schedule ran to its end (``finish`` counts
         a campaign whose steps stopped before that, and before its budget or goal, as
         interrupted)."""
-        yield from self._schedule()
+        for step in self._schedule():
+            yield step
+            if self.result is not None:  # resumed after finish(): its result is final
+                raise InvalidArgument(
+                    "this campaign was finished (finish() ran): its result is final and "
+                    "its steps end there; a new Campaign(...) runs again"
+                )
         self._schedule_ended = True
 
     def _schedule(self) -> Iterator[Step]:

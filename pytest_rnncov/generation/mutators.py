@@ -156,22 +156,27 @@ class GaussianMutator(Mutator):
         the seeds' mean per-feature standard deviation (the paper's MNIST setting is about
         0.25-0.5 of the pixels' spread). ``clip="auto"`` clips to the seeds' own range."""
         low, high = check_range("spread", spread, minimum=0.0, example="(0.25, 0.5)", strict=False)
+        array = input_array(seeds, "seeds")  # detached; masked values refused
         try:
-            array = np.asarray(seeds, np.float64)
+            if array.dtype.kind not in "biufO":  # complex: float() would drop a part
+                raise TypeError
+            array = np.asarray(array, np.float64)
         except (TypeError, ValueError):
             raise InvalidInput(
-                "from_seeds needs numeric seeds of one shape (for text use "
-                "EDAMutator, for SMILES SmilesMutator)"
+                f"from_seeds needs numeric seeds of one shape, got dtype {array.dtype} (for "
+                "text use EDAMutator, for SMILES SmilesMutator)"
             ) from None
         if array.ndim < 2 or len(array) < 2 or not np.isfinite(array).all():
             raise InvalidInput("from_seeds needs at least two finite seeds")
         with np.errstate(over="ignore", invalid="ignore"):
             scale = float(array.reshape(len(array), -1).std(axis=0).mean())
-        if not math.isfinite((high * scale) ** 2):
+        with np.errstate(over="ignore"):  # a float's ** raises OverflowError; numpy's is inf
+            variance = float(np.float64(high * scale) ** 2)
+        if not math.isfinite(variance):
             raise InvalidInput(
-                f"the seeds' spread ({scale:.3g}) is too large for a noise variance; scale "
-                "the inputs (models take values of order 1), or give "
-                "GaussianMutator(variance=...) yourself"
+                f"spread up to {high:.3g} of the seeds' spread ({scale:.3g}) is too large for "
+                "a noise variance; lower spread=, scale the inputs (models take values of "
+                "order 1), or give GaussianMutator(variance=...) yourself"
             )
         if not scale > 0:
             raise InvalidInput("the seeds do not vary, so they give no scale for the noise")

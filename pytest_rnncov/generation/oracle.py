@@ -7,6 +7,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..core.arrays import input_array
 from ..errors import AdversarialFailure, InvalidArgument, InvalidInput
 from ..validation import check_choice, check_float, check_int
 
@@ -18,9 +19,13 @@ CALIBRATION_PAIRS = 4096
 
 
 def _numeric(outputs: Any, what: str) -> np.ndarray:
-    """``outputs`` as a float64 array, or InvalidInput naming them."""
+    """``outputs`` as a float64 array (a tensor read detached), or InvalidInput naming them
+    (masked values, complex numbers: float() would drop a part)."""
+    array = input_array(outputs, what)
     try:
-        return np.asarray(outputs, np.float64)
+        if array.dtype.kind == "c":
+            raise TypeError
+        return np.asarray(array, np.float64)
     except (TypeError, ValueError):
         raise InvalidInput(
             f"{what} must be numeric model outputs, got {type(outputs).__name__} {_short(outputs)}"
@@ -171,12 +176,12 @@ class Oracle:
             "fraction", fraction, minimum=0.0, exclusive_minimum=True, example="0.5"
         )
         check_int("seed", seed, minimum=0)
-        try:
-            x = np.asarray(seeds)
-        except ValueError as exc:
+        x = input_array(seeds, "seeds")  # detached; masked values refused
+        if x.dtype.kind == "c" and distance is None:
             raise InvalidInput(
-                f"seeds are not one array ({exc}); pass a batch of equal-shaped seeds"
-            ) from None
+                f"seeds have dtype {x.dtype}; the default L2 distance measures real numbers: "
+                "pass real seeds, or distance="
+            )
         out = output_rows(outputs, "outputs")
         if distance is None and x.ndim == 1 and x.dtype.kind in "OSU" and len(x) == len(out):
             raise InvalidInput(

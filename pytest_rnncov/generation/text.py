@@ -182,15 +182,20 @@ class EDAMutator(StringMutator):
             for i in rng.permutation(candidates)[:n] if candidates else []:
                 options = self.synonyms(words[i].lower())
                 words[i] = options[rng.integers(len(options))]
-        elif op == "insert":
+        elif op == "insert":  # which words have synonyms, kept beside them (it was rebuilt
+            # for every insertion: quadratic in the text's length)
+            replaceable = np.array(
+                [w.lower() not in stop and bool(self.synonyms(w.lower())) for w in words], bool
+            )
             for _ in range(n):
-                replaceable = [
-                    w for w in words if w.lower() not in stop and self.synonyms(w.lower())
-                ]
-                if not replaceable:
+                where = np.flatnonzero(replaceable)
+                if not where.size:
                     break
-                options = self.synonyms(replaceable[rng.integers(len(replaceable))].lower())
-                words.insert(int(rng.integers(len(words) + 1)), options[rng.integers(len(options))])
+                options = self.synonyms(words[where[rng.integers(where.size)]].lower())
+                at, word = int(rng.integers(len(words) + 1)), options[rng.integers(len(options))]
+                words.insert(at, word)
+                has = word.lower() not in stop and bool(self.synonyms(word.lower()))
+                replaceable = np.insert(replaceable, at, has)
         elif op == "swap":
             for _ in range(n):
                 if len(words) < 2:

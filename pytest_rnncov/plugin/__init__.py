@@ -54,6 +54,7 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER)
     if config.getoption("no_rnn"):
+        seed_setting(config)  # rnncov.seed still reads it: a wrong one is refused here, once
         return
     settings = read_settings(config)
     outputs = check_outputs(settings)
@@ -212,14 +213,14 @@ class RNNCovPlugin:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, Any, Any]:
-        marker = item.get_closest_marker("rnn_coverage")
-        if marker is None:
+        marks = [(node.nodeid, mark) for node, mark in item.iter_markers_with_node("rnn_coverage")]
+        if not marks:
             return (yield)
         from ..errors import InvalidArgument
-        from .marker import check_marker, marker_bars
+        from .marker import check_markers, read_markers
 
         try:  # before the test runs: a wrong marker costs no model call
-            bars, models = marker_bars(marker, self.settings)
+            markers = read_markers(marks, self.settings)
             wrong = None
         except InvalidArgument as exc:
             wrong = str(exc)
@@ -230,7 +231,7 @@ class RNNCovPlugin:
             result = yield
         finally:
             fed = self.engine.stop_test()
-        message = check_marker(bars, models, fed)
+        message = check_markers(markers, fed)
         if message is not None:
             pytest.fail(message, pytrace=False)
         return result

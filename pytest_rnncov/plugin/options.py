@@ -19,7 +19,7 @@ import pytest
 
 from ..config.bars import Bars, latest_bars, parse_bars, parse_fraction
 from ..config.values import parse_metrics, parse_report, parse_seed
-from ..core.exclusions import Exclusion, parse_exclusion
+from ..core.exclusions import Exclusion, parse_exclusion, unique_exclusions
 from ..core.names import DEFAULT_METRICS, METRIC_NAMES, TESTS_PER_CONDITION
 from ..errors import InvalidArgument, RNNCovError
 
@@ -177,10 +177,12 @@ def addoption(parser: pytest.Parser) -> None:
 
 
 def _scalar(number: type) -> Any:
-    """The ini type of a number key: ``number | str`` where pytest takes unions (9.2: in its
+    """The ini type of a number key: ``str | number`` where pytest takes unions (9.2: in its
     native ``[tool.pytest]`` table ``rnn_seed = 1`` then works, not only ``"1"``), else
-    pytest's string (the value is validated here either way)."""
-    return number | str if pytest.version_tuple[:2] >= (9, 2) else None
+    pytest's string. The string comes first: pytest tries the union's members in order,
+    and ``int("1_000")`` would take the text before it is validated here by its own rules
+    (ASCII digits, no ``_``)."""
+    return str | number if pytest.version_tuple[:2] >= (9, 2) else None
 
 
 @dataclass(frozen=True)
@@ -232,7 +234,14 @@ def _ini(config: pytest.Config, name: str) -> Any:
         # pytest 9 warns (addressed to plugins) when a TOML list reaches a string key; the
         # value is refused below with a message that names it, so the warning is noise
         warnings.filterwarnings("ignore", "Passing a value that is not a string")
-        raw = config.getini(name)
+        try:
+            raw = config.getini(name)
+        except pytest.UsageError as exc:  # e.g. shlex's "No closing quotation", unnamed
+            if name in str(exc):
+                raise
+            raise pytest.UsageError(
+                f"ini option {name}: {exc}; close each quote, or write the value unquoted"
+            ) from None
     if raw in (None, "", []):
         return None
     return raw
@@ -241,10 +250,11 @@ def _ini(config: pytest.Config, name: str) -> Any:
 def _from_root(config: pytest.Config, path: Any) -> Any:
     """A relative path given in the ini file, under the rootdir (as ``--rnn-save``'s
     baselines and pytest's cache are): the same files wherever pytest runs from. Paths on
-    the command line are relative to the current directory, as a shell's are."""
+    the command line are relative to the current directory, as a shell's are. A trailing
+    separator stays (``sub/`` names a folder, which a file option refuses)."""
     if not isinstance(path, str) or not path.strip() or Path(path).is_absolute():
         return path
-    return str(Path(config.rootpath) / path)
+    return os.path.join(config.rootpath, path)
 
 
 def _usage(where: str, exc: Exception) -> pytest.UsageError:
@@ -252,14 +262,22 @@ def _usage(where: str, exc: Exception) -> pytest.UsageError:
 
 
 def _joined(config: pytest.Config, ini: str) -> str | None:
-    """An ini value given as a string or a TOML list, joined with commas."""
+    """An ini value given as a string or a TOML list, joined with commas. pytest splits a
+    string at spaces, so a word ending in ``:`` or starting with one is joined to its
+    neighbour again (``BC: 0.9`` is ``BC:0.9``, as on the command line)."""
     raw = _ini(config, ini)
     if raw is None:
         return None
     items = raw if isinstance(raw, list) else [raw]
     if not all(isinstance(i, str) for i in items):
         raise pytest.UsageError(f"ini option {ini} = {raw!r}: give a string or a list of strings")
-    return ",".join(i.strip().strip(",") for i in items if i.strip().strip(","))
+    words: list[str] = []
+    for item in (i.strip().strip(",") for i in items):
+        if item and words and (words[-1].endswith(":") or item.startswith(":")):
+            words[-1] += item
+        elif item:
+            words.append(item)
+    return ",".join(words)
 
 
 def seed_setting(config: pytest.Config) -> int:
@@ -351,6 +369,17 @@ def read_settings(config: pytest.Config) -> Settings:
             exclusions = [parse_exclusion(str(line)) for line in lines if str(line).strip()]
         except InvalidArgument as exc:
             raise _usage("ini option rnn_exclude", exc) from None
+    try:
+        exclusions = unique_exclusions(exclusions)
+    except InvalidArgument as exc:
+        raise _usage("--rnn-exclude/rnn_exclude", exc) from None
+
+    from ..core.threads import blas_threads
+
+    try:  # read by every numpy step: refused once, before the tests, not in each test
+        blas_threads()
+    except InvalidArgument as exc:
+        raise pytest.UsageError(str(exc)) from None
 
     tolerance = config.getoption("rnn_compare_tolerance")
     if tolerance is None:
@@ -411,7 +440,7 @@ def read_settings(config: pytest.Config) -> Settings:
         compare_path,
         float(tolerance),
         explicit,
-        tuple(dict.fromkeys(exclusions)),
+        tuple(exclusions),
         context == "test",
         samples,
     )

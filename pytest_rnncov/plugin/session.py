@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..adapters.base import Adapter
+from ..adapters.base import Adapter, refuse_overflow
 from ..adapters.model import RNNModel
 from ..config.paths import check_distinct
 from ..config.values import parse_metrics
@@ -209,7 +209,8 @@ class TrackedModel:
         for chunk in self.coverage.stream(x, full_trace=keep_trace, keep_inputs=False):
             assert chunk.outputs is not None
             outputs.append(chunk.outputs)
-            self._fed(chunk.signals, chunk.observation)
+            self._fed(chunk.signals, chunk.observation)  # its states were finite: it counts
+            refuse_overflow(chunk.outputs, "the model's outputs")
             for key, value in chunk.gained.items():
                 gained[key] += value
             if keep_trace:

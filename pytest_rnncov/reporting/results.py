@@ -40,7 +40,7 @@ class Check:
         names a model no test tracked once, with all its bars)."""
         name = f"{self.model} {self.metric}" if show_model else self.metric
         if self.rate is None:
-            return f"{name} not tracked"
+            return f"{name} not tracked ({untracked_hint(self)})"
         if not self.measurable:
             return f"{name} has no condition to cover (0/{self.total}), which is not coverage"
         bar = f" < {percent_bar(self.bar)}" if show_bar and not self.passed else ""
@@ -61,6 +61,14 @@ class Check:
             "model_tracked": self.model_tracked,
             "measurable": self.measurable,
         }
+
+
+def untracked_hint(check: Check) -> str:
+    """How to gate a metric a tracked model does not track."""
+    return (
+        f"to gate it, measure it: add {check.metric} to the session's --rnn-metrics or to "
+        "rnncov.track(..., metrics=...)"
+    )
 
 
 def no_model_hint(failed_tests: int = 0) -> str:
@@ -413,7 +421,9 @@ class MarkerOutcome:
                     f"(it fed: {', '.join(self.fed) or 'none'})"
                 )
             elif c.rate is None:
-                lines.append(f"  {c.model}: {c.metric} is not tracked for this model")
+                lines.append(
+                    f"  {c.model}: {c.metric} is not tracked for this model; {untracked_hint(c)}"
+                )
             elif not c.measurable:
                 lines.append(
                     f"  {c.model}: {c.metric} has no condition to cover (0/{c.total}), "
