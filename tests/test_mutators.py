@@ -251,6 +251,27 @@ def test_a_mutator_returning_the_wrong_shape_is_named():
         checked_mutate(WrongShape(), np.zeros((2, 3)), np.random.default_rng(0))
 
 
+class Complex(Mutator):
+    def mutate(self, cases, rng):
+        return np.asarray(cases) + 1j
+
+
+class Objects(Mutator):
+    def mutate(self, cases, rng):
+        return np.asarray(cases).astype(object)
+
+
+@pytest.mark.parametrize(("mutator", "dtype"), [(Complex(), "complex128"), (Objects(), "object")])
+def test_a_mutator_returning_other_than_real_numbers_is_named(mutator, dtype):
+    """The model's input check said "inputs have dtype complex128 ... encode text first",
+    naming no mutator, after a ComplexWarning."""
+    with pytest.raises(
+        InvalidArgument,
+        match=f"{type(mutator).__name__}.mutate returned mutants of dtype {dtype}; a mutator",
+    ):
+        checked_mutate(mutator, np.zeros((2, 3)), np.random.default_rng(0))
+
+
 def test_noise_scaled_from_the_seeds():
     seeds = np.stack([np.full((4, 2), v) for v in (0.0, 2.0, 4.0)])  # per-feature std 1.633
     mutator = GaussianMutator.from_seeds(seeds, spread=(0.5, 1.0))

@@ -399,7 +399,12 @@ def checked_mutate(mutator: Mutator, cases: Cases, rng: np.random.Generator) -> 
             f"{name}.mutate returned mutants that",
             "return numbers, e.g. mutants.astype(np.float32)",
         )
-        rows = nonfinite_rows(out) if out.dtype.kind in "fc" else np.zeros(0, np.intp)
+        if out.dtype.kind not in "biuf":  # the model's message named no mutator
+            raise InvalidArgument(
+                f"{name}.mutate returned mutants of dtype {out.dtype}; a mutator of arrays "
+                f"returns real numbers, as its cases are ({np.asarray(cases).dtype})"
+            )
+        rows = nonfinite_rows(out) if out.dtype.kind == "f" else np.zeros(0, np.intp)
         if len(rows):
             raise InvalidArgument(
                 f"{name}.mutate produced NaN, inf or values beyond float32's range in "
