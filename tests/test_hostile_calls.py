@@ -264,13 +264,26 @@ def test_an_adapter_refuses_to_hand_back_what_its_model_overflowed_to():
     x = np.zeros((3, 6, 3), np.float32)
     x[1] = 1e35  # finite, within float32's range
     for call, what in [
-        (rnn.predict, "the model's outputs"),
-        (rnn.run, "the model's outputs"),
-        (rnn.trace, "the layer's states h"),
+        (rnn.predict, "the model's outputs hold NaN"),
+        (rnn.run, "the model's outputs hold NaN"),
+        (rnn.trace, "the layer's states h hold NaN or inf"),
     ]:
-        with pytest.raises(InvalidInput, match=f"{what} hold NaN or inf for the inputs in rows"):
+        with pytest.raises(InvalidInput, match=f"{what} for the inputs in rows"):
             call(x)
     assert np.isfinite(rnn.predict(x[[0, 2]])).all()
+
+    class Masked(nn.Module):  # -inf for a class no input may take: a decision, not overflow
+        def __init__(self) -> None:
+            super().__init__()
+            self.rnn = nn.GRU(3, 4, batch_first=True)
+
+        def forward(self, x):
+            logits = self.rnn(x)[0][:, -1, :3]
+            return logits.masked_fill(torch.tensor([False, False, True]), float("-inf"))
+
+    masked = RNNModel(Masked())
+    assert np.isneginf(masked.predict(x[[0, 2]])[:, 2]).all()
+    assert np.isneginf(masked.run(x[[0, 2]])[0][:, 2]).all()
 
 
 @pytest.mark.parametrize("where", ["seeds", "outputs"])

@@ -1307,3 +1307,16 @@ def test_the_options_do_not_change_which_of_our_modules_the_tests_see(pytester):
     assert "pytest_rnncov.reporting.html" in seen[""]
     differ = {k: set(v.split()) ^ set(seen[""].split()) for k, v in seen.items()}
     assert not any(differ.values()), differ
+
+
+def test_a_toml_number_that_an_older_pytest_refuses_is_a_usage_error():
+    """pytest < 9.2 raises a bare TypeError for [tool.pytest]'s rnn_seed = 1 (a string key
+    there): an INTERNALERROR, and under --no-rnn too once the seed was read there."""
+    from pytest_rnncov.plugin.options import _ini
+
+    class OlderPytest:
+        def getini(self, name):
+            raise TypeError(f"config option '{name}' expects a string, got int: 1")
+
+    with pytest.raises(pytest.UsageError, match=r"rnn_seed: .* got int: 1; this pytest reads"):
+        _ini(OlderPytest(), "rnn_seed")

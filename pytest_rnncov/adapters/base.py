@@ -740,25 +740,29 @@ def not_finite(cast: np.ndarray, given: np.ndarray | None = None) -> InvalidInpu
     return InvalidInput(f"inputs hold {reason} in {rows_holding(bad)}; clean or drop those rows")
 
 
-def refuse_overflow(values: Any, what: str) -> None:
+def refuse_overflow(values: Any, what: str, infinite: bool = False) -> None:
     """InvalidInput when a result for finite inputs (``what``: "the model's outputs", "the
-    layer's states h") holds NaN or inf: the model overflowed on them. Handed back, it
-    would read as a decision (NaN's arg-max is 0)."""
+    layer's states h") holds NaN, or with ``infinite`` also inf (a state; outputs may hold
+    -inf on purpose, a masked logit): the model overflowed on them. Handed back, it would
+    read as a decision (NaN's arg-max is 0)."""
     xp = array_namespace(values)
-    if not xp.isdtype(values.dtype, "real floating") or bool(xp.all(xp.isfinite(values))):
+    if not xp.isdtype(values.dtype, "real floating"):
         return
-    bad = ~np.isfinite(to_host(values))
+    if bool(xp.all(xp.isfinite(values) if infinite else ~xp.isnan(values))):
+        return
+    host = to_host(values)
+    bad = ~np.isfinite(host) if infinite else np.isnan(host)
     raise InvalidInput(
-        f"{what} hold NaN or inf for the inputs in {rows_holding(bad)}, which are finite: "
-        "the model overflowed on them; check those inputs (their scale) or the model's "
-        "weights"
+        f"{what} hold {'NaN or inf' if infinite else 'NaN'} for the inputs in "
+        f"{rows_holding(bad)}, which are finite: the model overflowed on them; check those "
+        "inputs (their scale) or the model's weights"
     )
 
 
 def refuse_overflow_trace(trace: Trace) -> None:
-    """``refuse_overflow`` for each of a trace's states and sums."""
+    """``refuse_overflow`` for each of a trace's states and sums (NaN or inf)."""
     for name, values in {**trace.components, **trace.sums}.items():
-        refuse_overflow(values, f"the layer's states {name}")
+        refuse_overflow(values, f"the layer's states {name}", infinite=True)
 
 
 def rows_holding(bad: np.ndarray) -> str:

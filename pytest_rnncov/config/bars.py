@@ -168,12 +168,6 @@ class Bars:
         """The same bars with a plain bar applying to ``gate_metrics`` (the marker's)."""
         return Bars(self.entries, gate_metrics)
 
-    def for_models(self, models: Sequence[str]) -> "Bars | None":
-        """The bars that apply to ``models``: those naming no model or one of them (None
-        when none does)."""
-        kept = [b for b in self.entries if b.model is None or b.model in models]
-        return Bars(kept, self.gate_metrics) if kept else None
-
     @property
     def named_metrics(self) -> tuple[str, ...]:
         """Metrics a bar names (they are tracked and gated even outside the gate metrics)."""

@@ -213,14 +213,14 @@ class RNNCovPlugin:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, Any, Any]:
-        marks = [(node.nodeid, mark) for node, mark in item.iter_markers_with_node("rnn_coverage")]
+        marks = list(item.iter_markers("rnn_coverage"))  # closest first
         if not marks:
             return (yield)
         from ..errors import InvalidArgument
-        from .marker import check_markers, read_markers
+        from .marker import check_markers, marker_bars
 
         try:  # before the test runs: a wrong marker costs no model call
-            markers = read_markers(marks, self.settings)
+            markers = [marker_bars(mark, self.settings) for mark in marks]
             wrong = None
         except InvalidArgument as exc:
             wrong = str(exc)

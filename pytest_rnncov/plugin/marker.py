@@ -38,16 +38,15 @@ def _names(value: Any, what: str) -> list[str]:
 @dataclass(frozen=True)
 class MarkerBars:
     """One ``rnn_coverage`` marker read: its bars, the models it names (None: every model
-    the test fed), whether the bars are the session's (no ``min=``: they apply to the
-    marker's models only) and the node that carries it (the test, its class, its module)."""
+    the test fed) and whether the bars are the session's (no ``min=``: they apply to the
+    marker's models only)."""
 
     bars: Bars
     models: list[str] | None
     inherited: bool
-    node: str
 
 
-def marker_bars(marker: pytest.Mark, settings: Settings, node: str) -> MarkerBars:
+def marker_bars(marker: pytest.Mark, settings: Settings) -> MarkerBars:
     """The marker's bars and the models it names, read before the test runs;
     InvalidArgument (its message the test's failure) if they are wrong."""
     options = dict(marker.kwargs)
@@ -93,68 +92,53 @@ def marker_bars(marker: pytest.Mark, settings: Settings, node: str) -> MarkerBar
             )
     except InvalidArgument as exc:
         raise InvalidArgument(f"rnn_coverage marker: {exc}") from None
-    return MarkerBars(bars, models, required is None, node)
-
-
-def read_markers(marks: Sequence[tuple[str, pytest.Mark]], settings: Settings) -> list[MarkerBars]:
-    """Every ``rnn_coverage`` marker of a test, closest first (``(node id, mark)`` pairs);
-    InvalidArgument if one is wrong, or if two on one node cover the same model (which
-    would apply is not written anywhere)."""
-    read = [marker_bars(mark, settings, node) for node, mark in marks]
-    for index, first in enumerate(read):
-        for other in read[index + 1 :]:
-            if other.node != first.node:
-                continue
-            both = (
-                None
-                if first.models is None or other.models is None
-                else sorted(set(first.models) & set(other.models))
-            )
-            if both is None or both:
-                what = "every model the test feeds" if both is None else ", ".join(both)
-                raise InvalidArgument(
-                    f"rnn_coverage marker: two markers on one test cover {what}; give one "
-                    "marker per model (model=...), or one marker with bars such as "
-                    "'BC:0.9,TC:0.4'"
-                )
-    return read
+    return MarkerBars(bars, models, required is None)
 
 
 def check_markers(markers: Sequence[MarkerBars], fed: dict[str, ModelState]) -> str | None:
     """The failure message for a test whose inputs miss its markers' bars (None: passed).
-    Markers stack: each applies to the models it covers, and where a closer one (on the
-    test, then its class, then its module) covers a model, a farther one's bars do not
-    apply to it."""
+    ``markers`` come closest first, in pytest's order (``get_closest_marker``'s): each
+    applies to the models it covers that no closer marker covers; one without ``model=``
+    covers every model, so farther ones do not apply."""
+    if not fed and any(marker.models is None for marker in markers):
+        return "rnn_coverage marker: this test fed no inputs to a tracked model"
     claimed: set[str] = set()
     messages = []
     for marker in markers:
-        wanted = sorted(fed) if marker.models is None else marker.models
-        mine = [name for name in wanted if name not in claimed]
-        claimed.update(wanted)
-        if wanted and not mine:
-            continue  # every model it covers has a closer marker
-        message = check_marker(marker, mine, fed)
-        if message is not None:
+        covers = sorted(fed) if marker.models is None else marker.models
+        mine = [name for name in covers if name not in claimed]
+        if mine and (message := check_marker(marker, mine, fed, claimed)):
             messages.append(message)
+        if marker.models is None:
+            break
+        claimed.update(marker.models)
     return "\n".join(messages) or None
 
 
-def check_marker(marker: MarkerBars, wanted: list[str], fed: dict[str, ModelState]) -> str | None:
-    """The failure message of one marker on the models ``wanted`` (None: passed)."""
-    if not wanted:
-        return "rnn_coverage marker: this test fed no inputs to a tracked model"
+def check_marker(
+    marker: MarkerBars, wanted: list[str], fed: dict[str, ModelState], claimed: set[str]
+) -> str | None:
+    """The failure message of one marker on the models ``wanted`` (None: passed); its bars
+    naming a model a closer marker ``claimed`` do not apply."""
     for name in wanted:
         if name not in fed:
             return (
                 f"rnn_coverage marker: this test fed no inputs to model {name!r} "
                 f"(it fed: {', '.join(sorted(fed)) or 'none'})"
             )
-    bars = marker.bars.for_models(wanted) if marker.inherited else marker.bars
-    if bars is None:
-        return (
-            f"rnn_coverage marker: --rnn-coverage sets no bar for {', '.join(map(repr, wanted))} "
-            f"(its bars: {marker.bars.describe()}); give the marker min=..."
-        )
+    if marker.inherited:  # the session's bars: those of the marker's models
+        kept = [b for b in marker.bars.entries if b.model is None or b.model in wanted]
+        if not kept:
+            return (
+                f"rnn_coverage marker: --rnn-coverage sets no bar for "
+                f"{', '.join(map(repr, wanted))} (its bars: {marker.bars.describe()}); give "
+                "the marker min=..."
+            )
+    else:
+        kept = [b for b in marker.bars.entries if b.model is None or b.model not in claimed]
+        if not kept:
+            return None  # each bar names a model a closer marker covers
+    bars = Bars(kept, marker.bars.gate_metrics)
     outcome = MarkerOutcome(
         bars, check_models({n: fed[n] for n in wanted}, bars), tuple(sorted(fed))
     )

@@ -242,6 +242,11 @@ def _ini(config: pytest.Config, name: str) -> Any:
             raise pytest.UsageError(
                 f"ini option {name}: {exc}; close each quote, or write the value unquoted"
             ) from None
+        except (TypeError, ValueError) as exc:  # pytest < 9.2: a TOML number for a string
+            raise pytest.UsageError(
+                f"ini option {name}: {exc}; this pytest reads it as a string: quote it "
+                f'({name} = "...")'
+            ) from None
     if raw in (None, "", []):
         return None
     return raw
