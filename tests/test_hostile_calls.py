@@ -264,8 +264,8 @@ def test_an_adapter_refuses_to_hand_back_what_its_model_overflowed_to():
     x = np.zeros((3, 6, 3), np.float32)
     x[1] = 1e35  # finite, within float32's range
     for call, what in [
-        (rnn.predict, "the model's outputs hold NaN"),
-        (rnn.run, "the model's outputs hold NaN"),
+        (rnn.predict, r"the model's outputs hold NaN, \+inf or no finite value"),
+        (rnn.run, r"the model's outputs hold NaN, \+inf or no finite value"),
         (rnn.trace, "the layer's states h hold NaN or inf"),
     ]:
         with pytest.raises(InvalidInput, match=f"{what} for the inputs in rows"):
@@ -273,17 +273,20 @@ def test_an_adapter_refuses_to_hand_back_what_its_model_overflowed_to():
     assert np.isfinite(rnn.predict(x[[0, 2]])).all()
 
     class Masked(nn.Module):  # -inf for a class no input may take: a decision, not overflow
-        def __init__(self) -> None:
+        def __init__(self, masked: list[bool], fill: float = float("-inf")) -> None:
             super().__init__()
             self.rnn = nn.GRU(3, 4, batch_first=True)
+            self.masked, self.fill = torch.tensor(masked), fill
 
         def forward(self, x):
-            logits = self.rnn(x)[0][:, -1, :3]
-            return logits.masked_fill(torch.tensor([False, False, True]), float("-inf"))
+            return self.rnn(x)[0][:, -1, :3].masked_fill(self.masked, self.fill)
 
-    masked = RNNModel(Masked())
+    masked = RNNModel(Masked([False, False, True]))
     assert np.isneginf(masked.predict(x[[0, 2]])[:, 2]).all()
     assert np.isneginf(masked.run(x[[0, 2]])[0][:, 2]).all()
+    for module in (Masked([True] * 3), Masked([False, True, False], float("inf"))):
+        with pytest.raises(InvalidInput, match=r"\+inf or no finite value for the inputs in"):
+            RNNModel(module).predict(x)  # arg-max read a row of -inf, or +inf, as a class
 
 
 @pytest.mark.parametrize("where", ["seeds", "outputs"])

@@ -1320,3 +1320,7 @@ def test_a_toml_number_that_an_older_pytest_refuses_is_a_usage_error():
 
     with pytest.raises(pytest.UsageError, match=r"rnn_seed: .* got int: 1; this pytest reads"):
         _ini(OlderPytest(), "rnn_seed")
+    with pytest.raises(  # a list key: quoting it would be refused again
+        pytest.UsageError, match=r"rnn_coverage: .*; give a list of strings \(rnn_coverage = \["
+    ):
+        _ini(OlderPytest(), "rnn_coverage")

@@ -544,6 +544,18 @@ class TestBarsOnAClass:
 @pytest.mark.rnn_coverage(min="NC:0.5")
 def test_a_metric_the_session_does_not_track(tiny):
     tiny.predict(inputs(1, n=3))
+
+
+@pytest.mark.rnn_coverage(min="small:BC:0.0")
+@pytest.mark.rnn_coverage(model="tiny", min=0.0)
+def test_a_farther_bar_for_a_model_no_closer_marker_covers_applies(tiny):
+    tiny.predict(inputs(1, n=3))
+
+
+@pytest.mark.rnn_coverage(model="tiny", min="small:BC:0.0")
+def test_a_bar_for_a_model_its_marker_leaves_out(tiny, small):
+    print("the body ran")
+    tiny.predict(inputs(1, n=3))
 """
 
 HOOK = """
@@ -565,7 +577,7 @@ def test_every_marker_of_a_test_applies_to_the_models_it_covers(pytester):
     pytester.makeconftest(CONFTEST + SECOND_MODEL + HOOK)
     pytester.makepyfile(test_stacked=STACKED)
     result = pytester.runpytest("test_stacked.py", "--rnn-coverage=tiny:BC:0,small:BC:0", "-rA")
-    result.assert_outcomes(passed=6, failed=3)
+    result.assert_outcomes(passed=6, failed=5)
     out = result.stdout.str()
     for passed in (
         "test_a_session_bar_for_another_model_is_not_this_markers",
@@ -586,3 +598,16 @@ def test_every_marker_of_a_test_applies_to_the_models_it_covers(pytester):
             "session's --rnn-metrics or to rnncov.track(..., metrics=...)"
         ]
     )
+    result.stdout.fnmatch_lines(  # the closer marker took tiny, and the bar was dropped
+        [
+            "*test_a_farther_bar_for_a_model_no_closer_marker_covers_applies*",
+            "*a bar names model 'small', which this test did not feed (it fed: tiny)",
+        ]
+    )
+    result.stdout.fnmatch_lines(  # it said "did not feed" a model the test fed
+        [
+            "*rnn_coverage marker: min='small:BC:0.0' names model 'small', which "
+            "model=[[]'tiny'[]] leaves out; add it to model=, or drop its bar"
+        ]
+    )
+    assert "the body ran" not in out

@@ -571,7 +571,7 @@ class Adapter:
             outputs.append(out)
             traces.append(trace)
         result = np.concatenate(outputs), concat_traces(traces)
-        refuse_overflow(result[0], "the model's outputs")
+        refuse_overflow(result[0])
         refuse_overflow_trace(result[1])
         return result
 
@@ -596,7 +596,7 @@ class Adapter:
                 outputs.append(self._per_input(self._predict(batch), len(batch)))
             self._accept(part)
         result = np.concatenate(outputs)
-        refuse_overflow(result, "the model's outputs")
+        refuse_overflow(result)
         return result
 
     def __repr__(self) -> str:
@@ -740,29 +740,37 @@ def not_finite(cast: np.ndarray, given: np.ndarray | None = None) -> InvalidInpu
     return InvalidInput(f"inputs hold {reason} in {rows_holding(bad)}; clean or drop those rows")
 
 
-def refuse_overflow(values: Any, what: str, infinite: bool = False) -> None:
-    """InvalidInput when a result for finite inputs (``what``: "the model's outputs", "the
-    layer's states h") holds NaN, or with ``infinite`` also inf (a state; outputs may hold
-    -inf on purpose, a masked logit): the model overflowed on them. Handed back, it would
-    read as a decision (NaN's arg-max is 0)."""
-    xp = array_namespace(values)
-    if not xp.isdtype(values.dtype, "real floating"):
+def refuse_overflow(outputs: Any) -> None:
+    """InvalidInput when the model's outputs for finite inputs hold NaN or +inf, or an
+    input's outputs hold no finite value (all -inf): the model overflowed on them, and
+    handed back such a row would read as a decision (its arg-max is 0). -inf beside finite
+    values (a masked logit) is the model's own decision and passes."""
+    outputs = np.asarray(to_host(outputs))
+    if outputs.dtype.kind != "f" or not outputs.size or all_finite(outputs):
         return
-    if bool(xp.all(xp.isfinite(values) if infinite else ~xp.isnan(values))):
-        return
-    host = to_host(values)
-    bad = ~np.isfinite(host) if infinite else np.isnan(host)
-    raise InvalidInput(
-        f"{what} hold {'NaN or inf' if infinite else 'NaN'} for the inputs in "
-        f"{rows_holding(bad)}, which are finite: the model overflowed on them; check those "
-        "inputs (their scale) or the model's weights"
-    )
+    rows = outputs.reshape(len(outputs), -1)
+    bad = np.isnan(rows).any(axis=1) | np.isposinf(rows).any(axis=1)
+    bad |= ~np.isfinite(rows).any(axis=1)
+    if bad.any():
+        raise InvalidInput(
+            f"the model's outputs hold NaN, +inf or no finite value for the inputs in "
+            f"{rows_holding(bad)}, which are finite: the model overflowed on them; check "
+            "those inputs (their scale) or the model's weights"
+        )
 
 
 def refuse_overflow_trace(trace: Trace) -> None:
-    """``refuse_overflow`` for each of a trace's states and sums (NaN or inf)."""
+    """InvalidInput when a trace's states or sums hold NaN or inf (for finite inputs: the
+    layer overflowed)."""
     for name, values in {**trace.components, **trace.sums}.items():
-        refuse_overflow(values, f"the layer's states {name}", infinite=True)
+        xp = array_namespace(values)
+        if not xp.isdtype(values.dtype, "real floating") or bool(xp.all(xp.isfinite(values))):
+            continue
+        raise InvalidInput(
+            f"the layer's states {name} hold NaN or inf for the inputs in "
+            f"{rows_holding(~np.isfinite(to_host(values)))}, which are finite: the layer "
+            "overflowed on them; check those inputs (their scale) or the model's weights"
+        )
 
 
 def rows_holding(bad: np.ndarray) -> str:

@@ -90,6 +90,12 @@ def marker_bars(marker: pytest.Mark, settings: Settings) -> MarkerBars:
                 f"model={options['model']!r} names no model; name a tracked model, or leave "
                 "model= out for every model the test feeds"
             )
+        outside = [name for name in bars.named_models if models is not None and name not in models]
+        if required is not None and outside:
+            raise InvalidArgument(
+                f"min={required!r} names model {outside[0]!r}, which model={models!r} leaves "
+                "out; add it to model=, or drop its bar"
+            )
     except InvalidArgument as exc:
         raise InvalidArgument(f"rnn_coverage marker: {exc}") from None
     return MarkerBars(bars, models, required is None)
@@ -99,15 +105,19 @@ def check_markers(markers: Sequence[MarkerBars], fed: dict[str, ModelState]) -> 
     """The failure message for a test whose inputs miss its markers' bars (None: passed).
     ``markers`` come closest first, in pytest's order (``get_closest_marker``'s): each
     applies to the models it covers that no closer marker covers; one without ``model=``
-    covers every model, so farther ones do not apply."""
-    if not fed and any(marker.models is None for marker in markers):
-        return "rnn_coverage marker: this test fed no inputs to a tracked model"
+    covers every model the test fed and those its bars name, and farther ones stop there."""
     claimed: set[str] = set()
     messages = []
     for marker in markers:
-        covers = sorted(fed) if marker.models is None else marker.models
+        if marker.models is None:  # every model it feeds, and those its own bars name
+            named = [] if marker.inherited else marker.bars.named_models
+            covers = sorted(set(fed) | set(named))
+            if not covers:
+                messages.append("rnn_coverage marker: this test fed no inputs to a tracked model")
+        else:
+            covers = marker.models
         mine = [name for name in covers if name not in claimed]
-        if mine and (message := check_marker(marker, mine, fed, claimed)):
+        if mine and (message := check_marker(marker, mine, fed)):
             messages.append(message)
         if marker.models is None:
             break
@@ -115,31 +125,27 @@ def check_markers(markers: Sequence[MarkerBars], fed: dict[str, ModelState]) -> 
     return "\n".join(messages) or None
 
 
-def check_marker(
-    marker: MarkerBars, wanted: list[str], fed: dict[str, ModelState], claimed: set[str]
-) -> str | None:
-    """The failure message of one marker on the models ``wanted`` (None: passed); its bars
-    naming a model a closer marker ``claimed`` do not apply."""
-    for name in wanted:
-        if name not in fed:
+def check_marker(marker: MarkerBars, wanted: list[str], fed: dict[str, ModelState]) -> str | None:
+    """The failure message of one marker on the models ``wanted`` (None: passed): its bars
+    that name no model or one of them apply (a bar naming a model a closer marker covers
+    does not; the session's bars naming other models are not the marker's)."""
+    for name in marker.models or ():  # a model only a bar names: check_models says so
+        if name in wanted and name not in fed:
             return (
                 f"rnn_coverage marker: this test fed no inputs to model {name!r} "
                 f"(it fed: {', '.join(sorted(fed)) or 'none'})"
             )
-    if marker.inherited:  # the session's bars: those of the marker's models
-        kept = [b for b in marker.bars.entries if b.model is None or b.model in wanted]
-        if not kept:
-            return (
-                f"rnn_coverage marker: --rnn-coverage sets no bar for "
-                f"{', '.join(map(repr, wanted))} (its bars: {marker.bars.describe()}); give "
-                "the marker min=..."
-            )
-    else:
-        kept = [b for b in marker.bars.entries if b.model is None or b.model not in claimed]
-        if not kept:
-            return None  # each bar names a model a closer marker covers
+    kept = [b for b in marker.bars.entries if b.model is None or b.model in wanted]
+    if not kept and marker.inherited:
+        return (
+            f"rnn_coverage marker: --rnn-coverage sets no bar for "
+            f"{', '.join(map(repr, wanted))} (its bars: {marker.bars.describe()}); give "
+            "the marker min=..."
+        )
+    if not kept:
+        return None  # each of its bars names a model a closer marker covers
     bars = Bars(kept, marker.bars.gate_metrics)
     outcome = MarkerOutcome(
-        bars, check_models({n: fed[n] for n in wanted}, bars), tuple(sorted(fed))
+        bars, check_models({n: fed[n] for n in wanted if n in fed}, bars), tuple(sorted(fed))
     )
     return None if outcome.passed else outcome.message()

@@ -48,6 +48,10 @@ seed = _argparse_type(parse_seed)
 exclusion_spec = _argparse_type(parse_exclusion)
 
 
+#: ini keys that take a list (a string of several values in an ini file)
+LIST_KEYS = ("rnn_coverage", "rnn_metrics", "rnn_report", "rnn_exclude")
+
+
 def addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("rnncov", "RNN coverage of recurrent models (pytest-rnncov)")
     group.addoption(
@@ -242,11 +246,13 @@ def _ini(config: pytest.Config, name: str) -> Any:
             raise pytest.UsageError(
                 f"ini option {name}: {exc}; close each quote, or write the value unquoted"
             ) from None
-        except (TypeError, ValueError) as exc:  # pytest < 9.2: a TOML number for a string
-            raise pytest.UsageError(
-                f"ini option {name}: {exc}; this pytest reads it as a string: quote it "
-                f'({name} = "...")'
-            ) from None
+        except (TypeError, ValueError) as exc:  # pytest < 9.2: a TOML value of another type
+            fix = (
+                f'give a list of strings ({name} = ["..."])'
+                if name in LIST_KEYS
+                else f'this pytest reads it as a string: quote it ({name} = "...")'
+            )
+            raise pytest.UsageError(f"ini option {name}: {exc}; {fix}") from None
     if raw in (None, "", []):
         return None
     return raw

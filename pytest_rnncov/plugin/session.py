@@ -210,7 +210,7 @@ class TrackedModel:
             assert chunk.outputs is not None
             outputs.append(chunk.outputs)
             self._fed(chunk.signals, chunk.observation)  # its states were finite: it counts
-            refuse_overflow(chunk.outputs, "the model's outputs")
+            refuse_overflow(chunk.outputs)
             for key, value in chunk.gained.items():
                 gained[key] += value
             if keep_trace:
