@@ -13,14 +13,22 @@ DEFAULT_MARKDOWN = "rnncov.md"
 MAX_SEED = 2**63 - 1
 
 
-def parse_metrics(value: str) -> tuple[str, ...]:
-    """Comma-separated metric names, e.g. ``BC,SC,TC`` (case-insensitive, each once)."""
-    names = tuple(v.strip().upper() for v in value.split(","))
+def comma_names(value: str, what: str, example: str = "") -> list[str]:
+    """The names of a comma-separated list, stripped (none for a blank value);
+    InvalidArgument naming ``what`` (``"metrics "``, ``"model="``) for an empty entry
+    (``BC,,SC``, ``BC,``: a typo that may have lost a name)."""
+    names = [v.strip() for v in value.split(",")]
     if "" in names and any(names):
         raise InvalidArgument(
-            f"metrics {value!r} has an empty entry; separate names by single commas, e.g. BC,SC,TC"
+            f"{what}{value!r} has an empty entry; separate names by single commas{example}"
         )
-    if not any(names):
+    return [name for name in names if name]
+
+
+def parse_metrics(value: str) -> tuple[str, ...]:
+    """Comma-separated metric names, e.g. ``BC,SC,TC`` (case-insensitive, each once)."""
+    names = [n.upper() for n in comma_names(value, "metrics ", ", e.g. BC,SC,TC")]
+    if not names:
         raise InvalidArgument(f"metrics {value!r} names no metric; give e.g. BC,SC,TC")
     unknown = [n for n in names if n not in METRIC_NAMES]
     if unknown:

@@ -67,18 +67,28 @@ def parse_exclusion(text: str) -> Exclusion:
     return Exclusion(model, metric.upper(), label, " ".join(reason.split()))
 
 
-def unique_exclusions(exclusions: Iterable[Exclusion]) -> list[Exclusion]:
-    """``exclusions`` each once; InvalidArgument if one condition is given two reasons
-    (refused before a session's tests run, not after)."""
+def _deduplicated(exclusions: Iterable[Exclusion]) -> tuple[list[Exclusion], list[str]]:
+    """``exclusions`` each once, and an error per condition given two reasons (left out
+    of the list)."""
     seen: dict[str, Exclusion] = {}
+    twice: dict[str, str] = {}
     for exclusion in exclusions:
         first = seen.setdefault(str(exclusion), exclusion)
-        if first.reason != exclusion.reason:
-            raise InvalidArgument(
+        if first.reason != exclusion.reason and str(exclusion) not in twice:
+            twice[str(exclusion)] = (
                 f"{exclusion} is excluded twice (reasons {first.reason!r} and "
                 f"{exclusion.reason!r}); keep one"
             )
-    return list(seen.values())
+    return [e for key, e in seen.items() if key not in twice], list(twice.values())
+
+
+def unique_exclusions(exclusions: Iterable[Exclusion]) -> list[Exclusion]:
+    """``exclusions`` each once; InvalidArgument if one condition is given two reasons
+    (refused before a session's tests run, not after)."""
+    unique, errors = _deduplicated(exclusions)
+    if errors:
+        raise InvalidArgument(errors[0])
+    return unique
 
 
 def apply_exclusions(
@@ -97,20 +107,8 @@ def apply_exclusions(
 
     chosen: dict[tuple[str, str], list[tuple[Exclusion, np.ndarray]]] = {}
     notes: list[str] = []
-    errors: list[str] = []
-    seen: dict[str, Exclusion] = {}
-    twice: set[str] = set()
-    for exclusion in exclusions:
-        first = seen.setdefault(str(exclusion), exclusion)
-        if first.reason != exclusion.reason and str(exclusion) not in twice:
-            twice.add(str(exclusion))
-            errors.append(
-                f"{exclusion} is excluded twice (reasons {first.reason!r} and "
-                f"{exclusion.reason!r}); keep one"
-            )
-    for exclusion in seen.values():  # each once
-        if str(exclusion) in twice:
-            continue
+    unique, errors = _deduplicated(exclusions)
+    for exclusion in unique:
         state = models.get(exclusion.model)
         if state is None:
             known = ", ".join(map(repr, models)) or "none"

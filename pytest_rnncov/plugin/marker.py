@@ -9,7 +9,7 @@ from typing import Any, Sequence
 import pytest
 
 from ..config.bars import Bars
-from ..config.values import parse_metrics
+from ..config.values import comma_names, parse_metrics
 from ..core.state import ModelState
 from ..errors import InvalidArgument
 from ..reporting.results import MarkerOutcome, check_models
@@ -22,12 +22,7 @@ KEYWORDS = ("min", "metrics", "model")
 def _names(value: Any, what: str) -> list[str]:
     """A list of names from a list or a comma-separated string."""
     if isinstance(value, str):
-        names = [v.strip() for v in value.split(",")]
-        if "" in names and any(names):
-            raise InvalidArgument(
-                f"{what}={value!r} has an empty entry; separate names by single commas"
-            )
-        return [n for n in names if n]
+        return comma_names(value, f"{what}=")
     if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
         return list(value)
     raise InvalidArgument(
