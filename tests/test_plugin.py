@@ -305,8 +305,17 @@ def test_native_toml_table_takes_numbers_and_lists_as_documented(project):
         ("rnn_seed = 1_000", "*rnn_seed = '1_000': seed '1_000' holds '_'*"),
         ("rnn_seed = \u0663", "*rnn_seed = '\u0663': seed '\u0663' holds non-ASCII characters*"),
         # the path lost its separator and a file took the folder's name
-        ("rnn_data = sub/", "*--rnn-data '*sub/' ends in a separator (a folder); give a file*"),
-        ("rnn_report = json:rep/", "*json: '*rep/' ends in a separator (a folder)*"),
+        (
+            "rnn_data = sub/",
+            "*: ini option rnn_data '*sub/' ends in a separator (a folder); give a file*",
+        ),
+        ("rnn_report = json:rep/", "*: ini option rnn_report json: '*rep/' ends in a separator*"),
+        # a path from the ini file is named by its key, not by the option the user never typed
+        ("rnn_samples = out.json", "*: ini option rnn_samples '*out.json' exists and is not a*"),
+        (
+            "rnn_data = out.json\nrnn_report = json:out.json",
+            "*: ini option rnn_data '*out.json' would collide with ini option rnn_report json: *",
+        ),
         # shlex's words: "No closing quotation" named neither key nor value
         ('rnn_coverage = "0.1', "*ini option rnn_coverage: No closing quotation; close each*"),
         ("rnn_coverage = *:TC:0.1", "*'*:TC:0.1': '[*]' is not a model; for every model write*"),
@@ -317,6 +326,7 @@ def test_native_toml_table_takes_numbers_and_lists_as_documented(project):
     ],
 )
 def test_ini_values_are_read_by_the_options_rules(project, ini, message):
+    project.makefile(".json", out="{}")
     project.makeini(f"[pytest]\n{ini}\n")
     result = project.runpytest()
     assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()

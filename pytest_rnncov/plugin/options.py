@@ -208,6 +208,13 @@ class Settings:
     record_tests: bool = False
     #: where campaigns save their samples when given no output_dir (--rnn-samples)
     samples: Path | None = None
+    #: the options whose value came from the ini file (named so in messages)
+    from_ini: frozenset[str] = frozenset()
+
+    def label(self, option: str) -> str:
+        """How messages name ``option`` (``"data"``): ``--rnn-data``, or ``ini option
+        rnn_data`` when the ini file gave it."""
+        return f"ini option rnn_{option}" if option in self.from_ini else f"--rnn-{option}"
 
     @property
     def ratchet(self) -> bool:
@@ -222,15 +229,21 @@ class Settings:
         """The files and folders the session writes, each with the option that names it
         (a ratchet's baseline is an input: it is only replaced)."""
         outputs = [
-            (f"--rnn-report={kind}:", Path(dest)) for kind, dest in self.reports if dest is not None
+            (self.report_label(kind), Path(dest)) for kind, dest in self.reports if dest is not None
         ]
         if self.data is not None:
-            outputs.append(("--rnn-data", self.data))
+            outputs.append((self.label("data"), self.data))
         if self.save is not None and not self.ratchet:
             outputs.append(("--rnn-save", self.save))
         if self.samples is not None:  # a folder: no other output may lie inside it
-            outputs.append(("--rnn-samples", self.samples))
+            outputs.append((self.label("samples"), self.samples))
         return outputs
+
+    def report_label(self, kind: str) -> str:
+        """How messages name the report ``kind``'s path: ``--rnn-report=json:``."""
+        if "report" in self.from_ini:
+            return f"ini option rnn_report {kind}:"
+        return f"--rnn-report={kind}:"
 
 
 def _ini(config: pytest.Config, name: str) -> Any:
@@ -332,6 +345,7 @@ def read_settings(config: pytest.Config) -> Settings:
         dict.fromkeys(DEFAULT_METRICS + gate_metrics + (bars.named_metrics if bars else ()))
     )
 
+    from_ini: set[str] = set()
     reports = config.getoption("rnn_report")
     if reports is None:
         lines = _ini(config, "rnn_report") or []
@@ -343,6 +357,7 @@ def read_settings(config: pytest.Config) -> Settings:
         except (argparse.ArgumentTypeError, ValueError) as exc:
             raise _usage(f"ini option rnn_report = {lines!r}", exc) from None
         reports = [(kind, _from_root(config, path)) for kind, path in reports]
+        from_ini.update(["report"] if reports else [])
     reports = tuple(dict.fromkeys(reports or [("term", None)]))
 
     context = config.getoption("rnn_context") or _ini(config, "rnn_context")
@@ -365,10 +380,11 @@ def read_settings(config: pytest.Config) -> Settings:
             )
         if given.startswith("ini"):
             samples = _from_root(config, samples)
+            from_ini.add("samples")
         from ..config.paths import check_output_dir
 
         try:
-            samples = check_output_dir(Path(samples).absolute(), "--rnn-samples")
+            samples = check_output_dir(Path(samples).absolute(), given.rstrip(" ="))
         except RNNCovError as exc:
             raise pytest.UsageError(str(exc)) from None
 
@@ -412,11 +428,12 @@ def read_settings(config: pytest.Config) -> Settings:
                 "rnn_data = .rnncov/data.json"
             )
         data = _from_root(config, data)
+        from_ini.update(["data"] if data is not None else [])
     if data is not None:
         from ..files import as_output_path
 
         try:
-            as_output_path(data, "--rnn-data")
+            as_output_path(data, "ini option rnn_data" if "data" in from_ini else "--rnn-data")
         except InvalidArgument as exc:
             raise pytest.UsageError(str(exc)) from None
     save, compare = config.getoption("rnn_save"), config.getoption("rnn_compare")
@@ -454,6 +471,7 @@ def read_settings(config: pytest.Config) -> Settings:
         tuple(exclusions),
         context == "test",
         samples,
+        frozenset(from_ini),
     )
 
 
@@ -484,11 +502,15 @@ def check_outputs(settings: Settings) -> SessionOutputs:
         inputs = [] if settings.compare is None else [("--rnn-compare", settings.compare)]
         check_distinct(settings.output_paths(), inputs)
         reports = tuple(
-            (kind, report_output(kind, dest, f"--rnn-report={kind}:"))
+            (kind, report_output(kind, dest, settings.report_label(kind)))
             for kind, dest in settings.reports
             if dest is not None
         )
-        data = None if settings.data is None else file_output(settings.data, "data", "--rnn-data")
+        data = (
+            None
+            if settings.data is None
+            else file_output(settings.data, "data", settings.label("data"))
+        )
         baseline = (
             None if settings.save is None else file_output(settings.save, "baseline", "--rnn-save")
         )
