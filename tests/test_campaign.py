@@ -262,8 +262,10 @@ def test_an_earlier_campaigns_file_that_cannot_go_keeps_that_campaign_whole(tmp_
         writer._ready()
     monkeypatch.undo()
     os.replace(first_aside, folder / "adv_00001_seed0_0to1.png")
-    writer._ready()
-    assert [p.name for p in folder.iterdir()] == [MARKER]
+    writer._ready()  # all set aside, until the new campaign's summary is written
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        [MARKER, *(f".{name}.removed" for name in [*earlier, "summary.json"])]
+    )
 
 
 def test_statistics_and_saved_samples(stacked_model, seq_inputs, tmp_path):
@@ -422,6 +424,12 @@ def test_a_loop_over_iterate_that_ends_early_marks_the_campaign_interrupted(ramp
     with pytest.raises(InvalidArgument, match=r"this campaign was finished \(finish\(\) ran\)"):
         next(steps)
     assert resumed.generated == result.test_cases == 10
+    unstarted = campaign()  # its generator first started after finish(): no model call
+    steps = unstarted.iterate()
+    assert unstarted.finish().test_cases == 0
+    with pytest.raises(InvalidArgument, match=r"this campaign was finished \(finish\(\) ran\)"):
+        next(steps)
+    assert unstarted.coverage.n_inputs_ == 0
 
 
 def test_a_listener_that_interrupts_keeps_the_growth_curve_with_the_counts(
@@ -1135,6 +1143,146 @@ def test_a_reused_sample_writer_starts_its_folder_afresh_for_each_campaign(thres
     assert len(arrays["cases"]) == found.adversarial == writer.count
     summary = json.loads((tmp_path / "adv" / "summary.json").read_text())
     assert summary["adversarial"] == found.adversarial
+
+
+class _StopAtThird:
+    """A listener whose third on_adversarial call is a Ctrl-C."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def on_adversarial(self, campaign, sample):
+        self.calls += 1
+        if self.calls == 3:
+            raise KeyboardInterrupt
+
+
+def test_a_listener_that_raises_keeps_no_other_listener_from_the_batchs_samples(
+    stacked_model, seq_inputs, tmp_path
+):
+    """The first listener's Ctrl-C on a batch's third sample kept the SampleWriter after it
+    from that sample and the rest of the batch: without shrinking (which hands every
+    sample over again) adversarial.npz held 2 of the 25 samples summary.json counted."""
+    rnn = RNNModel(stacked_model, "lstm_b")
+    stop = _StopAtThird()
+    campaign = Campaign(
+        rnn, seq_inputs[:6], GaussianMutator(variance=(0.5, 1.0), clip=None), Oracle(),
+        profile=Profile().fit(rnn, seq_inputs), budget=400, batch_size=40, shrink=False,
+        listeners=[stop, SampleWriter(tmp_path / "adv")],
+    )  # fmt: skip
+    with pytest.raises(KeyboardInterrupt):
+        campaign.run()
+    result = campaign.result
+    assert result.interrupted and result.adversarial > 3 and stop.calls > 3
+    assert len(np.load(tmp_path / "adv" / "adversarial.npz")["cases"]) == result.adversarial
+    assert json.loads((tmp_path / "adv" / "summary.json").read_text())["adversarial"] == (
+        result.adversarial
+    )
+
+
+def _full_disk(monkeypatch, after=0):
+    """Every file write after the first ``after`` fails as on a full disk."""
+    import errno
+
+    real = os.fdopen
+    written = [0]
+
+    class Full:
+        def __init__(self, stream):
+            self.stream = stream
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.stream.close()
+
+        def write(self, data):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    def fdopen(*args, **kwargs):
+        written[0] += 1
+        stream = real(*args, **kwargs)
+        return stream if written[0] <= after else Full(stream)
+
+    monkeypatch.setattr(os, "fdopen", fdopen)
+
+
+def test_a_full_disk_at_a_reruns_first_file_keeps_the_earlier_campaigns_samples(
+    threshold, tmp_path, monkeypatch
+):
+    """A re-run's first write removed the earlier campaign's files before it failed: a
+    full disk left the folder with neither campaign's samples. They are set aside until
+    the new summary is written, and put back when the new campaign wrote nothing."""
+    folder = tmp_path / "adv"
+    failure_campaign(threshold, listeners=[SampleWriter(folder)]).run()
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    assert "adversarial.npz" in before and any(n.startswith("adv_") for n in before)
+    _full_disk(monkeypatch)
+    kept = SampleWriter(folder, keep_going=True)
+    failure_campaign(threshold, seed=2, listeners=[kept]).run()
+    assert "No space left on device" in kept.error
+    assert kept.error.endswith("the earlier campaign's files there are left as they were")
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+    with (
+        pytest.raises(DataFileError, match="left as they were"),
+        pytest.warns(RNNCovWarning, match="finishing the campaign that DataFileError stopped"),
+    ):  # its samples, then its summary, could not be written either
+        failure_campaign(threshold, seed=2, listeners=[SampleWriter(folder)]).run()
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+    monkeypatch.undo()
+    _full_disk(monkeypatch, after=2)  # two images of the new campaign, then a full disk
+    late = SampleWriter(folder, keep_going=True)
+    failure_campaign(threshold, seed=2, listeners=[late]).run()
+    assert "kept in that folder as hidden '.NAME.removed' files" in late.error
+    hidden = {p.name for p in folder.iterdir() if p.name.endswith(".removed")}
+    assert hidden == {f".{name}.removed" for name in before if name != MARKER}
+    monkeypatch.undo()
+    failure_campaign(threshold, seed=3, listeners=[SampleWriter(folder)]).run()
+    assert not [p for p in folder.iterdir() if p.name.endswith(".removed")]  # saved: gone
+
+
+def test_two_campaigns_writing_one_sample_folder_at_once_are_refused(threshold, tmp_path):
+    """Two campaigns run side by side into one folder: each one's first file removed the
+    other's, and the folder ended with the PNGs of both beside one campaign's arrays. The
+    second is refused while the first holds the folder; the first's files stay whole."""
+    folder = tmp_path / "adv"
+    first = failure_campaign(threshold, listeners=[SampleWriter(folder)], shrink=False)
+    second = failure_campaign(threshold, seed=2, listeners=[SampleWriter(folder)])
+    steps = first.iterate()
+    while not len(first._adversarial):  # the first campaign has written its first file
+        next(steps)
+    with (
+        pytest.raises(DataFileError, match="is in use: another campaign .* is saving its"),
+        pytest.warns(RNNCovWarning, match="finishing the campaign that DataFileError stopped"),
+    ):  # its summary is refused too
+        second.run()
+    for _ in steps:
+        pass
+    found = first.finish()
+    assert len(np.load(folder / "adversarial.npz")["cases"]) == found.adversarial
+    pngs = sorted(p.name for p in folder.glob("adv_*.png"))
+    assert len(pngs) == min(found.adversarial, 1000)
+    assert json.loads((folder / "summary.json").read_text())["adversarial"] == found.adversarial
+    third = failure_campaign(threshold, seed=3, listeners=[SampleWriter(folder)]).run()
+    assert json.loads((folder / "summary.json").read_text())["adversarial"] == third.adversarial
+
+
+class _FailsToFinish:
+    def on_finish(self, campaign, result):
+        raise RuntimeError("listener failed")
+
+
+def test_an_interrupt_is_raised_whatever_a_listener_raises_while_finishing(threshold):
+    """A Ctrl-C in run() was replaced by a listener's error from finish(): under pytest an
+    ordinary failure, and the session went on."""
+    campaign = failure_campaign(
+        threshold, mutator=InterruptAfter(2), listeners=[_FailsToFinish()], budget=10_000
+    )
+    with pytest.warns(RNNCovWarning, match="that KeyboardInterrupt stopped: RuntimeError"):
+        with pytest.raises(KeyboardInterrupt):
+            campaign.run()
+    assert campaign.result is not None and campaign.result.interrupted
 
 
 def test_failure_fitness_checks_its_distances(threshold):

@@ -1025,6 +1025,21 @@ def test_a_weights_file_holding_more_than_tensors_is_refused_unread(torch_files,
         (path / "ran").unlink()
 
 
+def test_a_factory_module_in_the_current_folder_off_sys_path_is_named(torch_files, monkeypatch):
+    """A script run from the folder holding mymodels.py (its sys.path starts with the
+    script's own folder) was told to run from that folder, where it already was."""
+    from pytest_rnncov import InvalidArgument, load_torch_model
+
+    path, _ = torch_files
+    monkeypatch.chdir(path)
+    here = os.getcwd()
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if os.path.abspath(p or ".") != here])
+    with pytest.raises(
+        InvalidArgument, match=r"mymodels.py \(or mymodels/\) is in the current directory .* not"
+    ):
+        load_torch_model("mymodels:make", "w.pt")
+
+
 def test_pytorch_factories_need_torch(torch_files, monkeypatch):
     from pytest_rnncov import MissingResource, load_torch_model
 

@@ -27,6 +27,7 @@ from pytest_rnncov import (
     ProfileError,
     RNNCovWarning,
     RNNModel,
+    SampleWriter,
     UnsafeModel,
     load_model,
 )
@@ -431,10 +432,26 @@ def test_campaign_targets_and_listeners_are_checked(torch_model):
         Campaign(rnn, x[:4], mutator, Oracle(), profile=profile, targets=[])
     with pytest.raises(InvalidArgument, match="has none of on_adversarial, on_shrunk, on_finish"):
         Campaign(rnn, x[:4], mutator, Oracle(), profile=profile, listeners=[object()])
+    # a class passed the check, then failed at its first sample with a bare TypeError
+    with pytest.raises(InvalidArgument, match=r"SampleWriter is a class; pass an instance, e"):
+        Campaign(rnn, x[:4], mutator, Oracle(), profile=profile, listeners=[SampleWriter])
+    with pytest.raises(InvalidArgument, match=r"e.g. listeners=\[<pytest_rnncov"):
+        Campaign(rnn, x[:4], mutator, Oracle(), profile=profile, listeners=SampleWriter("o"))
+    # a tracked model's campaign() passed its listeners to list(): a bare TypeError
+    from pytest_rnncov.plugin.session import RNNCovSession
+
+    tracked = RNNCovSession().track(rnn, profile=profile, name="m")
+    for bad in (None, SampleWriter("o")):
+        with pytest.raises(InvalidArgument, match=r"listeners=.*; pass a list of objects"):
+            tracked.campaign(x[:4], mutator, Oracle(), listeners=bad)
 
 
 def test_mutator_and_oracle_arguments():
     assert GaussianMutator(np.array(0.01)).variance == (0.01, 0.01)
+    ragged = np.empty(2, object)  # as np.array([...], dtype=object) makes ragged rows
+    ragged[:] = [np.zeros((5, 2)), np.zeros((3, 2))]
+    with pytest.raises(InvalidInput, match=r"seeds: its rows have different lengths \(3 to 5\)"):
+        GaussianMutator().check_seeds(ragged)  # was "seeds have shape (2,)"
     with pytest.raises(InvalidInput, match="numeric seeds"):
         GaussianMutator.from_seeds([["a", "b"], ["c", "d"]])
     with pytest.raises(InvalidArgument, match="applies to task='regression'"):

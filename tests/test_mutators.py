@@ -238,6 +238,19 @@ def test_smiles_mutator_respects_the_encoder():
     assert encoder(out).shape == (9, 40)
 
 
+def test_smiles_redraws_are_counted_per_campaign():
+    """The redraw count in the mutator's description added up over the campaigns that
+    shared it: the same seed gave another report the second time."""
+    encoder = CharEncoder.fit(["CCO", "OCCO"], length=6)  # some spellings do not fit
+    mutator = SmilesMutator(encoder=encoder)
+    texts = []
+    for _ in range(2):
+        mutator.check_seeds(["CCO", "OCCO"])  # what a campaign does at its start
+        mutator.mutate(["OCCO"] * 20, np.random.default_rng(1))
+        texts.append(mutator.describe())
+    assert texts[0] == texts[1] and "redrawn" in texts[0]
+
+
 class WrongShape(Mutator):
     def mutate(self, cases, rng):
         return np.asarray(cases)[:, :-1]

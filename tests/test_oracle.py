@@ -52,7 +52,7 @@ def test_bad_oracles():
 
 
 def test_nan_outputs_are_refused():
-    with pytest.raises(InvalidInput, match="case outputs hold NaN or inf"):
+    with pytest.raises(InvalidInput, match="NaN or inf in the case outputs"):
         Oracle().fails(np.ones((1, 2)), np.full((1, 2), np.nan), np.zeros(1))
 
 
@@ -141,6 +141,29 @@ def test_margin_is_how_far_from_failing():
         Oracle(task="regression", tolerance=1.0).margin(np.array([[2.0]]), np.array([[2.25]])),
         [0.75],
     )
+
+
+def test_a_margin_is_at_most_zero_exactly_when_the_case_fails():
+    """A tie that arg-max gives the seed's class (or a move of exactly the tolerance) had
+    the margin 0, read as failing by the strategies, which then stopped their search and
+    reported a failure that did not happen. By hand: seed class 0 ([1, 0]); [0.5, 0.5]
+    is still class 0 (arg-max takes the first), so it does not fail; seed class 1 ([0, 1])
+    against [0.5, 0.5] is class 0: it fails."""
+    oracle = Oracle(radius=1.0)
+    seeds = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]])
+    cases = np.array([[0.5, 0.5], [0.5, 0.5], [0.4, 0.6]])
+    fails = oracle.fails(seeds, cases, np.zeros(3))
+    margin = oracle.margin(seeds, cases)
+    assert fails.tolist() == [False, True, True]
+    assert (margin <= 0).tolist() == fails.tolist()
+    assert 0 < margin[0] < 1e-300 and margin[1] == 0 and margin[2] == pytest.approx(-0.2)
+    assert (oracle.failure_fitness(seeds, cases, np.zeros(3)) <= 0).tolist() == fails.tolist()
+    regression = Oracle(task="regression", tolerance=0.25)
+    edge = regression.margin(np.array([[2.0], [2.0]]), np.array([[2.25], [2.5]]))
+    assert 0 < edge[0] < 1e-300 and edge[1] == -0.25  # moved by exactly 0.25: no failure
+    assert regression.fails(np.array([[2.0]]), np.array([[2.25]]), [0.0]).tolist() == [False]
+    with pytest.raises(InvalidInput, match="seed output must be numeric model outputs, got No"):
+        oracle.check(None, [0, 1], 0.5)  # read as NaN: "seed output hold NaN or inf"
 
 
 HYPOTHESIS_TEST = """

@@ -183,6 +183,13 @@ def test_seeds_are_checked():
         TimeSeriesMutator.from_seeds(np.ones((5, 10, 2)))
     with pytest.raises(InvalidInput, match=r"shape \(5, 10\)"):
         TimeSeriesMutator.from_seeds(np.zeros((5, 10)))
+    huge = np.random.default_rng(0).random((5, 7, 3)) * 1e300  # finite, but no spread fits
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no numpy overflow warning before the message
+        with pytest.raises(InvalidInput, match=r"the seeds' spread \(inf\) is too large for a"):
+            TimeSeriesMutator.from_seeds(huge)  # was "noise[0]=inf must be a finite number"
+        with pytest.raises(InvalidInput, match=r"spread \(inf\) is too large"):
+            TimeSeriesMutator.from_seeds(huge, padding=0.0)
     assert TimeSeriesMutator().check_seeds(np.zeros((2, 5, 3), np.float64)).dtype == np.float32
 
 

@@ -320,7 +320,8 @@ def test_a_mutant_shows_its_arrays_by_shape_and_counts_the_generations_it_ran(tr
         never_fails()
     failing = seen[-1]  # Hypothesis runs the minimal failing example last
     notes = "\n".join(caught.value.__notes__)
-    assert f"bred toward failure for {failing.generations} generations" in notes
+    plural = "" if failing.generations == 1 else "s"  # "for 1 generations" until 2026-11-30
+    assert f"bred toward failure for {failing.generations} generation{plural} (" in notes
     shown = f"{failing!r}"
     assert shown.startswith("Mutant(case=<float32 array (7, 3)>, seed=<float32 array (7, 3)>, ")
     assert f"never_fails(\n    mutant={shown},\n)" in notes  # Hypothesis's failing case

@@ -712,6 +712,15 @@ def _import_factory(torch: Any, text: str) -> Callable[[], Any]:
             on_path = any(os.path.abspath(p or os.curdir) == here for p in sys.path)
             searched = "with" if on_path else "without"
             file = missing.replace(".", "/")
+            if not on_path and (
+                os.path.isfile(f"{file}.py") or os.path.isdir(file)
+            ):  # a script's sys.path starts with its own folder, not the current one
+                raise InvalidArgument(
+                    f"PyTorch factory {text!r}: {file}.py (or {file}/) is in the current "
+                    f"directory {here!r}, which is not on sys.path (a script's sys.path "
+                    "starts with the script's own folder); add it: PYTHONPATH=. or "
+                    f"sys.path.insert(0, {here!r}) before the call"
+                ) from None
             raise InvalidArgument(
                 f"PyTorch factory {text!r}: no module {missing!r} on sys.path ({searched} "
                 f"the current directory {here!r}); run from the folder that holds "

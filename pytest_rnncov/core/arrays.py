@@ -86,13 +86,16 @@ def input_array(values: Any, what: str) -> np.ndarray:
     try:
         return np.asarray(values)
     except (TypeError, ValueError, RuntimeError) as exc:
-        raise InvalidInput(f"{what} cannot be read as an array: {_ragged(values) or exc}") from None
+        raise InvalidInput(
+            f"{what} cannot be read as an array: {ragged_hint(values) or exc}"
+        ) from None
 
 
-def _ragged(values: Any) -> str:
-    """What is wrong with a list of sequences of different lengths, and how to fix it (""
-    for anything else)."""
-    if not isinstance(values, (list, tuple)):
+def ragged_hint(values: Any) -> str:
+    """What is wrong with a list (or 1-D object array) of sequences of different lengths,
+    and how to fix it ("" for anything else)."""
+    listed = isinstance(values, np.ndarray) and values.dtype == object and values.ndim == 1
+    if not (listed or isinstance(values, (list, tuple))):
         return ""
     try:
         lengths = {len(row) for row in values}

@@ -148,6 +148,33 @@ class CampaignListener(Protocol):
 LISTENER_METHODS = ("on_adversarial", "on_shrunk", "on_finish")
 
 
+def check_listeners(listeners: Any) -> list[Any]:
+    """``listeners`` as a list, each an object with one of LISTENER_METHODS at least
+    (InvalidArgument otherwise: a class, a single listener, None)."""
+    if isinstance(listeners, (str, bytes)) or not isinstance(listeners, Sequence):
+        raise InvalidArgument(
+            f"listeners={listeners!r}; pass a list of objects with "
+            "on_adversarial(campaign, sample) and/or on_finish(campaign, result)"
+            + (f", e.g. listeners=[{listeners!r}]" if _listens(listeners) else "")
+        )
+    for listener in listeners:
+        if isinstance(listener, type):
+            raise InvalidArgument(
+                f"listener {listener.__name__} is a class; pass an instance, e.g. "
+                f"listeners=[{listener.__name__}(...)]"
+            )
+        if not _listens(listener):
+            raise InvalidArgument(
+                f"listener {listener!r} has none of "
+                f"{', '.join(LISTENER_METHODS)}, so it would receive nothing"
+            )
+    return list(listeners)
+
+
+def _listens(listener: Any) -> bool:
+    return any(callable(getattr(listener, m, None)) for m in LISTENER_METHODS)
+
+
 @runtime_checkable
 class TrackedLike(Protocol):
     """A model registered with a coverage session (``rnncov.track``): campaigns on it feed
@@ -318,20 +345,7 @@ class Campaign:
         seed = default_seed if seed is None else check_int("seed", seed, minimum=0, example="0")
         self.seed = seed
         self.rng = np.random.default_rng(seed)
-        if isinstance(listeners, (str, bytes)) or not isinstance(listeners, Sequence):
-            raise InvalidArgument(
-                f"listeners={listeners!r}; pass a list of objects with "
-                "on_adversarial(campaign, sample) and/or on_finish(campaign, result)"
-            )
-        useless = [
-            x for x in listeners if not any(callable(getattr(x, m, None)) for m in LISTENER_METHODS)
-        ]
-        if useless:
-            raise InvalidArgument(
-                f"listener {useless[0]!r} has none of "
-                f"{', '.join(LISTENER_METHODS)}, so it would receive nothing"
-            )
-        self.listeners = list(listeners)
+        self.listeners = check_listeners(listeners)
         self._cases = CaseStore(mutator.array_cases, spill=True)
         #: the seed each case descends from, by case id (grown in place, not re-joined)
         self._seed_store = CaseStore(True)
@@ -436,14 +450,18 @@ class Campaign:
             self._adversarial_distances.extend(np.asarray(found_distances, np.float64))
             np.add.at(self._samples_per_seed, seed_index[found], 1)
             if self._has_listener("on_adversarial"):
+                pending: BaseException | None = None
                 for sample in self._samples(
                     ids[found],
                     found_cases,
                     seed_index[found],
                     np.asarray(outputs)[found],
                     found_distances,
-                ):
-                    self._notify("on_adversarial", sample)
+                ):  # every sample of the batch reaches every listener, then the first error
+                    raised = self._notify_all("on_adversarial", sample)
+                    pending = pending or raised
+                if pending is not None:
+                    raise pending
         step = Step(phase, len(seed_index), gained, len(found), target)
         return _Batch(signals, ids, fitness, step)
 
@@ -533,14 +551,18 @@ class Campaign:
         """The campaign's steps, noting when the schedule ran to its end (``finish`` counts
         a campaign whose steps stopped before that, and before its budget or goal, as
         interrupted)."""
+        self._refuse_finished()  # a generator first started after finish()
         for step in self._schedule():
             yield step
-            if self.result is not None:  # resumed after finish(): its result is final
-                raise InvalidArgument(
-                    "this campaign was finished (finish() ran): its result is final and "
-                    "its steps end there; a new Campaign(...) runs again"
-                )
+            self._refuse_finished()  # resumed after finish()
         self._schedule_ended = True
+
+    def _refuse_finished(self) -> None:
+        if self.result is not None:  # its result is final
+            raise InvalidArgument(
+                "this campaign was finished (finish() ran): its result is final and "
+                "its steps end there; a new Campaign(...) runs again"
+            )
 
     def _schedule(self) -> Iterator[Step]:
         """The seeds' step, then the schedule's."""
@@ -996,20 +1018,39 @@ class Campaign:
         try:
             for _ in steps:
                 pass
-        except BaseException:
+        except BaseException as exc:
             self.interrupted = True
-            self.finish()
+            try:
+                self.finish()
+            except BaseException as late:  # a listener's or a second Ctrl-C: the first wins
+                if isinstance(exc, Exception) and not isinstance(late, Exception):
+                    raise late from exc  # a Ctrl-C while finishing after an error
+                warnings.warn(
+                    f"while finishing the campaign that {type(exc).__name__} stopped: "
+                    f"{late!r}; the {type(exc).__name__} is raised",
+                    RNNCovWarning,
+                    stacklevel=2,
+                )
             raise
         return self.finish()
 
     def _has_listener(self, method: str) -> bool:
         return any(callable(getattr(x, method, None)) for x in self.listeners)
 
-    def _notify(self, method: str, *args: Any) -> None:
+    def _notify_all(self, method: str, *args: Any) -> BaseException | None:
+        """Call every listener's ``method``; one that raises does not keep the others from
+        their call (a SampleWriter after it still saves the sample). Returns the first
+        exception raised, for the caller to raise once every call was made."""
+        pending: BaseException | None = None
         for listener in self.listeners:
             call = getattr(listener, method, None)
-            if callable(call):
+            if not callable(call):
+                continue
+            try:
                 call(self, *args)
+            except BaseException as exc:
+                pending = pending or exc
+        return pending
 
     def _samples(
         self,
@@ -1128,14 +1169,8 @@ class Campaign:
         for method, args in (("on_shrunk", (samples,)), ("on_finish", (result,))):
             if method == "on_shrunk" and not shrunk:
                 continue
-            for listener in self.listeners:
-                call = getattr(listener, method, None)
-                if not callable(call):
-                    continue
-                try:
-                    call(self, *args)
-                except BaseException as exc:
-                    pending = pending or exc
+            raised = self._notify_all(method, *args)  # every listener is called
+            pending = pending or raised
         if pending is not None:
             raise pending
         return result

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..core.arrays import input_array
+from ..core.arrays import input_array, ragged_hint
 from ..errors import InvalidArgument, InvalidInput
 from ..validation import check_float, check_range
 from .oracle import as_distances
@@ -71,7 +71,9 @@ class Mutator(ABC):
         array = numeric_array(seeds, "seeds")
         if array.ndim < 2 or len(array) == 0:
             raise InvalidInput(
-                f"seeds have shape {array.shape}; pass a non-empty batch (seeds[None] for one)"
+                f"seeds: {ragged_hint(array)}"
+                if ragged_hint(array)
+                else f"seeds have shape {array.shape}; pass a non-empty batch (seeds[None] for one)"
             )
         refuse_bool(array, "seeds", "pass seeds.astype(np.float32)")
         return array

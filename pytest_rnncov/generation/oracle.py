@@ -23,7 +23,7 @@ def _numeric(outputs: Any, what: str) -> np.ndarray:
     (masked values, complex numbers: float() would drop a part)."""
     array = input_array(outputs, what)
     try:
-        if array.dtype.kind == "c":
+        if array.dtype.kind == "c" or outputs is None:  # None would read as NaN
             raise TypeError
         return np.asarray(array, np.float64)
     except (TypeError, ValueError):
@@ -41,7 +41,7 @@ def output_rows(outputs: Any, what: str) -> np.ndarray:
         )
     array = array.reshape(len(array), -1)
     if not np.isfinite(array).all():
-        raise InvalidInput(f"{what} hold NaN or inf; the oracle cannot judge them")
+        raise InvalidInput(f"NaN or inf in the {what}; the oracle cannot judge them")
     return array
 
 
@@ -353,18 +353,23 @@ class Oracle:
         a, b = _paired_rows(seed_outputs, case_outputs)
         if self.task == "regression":
             assert self.tolerance is not None
-            return self.tolerance - np.abs(a - b).max(axis=1)
-        if b.shape[1] == 1:
+            margin = self.tolerance - np.abs(a - b).max(axis=1)
+        elif b.shape[1] == 1:
             above = a[:, 0] > self.threshold
             return np.where(
                 above, b[:, 0] - self.threshold, np.nextafter(self.threshold, np.inf) - b[:, 0]
             )
-        seed_class = self.decisions(a)
-        rows = np.arange(len(b))
-        own = b[rows, seed_class]
-        others = b.copy()
-        others[rows, seed_class] = -np.inf
-        return own - others.max(axis=1)
+        else:
+            seed_class = self.decisions(a)
+            rows = np.arange(len(b))
+            own = b[rows, seed_class]
+            others = b.copy()
+            others[rows, seed_class] = -np.inf
+            margin = own - others.max(axis=1)
+        # on the edge without a change (a tie that arg-max gives the seed's class, a move of
+        # exactly the tolerance): the least positive number, so that <= 0 means it failed
+        edge = np.nextafter(margin.dtype.type(0), margin.dtype.type(1))
+        return np.where((margin <= 0) & ~self.changed(a, b), edge, margin)
 
     def failure_fitness(self, seed_outputs: Any, case_outputs: Any, distances: Any) -> np.ndarray:
         """How far each case is from failing (<= 0 exactly when it fails): the margin within

@@ -8,6 +8,7 @@ reproducible from one seed.
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any
 
@@ -113,22 +114,15 @@ class TimeSeriesMutator(Mutator):
                 f"from_seeds needs at least two finite seeds of shape (steps, "
                 f"channels); got an array of shape {array.shape}"
             )
-        if span is None:
-            per_channel = array.std(axis=0).mean(axis=0)
-        else:
-            steps, (starts, lengths) = np.arange(array.shape[1]), span
-            real = ((steps >= starts[:, None]) & (steps < (starts + lengths)[:, None]))[..., None]
-            count = real.sum(axis=0)  # (steps, 1): the seeds that reach each step
-            mean = (array * real).sum(axis=0) / np.maximum(count, 1)
-            variance = (real * (array - mean) ** 2).sum(axis=0) / np.maximum(count, 1)
-            reached = count[:, 0] >= 2
-            if not reached.any():
-                raise InvalidInput(
-                    f"no step is real in two seeds (padding={padding:g}), so the seeds "
-                    "give no spread for the noise"
-                )
-            per_channel = np.sqrt(variance[reached]).mean(axis=0)
-        scale = float(per_channel.mean())
+        with np.errstate(over="ignore", invalid="ignore"):  # huge seeds: named below
+            per_channel = _spread(array, span, padding)
+            scale = float(per_channel.mean())
+        if not (np.isfinite(per_channel).all() and math.isfinite(high * scale)):
+            raise InvalidInput(
+                f"the seeds' spread ({scale:.3g}) is too large for a noise scale; scale the "
+                "inputs (models take values of order 1), or give "
+                "TimeSeriesMutator(noise=...) yourself"
+            )
         if not scale > 0:
             raise InvalidInput("the seeds do not vary, so they give no scale for the noise")
         return cls(
@@ -289,3 +283,24 @@ def _warn_if_padded(seeds: np.ndarray) -> None:
             RNNCovWarning,
             stacklevel=user_stacklevel(),
         )
+
+
+def _spread(
+    array: np.ndarray, span: tuple[np.ndarray, np.ndarray] | None, padding: float | None
+) -> np.ndarray:
+    """Each channel's per-step standard deviation across the seeds, averaged over the
+    steps (with ``span``, the real steps of the steps that at least two seeds reach)."""
+    if span is None:
+        return array.std(axis=0).mean(axis=0)
+    steps, (starts, lengths) = np.arange(array.shape[1]), span
+    real = ((steps >= starts[:, None]) & (steps < (starts + lengths)[:, None]))[..., None]
+    count = real.sum(axis=0)  # (steps, 1): the seeds that reach each step
+    mean = (array * real).sum(axis=0) / np.maximum(count, 1)
+    variance = (real * (array - mean) ** 2).sum(axis=0) / np.maximum(count, 1)
+    reached = count[:, 0] >= 2
+    if not reached.any():
+        raise InvalidInput(
+            f"no step is real in two seeds (padding={padding:g}), so the seeds "
+            "give no spread for the noise"
+        )
+    return np.sqrt(variance[reached]).mean(axis=0)

@@ -331,7 +331,8 @@ def _bred(
                 break
         best = int(np.argmin(scores))
         note(
-            f"seed {index}, bred toward {label} for {len(path) - 1} generations "
+            f"seed {index}, bred toward {label} for {len(path) - 1} "
+            f"generation{'' if len(path) == 2 else 's'} "
             f"(best fitness per generation: {' -> '.join(path)}; <= 0 {reached})"
         )
         if math.isfinite(float(scores[best])):  # Hypothesis takes finite observations only

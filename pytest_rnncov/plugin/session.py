@@ -29,7 +29,7 @@ from ..core.state import TESTS_PER_CONDITION, MetricState, ModelState
 from ..core.trace import Trace, concat_traces
 from ..errors import InvalidArgument, ProfileError, RNNCovWarning, StaleProfile
 from ..files import as_path, folder_lock
-from ..generation.campaign import Campaign
+from ..generation.campaign import Campaign, check_listeners
 from ..generation.results import CampaignResult
 from ..reporting.data import CoverageData, new_run_id
 from ..reporting.samples import SampleWriter, gallery_entries, samples_folder
@@ -275,7 +275,7 @@ class TrackedModel:
                     + (f"; did you mean {close[0]!r}?" if close else "")
                     + f" (options: output_dir, {', '.join(accepted)})"
                 )
-        listeners = list(options.pop("listeners", ()))
+        listeners = check_listeners(options.pop("listeners", ()))
         if output_dir is None and self.session.samples is not None:
             output_dir = samples_folder(
                 self.session.samples, self.name, self.session.current_test, self.session.folders

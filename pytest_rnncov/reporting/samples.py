@@ -76,6 +76,13 @@ class SampleWriter:
     ``keep_going=True`` it is kept in ``error`` instead, the writer writes nothing more for
     that campaign and the campaign goes on (the pytest plugin's writers: a full disk costs
     the samples, never the campaign or its coverage).
+
+    An earlier campaign's files in the folder are set aside (renamed ``.NAME.removed``) at
+    this campaign's first file and removed once its ``summary.json`` is written; a write
+    that fails before this campaign wrote any file puts them back. From its first file to
+    its summary the writer holds a lock on the folder's marker file: a second campaign
+    writing there meanwhile (in this process or another) gets DataFileError instead of
+    removing the first one's files.
     """
 
     def __init__(self, directory: str | os.PathLike[str], *, keep_going: bool = False) -> None:
@@ -96,15 +103,31 @@ class SampleWriter:
         self._campaign: weakref.ref[Campaign] | None = None
         #: whether the campaign's files are all written (its summary.json last)
         self.saved = False
+        #: the earlier campaign's files, set aside until this one's summary is written
+        self._aside: list[tuple[Path, Path]] = []
+        #: whether a file of this campaign was written
+        self._wrote = False
+        #: releases the lock on the folder (held from the first file to the summary)
+        self._lock: Callable[[], None] | None = None
 
     def _for(self, campaign: Campaign) -> None:
         """Start afresh when ``campaign`` is not the one this writer wrote for: its samples
         replace the other's in the folder, never join them."""
         if self._campaign is not None and self._campaign() is campaign:
             return
+        self._release()
         self._campaign = weakref.ref(campaign)
         self._samples, self._names, self._started, self.saved = [], [], False, False
-        self._in_text, self.error = 0, None
+        self._in_text, self.error, self._wrote = 0, None, False
+
+    def _release(self) -> None:
+        if self._lock is not None:
+            self._lock()
+            self._lock = None
+
+    def _write(self, path: Path, content: str | bytes, what: str, durable: bool = True) -> None:
+        write_atomic(path, content, what, durable=durable)
+        self._wrote = True
 
     def _kept(self, write: Callable[[], None]) -> None:
         """Run ``write``; with ``keep_going``, a DataFileError is kept in ``error`` (and no
@@ -114,9 +137,24 @@ class SampleWriter:
         try:
             write()
         except DataFileError as exc:
+            message = str(exc) + self._after_failure()
             if not self.keep_going:
-                raise
-            self.error = str(exc)
+                raise DataFileError(message) from None
+            self.error = message
+
+    def _after_failure(self) -> str:
+        """After a failed write: the earlier campaign's files put back when this one wrote
+        none yet; what became of them, to add to the error."""
+        if not self._aside:
+            return ""
+        if self._wrote:
+            return (
+                "; the earlier campaign's files are kept in that folder as hidden "
+                f"'.NAME.removed' files (e.g. {self._aside[0][1].name!r})"
+            )
+        _put_back(self._aside)
+        self._aside, self._started = [], False
+        return "; the earlier campaign's files there are left as they were"
 
     def _check_replaceable(self) -> None:
         """Refuse a folder holding files of the names this writer uses that no earlier
@@ -149,12 +187,11 @@ class SampleWriter:
             self.directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise DataFileError(f"cannot create {str(self.directory)!r}: {exc.strerror}") from None
-        marker = self.directory / MARKER
-        if not marker.exists():
-            write_atomic(marker, "written by pytest-rnncov: campaign samples\n", "the marker")
-        _remove_all(
+        if self._lock is None:
+            self._lock = _lock_folder(self.directory, self)
+        self._aside = _set_aside(  # only our names: _check_replaceable saw them
             sorted(p for p in self.directory.iterdir() if _written_here(p.name) and p.is_file())
-        )  # only our names: _check_replaceable saw them
+        )
         self._started = True
         return self.directory
 
@@ -174,7 +211,7 @@ class SampleWriter:
             f"{IMAGE_PREFIX}{index + 1:05d}_seed{sample.seed_index}_{sample.seed_decision}to"
             f"{sample.case_decision}.png"
         )
-        write_atomic(
+        self._write(
             self._ready() / name,
             png_bytes(side_by_side(seed_image, image, clip)),
             "an adversarial image",
@@ -189,7 +226,7 @@ class SampleWriter:
             f"{_field(s.case_decision)}\t{_field(s.seed)}\t{_field(s.case)}\n"
             for s in self._samples
         )
-        write_atomic(self._ready() / TEXT, "".join(lines), "the adversarial cases")
+        self._write(self._ready() / TEXT, "".join(lines), "the adversarial cases")
         self._in_text = len(self._samples)
 
     def on_adversarial(self, campaign: Campaign, sample: AdversarialSample) -> None:
@@ -219,14 +256,17 @@ class SampleWriter:
         for index, sample in enumerate(samples[:MAX_IMAGES]):
             name = self._image(campaign, index, sample)
             if names[index] is not None and names[index] != name:  # the decision moved
-                _remove_all([self.directory / str(names[index])])
+                _discard(_set_aside([self.directory / str(names[index])]))
             names[index] = name
         self._names = names
 
     def on_finish(self, campaign: Campaign, result: CampaignResult) -> None:
         self._for(campaign)
         self.saved = False  # this campaign's files, not a reused writer's earlier ones
-        self._kept(lambda: self._write_final(campaign, result))
+        try:
+            self._kept(lambda: self._write_final(campaign, result))
+        finally:
+            self._release()
 
     def _write_final(self, campaign: Campaign, result: CampaignResult) -> None:
         folder = self._ready()
@@ -243,13 +283,16 @@ class SampleWriter:
             }
             buffer = io.BytesIO()
             np.savez_compressed(buffer, **arrays)
-            write_atomic(folder / ARRAYS, buffer.getvalue(), "the adversarial samples")
+            self._write(folder / ARRAYS, buffer.getvalue(), "the adversarial samples")
         summary = {
             "format": "pytest-rnncov-campaign",
             **result.summary(campaign.name, saved_to=path_text(folder)).to_json(),
         }
-        write_atomic(folder / SUMMARY, json.dumps(summary, indent=1) + "\n", "the summary")
+        self._write(folder / SUMMARY, json.dumps(summary, indent=1) + "\n", "the summary")
         self.saved = True
+        # the folder holds this campaign whole: what earlier ones left aside goes
+        _discard([(p, p) for p in folder.iterdir() if _set_aside_here(p.name)])
+        self._aside = []
 
 
 def _field(value: Any) -> str:
@@ -260,11 +303,60 @@ def _field(value: Any) -> str:
     return printable(str(value).replace("\\", "\\\\"))
 
 
-def _remove_all(paths: list[Path]) -> None:
-    """Remove ``paths`` (an earlier campaign's files) all or none: each is first renamed
-    aside, and if one cannot be (immutable, or open in another program on Windows) those
+def _lock_folder(folder: Path, owner: object) -> Callable[[], None]:
+    """Take the lock on ``folder``'s MARKER file (created if missing), without waiting;
+    returns what releases it (``owner`` going away releases it too). DataFileError when
+    another writer holds it. No lock where the platform or the file system has none (the
+    writes stay atomic)."""
+    marker = folder / MARKER
+    try:
+        handle = os.open(marker, os.O_RDWR | os.O_CREAT, 0o666)
+        if os.fstat(handle).st_size == 0:
+            os.write(handle, b"written by pytest-rnncov: campaign samples\n")
+    except OSError as exc:
+        raise DataFileError(f"cannot write {str(marker)!r}: {exc.strerror}") from None
+    release = weakref.finalize(owner, os.close, handle)
+    try:
+        import fcntl
+
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except ImportError:  # Windows: no advisory locks
+        pass
+    except BlockingIOError:
+        release()
+        raise DataFileError(
+            f"campaign output folder {str(folder)!r} is in use: another campaign (in this "
+            "process or another) is saving its samples there; give each campaign its own "
+            "folder, or finish() the other first"
+        ) from None
+    except OSError:  # a file system without locks (some network mounts)
+        pass
+    return release
+
+
+def _discard(aside: list[tuple[Path, Path]]) -> None:
+    """Remove the files set aside."""
+    for _, renamed in aside:
+        with contextlib.suppress(OSError):  # a leftover is hidden, and replaced next time
+            renamed.unlink(missing_ok=True)
+
+
+def _put_back(aside: list[tuple[Path, Path]]) -> list[str]:
+    """Rename the files set aside back; the ones that could not be."""
+    unrestored = []
+    for original, renamed in reversed(aside):
+        try:
+            os.replace(renamed, original)
+        except OSError:
+            unrestored.append(f"{renamed.name} (was {original.name})")
+    return unrestored
+
+
+def _set_aside(paths: list[Path]) -> list[tuple[Path, Path]]:
+    """Rename ``paths`` (an earlier campaign's files) aside as ``.NAME.removed``, all or
+    none: if one cannot be (immutable, or open in another program on Windows) those
     already moved are put back and DataFileError names it, so the earlier campaign stays
-    whole."""
+    whole. Returns (original, renamed) pairs."""
     moved: list[tuple[Path, Path]] = []
     for path in paths:
         aside = path.with_name(f".{path.name}.removed")
@@ -275,12 +367,7 @@ def _remove_all(paths: list[Path]) -> None:
         except FileNotFoundError:
             continue
         except OSError as exc:
-            unrestored = []
-            for original, renamed in reversed(moved):
-                try:
-                    os.replace(renamed, original)
-                except OSError:
-                    unrestored.append(f"{renamed.name} (was {original.name})")
+            unrestored = _put_back(moved)
             kept = f"; these could not be put back: {', '.join(unrestored)}" if unrestored else ""
             raise DataFileError(
                 f"cannot replace {str(path)!r}, a file an earlier campaign wrote there: "
@@ -288,9 +375,12 @@ def _remove_all(paths: list[Path]) -> None:
                 f"or give the campaign another folder{kept}"
             ) from None
         moved.append((path, aside))
-    for _, aside in moved:
-        with contextlib.suppress(OSError):  # renamed aside already: a leftover is hidden
-            aside.unlink(missing_ok=True)
+    return moved
+
+
+def _set_aside_here(name: str) -> bool:
+    """Whether ``name`` is one of the files a SampleWriter writes, set aside."""
+    return name.startswith(".") and name.endswith(".removed") and _written_here(name[1:-8])
 
 
 def _written_here(name: str) -> bool:
