@@ -9,9 +9,11 @@ import pytest
 from reference import layer_states
 
 from pytest_rnncov import (
+    Coverage,
     InvalidArgument,
     InvalidInput,
     ModelError,
+    Profile,
     RNNModel,
     UnknownLayer,
     load_model,
@@ -46,6 +48,24 @@ def test_keras3_sigmoid_lstm_return_sequences_false(keras, seq_inputs):
     # the gates follow Eq. 1: c_t = f_t c_{t-1} + i_t c~_t, so gates lie in (0, 1)
     for gate in (trace.f, trace.i, trace.o):
         assert ((gate > 0) & (gate < 1)).all()
+
+
+def test_the_adapters_first_traces_do_not_warn_of_retracing(keras, seq_inputs, caplog):
+    """Each twin the adapter builds is traced at its first call, and Keras' predict
+    functions share one retracing counter: a script that predicted, traced and measured a
+    few metrics printed "5 out of the last 5 calls ... triggered tf.function retracing"."""
+    import logging
+
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((7, 3)), keras.layers.LSTM(4), keras.layers.Dense(2)])
+    rnn = RNNModel(model)
+    profile = Profile().fit(rnn, seq_inputs)
+    with caplog.at_level(logging.WARNING, logger="tensorflow"):
+        rnn.predict(seq_inputs[:5]), rnn.trace(seq_inputs[:7]), rnn.run(seq_inputs[:9])
+        for metrics in (("BC",), ("SC",), ("TC",), ("BC", "SC", "TC", "NC")):
+            Coverage(rnn, profile, metrics=metrics).update(seq_inputs[:11])
+    assert not [r for r in caplog.records if "retracing" in r.getMessage()]
+    assert not logging.getLogger("tensorflow").filters  # the user's own calls still warn
 
 
 def test_predict_and_run_agree_with_model(keras, stacked_model, seq_inputs):

@@ -12,9 +12,11 @@ TensorFlow backend is in use.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import json
+import logging
 import threading
 import warnings
 from typing import Any, Callable
@@ -81,6 +83,31 @@ def _keras_own(layer: Any) -> bool:
     """Whether ``layer`` is of Keras' own classes: a subclass may have its own ``call``,
     which a tap running the layer's cell (or its formula) would not run."""
     return type(layer).__module__.startswith("keras.")
+
+
+class _FirstTraces(logging.Filter):
+    """Drops TensorFlow's "triggered tf.function retracing" warning. Each model this
+    adapter builds (the twin for each set of components, the predictor) is traced at its
+    first call, and Keras' predict functions share one retracing counter, so a few first
+    calls read as excessive retracing (inputs are padded to a few batch shapes)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "triggered tf.function retracing" not in record.getMessage()
+
+
+_FIRST_TRACES = _FirstTraces()
+
+
+@contextlib.contextmanager
+def _first_traces_quiet() -> Any:
+    """During the block (the adapter's own model calls), TensorFlow's retracing warning
+    is dropped; the user's own calls keep it."""
+    logger = logging.getLogger("tensorflow")
+    logger.addFilter(_FIRST_TRACES)
+    try:
+        yield
+    finally:
+        logger.removeFilter(_FIRST_TRACES)
 
 
 def _padded(x: np.ndarray, cap: int) -> np.ndarray:
@@ -834,6 +861,12 @@ class KerasModel(Adapter):
         when the layer has one; states: [h, *emit] side by side, when ``emit`` is not None;
         finite: whether the inputs hold no NaN or inf, a device scalar, when
         ``_finite_on_device``)."""
+        with _first_traces_quiet():
+            return self._model_call(x, outputs, layer_input, emit)
+
+    def _model_call(
+        self, x: np.ndarray, outputs: bool, layer_input: bool, emit: tuple[str, ...] | None
+    ) -> tuple[Any, Any, Any, Any, Any]:
         finite = None
         try:
             if self.framework == "keras":
@@ -952,9 +985,9 @@ class KerasModel(Adapter):
 
     def _predict(self, x: np.ndarray) -> np.ndarray:
         try:
-            return np.asarray(self._predictor.predict_on_batch(_padded(x, self.batch_size)))[
-                : len(x)
-            ]
+            with _first_traces_quiet():
+                outputs = self._predictor.predict_on_batch(_padded(x, self.batch_size))
+            return np.asarray(outputs)[: len(x)]
         except Exception as exc:
             raise model_error_from(exc, f"predicting with model {self.name!r}") from exc
 
