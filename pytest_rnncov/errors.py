@@ -9,6 +9,7 @@ is announced with an :class:`RNNCovWarning`.
 from __future__ import annotations
 
 import os
+from typing import Iterable
 
 __all__ = [
     "RNNCovError",
@@ -38,6 +39,14 @@ class InvalidArgument(RNNCovError, ValueError):
 
 class InvalidInput(InvalidArgument):
     """Inputs fed to a model have the wrong shape or dtype, or hold NaN or inf."""
+
+    #: the rows of the batch the error is about (the first few), when it names rows
+    rows: tuple[int, ...] = ()
+
+    def about_rows(self, rows: Iterable[int]) -> "InvalidInput":
+        """This error, noting the batch rows it is about."""
+        self.rows = tuple(int(r) for r in rows)
+        return self
 
 
 class ModelError(RNNCovError):

@@ -1285,6 +1285,43 @@ def test_an_interrupt_is_raised_whatever_a_listener_raises_while_finishing(thres
     assert campaign.result is not None and campaign.result.interrupted
 
 
+def test_a_mutant_the_model_overflows_on_is_named_by_its_seed():
+    """The campaign stopped with "the h/net signal holds NaN or inf for inputs [3]", the
+    row of an internal batch the user cannot see; it now names the seeds those mutants
+    came from, and keeps what was found."""
+    import torch
+
+    class Relu(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = torch.nn.RNN(3, 4, batch_first=True, nonlinearity="relu")
+            self.head = torch.nn.Linear(4, 2)
+
+        def forward(self, x):
+            return self.head(self.rnn(x)[0][:, -1])
+
+    class Blow(GaussianMutator):
+        def mutate(self, cases, rng):  # one mutant of a large scale, within float32
+            out = super().mutate(cases, rng)
+            out[3] = np.float32(1e30)
+            return out
+
+    torch.manual_seed(0)
+    net = Relu().eval()
+    with torch.no_grad():
+        net.rnn.weight_hh_l0.copy_(torch.eye(4) * 100)  # 1e30 grows past float32 in 6 steps
+    rnn = RNNModel(net)
+    x = np.random.default_rng(0).normal(size=(40, 6, 3)).astype(np.float32)
+    campaign = Campaign(
+        rnn, x[:5], Blow(variance=0.01, clip=None), Oracle(),
+        profile=Profile().fit(rnn, x), budget=200, seed=0,
+    )  # fmt: skip
+    with pytest.raises(InvalidInput, match=r"inputs \[3\].* batch those inputs are mutants of"):
+        campaign.run()
+    assert campaign.result is not None and campaign.result.interrupted
+    assert campaign.result.test_cases == 0  # the first batch overflowed: it is not counted
+
+
 def test_failure_fitness_checks_its_distances(threshold):
     outputs = np.array([[0.2, 0.8], [0.6, 0.4], [0.5, 0.5]])
     oracle = Oracle(radius=1.0)

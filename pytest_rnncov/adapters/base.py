@@ -756,7 +756,7 @@ def refuse_overflow(outputs: Any) -> None:
             f"the model's outputs hold NaN, +inf or no finite value for the inputs in "
             f"{rows_holding(bad)}, which are finite: the model overflowed on them; check "
             "those inputs (their scale) or the model's weights"
-        )
+        ).about_rows(_flagged_rows(bad))
 
 
 def refuse_overflow_trace(trace: Trace) -> None:
@@ -766,11 +766,18 @@ def refuse_overflow_trace(trace: Trace) -> None:
         xp = array_namespace(values)
         if not xp.isdtype(values.dtype, "real floating") or bool(xp.all(xp.isfinite(values))):
             continue
+        bad = ~np.isfinite(to_host(values))
         raise InvalidInput(
             f"the layer's states {name} hold NaN or inf for the inputs in "
-            f"{rows_holding(~np.isfinite(to_host(values)))}, which are finite: the layer "
+            f"{rows_holding(bad)}, which are finite: the layer "
             "overflowed on them; check those inputs (their scale) or the model's weights"
-        )
+        ).about_rows(_flagged_rows(bad))
+
+
+def _flagged_rows(bad: np.ndarray) -> np.ndarray:
+    """The first five rows of the call (the batch ``bad`` flags values of, after the rows
+    of the call that came before it) holding a flagged value."""
+    return (np.flatnonzero(bad.reshape(len(bad), -1).any(axis=1)) + FIRST_ROW.get())[:5]
 
 
 def rows_holding(bad: np.ndarray) -> str:

@@ -44,7 +44,7 @@ from ..adapters.base import Adapter
 from ..core.coverage import Coverage, Observation
 from ..core.metrics import BC, DEFAULT_METRICS, Metric, Signals
 from ..core.profile import Profile
-from ..errors import InvalidArgument, RNNCovWarning
+from ..errors import InvalidArgument, InvalidInput, RNNCovWarning
 from ..validation import check_bool, check_choice, check_fraction, check_int, check_str
 from .cases import CaseStore
 from .ga import MAX_GENERATION, GAConfig, evolve
@@ -397,7 +397,18 @@ class Campaign:
         self, cases: Any, seed_index: np.ndarray, phase: str, target: str | None = None
     ) -> "_Batch":
         feeds = None if self.tracked is None else self.tracked.coverage
-        chunk = next(self.coverage.stream(self.mutator.encode(cases), whole=True, feeds=feeds))
+        try:
+            chunk = next(self.coverage.stream(self.mutator.encode(cases), whole=True, feeds=feeds))
+        except InvalidInput as exc:  # the model overflowed on some of the cases
+            flagged = [r for r in exc.rows if r < len(seed_index)]
+            if phase == "seeds" or not flagged:
+                raise
+            seeds = sorted({int(s) for s in np.asarray(seed_index)[flagged]})
+            raise InvalidInput(
+                f"{exc} (in the campaign's {phase} batch those inputs are mutants of the "
+                f"seeds {seeds}: the campaign stops there with what it found; smaller "
+                "mutations, or a mutator clip= to the inputs' range, keep them in range)"
+            ).about_rows(flagged) from None
         outputs, signals, gained, observation = (
             chunk.outputs,
             chunk.signals,

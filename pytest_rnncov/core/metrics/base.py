@@ -91,7 +91,7 @@ class Signals:
                 f"the {what} signal holds NaN or inf for inputs {bad[:5].tolist()}"
                 f"{', ...' if bad.size > 5 else ''}; the layer overflowed: check those inputs "
                 "(values beyond float32's range?) or the adapter that produced the trace"
-            )
+            ).about_rows(bad[:5])
 
     def get(self, component: str, abstraction: str) -> np.ndarray:
         """(B, |window|) float64 values of one signal (float32 under JAX without 64-bit
