@@ -28,6 +28,7 @@ from pytest_rnncov import (
     RNNCovWarning,
     RNNModel,
     SampleWriter,
+    TimeSeriesMutator,
     UnsafeModel,
     load_model,
 )
@@ -448,6 +449,11 @@ def test_campaign_targets_and_listeners_are_checked(torch_model):
 
 def test_mutator_and_oracle_arguments():
     assert GaussianMutator(np.array(0.01)).variance == (0.01, 0.01)
+    nan_rows = np.zeros((3, 4, 2), np.float32)
+    nan_rows[1, 2, 0] = np.nan
+    for mutator in (GaussianMutator(0.01), TimeSeriesMutator()):  # NaN went through as mutant
+        with pytest.raises(InvalidInput, match=r"cases hold NaN or inf in rows \[1\]; \w+Mut"):
+            mutator.mutate(nan_rows, np.random.default_rng(0))
     ragged = np.empty(2, object)  # as np.array([...], dtype=object) makes ragged rows
     ragged[:] = [np.zeros((5, 2)), np.zeros((3, 2))]
     with pytest.raises(InvalidInput, match=r"seeds: its rows have different lengths \(3 to 5\)"):

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..core.arrays import input_array, ragged_hint
+from ..core.arrays import all_finite, input_array, ragged_hint
 from ..errors import InvalidArgument, InvalidInput
 from ..validation import check_float, check_range
 from .oracle import as_distances
@@ -195,6 +195,7 @@ class GaussianMutator(Mutator):
         cases = np.asarray(cases)
         if cases.dtype.kind not in "biuf":
             raise InvalidInput(f"cases have dtype {cases.dtype}; Gaussian noise needs numbers")
+        refuse_nonfinite_cases(cases, self)
         sigma = np.sqrt(rng.uniform(*self.variance))
         mutated = cases + rng.normal(0.0, sigma, cases.shape)
         if self.clip is not None:
@@ -279,6 +280,19 @@ def finite_float32(seeds: np.ndarray, needs: str) -> np.ndarray:
             f"{rows[:5].tolist()}; clean or drop them"
         )
     return seeds.astype(np.float32)
+
+
+def refuse_nonfinite_cases(cases: np.ndarray, mutator: Mutator) -> None:
+    """InvalidInput naming the rows of ``cases`` that hold NaN or inf (noise added to them
+    would hand NaN back as a mutant)."""
+    if cases.dtype.kind != "f" or all_finite(cases):
+        return
+    rows = np.flatnonzero(~_flat_rows(np.isfinite(cases)).all(axis=1))
+    raise InvalidInput(
+        f"cases hold NaN or inf in rows {rows[:5].tolist()}{', ...' if rows.size > 5 else ''}"
+        f"; {type(mutator).__name__}.mutate takes finite cases (a campaign checks its seeds: "
+        "check_seeds)"
+    )
 
 
 def in_cases_dtype(mutated: np.ndarray, dtype: np.dtype, cause: str, fix: str) -> np.ndarray:

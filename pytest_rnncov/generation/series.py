@@ -24,6 +24,7 @@ from .mutators import (
     fixed_or_range,
     in_cases_dtype,
     numeric_array,
+    refuse_nonfinite_cases,
     refuse_text,
 )
 
@@ -213,6 +214,7 @@ class TimeSeriesMutator(Mutator):
         self._check_shape(array)
         if array.dtype.kind not in "biuf":  # complex: the imaginary part would be dropped
             raise InvalidInput(f"cases have dtype {array.dtype}; a time series takes numbers")
+        refuse_nonfinite_cases(array, self)
         starts, lengths = (None, None) if self.padding is None else _real_span(array, self.padding)
         mutated = array.astype(np.float64)
         if starts is not None and starts.any():  # padding at the front moves behind the series
