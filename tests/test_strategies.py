@@ -149,6 +149,18 @@ def test_failing_example_replays_from_the_database_and_shrinks_toward_its_seed(t
     assert runs[1][0] == shrunk  # the second run starts by replaying it from the database
 
 
+def test_a_strategy_shows_the_call_that_made_it(seq_inputs):
+    """Hypothesis shows a strategy's repr (in errors and health checks); both read
+    'deferred(warmed)', the name of an internal function."""
+    mutator = GaussianMutator(0.01, clip=None)
+    assert repr(random_mutants(seq_inputs[:3], mutator, max_rounds=2)) == (
+        "deferred(random_mutants(<float32 array (3, 7, 3)>, GaussianMutator, max_rounds=2))"
+    )
+    assert repr(targeted_mutants("clf", seq_inputs[:3], mutator, metric="BC")) == (
+        "deferred(targeted_mutants('clf', <float32 array (3, 7, 3)>, GaussianMutator, metric='BC'))"
+    )
+
+
 def test_random_mutants_without_model_calls(seq_inputs):
     seeds = unit_seeds(seq_inputs)
 

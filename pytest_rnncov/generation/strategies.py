@@ -82,15 +82,19 @@ def _brief(value: Any) -> str:
     return text if len(text) <= SHOWN_TEXT else f"{text[: SHOWN_TEXT - 3]}..."
 
 
-def _prepared(mutator: Mutator, strategy: st.SearchStrategy[Mutant]) -> st.SearchStrategy[Mutant]:
+def _prepared(
+    mutator: Mutator, strategy: st.SearchStrategy[Mutant], call: str
+) -> st.SearchStrategy[Mutant]:
     """``strategy``, its ``mutator.prepare()`` run when Hypothesis validates it, before the
     test's first draw: EDAMutator's WordNet load (2 s) was timed as a draw and failed the
-    too_slow health check in whichever test of a process drew first."""
+    too_slow health check in whichever test of a process drew first. Its repr is ``call``
+    (Hypothesis shows it; it read ``deferred(warmed)``)."""
 
     def warmed() -> st.SearchStrategy[Mutant]:
         mutator.prepare()
         return strategy
 
+    warmed.__name__ = warmed.__qualname__ = call  # deferred's repr names its function
     return st.deferred(warmed)
 
 
@@ -115,7 +119,8 @@ def random_mutants(
         note(f"seed {index} after {rounds} rounds of {describe}")
         return Mutant(case[0], mutator.take(seeds, [index])[0], index, rounds)
 
-    return _prepared(mutator, build())
+    call = f"random_mutants({_brief(seeds)}, {type(mutator).__name__}, max_rounds={max_rounds})"
+    return _prepared(mutator, build(), call)
 
 
 #: where a strategy given a model's name finds the running session's tracked models (the
@@ -221,6 +226,10 @@ def targeted_mutants(
             f"oracle= is read only with metric='failure' (breeding toward failing it), not "
             f"with metric={metric!r}; drop oracle=, or pass metric='failure'"
         )
+    call = (
+        f"targeted_mutants({_brief(model if isinstance(model, str) else model.name)}, "
+        f"{_brief(seeds)}, {type(mutator).__name__}, metric={metric!r})"
+    )
     if isinstance(model, str):
         name = model
 
@@ -228,8 +237,8 @@ def targeted_mutants(
         def named(draw: Any) -> Mutant:
             return draw(_targeted(_tracked(name), seeds, mutator, metric, ga, oracle))
 
-        return _prepared(mutator, named())
-    return _prepared(mutator, _targeted(model, seeds, mutator, metric, ga, oracle))
+        return _prepared(mutator, named(), call)
+    return _prepared(mutator, _targeted(model, seeds, mutator, metric, ga, oracle), call)
 
 
 def _targeted(
