@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -1268,6 +1269,173 @@ def test_two_campaigns_writing_one_sample_folder_at_once_are_refused(threshold, 
     assert json.loads((folder / "summary.json").read_text())["adversarial"] == third.adversarial
 
 
+def test_a_reused_writer_never_puts_an_earlier_campaigns_files_over_another(
+    threshold, tmp_path, monkeypatch
+):
+    """A writer whose campaign left the files of the campaign before aside (a late full
+    disk), reused while another campaign held the folder, put those files back among
+    that campaign's: the folder ended with both campaigns' PNGs."""
+    folder = tmp_path / "adv"
+    failure_campaign(threshold, listeners=[SampleWriter(folder)]).run()
+    _full_disk(monkeypatch, after=2)
+    reused = SampleWriter(folder, keep_going=True)
+    failure_campaign(threshold, seed=2, listeners=[reused]).run()
+    monkeypatch.undo()
+    holder = failure_campaign(threshold, listeners=[SampleWriter(folder)], shrink=False)
+    steps = holder.iterate()
+    while not len(holder._adversarial):
+        next(steps)
+    failure_campaign(threshold, seed=4, listeners=[reused]).run()
+    assert "is in use" in reused.error and "left as they were" not in reused.error
+    for _ in steps:
+        pass
+    found = holder.finish()
+    assert len(list(folder.glob("adv_*.png"))) == found.adversarial
+    assert not list(folder.glob(".*.removed"))
+
+
+def test_a_campaign_left_unfinished_in_this_process_frees_its_folder_once_garbage(
+    threshold, tmp_path
+):
+    """A loop over iterate() that raised left its writer's lock held in a reference cycle
+    until the garbage collector ran: the next test's campaign on the folder failed with
+    "is in use" while nothing was writing there."""
+    import gc
+
+    class Keeps:  # a listener holding its campaign: a reference cycle
+        def on_adversarial(self, campaign, sample):
+            self.campaign = campaign
+
+    folder = tmp_path / "adv"
+    abandoned = failure_campaign(threshold, listeners=[Keeps(), SampleWriter(folder)])
+    steps = abandoned.iterate()
+    while not len(abandoned._adversarial):
+        next(steps)
+    gc.disable()  # the cycle stays until a collection: none happens on its own here
+    try:
+        del abandoned, steps
+        again = failure_campaign(threshold, seed=2, listeners=[SampleWriter(folder)]).run()
+    finally:
+        gc.enable()
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["adversarial"] == again.adversarial > 0
+
+
+def test_the_lock_is_gone_with_the_writer_even_where_a_forked_child_lives(tmp_path):
+    """A flock belongs to the open file, which a forked child shares: closing it in the
+    parent kept the folder locked while the child lived."""
+    import multiprocessing
+    import time
+
+    from pytest_rnncov.reporting.samples import _lock_folder
+
+    class Owner:
+        pass
+
+    tmp_path.joinpath("adv").mkdir()
+    owner = Owner()
+    release = _lock_folder(tmp_path / "adv", owner)
+    child = multiprocessing.get_context("fork").Process(target=time.sleep, args=(30,))
+    child.start()
+    try:
+        release()
+        _lock_folder(tmp_path / "adv", Owner())()  # taken and released: not in use
+    finally:
+        child.kill()
+        child.join()
+
+
+def test_a_read_only_marker_still_locks(tmp_path, monkeypatch):
+    """The marker was opened for writing to lock it: a read-only marker (a folder copied
+    from a read-only checkout) failed every campaign."""
+    from pytest_rnncov.reporting.samples import _lock_folder
+
+    folder = tmp_path / "adv"
+    folder.mkdir()
+    (folder / MARKER).write_text("written by pytest-rnncov: campaign samples\n")
+    real = os.open
+
+    def read_only(path, flags, *args):
+        if Path(path).name == MARKER and flags & os.O_RDWR:
+            raise PermissionError(13, "Permission denied")
+        return real(path, flags, *args)
+
+    monkeypatch.setattr(os, "open", read_only)
+
+    class Owner:
+        pass
+
+    holder = Owner()
+    release = _lock_folder(folder, holder)
+    with pytest.raises(DataFileError, match="is in use"):
+        _lock_folder(folder, Owner())
+    release()
+
+
+def test_a_killed_campaigns_files_never_replace_the_fallback_it_set_aside(
+    threshold, tmp_path, monkeypatch
+):
+    """A killed campaign (no summary) set the complete campaign's files aside; the next
+    campaign set its partial files aside over them, and a full disk then left a hidden
+    mix of both under names that clash. The complete campaign's files stay the fallback
+    until a campaign saves its summary."""
+    folder = tmp_path / "adv"
+    failure_campaign(threshold, listeners=[SampleWriter(folder)]).run()
+    complete = {p.name: p.read_bytes() for p in folder.iterdir() if p.name != MARKER}
+    killed_writer = SampleWriter(folder)
+    killed = failure_campaign(threshold, seed=2, listeners=[killed_writer], shrink=False)
+    steps = killed.iterate()
+    while killed_writer.count < 1:  # a PNG of its own written, the earlier files aside
+        next(steps)
+    assert len(list(folder.glob(".*.removed"))) == len(complete)
+    killed_writer._release()  # as the kernel does for a killed process
+    _full_disk(monkeypatch)  # the next campaign cannot write its first file
+    failing = SampleWriter(folder, keep_going=True)
+    failure_campaign(threshold, listeners=[failing]).run()
+    assert failing.error.endswith("left as they were")
+    assert {p.name: p.read_bytes() for p in folder.iterdir() if p.name != MARKER} == complete
+    monkeypatch.undo()
+    _full_disk(monkeypatch, after=2)  # two files, then a full disk: the fallback stays
+    late = SampleWriter(folder, keep_going=True)
+    failure_campaign(threshold, listeners=[late]).run()
+    assert "kept in that folder as hidden" in late.error
+    hidden = {p.name[1:-8]: p.read_bytes() for p in folder.glob(".*.removed")}
+    assert hidden == complete
+
+
+class _StopsEveryTime:
+    def __init__(self):
+        self.calls = 0
+
+    def on_adversarial(self, campaign, sample):
+        self.calls += 1
+        raise KeyboardInterrupt
+
+
+class _Counts:
+    def __init__(self):
+        self.calls = 0
+
+    def on_adversarial(self, campaign, sample):
+        self.calls += 1
+
+
+def test_a_second_ctrl_c_stops_the_listener_calls_at_once(stacked_model, seq_inputs):
+    """Every Ctrl-C after the first was swallowed until every listener had every sample of
+    the batch (up to 65,536)."""
+    rnn = RNNModel(stacked_model, "lstm_b")
+    stops, counts = _StopsEveryTime(), _Counts()
+    campaign = Campaign(
+        rnn, seq_inputs[:6], GaussianMutator(variance=(0.5, 1.0), clip=None), Oracle(),
+        profile=Profile().fit(rnn, seq_inputs), budget=400, batch_size=40, shrink=False,
+        listeners=[stops, counts],
+    )  # fmt: skip
+    with pytest.raises(KeyboardInterrupt):
+        campaign.run()
+    assert campaign.result.adversarial > 2
+    assert stops.calls == 2 and counts.calls == 1  # the second sample's Ctrl-C ends it
+
+
 class _FailsToFinish:
     def on_finish(self, campaign, result):
         raise RuntimeError("listener failed")
@@ -1283,6 +1451,13 @@ def test_an_interrupt_is_raised_whatever_a_listener_raises_while_finishing(thres
         with pytest.raises(KeyboardInterrupt):
             campaign.run()
     assert campaign.result is not None and campaign.result.interrupted
+    strict = failure_campaign(  # warnings as errors: the warning replaced the Ctrl-C
+        threshold, mutator=InterruptAfter(2), listeners=[_FailsToFinish()], budget=10_000
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(KeyboardInterrupt):
+            strict.run()
 
 
 def test_a_mutant_the_model_overflows_on_is_named_by_its_seed():

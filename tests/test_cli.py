@@ -1038,6 +1038,9 @@ def test_a_factory_module_in_the_current_folder_off_sys_path_is_named(torch_file
         InvalidArgument, match=r"mymodels.py \(or mymodels/\) is in the current directory .* not"
     ):
         load_torch_model("mymodels:make", "w.pt")
+    (path / "weights").mkdir(exist_ok=True)  # a data folder of the module's name: no hint
+    with pytest.raises(InvalidArgument, match=r"no module 'weights' on sys.path \(without"):
+        load_torch_model("weights:make", "w.pt")
 
 
 def test_pytorch_factories_need_torch(torch_files, monkeypatch):

@@ -458,6 +458,14 @@ def test_mutator_and_oracle_arguments():
     ragged[:] = [np.zeros((5, 2)), np.zeros((3, 2))]
     with pytest.raises(InvalidInput, match=r"seeds: its rows have different lengths \(3 to 5\)"):
         GaussianMutator().check_seeds(ragged)  # was "seeds have shape (2,)"
+    stacked = np.empty(2, object)
+    stacked[:] = [np.zeros((5, 2)), np.ones((5, 2))]
+    with pytest.raises(InvalidInput, match=r"an object array of 2 rows of one length; .*np.stack"):
+        GaussianMutator().check_seeds(stacked)  # was "... (seeds[None] for one)"
+    with pytest.raises(InvalidInput, match=r"seeds: its rows have different lengths"):
+        TimeSeriesMutator.from_seeds(ragged)  # was "seeds have dtype object; pass numbers"
+    with pytest.raises(InvalidInput, match="seed outputs must be numeric model outputs"):
+        Oracle().margin([[None, None]], [[1, 0]])  # read as NaN
     with pytest.raises(InvalidInput, match="numeric seeds"):
         GaussianMutator.from_seeds([["a", "b"], ["c", "d"]])
     with pytest.raises(InvalidArgument, match="applies to task='regression'"):

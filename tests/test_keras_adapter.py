@@ -65,7 +65,36 @@ def test_the_adapters_first_traces_do_not_warn_of_retracing(keras, seq_inputs, c
         for metrics in (("BC",), ("SC",), ("TC",), ("BC", "SC", "TC", "NC")):
             Coverage(rnn, profile, metrics=metrics).update(seq_inputs[:11])
     assert not [r for r in caplog.records if "retracing" in r.getMessage()]
-    assert not logging.getLogger("tensorflow").filters  # the user's own calls still warn
+    with caplog.at_level(logging.WARNING, logger="tensorflow"):  # the user's own calls warn
+        logging.getLogger("tensorflow").warning("5 calls triggered tf.function retracing")
+    assert [r for r in caplog.records if "retracing" in r.getMessage()]
+
+
+def test_only_the_adapters_own_thread_is_quiet(caplog):
+    """The filter was added and removed around each call: two threads' calls overlapping
+    let one's warning through, and the user's warning from another thread was dropped."""
+    import logging
+    import threading
+
+    from pytest_rnncov.adapters.keras import _first_traces_quiet
+
+    inside, done = threading.Event(), threading.Event()
+
+    def adapter_call():
+        with _first_traces_quiet():
+            inside.set()
+            done.wait(10)
+
+    worker = threading.Thread(target=adapter_call)
+    worker.start()
+    inside.wait(10)
+    with caplog.at_level(logging.WARNING, logger="tensorflow"):
+        with _first_traces_quiet():  # this thread's own call: dropped
+            logging.getLogger("tensorflow").warning("ours triggered tf.function retracing")
+        logging.getLogger("tensorflow").warning("yours triggered tf.function retracing")
+    done.set()
+    worker.join()
+    assert [r.getMessage() for r in caplog.records] == ["yours triggered tf.function retracing"]
 
 
 def test_predict_and_run_agree_with_model(keras, stacked_model, seq_inputs):

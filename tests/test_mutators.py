@@ -245,7 +245,7 @@ def test_smiles_redraws_are_counted_per_campaign():
     mutator = SmilesMutator(encoder=encoder)
     texts = []
     for _ in range(2):
-        mutator.check_seeds(["CCO", "OCCO"])  # what a campaign does at its start
+        mutator.reset_counts()  # what a campaign does as its steps begin
         mutator.mutate(["OCCO"] * 20, np.random.default_rng(1))
         texts.append(mutator.describe())
     assert texts[0] == texts[1] and "redrawn" in texts[0]

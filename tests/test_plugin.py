@@ -1192,8 +1192,8 @@ def test_samples_folder_keeps_every_campaigns_samples_for_ci(pytester):
     assert (pytester.path / "mine" / "summary.json").is_file()
     # the campaign whose output_dir won says so (its samples silently missed the artifact)
     result.stdout.fnmatch_lines(
-        ["*RNNCovWarning: --rnn-samples=*artifacts/samples* is set, and this campaign's "
-         "output_dir='mine' wins: its samples are saved there, not in the --rnn-samples "
+        ["*RNNCovWarning: ini option rnn_samples=*artifacts/samples* is set, and this "
+         "campaign's output_dir='mine' wins: its samples are saved there, not in that "
          "folder; drop output_dir= to keep them with the others"]
     )  # fmt: skip
     bad = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--rnn-samples=conftest.py")

@@ -86,13 +86,22 @@ def _keras_own(layer: Any) -> bool:
 
 
 class _FirstTraces(logging.Filter):
-    """Drops TensorFlow's "triggered tf.function retracing" warning. Each model this
-    adapter builds (the twin for each set of components, the predictor) is traced at its
-    first call, and Keras' predict functions share one retracing counter, so a few first
-    calls read as excessive retracing (inputs are padded to a few batch shapes)."""
+    """Drops TensorFlow's "triggered tf.function retracing" warning logged by a thread
+    inside the adapter's own model calls. Each model this adapter builds (the twin for
+    each set of components, the predictor) is traced at its first call, and Keras' predict
+    functions share one retracing counter, so a few first calls read as excessive
+    retracing (inputs are padded to a few batch shapes)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lock = threading.Lock()
+        #: the threads inside an adapter call, and how deep
+        self.depth: dict[int, int] = {}
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return "triggered tf.function retracing" not in record.getMessage()
+        return not (
+            record.thread in self.depth and "triggered tf.function retracing" in record.getMessage()
+        )
 
 
 _FIRST_TRACES = _FirstTraces()
@@ -101,13 +110,20 @@ _FIRST_TRACES = _FirstTraces()
 @contextlib.contextmanager
 def _first_traces_quiet() -> Any:
     """During the block (the adapter's own model calls), TensorFlow's retracing warning
-    is dropped; the user's own calls keep it."""
-    logger = logging.getLogger("tensorflow")
-    logger.addFilter(_FIRST_TRACES)
+    from this thread is dropped; other threads' calls (the user's own) keep it. The filter
+    stays on the "tensorflow" logger once added."""
+    ident = threading.get_ident()
+    with _FIRST_TRACES.lock:
+        _FIRST_TRACES.depth[ident] = _FIRST_TRACES.depth.get(ident, 0) + 1
+        logging.getLogger("tensorflow").addFilter(_FIRST_TRACES)  # once: a no-op after
     try:
         yield
     finally:
-        logger.removeFilter(_FIRST_TRACES)
+        with _FIRST_TRACES.lock:
+            if _FIRST_TRACES.depth[ident] == 1:
+                del _FIRST_TRACES.depth[ident]
+            else:
+                _FIRST_TRACES.depth[ident] -= 1
 
 
 def _padded(x: np.ndarray, cap: int) -> np.ndarray:

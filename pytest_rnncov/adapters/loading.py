@@ -713,7 +713,7 @@ def _import_factory(torch: Any, text: str) -> Callable[[], Any]:
             searched = "with" if on_path else "without"
             file = missing.replace(".", "/")
             if not on_path and (
-                os.path.isfile(f"{file}.py") or os.path.isdir(file)
+                os.path.isfile(f"{file}.py") or os.path.isfile(os.path.join(file, "__init__.py"))
             ):  # a script's sys.path starts with its own folder, not the current one
                 raise InvalidArgument(
                     f"PyTorch factory {text!r}: {file}.py (or {file}/) is in the current "

@@ -93,7 +93,8 @@ def input_array(values: Any, what: str) -> np.ndarray:
 
 def ragged_hint(values: Any) -> str:
     """What is wrong with a list (or 1-D object array) of sequences of different lengths,
-    and how to fix it ("" for anything else)."""
+    and how to fix it; an object array of rows of one length: stack them ("" for anything
+    else)."""
     listed = isinstance(values, np.ndarray) and values.dtype == object and values.ndim == 1
     if not (listed or isinstance(values, (list, tuple))):
         return ""
@@ -101,6 +102,11 @@ def ragged_hint(values: Any) -> str:
         lengths = {len(row) for row in values}
     except TypeError:  # a row without a length
         return ""
+    if listed and len(lengths) == 1:
+        return (
+            f"an object array of {len(values)} rows of one length; pass one numeric array "
+            "of shape (batch, steps, ...): np.stack(list(rows))"
+        )
     if len(lengths) < 2:
         return ""
     return (

@@ -469,8 +469,7 @@ class Campaign:
                     np.asarray(outputs)[found],
                     found_distances,
                 ):  # every sample of the batch reaches every listener, then the first error
-                    raised = self._notify_all("on_adversarial", sample)
-                    pending = pending or raised
+                    pending = self._notify_all("on_adversarial", sample, pending=pending)
                 if pending is not None:
                     raise pending
         step = Step(phase, len(seed_index), gained, len(found), target)
@@ -563,6 +562,7 @@ class Campaign:
         a campaign whose steps stopped before that, and before its budget or goal, as
         interrupted)."""
         self._refuse_finished()  # a generator first started after finish()
+        self.mutator.reset_counts()  # its report counts this campaign's own
         for step in self._schedule():
             yield step
             self._refuse_finished()  # resumed after finish()
@@ -1036,23 +1036,28 @@ class Campaign:
             except BaseException as late:  # a listener's or a second Ctrl-C: the first wins
                 if isinstance(exc, Exception) and not isinstance(late, Exception):
                     raise late from exc  # a Ctrl-C while finishing after an error
-                warnings.warn(
-                    f"while finishing the campaign that {type(exc).__name__} stopped: "
-                    f"{late!r}; the {type(exc).__name__} is raised",
-                    RNNCovWarning,
-                    stacklevel=2,
-                )
+                try:  # under -W error the warning would replace the first exception
+                    warnings.warn(
+                        f"while finishing the campaign that {type(exc).__name__} stopped: "
+                        f"{late!r}; the {type(exc).__name__} is raised",
+                        RNNCovWarning,
+                        stacklevel=2,
+                    )
+                except Warning:
+                    pass
             raise
         return self.finish()
 
     def _has_listener(self, method: str) -> bool:
         return any(callable(getattr(x, method, None)) for x in self.listeners)
 
-    def _notify_all(self, method: str, *args: Any) -> BaseException | None:
+    def _notify_all(
+        self, method: str, *args: Any, pending: BaseException | None = None
+    ) -> BaseException | None:
         """Call every listener's ``method``; one that raises does not keep the others from
         their call (a SampleWriter after it still saves the sample). Returns the first
-        exception raised, for the caller to raise once every call was made."""
-        pending: BaseException | None = None
+        exception raised (``pending``: one raised earlier), for the caller to raise once
+        every call was made; a second Ctrl-C stops the calls at once."""
         for listener in self.listeners:
             call = getattr(listener, method, None)
             if not callable(call):
@@ -1060,6 +1065,8 @@ class Campaign:
             try:
                 call(self, *args)
             except BaseException as exc:
+                if isinstance(exc, KeyboardInterrupt) and isinstance(pending, KeyboardInterrupt):
+                    raise  # the user pressed Ctrl-C again: no more listener calls
                 pending = pending or exc
         return pending
 
@@ -1180,8 +1187,7 @@ class Campaign:
         for method, args in (("on_shrunk", (samples,)), ("on_finish", (result,))):
             if method == "on_shrunk" and not shrunk:
                 continue
-            raised = self._notify_all(method, *args)  # every listener is called
-            pending = pending or raised
+            pending = self._notify_all(method, *args, pending=pending)  # every listener
         if pending is not None:
             raise pending
         return result

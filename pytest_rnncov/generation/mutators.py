@@ -66,6 +66,11 @@ class Mutator(ABC):
         """Load what the first mutation needs (data files) now; the strategies call it when
         Hypothesis validates them, so the load is not timed as a draw. Nothing by default."""
 
+    def reset_counts(self) -> None:
+        """Start the counts ``describe()`` reports (SmilesMutator's redraws) from zero: a
+        campaign calls it as its steps begin, so its report counts its own. Nothing by
+        default."""
+
     def check_seeds(self, seeds: Any) -> Cases:
         """Validated seeds in this mutator's case form."""
         array = numeric_array(seeds, "seeds")

@@ -23,7 +23,9 @@ def _numeric(outputs: Any, what: str) -> np.ndarray:
     (masked values, complex numbers: float() would drop a part)."""
     array = input_array(outputs, what)
     try:
-        if array.dtype.kind == "c" or outputs is None:  # None would read as NaN
+        if array.dtype.kind == "c" or (  # None would read as NaN
+            array.dtype == object and any(v is None for v in array.flat)
+        ):
             raise TypeError
         return np.asarray(array, np.float64)
     except (TypeError, ValueError):

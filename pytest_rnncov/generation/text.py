@@ -232,8 +232,11 @@ class SmilesMutator(StringMutator):
         super().__init__(encoder)
         self.tries = check_int("tries", tries, minimum=1, example="10")
         self._mols: dict[str, Any] = {}
-        #: re-enumerations the encoder could not encode (redrawn) since the seeds were
-        #: last checked (a campaign's start), for its report
+        #: re-enumerations the encoder could not encode (redrawn) since the counts were
+        #: last reset (a campaign's start), for its report
+        self.discarded = 0
+
+    def reset_counts(self) -> None:
         self.discarded = 0
 
     def describe(self) -> str:
@@ -265,7 +268,6 @@ class SmilesMutator(StringMutator):
 
     def check_seeds(self, seeds: Any) -> list[str]:
         seeds = super().check_seeds(seeds)
-        self.discarded = 0  # a new campaign: its report counts its own redraws
         for s in seeds:
             self._mol(s)
         if self.encoder is not None:

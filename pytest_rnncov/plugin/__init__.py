@@ -65,7 +65,7 @@ def pytest_configure(config: pytest.Config) -> None:
         try:
             require_html()
         except MissingResource as exc:
-            raise pytest.UsageError(f"--rnn-report=html: {exc}") from None
+            raise pytest.UsageError(f"{settings.report_label('html')} {exc}") from None
     config.pluginmanager.register(RNNCovPlugin(config, settings, outputs), "_rnncov")
 
 
@@ -138,6 +138,7 @@ class RNNCovPlugin:
                 signal_figures=wanted,
                 record_tests=self.settings.record_tests,
                 samples=self.settings.samples,
+                samples_label=self.settings.label("samples"),
                 outputs=self.settings.output_paths(),
             )
             self._engine.current_test = self._current_test

@@ -282,9 +282,9 @@ class TrackedModel:
             )
         elif output_dir is not None and self.session.samples is not None:
             warnings.warn(
-                f"--rnn-samples={str(self.session.samples)!r} is set, and this campaign's "
-                f"output_dir={str(output_dir)!r} wins: its samples are saved there, not in "
-                "the --rnn-samples folder; drop output_dir= to keep them with the others",
+                f"{self.session.samples_label}={str(self.session.samples)!r} is set, and this "
+                f"campaign's output_dir={str(output_dir)!r} wins: its samples are saved there, "
+                "not in that folder; drop output_dir= to keep them with the others",
                 RNNCovWarning,
                 stacklevel=2,
             )
@@ -325,13 +325,15 @@ class RNNCovSession:
         record_tests: bool = False,
         samples: Path | None = None,
         outputs: Sequence[tuple[str, Path]] = (),
+        samples_label: str = "--rnn-samples",
     ) -> None:
         self.seed = check_int("seed", seed, minimum=0)
         #: the files and folders the session writes at its end, by option: a profile
         #: track() fits is not written where one of them will be
         self.outputs = tuple(outputs)
-        #: where campaigns without output_dir save their samples (--rnn-samples)
-        self.samples = samples
+        #: where campaigns without output_dir save their samples (--rnn-samples), and how
+        #: messages name that setting (or its ini key)
+        self.samples, self.samples_label = samples, samples_label
         self.folders: set[Path] = set()
         #: whether each model records which tests covered its conditions
         self.record_tests = record_tests

@@ -5,6 +5,7 @@ writes nothing."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import hashlib
 import io
 import json
@@ -116,6 +117,7 @@ class SampleWriter:
         if self._campaign is not None and self._campaign() is campaign:
             return
         self._release()
+        self._aside = []  # an earlier campaign's: left aside, never put back over another's
         self._campaign = weakref.ref(campaign)
         self._samples, self._names, self._started, self.saved = [], [], False, False
         self._in_text, self.error, self._wrote = 0, None, False
@@ -150,7 +152,8 @@ class SampleWriter:
         if self._wrote:
             return (
                 "; the earlier campaign's files are kept in that folder as hidden "
-                f"'.NAME.removed' files (e.g. {self._aside[0][1].name!r})"
+                f"'.NAME.removed' files (e.g. {self._aside[0][1].name!r}) until a campaign "
+                "saves its summary there"
             )
         _put_back(self._aside)
         self._aside, self._started = [], False
@@ -178,9 +181,10 @@ class SampleWriter:
         return len(self._samples)
 
     def _ready(self) -> Path:
-        """The folder, created and marked; at this writer's first file, an earlier
-        campaign's files are removed there, so the folder never mixes two campaigns' samples
-        (until then, an interrupted re-run leaves the earlier campaign's files whole)."""
+        """The folder, created, marked and locked; at this writer's first file, an earlier
+        campaign's files are set aside there (removed once this campaign's summary is
+        written), so the folder never mixes two campaigns' samples (until then, an
+        interrupted re-run leaves the earlier campaign's files whole)."""
         if self._started:
             return self.directory
         try:
@@ -189,9 +193,16 @@ class SampleWriter:
             raise DataFileError(f"cannot create {str(self.directory)!r}: {exc.strerror}") from None
         if self._lock is None:
             self._lock = _lock_folder(self.directory, self)
-        self._aside = _set_aside(  # only our names: _check_replaceable saw them
-            sorted(p for p in self.directory.iterdir() if _written_here(p.name) and p.is_file())
-        )
+        hidden = sorted(p for p in self.directory.iterdir() if _set_aside_here(p.name))
+        shown = sorted(p for p in self.directory.iterdir() if _written_here(p.name) and p.is_file())
+        if hidden and not (self.directory / SUMMARY).exists():
+            # an earlier campaign set these aside and did not finish (killed, a full disk):
+            # they stay this campaign's fallback, and what that one left in view goes
+            _discard([(p, p) for p in shown])
+            self._aside = [(p.with_name(p.name[1:-8]), p) for p in hidden]
+        else:  # so what is set aside is always one campaign's files, never a mix
+            _discard([(p, p) for p in hidden])
+            self._aside = _set_aside(shown)  # only our names: _check_replaceable saw them
         self._started = True
         return self.directory
 
@@ -308,30 +319,56 @@ def _lock_folder(folder: Path, owner: object) -> Callable[[], None]:
     returns what releases it (``owner`` going away releases it too). DataFileError when
     another writer holds it. No lock where the platform or the file system has none (the
     writes stay atomic)."""
-    marker = folder / MARKER
+    handle = _open_marker(folder / MARKER)
+    release = weakref.finalize(owner, _unlock, handle)
+    try:
+        import fcntl
+    except ImportError:  # Windows: no advisory locks
+        return release
+    for attempt in range(2):
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return release
+        except BlockingIOError:
+            # a campaign of this process left unfinished (its loop raised) holds it until
+            # the garbage collector frees its writer: collect once, then try again
+            gc.collect()
+        except OSError:  # a file system without locks (some network mounts)
+            return release
+    release()
+    raise DataFileError(
+        f"campaign output folder {str(folder)!r} is in use: another campaign (in this "
+        "process or another) is saving its samples there; give each campaign its own "
+        "folder, or finish() the other first"
+    )
+
+
+def _open_marker(marker: Path) -> int:
+    """The MARKER file opened (created, with its line, if missing); read-only where it
+    may not be written (a lock needs no more)."""
     try:
         handle = os.open(marker, os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError as exc:
+        try:
+            return os.open(marker, os.O_RDONLY)
+        except OSError:
+            raise DataFileError(f"cannot write {str(marker)!r}: {exc.strerror}") from None
+    try:
         if os.fstat(handle).st_size == 0:
             os.write(handle, b"written by pytest-rnncov: campaign samples\n")
     except OSError as exc:
+        os.close(handle)
         raise DataFileError(f"cannot write {str(marker)!r}: {exc.strerror}") from None
-    release = weakref.finalize(owner, os.close, handle)
-    try:
+    return handle
+
+
+def _unlock(handle: int) -> None:
+    """Release the lock and close: unlocked first, as a forked child shares the lock."""
+    with contextlib.suppress(ImportError, OSError):
         import fcntl
 
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except ImportError:  # Windows: no advisory locks
-        pass
-    except BlockingIOError:
-        release()
-        raise DataFileError(
-            f"campaign output folder {str(folder)!r} is in use: another campaign (in this "
-            "process or another) is saving its samples there; give each campaign its own "
-            "folder, or finish() the other first"
-        ) from None
-    except OSError:  # a file system without locks (some network mounts)
-        pass
-    return release
+        fcntl.flock(handle, fcntl.LOCK_UN)
+    os.close(handle)
 
 
 def _discard(aside: list[tuple[Path, Path]]) -> None:
