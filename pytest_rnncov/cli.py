@@ -59,7 +59,7 @@ def _whole(value: str) -> int:
     """A whole-number option in ASCII digits (``int()`` also reads ``'٣'`` and ``'1_0'``)."""
     if not (value.strip().isascii() and value.strip().isdigit()):
         raise argparse.ArgumentTypeError(
-            f"{shown(value)} is not a whole number; write it in ASCII digits, e.g. 256"
+            f"{shown(value)} is not a whole number; write it in ASCII digits, e.g. 10"
         )
     return int(value)
 

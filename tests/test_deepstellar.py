@@ -113,3 +113,55 @@ def test_a_profile_file_with_more_abstract_states_than_ids_is_refused(tmp_path):
     (tmp_path / "p.json").write_text(json.dumps(content))
     with pytest.raises(ProfileError, match="too many to index their transitions"):
         Profile.load(tmp_path / "p.json")
+
+
+def test_a_layer_of_fewer_units_fits_as_many_directions_and_says_so_after_loading(tmp_path):
+    """state_components=5 on a 2-unit layer fitted 2 directions while the fitted profile
+    said 5 and the loaded one 2."""
+    h = np.random.default_rng(0).normal(size=(30, 4, 2)).astype(np.float32)
+    fitted = Profile(state_components=5).fit_traces([make_trace(h=h)], layer="l", fingerprint="f")
+    assert fitted.state_components == len(fitted.states_.components) == 2
+    fitted.save(tmp_path / "p.json")
+    assert Profile.load(tmp_path / "p.json").state_components == 2
+
+
+def test_a_profile_file_with_more_directions_than_a_profile_may_have_is_refused(tmp_path):
+    """One interval per direction kept the cell count small, so 5,000 directions loaded
+    (Profile() takes at most 64), and the data file the coverage wrote was refused later."""
+    content = json.loads(PROFILE.text())
+    k = 65
+    content["states"].update(
+        intervals=1, components=[[1.0, 0.0]] * k, low=[-1.0] * k, high=[1.0] * k,
+        cells=[0], transitions=[0], transition_counts=[1],
+    )  # fmt: skip
+    (tmp_path / "p.json").write_text(json.dumps(content))
+    with pytest.raises(ProfileError, match="'states' has 65 components, at most 64"):
+        Profile.load(tmp_path / "p.json")
+
+
+def test_weights_belong_to_wt_alone_in_a_state_file():
+    """weights added to a BS state made its rate a weighted share (5/16 read as 100%)."""
+    from pytest_rnncov import DataFileError
+    from pytest_rnncov.core.state import MetricState
+
+    for metric, values in ((BS(), [[0, 1, 2]]), (WT(), [[0, 1, 2]])):
+        state = covered(metric, values).state_.to_json()
+        if "weights" in state:
+            del state["weights"]  # WT without its weights: an unweighted share
+        else:
+            state["weights"] = [1.0] * state["total"]
+        with pytest.raises(DataFileError, match="'weights' belongs to WT only"):
+            MetricState.from_json(state)
+
+
+def test_no_condition_hint_fits_the_metric(tmp_path):
+    """BS with no training cell was told that transitions need two steps."""
+    content = json.loads(PROFILE.text())
+    content["states"].update(cells=[], transitions=[], transition_counts=[])
+    (tmp_path / "p.json").write_text(json.dumps(content))
+    empty = Profile.load(tmp_path / "p.json")
+    with pytest.raises(InvalidArgument, match="no condition to cover") as refused:
+        BS().bind(empty)
+    assert "transitions" not in str(refused.value)
+    with pytest.raises(InvalidArgument, match="widen the window .transitions need two steps"):
+        BT().bind(empty)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pytest_rnncov import BC, SC, Profile, RNNModel, coverage_delta
+from pytest_rnncov import BC, SC, InvalidInput, Profile, RNNModel, coverage_delta
 
 STEPS, FEATURES = 10, 4
 
@@ -66,3 +66,15 @@ def test_trigger_inputs_reach_conditions_clean_inputs_do_not(backdoored):
         for condition, rows in m.reached_by.items():
             assert rows and condition in m.new_conditions
     assert "new (t=" in attack.summary()
+
+
+def test_a_bad_set_is_named(backdoored):
+    """Both an empty reference and an empty suspect set said "inputs are an empty batch",
+    naming neither."""
+    model, x, _ = backdoored
+    rnn = RNNModel(model)
+    profile = Profile().fit(rnn, x[:200])
+    with pytest.raises(InvalidInput, match="^reference: inputs are an empty batch"):
+        coverage_delta(rnn, profile, x[:0], x[:3])
+    with pytest.raises(InvalidInput, match="^suspect: inputs are an empty batch"):
+        coverage_delta(rnn, profile, x[:3], x[:0])

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 
+from ..errors import InvalidInput
 from .coverage import Coverage
 
 if TYPE_CHECKING:
@@ -68,19 +69,26 @@ def coverage_delta(
 ) -> DeltaReport:
     """Compare the coverage of ``reference`` with that of ``reference`` plus ``suspect``."""
     base = Coverage(model, profile, metrics, preset=preset, track_fitness=False)
-    base.update(reference)
+    try:
+        base.update(reference)
+    except InvalidInput as exc:  # say which of the two sets it is about
+        raise InvalidInput(f"reference: {exc}").about_rows(exc.rows) from None
     reference_covered = {k: m.covered_.copy() for k, m in base.metrics.items()}
     reference_rates = base.rates()
     n_reference = base.n_inputs_
     reached: dict[str, dict[int, list[int]]] = {k: {} for k in base.metrics}
     offset = 0
-    for chunk in base.stream(suspect, outputs=False, keep_inputs=False):
-        for key, (_, result) in chunk.observation.items():
-            rows, conditions = result.hits()
-            new = ~reference_covered[key][conditions]
-            for row, condition in zip((rows[new] + chunk.start).tolist(), conditions[new].tolist()):
-                reached[key].setdefault(condition, []).append(row)
-        offset = chunk.start + len(chunk.signals)
+    try:  # chunk by chunk: memory bounded however many suspect inputs
+        for chunk in base.stream(suspect, outputs=False, keep_inputs=False):
+            for key, (_, result) in chunk.observation.items():
+                rows, conditions = result.hits()
+                new = ~reference_covered[key][conditions]
+                hits = zip((rows[new] + chunk.start).tolist(), conditions[new].tolist())
+                for row, condition in hits:
+                    reached[key].setdefault(condition, []).append(row)
+            offset = chunk.start + len(chunk.signals)
+    except InvalidInput as exc:  # say which of the two sets it is about
+        raise InvalidInput(f"suspect: {exc}").about_rows(exc.rows) from None
     out = {}
     for key, metric in base.metrics.items():
         new_ids = sorted(reached[key])

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 #: Every metric, in report order: testRNN's three, DeepGauge's four, DeepStellar's four.
 METRIC_NAMES = ("BC", "SC", "TC", "NC", "KMNC", "NBC", "SNAC", "BS", "SBC", "BT", "WT")
+#: the metrics whose rate is a weighted share of their conditions (their state has weights)
+WEIGHTED_METRICS = ("WT",)
 
 #: The metrics tracked and gated when nothing else is asked for (testRNN's).
 DEFAULT_METRICS = ("BC", "SC", "TC")

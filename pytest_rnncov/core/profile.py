@@ -51,6 +51,8 @@ VERSION = 2
 
 #: Most hidden-state values kept from the first pass for the state grid (else traced again).
 KEEP_STATES = 1 << 26
+#: the most principal directions of the DeepStellar state abstraction
+MAX_STATE_COMPONENTS = 64
 #: A fitted signal's statistics: a signal sums at most 2**20 float32 values (|v| < 1e45), and
 #: its spread is 0 or at least float32's smallest step over 2**20 units (1.3e-51 for max -
 #: min; the std that over sqrt(n), above 1e-60 for fewer than 2**60 training inputs); a file
@@ -126,7 +128,11 @@ class Profile:
     ) -> None:
         self.window = check_window(window)
         self.state_components = check_int(
-            "state_components", state_components, minimum=1, maximum=64, example="5"
+            "state_components",
+            state_components,
+            minimum=1,
+            maximum=MAX_STATE_COMPONENTS,
+            example="5",
         )
         self.state_intervals = check_int(
             "state_intervals", state_intervals, minimum=1, maximum=1 << 20, example="10"
@@ -262,6 +268,9 @@ class Profile:
             self.states_: StateModel | None = StateModel.fit(
                 covariance, states, self.state_components, self.state_intervals
             )
+            # a layer of fewer units has that many directions: the number fitted, as a
+            # loaded profile holds it (the metrics' descriptions show it: "PCA 3 x 10")
+            self.state_components = len(self.states_.components)
         except ProfileError as exc:
             import warnings
 
@@ -617,6 +626,11 @@ def _from_dict(cls: type[Profile], data: Any, where: str) -> Profile:
         states = StateModel.from_dict(data["states"], units, where)
     profile = cls(window=requested)
     if states is not None:
+        if len(states.components) > MAX_STATE_COMPONENTS:
+            raise fail(
+                f"'states' has {len(states.components)} components, at most "
+                f"{MAX_STATE_COMPONENTS}; refit the profile"
+            )
         profile.state_components = len(states.components)
         profile.state_intervals = states.intervals
     profile.states_ = states

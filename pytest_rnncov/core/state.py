@@ -23,7 +23,7 @@ import numpy as np
 from ..errors import InvalidArgument
 from ..files import Fields
 from ..validation import shown
-from .names import MAX_CONDITIONS, METRIC_NAMES, TESTS_PER_CONDITION
+from .names import MAX_CONDITIONS, METRIC_NAMES, TESTS_PER_CONDITION, WEIGHTED_METRICS
 from .trace import CELL_COMPONENTS
 
 STATE_VERSION = 1
@@ -205,7 +205,9 @@ class MetricState:
     def merge(self, other: "MetricState", tests: np.ndarray | None = None) -> None:
         """Union: covered conditions, summed times, lowest fitness; with ``tests`` (where
         each of ``other``'s test indices goes among this state's model's tests), the tests
-        recorded per condition and per test."""
+        recorded per condition and per test. It checks the metric and its configuration
+        only: BS, SBC, BT and WT conditions are a profile's grid cells, which the
+        configuration does not identify; ``ModelState.merge`` checks the profile too."""
         self.check_compatible(other)
         _add_saturating(self.times, other.times)
         if self.best_fitness is not None and other.best_fitness is not None:
@@ -308,6 +310,11 @@ class MetricState:
         full = np.zeros(total, np.int64)
         full[ids] = times
         weights = None
+        if ("weights" in data) != (metric in WEIGHTED_METRICS):  # a weighted share, or not
+            raise f.fail(
+                f"'weights' belongs to {', '.join(WEIGHTED_METRICS)} only, and it needs them; "
+                f"metric {metric!r} {'has' if 'weights' in data else 'lacks'} them"
+            )
         if "weights" in data:
             raw = f.get("weights", list)
             # floats as written (an integer could be too large for float64, or rounded)

@@ -303,8 +303,13 @@ class Metric:
             raise InvalidArgument(
                 f"{bound.describe()} has no condition to cover with this profile (window "
                 f"{list(profile.window_)}): its rate would be 0/0, which is not coverage; "
-                "widen the window (transitions need two steps), refit the profile on data "
-                "where the layer's values vary, or leave the metric out"
+                + (
+                    "widen the window (transitions need two steps), "
+                    if bound.name in ("BT", "WT")
+                    else ""
+                )
+                + "refit the profile on data where the layer's values vary, or leave the "
+                "metric out"
             )
         bound.state_ = MetricState.empty(
             bound.name,
