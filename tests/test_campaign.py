@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 import warnings
 from pathlib import Path
 
@@ -1436,6 +1437,71 @@ def test_a_second_ctrl_c_stops_the_listener_calls_at_once(stacked_model, seq_inp
     assert stops.calls == 2 and counts.calls == 1  # the second sample's Ctrl-C ends it
 
 
+class _FailsOnce:
+    def __init__(self):
+        self.calls = 0
+
+    def on_adversarial(self, campaign, sample):
+        self.calls += 1
+        if self.calls == 1:
+            raise RuntimeError("listener bug")
+
+
+class _CtrlCOnSecond:
+    def __init__(self):
+        self.calls = 0
+
+    def on_adversarial(self, campaign, sample):
+        self.calls += 1
+        if self.calls == 2:
+            raise KeyboardInterrupt
+
+
+def test_a_ctrl_c_after_a_listeners_error_stops_the_calls_and_is_raised(stacked_model, seq_inputs):
+    """With a listener's error pending, a Ctrl-C was swallowed: the calls went on through
+    the batch and the ordinary error was raised, so a pytest session did not stop."""
+    rnn = RNNModel(stacked_model, "lstm_b")
+    fails, stops = _FailsOnce(), _CtrlCOnSecond()
+    campaign = Campaign(
+        rnn, seq_inputs[:6], GaussianMutator(variance=(0.5, 1.0), clip=None), Oracle(),
+        profile=Profile().fit(rnn, seq_inputs), budget=400, batch_size=40, shrink=False,
+        listeners=[fails, stops],
+    )  # fmt: skip
+    with pytest.raises(KeyboardInterrupt):
+        campaign.run()
+    assert fails.calls == 2 and stops.calls == 2
+
+
+def test_an_unfinished_campaigns_leftover_that_cannot_go_is_named(tmp_path, monkeypatch):
+    """With an earlier campaign's files set aside, the files an unfinished campaign left in
+    view were removed quietly, and one that could not go stayed among the new campaign's."""
+    folder = tmp_path / "adv"
+    folder.mkdir()
+    (folder / MARKER).write_text("written by pytest-rnncov: campaign samples\n")
+    (folder / ".summary.json.removed").write_text('{"format": "pytest-rnncov-campaign"}')
+    (folder / ".adv_00001_seed0_0to1.png.removed").write_bytes(b"complete")
+    for name in ("adv_00001_seed3_0to1.png", "adv_00002_seed4_0to1.png"):
+        (folder / name).write_bytes(b"partial")
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    stuck = folder / "adv_00002_seed4_0to1.png"
+    replace = os.replace
+
+    def refuse(src, dst):
+        if Path(src) == stuck:
+            raise PermissionError(1, "Operation not permitted")
+        replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", refuse)
+    with pytest.raises(DataFileError, match="cannot replace .*adv_00002.*Operation not perm"):
+        SampleWriter(folder)._ready()
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+    monkeypatch.undo()
+    SampleWriter(folder)._ready()
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        [MARKER, ".summary.json.removed", ".adv_00001_seed0_0to1.png.removed"]
+    )
+
+
 class _FailsToFinish:
     def on_finish(self, campaign, result):
         raise RuntimeError("listener failed")
@@ -1456,8 +1522,12 @@ def test_an_interrupt_is_raised_whatever_a_listener_raises_while_finishing(thres
     )
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        with pytest.raises(KeyboardInterrupt):
+        with pytest.raises(KeyboardInterrupt) as raised:
             strict.run()
+    if sys.version_info >= (3, 11):  # the listener's error is in the traceback, as a note
+        assert "while finishing the campaign: RuntimeError('listener failed')" in (
+            raised.value.__notes__
+        )
 
 
 def test_a_mutant_the_model_overflows_on_is_named_by_its_seed():
@@ -1495,6 +1565,40 @@ def test_a_mutant_the_model_overflows_on_is_named_by_its_seed():
         campaign.run()
     assert campaign.result is not None and campaign.result.interrupted
     assert campaign.result.test_cases == 0  # the first batch overflowed: it is not counted
+
+
+def test_an_overflow_names_the_row_of_the_inputs_not_of_a_batch():
+    """Coverage.update and coverage_delta numbered the row within the batch that held it
+    ("inputs [3]" for input 11 in batches of 8), and coverage_delta spoke of its own
+    internal coverage's n_inputs_."""
+    import torch
+
+    from pytest_rnncov import coverage_delta
+
+    torch.manual_seed(0)
+    net = torch.nn.RNN(3, 4, batch_first=True, nonlinearity="relu")
+    with torch.no_grad():
+        net.weight_hh_l0.copy_(torch.eye(4) * 100)
+
+    class Last(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = net
+
+        def forward(self, x):
+            return self.rnn(x)[0][:, -1]
+
+    rnn = RNNModel(Last().eval(), batch_size=8)
+    x = np.random.default_rng(0).normal(size=(40, 6, 3)).astype(np.float32)
+    profile = Profile().fit(rnn, x)
+    bad = x[:20].copy()
+    bad[11] = 1e30
+    with pytest.raises(InvalidInput, match=r"inputs \[11\]") as raised:
+        Coverage(rnn, profile, ["BC"]).update(bad)
+    assert raised.value.rows == (11,)
+    with pytest.raises(InvalidInput, match=r"^suspect: .*inputs \[11\]") as raised:
+        coverage_delta(rnn, profile, x[:5], bad, ["BC"])
+    assert "n_inputs_" not in str(raised.value) and raised.value.rows == (11,)
 
 
 def test_failure_fitness_checks_its_distances(threshold):

@@ -115,14 +115,20 @@ def test_a_profile_file_with_more_abstract_states_than_ids_is_refused(tmp_path):
         Profile.load(tmp_path / "p.json")
 
 
-def test_a_layer_of_fewer_units_fits_as_many_directions_and_says_so_after_loading(tmp_path):
-    """state_components=5 on a 2-unit layer fitted 2 directions while the fitted profile
-    said 5 and the loaded one 2."""
-    h = np.random.default_rng(0).normal(size=(30, 4, 2)).astype(np.float32)
-    fitted = Profile(state_components=5).fit_traces([make_trace(h=h)], layer="l", fingerprint="f")
-    assert fitted.state_components == len(fitted.states_.components) == 2
-    fitted.save(tmp_path / "p.json")
+def test_a_layer_of_fewer_units_fits_as_many_directions_and_a_refit_asks_again(tmp_path):
+    """state_components=5 on a 2-unit layer fits 2 directions; the setting stays 5, so the
+    same Profile fitted again on a wider layer fits 5 (it once kept the 2 it had fitted)."""
+    rng = np.random.default_rng(0)
+    narrow = make_trace(h=rng.normal(size=(30, 4, 2)).astype(np.float32))
+    wide = make_trace(h=rng.normal(size=(30, 4, 8)).astype(np.float32))
+    profile = Profile(state_components=5)
+    profile.fit_traces([narrow], layer="l", fingerprint="f")
+    assert len(profile.states_.components) == 2 and profile.state_components == 5
+    assert "PCA 2 x 10" in BS().bind(profile).describe()
+    profile.save(tmp_path / "p.json")
     assert Profile.load(tmp_path / "p.json").state_components == 2
+    profile.fit_traces([wide], layer="l", fingerprint="f")
+    assert len(profile.states_.components) == 5
 
 
 def test_a_profile_file_with_more_directions_than_a_profile_may_have_is_refused(tmp_path):

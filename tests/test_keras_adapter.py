@@ -95,6 +95,14 @@ def test_only_the_adapters_own_thread_is_quiet(caplog):
     done.set()
     worker.join()
     assert [r.getMessage() for r in caplog.records] == ["yours triggered tf.function retracing"]
+    caplog.clear()
+    logging.logThreads = False  # records then carry no thread: the filter went blind
+    try:
+        with caplog.at_level(logging.WARNING, logger="tensorflow"), _first_traces_quiet():
+            logging.getLogger("tensorflow").warning("ours triggered tf.function retracing")
+    finally:
+        logging.logThreads = True
+    assert not caplog.records
 
 
 def test_predict_and_run_agree_with_model(keras, stacked_model, seq_inputs):

@@ -99,9 +99,10 @@ class _FirstTraces(logging.Filter):
         self.depth: dict[int, int] = {}
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not (
-            record.thread in self.depth and "triggered tf.function retracing" in record.getMessage()
-        )
+        # a logger's filters run in the logging thread (record.thread is None when
+        # logging.logThreads is off)
+        inside = threading.get_ident() in self.depth
+        return not (inside and "triggered tf.function retracing" in record.getMessage())
 
 
 _FIRST_TRACES = _FirstTraces()

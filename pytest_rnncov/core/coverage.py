@@ -19,7 +19,7 @@ from ..errors import InvalidArgument, InvalidInput, RNNCovError
 from ..validation import check_str
 from .metrics import DEFAULT_METRICS, BatchResult, Metric, Signals, make_metric
 from .profile import Profile
-from .source import CheckedInputs, check_source
+from .source import FIRST_ROW, CheckedInputs, check_source
 from .state import MAX_COUNT, MetricState, ModelState
 from .threads import numpy_work
 from .trace import Trace, concat_traces
@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 
 #: The most inputs a Coverage keeps copies of for the targeted search (``best_input``).
 MAX_KEPT = 4096
+#: how an error of a later batch says what the coverage kept (``stream``)
+KEPT_NOTE = " (this coverage kept the first"
 
 #: One batch's results per metric name, tagged with the profile and configuration that
 #: produced them (a result is reused only where both are the same).
@@ -230,14 +232,20 @@ class Coverage:
         start = 0
         try:
             for batch, out, trace in parts:
-                signals = self.signals(trace)
-                gained, observation = self.update_signals(signals, batch if keep_inputs else None)
+                token = FIRST_ROW.set(start)  # a refusal names rows of x, not of the batch
+                try:
+                    signals = self.signals(trace)
+                    gained, observation = self.update_signals(
+                        signals, batch if keep_inputs else None
+                    )
+                finally:
+                    FIRST_ROW.reset(token)
                 yield Chunk(start, out, trace, signals, gained, observation)
                 start += len(signals)
         except RNNCovError as exc:
             if start and exc.args:  # a later batch failed: say what was kept
                 exc.args = (
-                    f"{exc.args[0]} (this coverage kept the first {start} of these "
+                    f"{exc.args[0]}{KEPT_NOTE} {start} of these "
                     f"{len(inputs)} inputs, whose batches went through before; n_inputs_ "
                     "counts them)",
                     *exc.args[1:],

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ..errors import InvalidInput
-from .coverage import Coverage
+from .coverage import KEPT_NOTE, Coverage
 
 if TYPE_CHECKING:
     from .metrics import Metric
@@ -72,7 +72,8 @@ def coverage_delta(
     try:
         base.update(reference)
     except InvalidInput as exc:  # say which of the two sets it is about
-        raise InvalidInput(f"reference: {exc}").about_rows(exc.rows) from None
+        said = str(exc).split(KEPT_NOTE)[0]
+        raise InvalidInput(f"reference: {said}").about_rows(exc.rows) from None
     reference_covered = {k: m.covered_.copy() for k, m in base.metrics.items()}
     reference_rates = base.rates()
     n_reference = base.n_inputs_
@@ -87,8 +88,9 @@ def coverage_delta(
                 for row, condition in hits:
                     reached[key].setdefault(condition, []).append(row)
             offset = chunk.start + len(chunk.signals)
-    except InvalidInput as exc:  # say which of the two sets it is about
-        raise InvalidInput(f"suspect: {exc}").about_rows(exc.rows) from None
+    except InvalidInput as exc:  # say which of the two sets it is about (what the internal
+        said = str(exc).split(KEPT_NOTE)[0]  # coverage kept means nothing to the caller)
+        raise InvalidInput(f"suspect: {said}").about_rows(exc.rows) from None
     out = {}
     for key, metric in base.metrics.items():
         new_ids = sorted(reached[key])

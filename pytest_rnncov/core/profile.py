@@ -268,9 +268,6 @@ class Profile:
             self.states_: StateModel | None = StateModel.fit(
                 covariance, states, self.state_components, self.state_intervals
             )
-            # a layer of fewer units has that many directions: the number fitted, as a
-            # loaded profile holds it (the metrics' descriptions show it: "PCA 3 x 10")
-            self.state_components = len(self.states_.components)
         except ProfileError as exc:
             import warnings
 

@@ -1036,6 +1036,9 @@ class Campaign:
             except BaseException as late:  # a listener's or a second Ctrl-C: the first wins
                 if isinstance(exc, Exception) and not isinstance(late, Exception):
                     raise late from exc  # a Ctrl-C while finishing after an error
+                add_note = getattr(exc, "add_note", None)  # Python 3.11+: in the traceback
+                if add_note is not None:
+                    add_note(f"while finishing the campaign: {late!r}")
                 try:  # under -W error the warning would replace the first exception
                     warnings.warn(
                         f"while finishing the campaign that {type(exc).__name__} stopped: "
@@ -1057,7 +1060,7 @@ class Campaign:
         """Call every listener's ``method``; one that raises does not keep the others from
         their call (a SampleWriter after it still saves the sample). Returns the first
         exception raised (``pending``: one raised earlier), for the caller to raise once
-        every call was made; a second Ctrl-C stops the calls at once."""
+        every call was made; a Ctrl-C while one is pending stops the calls at once."""
         for listener in self.listeners:
             call = getattr(listener, method, None)
             if not callable(call):
@@ -1065,8 +1068,8 @@ class Campaign:
             try:
                 call(self, *args)
             except BaseException as exc:
-                if isinstance(exc, KeyboardInterrupt) and isinstance(pending, KeyboardInterrupt):
-                    raise  # the user pressed Ctrl-C again: no more listener calls
+                if isinstance(exc, KeyboardInterrupt) and pending is not None:
+                    raise  # Ctrl-C after an error or another Ctrl-C: no more listener calls
                 pending = pending or exc
         return pending
 

@@ -197,8 +197,9 @@ class SampleWriter:
         shown = sorted(p for p in self.directory.iterdir() if _written_here(p.name) and p.is_file())
         if hidden and not (self.directory / SUMMARY).exists():
             # an earlier campaign set these aside and did not finish (killed, a full disk):
-            # they stay this campaign's fallback, and what that one left in view goes
-            _discard([(p, p) for p in shown])
+            # they stay this campaign's fallback, and what that one left in view goes (all
+            # or none: one that cannot go is named, not left to mix with this campaign's)
+            _discard(_set_aside(shown, ".discarded"))
             self._aside = [(p.with_name(p.name[1:-8]), p) for p in hidden]
         else:  # so what is set aside is always one campaign's files, never a mix
             _discard([(p, p) for p in hidden])
@@ -389,14 +390,14 @@ def _put_back(aside: list[tuple[Path, Path]]) -> list[str]:
     return unrestored
 
 
-def _set_aside(paths: list[Path]) -> list[tuple[Path, Path]]:
-    """Rename ``paths`` (an earlier campaign's files) aside as ``.NAME.removed``, all or
+def _set_aside(paths: list[Path], suffix: str = ".removed") -> list[tuple[Path, Path]]:
+    """Rename ``paths`` (an earlier campaign's files) aside as ``.NAME<suffix>``, all or
     none: if one cannot be (immutable, or open in another program on Windows) those
     already moved are put back and DataFileError names it, so the earlier campaign stays
     whole. Returns (original, renamed) pairs."""
     moved: list[tuple[Path, Path]] = []
     for path in paths:
-        aside = path.with_name(f".{path.name}.removed")
+        aside = path.with_name(f".{path.name}{suffix}")
         with contextlib.suppress(OSError):  # a leftover of a run that could not remove it
             aside.unlink(missing_ok=True)
         try:

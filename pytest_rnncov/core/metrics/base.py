@@ -29,6 +29,7 @@ from ..abstractions import (
 )
 from ..arrays import array_namespace, is_host, is_jax_array, to_host, wide_int
 from ..names import MAX_CONDITIONS
+from ..source import FIRST_ROW
 from ..state import MetricState
 from ..trace import Trace, check_component
 
@@ -85,8 +86,8 @@ class Signals:
         if bool(xp.all(xp.isfinite(values))):
             return
         finite = np.isfinite(to_host(values))
-        if not finite.all():
-            bad = np.flatnonzero(~finite.reshape(len(finite), -1).all(axis=1))
+        if not finite.all():  # rows of the call (FIRST_ROW: of a batch after others)
+            bad = np.flatnonzero(~finite.reshape(len(finite), -1).all(axis=1)) + FIRST_ROW.get()
             raise InvalidInput(
                 f"the {what} signal holds NaN or inf for inputs {bad[:5].tolist()}"
                 f"{', ...' if bad.size > 5 else ''}; the layer overflowed: check those inputs "
