@@ -1393,7 +1393,7 @@ def test_a_killed_campaigns_files_never_replace_the_fallback_it_set_aside(
     _full_disk(monkeypatch)  # the next campaign cannot write its first file
     failing = SampleWriter(folder, keep_going=True)
     failure_campaign(threshold, listeners=[failing]).run()
-    assert failing.error.endswith("left as they were")
+    assert failing.error.endswith("of the last campaign that saved its summary there are back")
     assert {p.name: p.read_bytes() for p in folder.iterdir() if p.name != MARKER} == complete
     monkeypatch.undo()
     _full_disk(monkeypatch, after=2)  # two files, then a full disk: the fallback stays

@@ -110,6 +110,8 @@ class SampleWriter:
         self._wrote = False
         #: releases the lock on the folder (held from the first file to the summary)
         self._lock: Callable[[], None] | None = None
+        #: whether ``_aside`` holds files an unfinished campaign set aside before this one
+        self._restores_fallback = False
 
     def _for(self, campaign: Campaign) -> None:
         """Start afresh when ``campaign`` is not the one this writer wrote for: its samples
@@ -118,6 +120,7 @@ class SampleWriter:
             return
         self._release()
         self._aside = []  # an earlier campaign's: left aside, never put back over another's
+        self._restores_fallback = False
         self._campaign = weakref.ref(campaign)
         self._samples, self._names, self._started, self.saved = [], [], False, False
         self._in_text, self.error, self._wrote = 0, None, False
@@ -156,7 +159,10 @@ class SampleWriter:
                 "saves its summary there"
             )
         _put_back(self._aside)
-        self._aside, self._started = [], False
+        restored = self._restores_fallback
+        self._aside, self._started, self._restores_fallback = [], False, False
+        if restored:  # what an unfinished campaign had left in view went at the start
+            return "; the files of the last campaign that saved its summary there are back"
         return "; the earlier campaign's files there are left as they were"
 
     def _check_replaceable(self) -> None:
@@ -201,6 +207,7 @@ class SampleWriter:
             # or none: one that cannot go is named, not left to mix with this campaign's)
             _discard(_set_aside(shown, ".discarded"))
             self._aside = [(p.with_name(p.name[1:-8]), p) for p in hidden]
+            self._restores_fallback = True
         else:  # so what is set aside is always one campaign's files, never a mix
             _discard([(p, p) for p in hidden])
             self._aside = _set_aside(shown)  # only our names: _check_replaceable saw them
