@@ -1393,7 +1393,9 @@ def test_a_killed_campaigns_files_never_replace_the_fallback_it_set_aside(
     _full_disk(monkeypatch)  # the next campaign cannot write its first file
     failing = SampleWriter(folder, keep_going=True)
     failure_campaign(threshold, listeners=[failing]).run()
-    assert failing.error.endswith("of the last campaign that saved its summary there are back")
+    assert failing.error.endswith(
+        "the files an earlier campaign had set aside there are back in view"
+    )
     assert {p.name: p.read_bytes() for p in folder.iterdir() if p.name != MARKER} == complete
     monkeypatch.undo()
     _full_disk(monkeypatch, after=2)  # two files, then a full disk: the fallback stays
@@ -1467,9 +1469,10 @@ def test_a_ctrl_c_after_a_listeners_error_stops_the_calls_and_is_raised(stacked_
         profile=Profile().fit(rnn, seq_inputs), budget=400, batch_size=40, shrink=False,
         listeners=[fails, stops],
     )  # fmt: skip
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt) as raised:
         campaign.run()
     assert fails.calls == 2 and stops.calls == 2
+    assert repr(raised.value.__context__) == "RuntimeError('listener bug')"  # not dropped
 
 
 def test_an_unfinished_campaigns_leftover_that_cannot_go_is_named(tmp_path, monkeypatch):
@@ -1500,6 +1503,34 @@ def test_an_unfinished_campaigns_leftover_that_cannot_go_is_named(tmp_path, monk
     assert sorted(p.name for p in folder.iterdir()) == sorted(
         [MARKER, ".summary.json.removed", ".adv_00001_seed0_0to1.png.removed"]
     )
+
+
+def test_a_fallback_that_cannot_all_come_back_keeps_its_summary_aside(tmp_path, monkeypatch):
+    """A full disk at the first file put the set-aside files back but one (held open), said
+    they were back, and left the summary in view: the next campaign took the folder for a
+    finished one and removed the sample still set aside."""
+    folder = tmp_path / "adv"
+    folder.mkdir()
+    (folder / MARKER).write_text("written by pytest-rnncov: campaign samples\n")
+    (folder / ".summary.json.removed").write_text('{"format": "pytest-rnncov-campaign"}')
+    (folder / ".adv_00001_seed0_0to1.png.removed").write_bytes(b"complete")
+    replace = os.replace
+
+    def held(src, dst):
+        if str(src).endswith(".png.removed"):
+            raise PermissionError(13, "Permission denied")
+        replace(src, dst)
+
+    _full_disk(monkeypatch)
+    monkeypatch.setattr(os, "replace", held)
+    writer = SampleWriter(folder, keep_going=True)
+    writer._kept(lambda: writer._write(writer._ready() / "adv_00001_s9.png", b"new", "an image"))
+    assert "could not be: .adv_00001_seed0_0to1.png.removed" in writer.error
+    assert ".summary.json.removed (was summary.json, kept aside with them)" in writer.error
+    monkeypatch.undo()
+    writer._release()  # as its campaign's end does
+    SampleWriter(folder)._ready()  # an unfinished folder: the fallback stays
+    assert (folder / ".adv_00001_seed0_0to1.png.removed").read_bytes() == b"complete"
 
 
 class _FailsToFinish:
@@ -1599,6 +1630,32 @@ def test_an_overflow_names_the_row_of_the_inputs_not_of_a_batch():
     with pytest.raises(InvalidInput, match=r"^suspect: .*inputs \[11\]") as raised:
         coverage_delta(rnn, profile, x[:5], bad, ["BC"])
     assert "n_inputs_" not in str(raised.value) and raised.value.rows == (11,)
+
+
+def test_a_tracked_models_overflowing_outputs_name_the_row_of_the_inputs():
+    """The tracked model checked a batch's outputs after the stream had moved on: input 11
+    of batches of 8 was named as row 3."""
+    import torch
+
+    from pytest_rnncov.plugin.session import RNNCovSession
+
+    class Scaled(torch.nn.Module):  # finite states, outputs beyond float32 for x = 1e10
+        def __init__(self):
+            super().__init__()
+            self.rnn = torch.nn.RNN(3, 4, batch_first=True)
+
+        def forward(self, x):
+            return self.rnn(x)[0][:, -1] * x[:, -1, :1] ** 4
+
+    torch.manual_seed(0)
+    rnn = RNNModel(Scaled().eval(), batch_size=8)
+    x = np.random.default_rng(0).normal(size=(40, 6, 3)).astype(np.float32)
+    tracked = RNNCovSession().track(rnn, profile=Profile().fit(rnn, x), name="m")
+    bad = x[:20].copy()
+    bad[11, -1, 0] = 1e10
+    with pytest.raises(InvalidInput, match=r"rows \[11\]") as raised:
+        tracked.predict(bad)
+    assert raised.value.rows == (11,)
 
 
 def test_failure_fitness_checks_its_distances(threshold):

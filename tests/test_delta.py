@@ -78,3 +78,34 @@ def test_a_bad_set_is_named(backdoored):
         coverage_delta(rnn, profile, x[:0], x[:3])
     with pytest.raises(InvalidInput, match="^suspect: inputs are an empty batch"):
         coverage_delta(rnn, profile, x[:3], x[:0])
+
+
+def test_a_framework_error_names_the_set_without_the_internal_note(keras):
+    """A ModelError of a later suspect batch kept the internal coverage's note ("this
+    coverage kept the first 8 of these 20 inputs ... n_inputs_") and named no set."""
+    import torch
+
+    from pytest_rnncov import ModelError
+
+    class Refuses(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = torch.nn.RNN(3, 4, batch_first=True)
+            self.armed = False
+
+        def forward(self, x):
+            if self.armed and (x == 7.0).any():
+                raise RuntimeError("bad token")
+            return self.rnn(x)[0][:, -1]
+
+    torch.manual_seed(0)
+    module = Refuses().eval()
+    rnn = RNNModel(module, batch_size=8)
+    x = np.random.default_rng(0).normal(size=(40, 6, 3)).astype(np.float32)
+    profile = Profile().fit(rnn, x)
+    module.armed = True
+    bad = x[:20].copy()
+    bad[11, 0, 0] = 7.0
+    with pytest.raises(ModelError, match="^suspect: .*bad token") as raised:
+        coverage_delta(rnn, profile, x[:5], bad, [BC()])
+    assert "n_inputs_" not in str(raised.value)

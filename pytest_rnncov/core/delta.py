@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 
-from ..errors import InvalidInput
+from ..errors import InvalidInput, RNNCovError
 from .coverage import KEPT_NOTE, Coverage
 
 if TYPE_CHECKING:
@@ -58,6 +58,16 @@ class DeltaReport:
         return "\n".join(lines)
 
 
+def _about(which: str, exc: RNNCovError) -> RNNCovError:
+    """``exc`` saying which of the two sets it is about, without the note of what the
+    internal coverage kept (which means nothing to the caller)."""
+    said = str(exc).split(KEPT_NOTE)[0]
+    about = type(exc)(f"{which}: {said}")
+    if isinstance(exc, InvalidInput) and isinstance(about, InvalidInput):
+        about.about_rows(exc.rows)
+    return about
+
+
 def coverage_delta(
     model: "TraceSource",
     profile: "Profile",
@@ -71,9 +81,8 @@ def coverage_delta(
     base = Coverage(model, profile, metrics, preset=preset, track_fitness=False)
     try:
         base.update(reference)
-    except InvalidInput as exc:  # say which of the two sets it is about
-        said = str(exc).split(KEPT_NOTE)[0]
-        raise InvalidInput(f"reference: {said}").about_rows(exc.rows) from None
+    except RNNCovError as exc:
+        raise _about("reference", exc) from None
     reference_covered = {k: m.covered_.copy() for k, m in base.metrics.items()}
     reference_rates = base.rates()
     n_reference = base.n_inputs_
@@ -88,9 +97,8 @@ def coverage_delta(
                 for row, condition in hits:
                     reached[key].setdefault(condition, []).append(row)
             offset = chunk.start + len(chunk.signals)
-    except InvalidInput as exc:  # say which of the two sets it is about (what the internal
-        said = str(exc).split(KEPT_NOTE)[0]  # coverage kept means nothing to the caller)
-        raise InvalidInput(f"suspect: {said}").about_rows(exc.rows) from None
+    except RNNCovError as exc:
+        raise _about("suspect", exc) from None
     out = {}
     for key, metric in base.metrics.items():
         new_ids = sorted(reached[key])

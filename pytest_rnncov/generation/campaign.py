@@ -1069,6 +1069,7 @@ class Campaign:
                 call(self, *args)
             except BaseException as exc:
                 if isinstance(exc, KeyboardInterrupt) and pending is not None:
+                    exc.__context__ = pending  # the listener's error shows in the traceback
                     raise  # Ctrl-C after an error or another Ctrl-C: no more listener calls
                 pending = pending or exc
         return pending

@@ -158,11 +158,16 @@ class SampleWriter:
                 f"'.NAME.removed' files (e.g. {self._aside[0][1].name!r}) until a campaign "
                 "saves its summary there"
             )
-        _put_back(self._aside)
+        unrestored = _put_back(self._aside)
         restored = self._restores_fallback
         self._aside, self._started, self._restores_fallback = [], False, False
+        if unrestored:
+            return (
+                "; the earlier campaign's files were to be put back, but these could not "
+                f"be: {', '.join(unrestored)}"
+            )
         if restored:  # what an unfinished campaign had left in view went at the start
-            return "; the files of the last campaign that saved its summary there are back"
+            return "; the files an earlier campaign had set aside there are back in view"
         return "; the earlier campaign's files there are left as they were"
 
     def _check_replaceable(self) -> None:
@@ -387,9 +392,14 @@ def _discard(aside: list[tuple[Path, Path]]) -> None:
 
 
 def _put_back(aside: list[tuple[Path, Path]]) -> list[str]:
-    """Rename the files set aside back; the ones that could not be."""
-    unrestored = []
-    for original, renamed in reversed(aside):
+    """Rename the files set aside back; the ones that could not be. The summary goes back
+    last, and only when every other file did: a folder whose summary is in view counts
+    as finished, and the next campaign would remove the files still set aside."""
+    unrestored: list[str] = []
+    for original, renamed in sorted(reversed(aside), key=lambda pair: pair[0].name == SUMMARY):
+        if original.name == SUMMARY and unrestored:
+            unrestored.append(f"{renamed.name} (was {original.name}, kept aside with them)")
+            continue
         try:
             os.replace(renamed, original)
         except OSError:
