@@ -473,8 +473,34 @@ def test_an_infinite_state_is_refused_by_name_under_warnings_as_errors():
 @example(threshold=float("inf"), values=[float("inf")])  # nothing is above +inf, not even inf
 @example(threshold=float("-inf"), values=[float("-inf"), 0.0])
 def test_float32_thresholds_compare_exactly_like_float64(threshold, values):
-    from pytest_rnncov.core.metrics.neuron import float32_above, float32_at_least
+    from pytest_rnncov.core.metrics.neuron import float32_at_least, float32_at_most
 
     v = np.array(values, np.float32)
-    np.testing.assert_array_equal(v.astype(np.float64) > threshold, v >= float32_above(threshold))
+    np.testing.assert_array_equal(v.astype(np.float64) > threshold, v > float32_at_most(threshold))
     np.testing.assert_array_equal(v.astype(np.float64) < threshold, v < float32_at_least(threshold))
+
+
+def test_neuron_bounds_at_zero_hold_on_jax_arrays():
+    """NC tested h > 0 as h >= the smallest float32 above 0, a subnormal that XLA on the
+    CPU flushes to 0: on the Keras-on-JAX device path every h of exactly 0 (a masked step,
+    a dead ReLU unit) counted as above 0, and so for NBC/SNAC with a profile bound of 0.
+    The device path's covered conditions equal the host path's."""
+    import jax.numpy as jnp
+
+    from pytest_rnncov import Trace
+
+    train = make_trace(h=[[[0.0, 1.0], [0.0, 1.0]], [[0.0, -1.0], [0.0, -1.0]]])
+    profile = fit_profile(train)  # unit 0: always 0 (its max and min are 0)
+    h = np.array([[[0.0, 0.5], [0.0, -0.2]], [[0.0, 2.0], [0.0, 0.0]]], np.float32)
+    host = make_trace(h=h)
+    device = Trace({n: jnp.asarray(v) for n, v in host.components.items()}, cell="lstm")
+    for metric in (NC(), NC(threshold=0.3), SNAC(bounds="profile"), NBC(bounds="profile")):
+        covered = []
+        for trace in (host, device):
+            bound = metric.bind(profile)
+            bound.update(Signals(trace, profile.window_), np.arange(2))
+            covered.append(list(bound.covered_ids()))
+        assert covered[0] == covered[1], (metric.describe(), covered)
+    nc = NC().bind(profile)  # by hand: unit 1 above 0 at step 0 only (0.5, 2.0; -0.2, 0.0)
+    nc.update(Signals(device, profile.window_), np.arange(2))
+    assert list(nc.covered_ids()) == [1]

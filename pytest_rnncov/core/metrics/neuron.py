@@ -21,16 +21,16 @@ if TYPE_CHECKING:
     from ..profile import Profile
 
 
-def float32_above(threshold: np.ndarray | float) -> np.ndarray:
-    """The smallest float32 strictly above ``threshold``: for float32 ``v``,
-    ``v > threshold`` exactly when ``v >= float32_above(threshold)``."""
+def float32_at_most(threshold: np.ndarray | float) -> np.ndarray:
+    """The largest float32 not above ``threshold``: for float32 ``v``, ``v > threshold``
+    exactly when ``v > float32_at_most(threshold)``. (Not ``v >=`` the smallest float32
+    above it: for a threshold of 0 that is a subnormal, which XLA on the CPU flushes to 0,
+    so JAX read every 0 as above 0.)"""
     t = np.asarray(threshold, np.float64)
     with np.errstate(over="ignore"):
         low = t.astype(np.float32)
-        low = np.where(low.astype(np.float64) > t, np.nextafter(low, np.float32(-np.inf)), low)
-        above = np.nextafter(low, np.float32(np.inf))
-        # nothing is above +inf: NaN compares false with every value
-        return np.where(np.isposinf(t), np.float32(np.nan), above).astype(np.float32)
+    below = np.nextafter(low, np.float32(-np.inf))
+    return np.where(low.astype(np.float64) > t, below, low).astype(np.float32)
 
 
 def float32_at_least(threshold: np.ndarray | float) -> np.ndarray:
@@ -103,9 +103,9 @@ class NC(_NeuronMetric):
     def evaluate(self, signals: Signals, *, fitness: bool = True) -> BatchResult:
         self._check_bound()
         v, single = _float32_or_wide(signals.neurons("h"))
-        # v > threshold exactly when v >= the smallest value above it in v's type
-        above = float32_above(self.threshold) if single else self._above()
-        result = BatchResult.from_dense(v >= like(above, v, dtype=v.dtype))
+        # v > threshold exactly when v > the largest float32 not above it (float64: itself)
+        bound = float32_at_most(self.threshold) if single else self.threshold
+        result = BatchResult.from_dense(v > like(bound, v, dtype=v.dtype))
         if fitness:
             result.best, result.best_row = best_of(self._above() - self._values(signals))
         return result
@@ -315,7 +315,7 @@ class NBC(_NeuronMetric):
         self.below_ = np.nextafter(self.lb_, -np.inf)  # v <= below_ exactly when v < LB
         self.above_ = np.nextafter(self.ub_, np.inf)  # v >= above_ exactly when v > UB
         self.lower32_ = float32_at_least(self.lb_)  # float32 v < LB exactly when v < this
-        self.upper32_ = float32_above(self.ub_)  # float32 v > UB exactly when v >= this
+        self.upper32_ = float32_at_most(self.ub_)  # float32 v > UB exactly when v > this
 
     @property
     def n_conditions(self) -> int:
@@ -342,12 +342,12 @@ class NBC(_NeuronMetric):
     def evaluate(self, signals: Signals, *, fitness: bool = True) -> BatchResult:
         self._check_bound()
         v, single = _float32_or_wide(signals.neurons("h"))
-        # v < LB exactly when v < the smallest value not below LB; v > UB exactly when v >=
-        # the smallest above it (in v's type: float32, else float64)
-        lower, upper = (self.lower32_, self.upper32_) if single else (self.lb_, self.above_)
+        # v < LB exactly when v < the smallest float32 not below LB; v > UB exactly when
+        # v > the largest not above it (float64: the bounds themselves)
+        lower, upper = (self.lower32_, self.upper32_) if single else (self.lb_, self.ub_)
         parts = {
             "lower": lambda: v < like(lower, v, dtype=v.dtype),
-            "upper": lambda: v >= like(upper, v, dtype=v.dtype),
+            "upper": lambda: v > like(upper, v, dtype=v.dtype),
         }
         hit = array_namespace(v).concat([parts[side]() for side in self.sides], axis=1)
         result = BatchResult.from_dense(hit)
