@@ -329,6 +329,13 @@ def test_the_refit_hint_names_a_halfs_direction_and_the_state_options(
     ) in hint
     loaded.layer_ = "lstm_b"
     assert "--layer lstm_b --state-components 3" in loaded.refit_hint()
+    # a default fit on a layer of fewer units than 5 holds that many: no option, so a
+    # refit after the layer widened fits 5 again, not the narrow count
+    narrow = RNNModel(stacked_model, "lstm_b")
+    Profile().fit(narrow, seq_inputs).save(tmp_path / "d.json")
+    default = Profile.load(tmp_path / "d.json")
+    default.units_ = default.state_components = min(default.units_, 3)
+    assert "--state-components" not in default.refit_hint()
 
 
 def test_the_other_halfs_profile_is_kept_and_the_tracked_half_is_named():

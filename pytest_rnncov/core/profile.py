@@ -342,8 +342,12 @@ class Profile:
             options.append("--direction backward")
         if self.window is not None:
             options.append("--window={},{}".format(*self.window))
+        # a layer of U < 5 units fits U directions by default, and a loaded profile holds
+        # the number it fitted: U then means the default (a widened layer gets 5 again)
+        units = getattr(self, "units_", None)
+        components_default = 5 if units is None else min(5, int(units))
         for name, value, default in (
-            ("components", self.state_components, 5),
+            ("components", self.state_components, components_default),
             ("intervals", self.state_intervals, 10),
         ):
             if value != default:
