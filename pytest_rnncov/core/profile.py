@@ -343,14 +343,14 @@ class Profile:
         if self.window is not None:
             options.append("--window={},{}".format(*self.window))
         # a layer of U < 5 units fits U directions by default, and a loaded profile holds
-        # the number it fitted: U then means the default (a widened layer gets 5 again)
+        # the number it fitted: U then means the default too (a widened layer gets 5 again)
         units = getattr(self, "units_", None)
-        components_default = 5 if units is None else min(5, int(units))
+        defaults = {5} if units is None else {5, min(5, int(units))}
         for name, value, default in (
-            ("components", self.state_components, components_default),
-            ("intervals", self.state_intervals, 10),
+            ("components", self.state_components, defaults),
+            ("intervals", self.state_intervals, {10}),
         ):
-            if value != default:
+            if value not in default:
                 options.append(f"--state-{name} {value}")
         return (
             "python -m pytest_rnncov profile fit MODEL --x-train X_TRAIN.npy "
