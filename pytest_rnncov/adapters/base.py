@@ -20,7 +20,7 @@ import numpy as np
 
 from ..core.arrays import all_finite, array_namespace, input_array, to_host
 from ..core.cells import Cell
-from ..core.source import FIRST_ROW, CheckedInputs
+from ..core.source import CheckedInputs, flagged_rows
 from ..core.threads import blas_threads, numpy_work
 from ..core.trace import Trace, concat_traces, select_components
 from ..errors import InvalidArgument, InvalidInput, ModelError
@@ -756,7 +756,7 @@ def refuse_overflow(outputs: Any) -> None:
             f"the model's outputs hold NaN, +inf or no finite value for the inputs in "
             f"{rows_holding(bad)}, which are finite: the model overflowed on them; check "
             "those inputs (their scale) or the model's weights"
-        ).about_rows(_flagged_rows(bad))
+        ).about_rows(flagged_rows(bad)[:5])
 
 
 def refuse_overflow_trace(trace: Trace) -> None:
@@ -771,19 +771,13 @@ def refuse_overflow_trace(trace: Trace) -> None:
             f"the layer's states {name} hold NaN or inf for the inputs in "
             f"{rows_holding(bad)}, which are finite: the layer "
             "overflowed on them; check those inputs (their scale) or the model's weights"
-        ).about_rows(_flagged_rows(bad))
-
-
-def _flagged_rows(bad: np.ndarray) -> np.ndarray:
-    """The first five rows of the call (the batch ``bad`` flags values of, after the rows
-    of the call that came before it) holding a flagged value."""
-    return (np.flatnonzero(bad.reshape(len(bad), -1).any(axis=1)) + FIRST_ROW.get())[:5]
+        ).about_rows(flagged_rows(bad)[:5])
 
 
 def rows_holding(bad: np.ndarray) -> str:
     """ "rows [i, j, ...]": the first five inputs (rows of the batch ``bad`` flags values
     of) that hold a flagged value."""
-    rows = np.flatnonzero(bad.reshape(len(bad), -1).any(axis=1)) + FIRST_ROW.get()
+    rows = flagged_rows(bad)
     return f"rows {rows[:5].tolist()}{', ...' if rows.size > 5 else ''}"
 
 

@@ -19,7 +19,7 @@ from ..errors import InvalidArgument, InvalidInput, RNNCovError
 from ..validation import check_str
 from .metrics import DEFAULT_METRICS, BatchResult, Metric, Signals, make_metric
 from .profile import Profile
-from .source import FIRST_ROW, CheckedInputs, check_source
+from .source import CheckedInputs, check_source, rows_from
 from .state import MAX_COUNT, MetricState, ModelState
 from .threads import numpy_work
 from .trace import Trace, concat_traces
@@ -232,14 +232,11 @@ class Coverage:
         start = 0
         try:
             for batch, out, trace in parts:
-                token = FIRST_ROW.set(start)  # a refusal names rows of x, not of the batch
-                try:
+                with rows_from(start):  # a refusal names rows of x, not of the batch
                     signals = self.signals(trace)
                     gained, observation = self.update_signals(
                         signals, batch if keep_inputs else None
                     )
-                finally:
-                    FIRST_ROW.reset(token)
                 yield Chunk(start, out, trace, signals, gained, observation)
                 start += len(signals)
         except RNNCovError as exc:

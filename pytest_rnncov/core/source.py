@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from contextvars import ContextVar
 from typing import Any, Iterator, Protocol
 
@@ -18,6 +19,24 @@ INPUT_PART_BYTES = 1 << 28
 #: The input a part being checked starts at (``CheckedInputs``): an adapter's refusal adds
 #: it to the rows it names, so that they count from the first input, not the part's.
 FIRST_ROW: ContextVar[int] = ContextVar("pytest_rnncov_first_row", default=0)
+
+
+@contextlib.contextmanager
+def rows_from(first: int) -> Iterator[None]:
+    """Within the block, rows a refusal names count from input ``first`` (``FIRST_ROW``):
+    the block handles a batch or part that starts there."""
+    token = FIRST_ROW.set(first)
+    try:
+        yield
+    finally:
+        FIRST_ROW.reset(token)
+
+
+def flagged_rows(bad: np.ndarray) -> np.ndarray:
+    """The rows (inputs counted from ``FIRST_ROW``) of the batch ``bad`` flags values of
+    that hold a flagged value."""
+    return np.flatnonzero(bad.reshape(len(bad), -1).any(axis=1)) + FIRST_ROW.get()
+
 
 #: Part sizes are a multiple of this many rows when they hold as many (the adapters' batch
 #: sizes, 256, 2,048 and 16,384, divide it), else a power of two ...
@@ -136,9 +155,9 @@ def _checked_part(
     from ``x``'s first input; with ``say_unread`` (the first pass) a refusal of a part
     before the last says that the rest went unread."""
     last = min(first + rows, len(x))
-    token = FIRST_ROW.set(first)
     try:
-        return model.check_input(x[first:last])
+        with rows_from(first):
+            return model.check_input(x[first:last])
     except InvalidInput as exc:
         if say_unread and last < len(x):
             raise InvalidInput(
@@ -146,8 +165,6 @@ def _checked_part(
                 f"those after input {last - 1} were not read)"
             ) from None
         raise
-    finally:
-        FIRST_ROW.reset(token)
 
 
 def _part_rows(model: "TraceSource", x: Any) -> int | None:

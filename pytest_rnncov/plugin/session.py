@@ -25,7 +25,7 @@ from ..core.abstractions import resolve_window
 from ..core.coverage import Coverage, Observation
 from ..core.metrics import DEFAULT_METRICS, Signals
 from ..core.profile import Profile
-from ..core.source import FIRST_ROW
+from ..core.source import rows_from
 from ..core.state import TESTS_PER_CONDITION, MetricState, ModelState
 from ..core.trace import Trace, concat_traces
 from ..errors import InvalidArgument, ProfileError, RNNCovWarning, StaleProfile
@@ -211,11 +211,8 @@ class TrackedModel:
             assert chunk.outputs is not None
             outputs.append(chunk.outputs)
             self._fed(chunk.signals, chunk.observation)  # its states were finite: it counts
-            token = FIRST_ROW.set(chunk.start)  # rows of x, not of this batch
-            try:
+            with rows_from(chunk.start):  # rows of x, not of this batch
                 refuse_overflow(chunk.outputs)
-            finally:
-                FIRST_ROW.reset(token)
             for key, value in chunk.gained.items():
                 gained[key] += value
             if keep_trace:

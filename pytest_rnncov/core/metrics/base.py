@@ -29,7 +29,7 @@ from ..abstractions import (
 )
 from ..arrays import array_namespace, is_host, is_jax_array, to_host, wide_int
 from ..names import MAX_CONDITIONS
-from ..source import FIRST_ROW
+from ..source import flagged_rows
 from ..state import MetricState
 from ..trace import Trace, check_component
 
@@ -87,7 +87,7 @@ class Signals:
             return
         finite = np.isfinite(to_host(values))
         if not finite.all():  # rows of the call (FIRST_ROW: of a batch after others)
-            bad = np.flatnonzero(~finite.reshape(len(finite), -1).all(axis=1)) + FIRST_ROW.get()
+            bad = flagged_rows(~finite)
             raise InvalidInput(
                 f"the {what} signal holds NaN or inf for inputs {bad[:5].tolist()}"
                 f"{', ...' if bad.size > 5 else ''}; the layer overflowed: check those inputs "
