@@ -1772,3 +1772,25 @@ def test_the_variants_arm_keeps_its_parents_grouped_by_seed_as_samples_are_found
             np.testing.assert_array_equal(campaign._by_seed, ids[np.argsort(owners, kind="stable")])
             checked += 1
     assert checked >= 3 and len(np.unique(campaign.seed_indices()[campaign._adversarial])) > 1
+
+
+def test_an_image_renamed_by_shrinking_leaves_the_fallback_of_its_name(tmp_path):
+    """A sample whose decision moved in shrinking gets a new PNG name, and its old PNG was
+    removed by renaming it to '.NAME.removed' first: that replaced the hidden file of the
+    same name an unfinished campaign had set aside, the fallback kept for a full disk."""
+    import dataclasses
+
+    folder = tmp_path / "adv"
+    folder.mkdir()
+    (folder / MARKER).write_text("written by pytest-rnncov: campaign samples\n")
+    (folder / ".summary.json.removed").write_text('{"format": "pytest-rnncov-campaign"}')
+    fallback = folder / ".adv_00001_seed0_1to0.png.removed"
+    fallback.write_bytes(b"the earlier campaign's")
+    images, writer = _Writing(array_cases=True), SampleWriter(folder)
+    found = _sample(0, np.full((4, 4), 0.5, np.float32))
+    writer.on_adversarial(images, found)
+    assert (folder / "adv_00001_seed0_1to0.png").is_file()
+    writer.on_shrunk(images, [dataclasses.replace(found, case_decision="2")])
+    assert (folder / "adv_00001_seed0_1to2.png").is_file()
+    assert not (folder / "adv_00001_seed0_1to0.png").exists()
+    assert fallback.read_bytes() == b"the earlier campaign's"

@@ -28,6 +28,8 @@ from .images import png_bytes, side_by_side
 GALLERY = 8
 #: The file that marks a folder as a campaign's output from its first sample on
 MARKER = ".pytest-rnncov-samples"
+#: The suffix of an earlier campaign's file set aside (hidden: ``.NAME.removed``)
+ASIDE = ".removed"
 #: The files a SampleWriter writes (images: IMAGE_PREFIX...png)
 SUMMARY, ARRAYS, TEXT, IMAGE_PREFIX = "summary.json", "adversarial.npz", "adversarial.txt", "adv_"
 #: How many samples get a PNG (the first found; adversarial.npz holds every one)
@@ -210,8 +212,8 @@ class SampleWriter:
             # an earlier campaign set these aside and did not finish (killed, a full disk):
             # they stay this campaign's fallback, and what that one left in view goes (all
             # or none: one that cannot go is named, not left to mix with this campaign's)
-            _discard(_set_aside(shown, ".discarded"))
-            self._aside = [(p.with_name(p.name[1:-8]), p) for p in hidden]
+            _remove_all(shown)
+            self._aside = [(p.with_name(_unhidden(p.name)), p) for p in hidden]
             self._restores_fallback = True
         else:  # so what is set aside is always one campaign's files, never a mix
             _discard([(p, p) for p in hidden])
@@ -280,7 +282,7 @@ class SampleWriter:
         for index, sample in enumerate(samples[:MAX_IMAGES]):
             name = self._image(campaign, index, sample)
             if names[index] is not None and names[index] != name:  # the decision moved
-                _discard(_set_aside([self.directory / str(names[index])]))
+                _remove_all([self.directory / str(names[index])])
             names[index] = name
         self._names = names
 
@@ -407,7 +409,14 @@ def _put_back(aside: list[tuple[Path, Path]]) -> list[str]:
     return unrestored
 
 
-def _set_aside(paths: list[Path], suffix: str = ".removed") -> list[tuple[Path, Path]]:
+def _remove_all(paths: list[Path]) -> None:
+    """Remove ``paths`` all or none (``_set_aside`` under another suffix, then gone): a
+    file that cannot go is named, and none of the hidden ``.NAME.removed`` files an
+    earlier campaign set aside is touched."""
+    _discard(_set_aside(paths, ".discarded"))
+
+
+def _set_aside(paths: list[Path], suffix: str = ASIDE) -> list[tuple[Path, Path]]:
     """Rename ``paths`` (an earlier campaign's files) aside as ``.NAME<suffix>``, all or
     none: if one cannot be (immutable, or open in another program on Windows) those
     already moved are put back and DataFileError names it, so the earlier campaign stays
@@ -435,7 +444,12 @@ def _set_aside(paths: list[Path], suffix: str = ".removed") -> list[tuple[Path, 
 
 def _set_aside_here(name: str) -> bool:
     """Whether ``name`` is one of the files a SampleWriter writes, set aside."""
-    return name.startswith(".") and name.endswith(".removed") and _written_here(name[1:-8])
+    return name.startswith(".") and name.endswith(ASIDE) and _written_here(_unhidden(name))
+
+
+def _unhidden(name: str) -> str:
+    """The name of the file that ``.NAME.removed`` set aside."""
+    return name[1 : -len(ASIDE)]
 
 
 def _written_here(name: str) -> bool:
