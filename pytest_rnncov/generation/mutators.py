@@ -75,10 +75,9 @@ class Mutator(ABC):
         """Validated seeds in this mutator's case form."""
         array = numeric_array(seeds, "seeds")
         if array.ndim < 2 or len(array) == 0:
-            raise InvalidInput(
-                f"seeds: {ragged_hint(array)}"
-                if ragged_hint(array)
-                else f"seeds have shape {array.shape}; pass a non-empty batch (seeds[None] for one)"
+            raise not_a_batch(
+                array,
+                f"seeds have shape {array.shape}; pass a non-empty batch (seeds[None] for one)",
             )
         refuse_bool(array, "seeds", "pass seeds.astype(np.float32)")
         return array
@@ -285,6 +284,13 @@ def finite_float32(seeds: np.ndarray, needs: str) -> np.ndarray:
             f"{rows[:5].tolist()}; clean or drop them"
         )
     return seeds.astype(np.float32)
+
+
+def not_a_batch(seeds: np.ndarray, otherwise: str) -> InvalidInput:
+    """The error for ``seeds`` that are no batch of numbers: rows of other lengths or an
+    object array of rows named with their fix (``ragged_hint``), else ``otherwise``."""
+    hint = ragged_hint(seeds)
+    return InvalidInput(f"seeds: {hint}" if hint else otherwise)
 
 
 def refuse_nonfinite_cases(cases: np.ndarray, mutator: Mutator) -> None:

@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 
-from ..core.arrays import ragged_hint
 from ..errors import InvalidArgument, InvalidInput, RNNCovWarning, user_stacklevel
 from ..validation import check_float, check_int, check_range, shown
 from .mutators import (
@@ -24,6 +23,7 @@ from .mutators import (
     finite_float32,
     fixed_or_range,
     in_cases_dtype,
+    not_a_batch,
     numeric_array,
     refuse_nonfinite_cases,
     refuse_text,
@@ -104,11 +104,7 @@ class TimeSeriesMutator(Mutator):
         low, high = check_range("spread", spread, minimum=0.0, example="(0.25, 0.5)", strict=False)
         array = numeric_array(seeds, "seeds")
         if array.dtype.kind not in "biuf":
-            raise InvalidInput(
-                f"seeds: {ragged_hint(array)}"
-                if ragged_hint(array)
-                else f"seeds have dtype {array.dtype}; pass numbers"
-            )
+            raise not_a_batch(array, f"seeds have dtype {array.dtype}; pass numbers")
         if padding is not None:
             padding = check_float("padding", padding, example="0.0")
         span = None if padding is None or array.ndim != 3 else _real_span(array, padding)

@@ -13,7 +13,7 @@ import shlex
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Collection
 
 import pytest
 
@@ -189,6 +189,12 @@ def _scalar(number: type) -> Any:
     return str | number if pytest.version_tuple[:2] >= (9, 2) else None
 
 
+def option_label(option: str, from_ini: Collection[str]) -> str:
+    """How messages name ``option`` (``"data"``): ``--rnn-data``, or ``ini option
+    rnn_data`` when the ini file gave it."""
+    return f"ini option rnn_{option}" if option in from_ini else f"--rnn-{option}"
+
+
 @dataclass(frozen=True)
 class Settings:
     """Every option resolved: the command line wins over the ini."""
@@ -212,9 +218,8 @@ class Settings:
     from_ini: frozenset[str] = frozenset()
 
     def label(self, option: str) -> str:
-        """How messages name ``option`` (``"data"``): ``--rnn-data``, or ``ini option
-        rnn_data`` when the ini file gave it."""
-        return f"ini option rnn_{option}" if option in self.from_ini else f"--rnn-{option}"
+        """How messages name ``option`` (``option_label``)."""
+        return option_label(option, self.from_ini)
 
     @property
     def ratchet(self) -> bool:
@@ -384,7 +389,7 @@ def read_settings(config: pytest.Config) -> Settings:
         from ..config.paths import check_output_dir
 
         try:
-            samples = check_output_dir(Path(samples).absolute(), given.rstrip(" ="))
+            samples = check_output_dir(Path(samples).absolute(), option_label("samples", from_ini))
         except RNNCovError as exc:
             raise pytest.UsageError(str(exc)) from None
 
@@ -433,7 +438,7 @@ def read_settings(config: pytest.Config) -> Settings:
         from ..files import as_output_path
 
         try:
-            as_output_path(data, "ini option rnn_data" if "data" in from_ini else "--rnn-data")
+            as_output_path(data, option_label("data", from_ini))
         except InvalidArgument as exc:
             raise pytest.UsageError(str(exc)) from None
     save, compare = config.getoption("rnn_save"), config.getoption("rnn_compare")
