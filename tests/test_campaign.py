@@ -434,23 +434,38 @@ def test_a_loop_over_iterate_that_ends_early_marks_the_campaign_interrupted(ramp
     assert unstarted.coverage.n_inputs_ == 0
 
 
+class _Listener:
+    """Counts its on_adversarial calls, and raises ``error`` on those in ``raises_at``
+    (1 the first; None: every call)."""
+
+    def __init__(self, raises_at=(), error=KeyboardInterrupt):
+        self.raises_at, self.error, self.calls = raises_at, error, 0
+
+    def on_adversarial(self, campaign, sample):
+        self.calls += 1
+        if self.raises_at is None or self.calls in self.raises_at:
+            raise self.error
+
+
+def noisy_campaign(stacked_model, seq_inputs, listeners, batch_size=40, shrink=False):
+    """A campaign on the untrained stacked model whose large noise flips many decisions:
+    several samples in every batch."""
+    rnn = RNNModel(stacked_model, "lstm_b")
+    return Campaign(
+        rnn, seq_inputs[:6], GaussianMutator(variance=(0.5, 1.0), clip=None), Oracle(),
+        profile=Profile().fit(rnn, seq_inputs), budget=400, batch_size=batch_size,
+        shrink=shrink, listeners=listeners,
+    )  # fmt: skip
+
+
 def test_a_listener_that_interrupts_keeps_the_growth_curve_with_the_counts(
     stacked_model, seq_inputs
 ):
     """The growth point of a batch came after its on_adversarial calls: a listener's
     Ctrl-C left the curve one batch short of the result's counts."""
-    rnn = RNNModel(stacked_model, "lstm_b")
-    profile = Profile().fit(rnn, seq_inputs)
-
-    class Interrupt:
-        def on_adversarial(self, campaign, sample):
-            raise KeyboardInterrupt
-
-    campaign = Campaign(
-        rnn, seq_inputs[:6], GaussianMutator(variance=(0.5, 1.0), clip=None), Oracle(),
-        profile=profile,
-        budget=400, batch_size=20, listeners=[Interrupt()],
-    )  # fmt: skip
+    campaign = noisy_campaign(
+        stacked_model, seq_inputs, [_Listener(raises_at=None)], batch_size=20, shrink=True
+    )
     with pytest.raises(KeyboardInterrupt):
         campaign.run()
     result = campaign.result
@@ -1147,31 +1162,14 @@ def test_a_reused_sample_writer_starts_its_folder_afresh_for_each_campaign(thres
     assert summary["adversarial"] == found.adversarial
 
 
-class _StopAtThird:
-    """A listener whose third on_adversarial call is a Ctrl-C."""
-
-    def __init__(self):
-        self.calls = 0
-
-    def on_adversarial(self, campaign, sample):
-        self.calls += 1
-        if self.calls == 3:
-            raise KeyboardInterrupt
-
-
 def test_a_listener_that_raises_keeps_no_other_listener_from_the_batchs_samples(
     stacked_model, seq_inputs, tmp_path
 ):
     """The first listener's Ctrl-C on a batch's third sample kept the SampleWriter after it
     from that sample and the rest of the batch: without shrinking (which hands every
     sample over again) adversarial.npz held 2 of the 25 samples summary.json counted."""
-    rnn = RNNModel(stacked_model, "lstm_b")
-    stop = _StopAtThird()
-    campaign = Campaign(
-        rnn, seq_inputs[:6], GaussianMutator(variance=(0.5, 1.0), clip=None), Oracle(),
-        profile=Profile().fit(rnn, seq_inputs), budget=400, batch_size=40, shrink=False,
-        listeners=[stop, SampleWriter(tmp_path / "adv")],
-    )  # fmt: skip
+    stop = _Listener(raises_at={3})
+    campaign = noisy_campaign(stacked_model, seq_inputs, [stop, SampleWriter(tmp_path / "adv")])
     with pytest.raises(KeyboardInterrupt):
         campaign.run()
     result = campaign.result
@@ -1406,69 +1404,23 @@ def test_a_killed_campaigns_files_never_replace_the_fallback_it_set_aside(
     assert hidden == complete
 
 
-class _StopsEveryTime:
-    def __init__(self):
-        self.calls = 0
-
-    def on_adversarial(self, campaign, sample):
-        self.calls += 1
-        raise KeyboardInterrupt
-
-
-class _Counts:
-    def __init__(self):
-        self.calls = 0
-
-    def on_adversarial(self, campaign, sample):
-        self.calls += 1
-
-
 def test_a_second_ctrl_c_stops_the_listener_calls_at_once(stacked_model, seq_inputs):
     """Every Ctrl-C after the first was swallowed until every listener had every sample of
     the batch (up to 65,536)."""
-    rnn = RNNModel(stacked_model, "lstm_b")
-    stops, counts = _StopsEveryTime(), _Counts()
-    campaign = Campaign(
-        rnn, seq_inputs[:6], GaussianMutator(variance=(0.5, 1.0), clip=None), Oracle(),
-        profile=Profile().fit(rnn, seq_inputs), budget=400, batch_size=40, shrink=False,
-        listeners=[stops, counts],
-    )  # fmt: skip
+    stops, counts = _Listener(raises_at=None), _Listener()
+    campaign = noisy_campaign(stacked_model, seq_inputs, [stops, counts])
     with pytest.raises(KeyboardInterrupt):
         campaign.run()
     assert campaign.result.adversarial > 2
     assert stops.calls == 2 and counts.calls == 1  # the second sample's Ctrl-C ends it
 
 
-class _FailsOnce:
-    def __init__(self):
-        self.calls = 0
-
-    def on_adversarial(self, campaign, sample):
-        self.calls += 1
-        if self.calls == 1:
-            raise RuntimeError("listener bug")
-
-
-class _CtrlCOnSecond:
-    def __init__(self):
-        self.calls = 0
-
-    def on_adversarial(self, campaign, sample):
-        self.calls += 1
-        if self.calls == 2:
-            raise KeyboardInterrupt
-
-
 def test_a_ctrl_c_after_a_listeners_error_stops_the_calls_and_is_raised(stacked_model, seq_inputs):
     """With a listener's error pending, a Ctrl-C was swallowed: the calls went on through
     the batch and the ordinary error was raised, so a pytest session did not stop."""
-    rnn = RNNModel(stacked_model, "lstm_b")
-    fails, stops = _FailsOnce(), _CtrlCOnSecond()
-    campaign = Campaign(
-        rnn, seq_inputs[:6], GaussianMutator(variance=(0.5, 1.0), clip=None), Oracle(),
-        profile=Profile().fit(rnn, seq_inputs), budget=400, batch_size=40, shrink=False,
-        listeners=[fails, stops],
-    )  # fmt: skip
+    fails = _Listener(raises_at={1}, error=RuntimeError("listener bug"))
+    stops = _Listener(raises_at={2})
+    campaign = noisy_campaign(stacked_model, seq_inputs, [fails, stops])
     with pytest.raises(KeyboardInterrupt) as raised:
         campaign.run()
     assert fails.calls == 2 and stops.calls == 2
