@@ -413,10 +413,94 @@ def test_char_encoder_refuses_one_text_as_a_corpus():
 
 def test_smiles_with_a_name_or_spaces_is_refused():
     """RDKit reads what follows a space as the molecule's name: "C C" parsed as methane,
-    and its mutants were another molecule than the seed as written."""
-    with pytest.raises(InvalidInput, match="'C C' is not a valid SMILES"):
-        SmilesMutator().check_seeds(["C C"])
+    and its mutants were another molecule than the seed as written; it stops at a line
+    break, so "CCO\nc1ccccc1" was ethanol, the benzene dropped."""
+    for smiles in ("C C", "CCO\nc1ccccc1", "CCO\n"):
+        with pytest.raises(InvalidInput, match="has whitespace in it"):
+            SmilesMutator().check_seeds([smiles])
     assert SmilesMutator().check_seeds(["CCO"]) == ["CCO"]
+
+
+def test_smiles_of_a_stereo_molecule_stay_that_stereoisomer():
+    """RDKit reads about half the random spellings of D-chiro-inositol back as its mirror
+    image; they are redrawn and counted, so every mutant is the seed's molecule."""
+    from rdkit import Chem
+
+    seed = "O[C@@H]1[C@@H](O)[C@@H](O)[C@H](O)[C@H](O)[C@H]1O"
+    mutator = SmilesMutator()
+    out = mutator.mutate([seed] * 100, np.random.default_rng(0))
+    assert {Chem.CanonSmiles(o) for o in out} == {Chem.CanonSmiles(seed)}
+    assert len(set(out)) > 3 and mutator.misread > 0
+    assert f"{mutator.misread} that read back as another stereoisomer redrawn" in (
+        mutator.describe()
+    )
+
+
+def test_smiles_mutator_keeps_a_bounded_number_of_molecules():
+    """Every distinct spelling a campaign mutated stayed parsed (about 45 KiB each)."""
+    from pytest_rnncov.generation.text import MOLECULE_CACHE
+
+    mutator = SmilesMutator()
+    cases = ["C" * a + "N" + "C" * b for a in range(40) for b in range(40)]
+    assert len(cases) > MOLECULE_CACHE
+    mutator.mutate(mutator.check_seeds(cases), np.random.default_rng(0))
+    assert len(mutator._mols) == MOLECULE_CACHE
+
+
+def test_eda_redraws_what_the_encoder_cannot_encode():
+    """An insertion lengthens the longest seed past a CharEncoder's length: the campaign
+    died on its first batch. Such mutants are redrawn (another operation) and counted."""
+    texts = ["a good film", "a bad film"]
+    encoder = CharEncoder(sorted(set("".join(texts)) | set("abcdefghijklmnopqrstuvwxyz ")), 11)
+    mutator = EDAMutator(encoder=encoder, alpha=0.3, operations=["insert", "swap"])
+    out = mutator.mutate(texts * 20, np.random.default_rng(0))
+    assert encoder(out).shape == (40, 11)
+    assert mutator.discarded > 0 and "cannot encode redrawn" in mutator.describe()
+    mutator.reset_counts()
+    assert mutator.describe() == "EDA text edits (alpha 0.3: insert, swap)"
+    # with an encoder that can encode anything, the draws are those of no encoder
+    plain = EDAMutator(alpha=0.3).mutate(texts * 20, np.random.default_rng(0))
+    words = EDAMutator(encoder=WordEncoder.fit(texts), alpha=0.3)
+    assert words.mutate(texts * 20, np.random.default_rng(0)) == plain
+
+
+def test_eda_mutant_differing_in_whitespace_only_is_unchanged():
+    mutator = EDAMutator(alpha=0.01, operations=["delete"])
+    seeds = ["a  good\tfilm", "a good film"]
+    out = mutator.mutate(seeds, np.random.default_rng(0))
+    assert out == ["a good film", "a good film"]
+    assert mutator.unchanged(seeds, out).tolist() == [True, True]
+    assert mutator.unchanged(["a good film"], ["a film good"]).tolist() == [False]
+
+
+def test_encoder_vocabularies_and_arguments_are_checked():
+    """A set gave token ids that changed between processes (salted string hashes); an
+    empty word list encoded every word as unknown; can_encode and synonyms raised bare
+    TypeError / AttributeError on a number."""
+    for build in (lambda: CharEncoder(set("abc"), 3), lambda: WordEncoder({"a", "b"}, 3)):
+        with pytest.raises(InvalidArgument, match="changes between processes; pass a list"):
+            build()
+    for build in (lambda: WordEncoder([], 5), lambda: WordEncoder.fit(["", "  "])):
+        with pytest.raises(InvalidArgument, match="words"):
+            build()
+    with pytest.raises(InvalidInput, match=r"text=5 \(int\) is not a string"):
+        CharEncoder("ab", 3).can_encode(5)
+    with pytest.raises(InvalidArgument, match="word=5 must be a non-empty string"):
+        EDAMutator().synonyms(5)
+
+
+def test_missing_nltk_data_names_the_resource(monkeypatch):
+    """NLTK's message begins with a line of asterisks, which was all the error showed."""
+    import nltk.corpus
+
+    from pytest_rnncov import MissingResource
+
+    def missing() -> None:
+        raise LookupError("\n" + "*" * 70 + "\n  Resource wordnet not found.\n" + "*" * 70)
+
+    monkeypatch.setattr(nltk.corpus.wordnet, "ensure_loaded", missing)
+    with pytest.raises(MissingResource, match=r"a copy \(Resource wordnet not found.\)$"):
+        EDAMutator().prepare()
 
 
 def test_time_series_mutants_stay_in_range_and_refuse_overflow():

@@ -25,6 +25,16 @@ def _padded(rows: Sequence[Sequence[int]], length: int, pad: str) -> np.ndarray:
     return out
 
 
+def ordered(vocabulary: Any, what: str) -> None:
+    """Refuse a vocabulary given as a set: its order, hence every token id, would change
+    from one process to the next (string hashing is salted per process)."""
+    if isinstance(vocabulary, (set, frozenset)):
+        raise InvalidArgument(
+            f"{what} is a {type(vocabulary).__name__}, whose order (and so every token id) "
+            f"changes between processes; pass a list, e.g. sorted({what})"
+        )
+
+
 def string_list(values: Any, what: str) -> list[str]:
     """``values`` as a list of strings, or InvalidInput naming what was passed instead: one
     string (it would count as one item per character), something not iterable, an item
@@ -59,6 +69,7 @@ class CharEncoder:
     def __init__(
         self, vocabulary: Iterable[str], length: int, pad: str = "left", truncate: bool = False
     ) -> None:
+        ordered(vocabulary, "vocabulary")
         try:  # a string is its characters
             chars = list(dict.fromkeys(vocabulary))
         except TypeError:
@@ -90,6 +101,10 @@ class CharEncoder:
         return len(self.vocabulary) + 1
 
     def can_encode(self, text: str) -> bool:
+        """Whether ``text`` encodes: every character known, and within ``length`` unless
+        ``truncate``."""
+        if not isinstance(text, str):
+            raise InvalidInput(f"text={shown(text)} ({type(text).__name__}) is not a string")
         return (self.truncate or len(text) <= self.length) and all(c in self.index for c in text)
 
     def __call__(self, texts: Sequence[str]) -> np.ndarray:
@@ -126,7 +141,13 @@ class WordEncoder:
         self.pad = check_choice("pad", pad, ("left", "right"))
         if isinstance(words, (str, bytes)) or not isinstance(words, Iterable):
             raise InvalidArgument(f"words={words!r}: pass the vocabulary as a list of words")
+        ordered(words, "words")
         words = list(words)
+        if not words:
+            raise InvalidArgument(
+                "words is empty: every word would encode as unknown (1); pass the "
+                "vocabulary, or fit the encoder on texts that have words"
+            )
         bad = [w for w in words if not isinstance(w, str) or not w or w != "".join(w.split())]
         if bad:
             raise InvalidArgument(
@@ -150,6 +171,10 @@ class WordEncoder:
         if not all(isinstance(t, str) for t in texts):
             raise InvalidArgument("WordEncoder.fit needs texts that are all strings")
         counts = Counter(w for t in texts for w in t.lower().split())
+        if not counts:
+            raise InvalidArgument(
+                f"WordEncoder.fit found no words in {len(texts)} texts; pass a corpus with words"
+            )
         return cls([w for w, _ in counts.most_common(max_words)], length, pad=pad)
 
     @property

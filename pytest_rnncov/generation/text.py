@@ -3,12 +3,13 @@ measured by the share of tokens an edit changed (Levenshtein, RapidFuzz)."""
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from ..errors import InvalidArgument, InvalidInput, MissingResource
-from ..validation import check_float, check_int
+from ..validation import check_float, check_int, check_str
 from .encoders import string_list
 from .mutators import Cases, Mutator, check_rng
 
@@ -79,17 +80,27 @@ class EDAMutator(StringMutator):
     included ("to a lesser extent"), not inflected to the word they replace; stop words
     (``nltk.corpus.stopwords``, English) are never replaced. With ``WordEncoder``, a synonym
     outside its vocabulary reaches the model as the unknown word. ``encoder`` maps a list of
-    texts to model inputs (e.g. ``WordEncoder``).
+    texts to model inputs (e.g. ``WordEncoder``); when it has ``can_encode``
+    (``CharEncoder``), a mutant it cannot encode (an insertion past its length, a synonym
+    with a character it does not know) is redrawn with a fresh operation, up to ``tries``
+    times in all, and if none fits the case is returned unchanged. Mutants are compared with
+    their seeds word by word: one that differs only in whitespace counts as unchanged.
     Distance: the share of words changed (word-level edit distance over the longer text).
     """
 
     distance_name = "share of words changed"
+
+    def unchanged(self, before: Cases, after: Cases) -> np.ndarray:
+        """Compared word by word: a mutant that differs from its seed only in whitespace
+        (EDA joins the words with single spaces) is unchanged."""
+        return np.array([a.split() == b.split() for a, b in zip(before, after)], bool)
 
     def __init__(
         self,
         encoder: Callable[[Sequence[str]], np.ndarray] | None = None,
         alpha: float = 0.1,
         operations: Sequence[str] = EDA_OPERATIONS,
+        tries: int = 10,
     ) -> None:
         super().__init__(encoder)
         alpha = check_float(
@@ -112,12 +123,19 @@ class EDAMutator(StringMutator):
             )
         self.alpha = float(alpha)
         self.operations = tuple(operations)
+        self.tries = check_int("tries", tries, minimum=1, example="10")
+        #: mutants the encoder could not encode (redrawn) since the counts were last reset
+        self.discarded = 0
         self._synonyms: dict[str, list[str]] = {}
         self._wordnet: Any = None
         self._stopwords: frozenset[str] | None = None
 
+    def reset_counts(self) -> None:
+        self.discarded = 0
+
     def describe(self) -> str:
-        return f"EDA text edits (alpha {self.alpha:g}: {', '.join(self.operations)})"
+        redrawn = f", {self.discarded} the encoder cannot encode redrawn" if self.discarded else ""
+        return f"EDA text edits (alpha {self.alpha:g}: {', '.join(self.operations)}{redrawn})"
 
     def prepare(self) -> None:
         """Load WordNet and the stop words (about 2 s the first time in a process)."""
@@ -132,10 +150,11 @@ class EDAMutator(StringMutator):
             wordnet.ensure_loaded()
             self._stopwords = frozenset(stopwords.words("english"))
         except LookupError as exc:
+            said = [line.strip() for line in str(exc).splitlines() if line.strip(" *")]
             raise MissingResource(
                 "EDAMutator needs NLTK's wordnet and stopwords data: run "
-                "`python -m nltk.downloader wordnet stopwords` or point NLTK_DATA at a copy "
-                f"({str(exc).strip().splitlines()[0] if str(exc).strip() else exc})"
+                "`python -m nltk.downloader wordnet stopwords` or point NLTK_DATA at a copy"
+                + (f" ({said[0]})" if said else "")
             ) from None
         except ImportError:
             raise MissingResource("EDAMutator needs nltk: pip install nltk") from None
@@ -150,6 +169,7 @@ class EDAMutator(StringMutator):
     def synonyms(self, word: str) -> list[str]:
         """WordNet's lemma names for ``word``, lower-cased: alphabetic words or phrases of
         them ("to a lesser extent"), ``word`` itself (in any case) left out."""
+        check_str("word", word)
         self._load()
         if word not in self._synonyms:
             names = {
@@ -167,7 +187,20 @@ class EDAMutator(StringMutator):
         cases = string_list(cases, "cases")
         self._load()
         ops = rng.choice(len(self.operations), size=len(cases))
-        return [self._one(text, self.operations[op], rng) for text, op in zip(cases, ops)]
+        can_encode = getattr(self.encoder, "can_encode", None)
+        out = []
+        for text, op in zip(cases, ops):
+            result = text
+            for attempt in range(self.tries):
+                if attempt:  # an operation drawn afresh for each redraw
+                    op = rng.integers(len(self.operations))
+                candidate = self._one(text, self.operations[op], rng)
+                if can_encode is None or can_encode(candidate):
+                    result = candidate
+                    break
+                self.discarded += 1
+            out.append(result)
+        return out
 
     def _one(self, text: str, op: str, rng: np.random.Generator) -> str:
         words = text.split()
@@ -215,12 +248,20 @@ class EDAMutator(StringMutator):
         return edit_shares([s.split() for s in seeds], [c.split() for c in cases])
 
 
+#: molecules a SmilesMutator keeps parsed (the most recently used)
+MOLECULE_CACHE = 1024
+
+
 class SmilesMutator(StringMutator):
     """SMILES re-enumeration: the same molecule written with a random atom order (RDKit).
 
-    Every output parses to the seed's canonical molecule. When an ``encoder`` with
-    ``can_encode`` is given, orderings it cannot encode are redrawn (up to ``tries``);
-    if none fits, the case is returned unchanged. Distance: share of characters changed
+    Every output parses to the seed's canonical molecule: RDKit can read some spellings of
+    a molecule with stereo centres or stereo bonds back as another stereoisomer (ring
+    stereo, such as an inositol's), so the spellings of such a molecule are read back and
+    those that changed it are redrawn. When an ``encoder`` with ``can_encode`` is given,
+    orderings it cannot encode are redrawn as well (up to ``tries`` draws in all); if none
+    fits, the case is returned unchanged. A SMILES string with whitespace in it is refused
+    (RDKit would read only up to a line break). Distance: share of characters changed
     (informational; re-enumeration preserves the molecule, so use ``Oracle(radius=None)``).
     """
 
@@ -231,25 +272,38 @@ class SmilesMutator(StringMutator):
     ) -> None:
         super().__init__(encoder)
         self.tries = check_int("tries", tries, minimum=1, example="10")
-        self._mols: dict[str, Any] = {}
-        #: re-enumerations the encoder could not encode (redrawn) since the counts were
-        #: last reset (a campaign's start), for its report
+        #: SMILES -> (molecule, its canonical SMILES where it has stereo, else None)
+        self._mols: OrderedDict[str, tuple[Any, str | None]] = OrderedDict()
+        #: re-enumerations the encoder could not encode, and those RDKit read back as
+        #: another stereoisomer (both redrawn), since the counts were last reset (a
+        #: campaign's start), for its report
         self.discarded = 0
+        self.misread = 0
 
     def reset_counts(self) -> None:
-        self.discarded = 0
+        self.discarded = self.misread = 0
 
     def describe(self) -> str:
-        redrawn = (
-            f", {self.discarded} spellings the encoder cannot encode redrawn"
-            if self.discarded
-            else ""
-        )
-        return f"SMILES re-enumeration (random atom orders{redrawn})"
+        redrawn = [
+            f"{self.discarded} spellings the encoder cannot encode" if self.discarded else "",
+            f"{self.misread} that read back as another stereoisomer" if self.misread else "",
+        ]
+        said = " and ".join(r for r in redrawn if r)
+        return f"SMILES re-enumeration (random atom orders{f', {said} redrawn' if said else ''})"
 
-    def _mol(self, smiles: str) -> Any:
-        if smiles not in self._mols:
+    def _mol(self, smiles: str) -> tuple[Any, str | None]:
+        """The parsed molecule of ``smiles`` and, where it has stereo, its canonical SMILES
+        (kept for the MOLECULE_CACHE most recently used)."""
+        if smiles in self._mols:
+            self._mols.move_to_end(smiles)
+        else:
             from rdkit import Chem, RDLogger
+
+            if any(c.isspace() for c in smiles):
+                raise InvalidInput(
+                    f"{smiles!r} has whitespace in it; pass one SMILES string per molecule, "
+                    "without spaces or line breaks"
+                )
 
             RDLogger.DisableLog("rdApp.*")  # type: ignore[attr-defined]
             params = Chem.SmilesParserParams()
@@ -263,7 +317,11 @@ class SmilesMutator(StringMutator):
                     f"{smiles!r} is not a valid SMILES string of a molecule "
                     "(RDKit cannot parse it, or it has no atoms)"
                 )
-            self._mols[smiles] = mol
+            canonical = Chem.MolToSmiles(mol)
+            stereo = any(c in canonical for c in "@/\\")
+            self._mols[smiles] = (mol, canonical if stereo else None)
+            if len(self._mols) > MOLECULE_CACHE:
+                self._mols.popitem(last=False)
         return self._mols[smiles]
 
     def check_seeds(self, seeds: Any) -> list[str]:
@@ -282,15 +340,18 @@ class SmilesMutator(StringMutator):
         can_encode = getattr(self.encoder, "can_encode", None)
         out = []
         for smiles in cases:
-            mol = self._mol(smiles)
+            mol, canonical = self._mol(smiles)
             result = smiles
             for _ in range(self.tries):
                 order = rng.permutation(mol.GetNumAtoms()).tolist()
                 candidate = Chem.MolToSmiles(Chem.RenumberAtoms(mol, order), canonical=False)
-                if can_encode is None or can_encode(candidate):
+                if can_encode is not None and not can_encode(candidate):
+                    self.discarded += 1
+                elif canonical is not None and Chem.CanonSmiles(candidate) != canonical:
+                    self.misread += 1
+                else:
                     result = candidate
                     break
-                self.discarded += 1
             out.append(result)
         return out
 
