@@ -613,6 +613,18 @@ class Output:
             self._seen = _snapshot(self.path)
         return self.path
 
+    def claim(self, content: str | bytes) -> bool:
+        """Write ``content`` now, as :meth:`write` does, where no other process changed the
+        file since it was checked (else leave the file be, and return False: :meth:`write`
+        then keeps this run's content beside it)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with folder_lock(Path(os.path.realpath(self.path)).parent):
+            if self.append or _snapshot(self.path) != self._seen:
+                return False
+            write_atomic(self.path, content, self.what, self.error)
+            self._seen = _snapshot(self.path)
+        return True
+
 
 class Fields:
     """Strict, typed reads of one JSON object of a file: the one field reader of every

@@ -351,6 +351,24 @@ def test_a_wrong_blas_thread_count_is_a_usage_error(project, monkeypatch, value)
     result.stderr.fnmatch_lines(["*RNNCOV_BLAS_THREADS=*; use a number of threads from 0 to 1024*"])
 
 
+def test_no_rnn_says_what_it_switched_off(project):
+    """A stray --no-rnn (PYTEST_ADDOPTS, a CI template) turned a gate asked for off with
+    no trace in the log; the summary now says so, as pytest-cov's --no-cov does."""
+    project.makeini("[pytest]\nrnn_coverage = 0.9\n")
+    result = project.runpytest("--no-rnn", "--rnn-data=d.json")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(
+        [
+            "WARNING pytest-rnncov is off (--no-rnn): the gate (--rnn-coverage), the data "
+            "file (--rnn-data) asked for but not applied"
+        ]
+    )
+    assert not (project.path / "d.json").exists()
+    project.makeini("[pytest]\n")
+    quiet = project.runpytest("--no-rnn")
+    assert "pytest-rnncov is off" not in quiet.stdout.str()
+
+
 def test_no_rnn_refuses_a_wrong_ini_seed_once(project):
     """Under --no-rnn a wrong rnn_seed was a traceback in every test (exit 1)."""
     project.makeini("[pytest]\nrnn_seed = abc\n")

@@ -44,7 +44,7 @@ from pytest_rnncov.plugin.checkpoints import (
     CheckpointFolder,
     CheckpointWriter,
 )
-from pytest_rnncov.plugin.roles import DistController
+from pytest_rnncov.plugin.roles import UNFINISHED, DistController
 from pytest_rnncov.reporting.baseline import load_baseline
 from pytest_rnncov.reporting.data import CoverageData, combine, unsent_text
 from pytest_rnncov.reporting.json_report import JsonReport
@@ -1411,6 +1411,8 @@ _calls = []
 
 
 def _ctrl_c_in_write(*args, **kwargs):
+    if "did not finish" in str(args[1]):  # the mark written as the tests begin: not these
+        return _write(*args, **kwargs)
     if WHERE.startswith("write"):  # "write": one Ctrl-C in the first write; "write2": two
         _calls.append(1)
         if len(_calls) == 1 or (WHERE == "write2" and len(_calls) == 2):
@@ -2228,18 +2230,70 @@ def test_cache_show_keeps_the_data_file(pytester):
     assert (pytester.path / "d.json").read_bytes() == before
 
 
-def test_a_lf_retry_that_tracked_no_model_keeps_the_data_file(pytester):
+def test_a_lf_retry_that_tracked_no_model_replaces_the_data_file(pytester):
     """--lf reruns only a failed test that feeds no model: partial by design, not stopped;
-    the earlier run's file stays, as for any session that tracked no model."""
+    the earlier run's file stayed, so a `report` step gated the first run's coverage as
+    the retry's. It now holds no model, marked partial."""
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(test_one=FEW + "\n\ndef test_fails():\n    assert False\n")
     first = pytester.runpytest("--rnn-data=d.json")
     assert first.ret == pytest.ExitCode.TESTS_FAILED
-    before = (pytester.path / "d.json").read_bytes()
+    assert CoverageData.load(pytester.path / "d.json").models
     retry = pytester.runpytest("--rnn-data=d.json", "--lf")
     assert retry.ret == pytest.ExitCode.TESTS_FAILED
-    retry.stdout.fnmatch_lines(["RNN coverage data not written to d.json: no model was tracked"])
-    assert (pytester.path / "d.json").read_bytes() == before
+    retry.stdout.fnmatch_lines(["RNN coverage data (partial: marked so) written to d.json"])
+    data = CoverageData.load(pytester.path / "d.json")
+    assert not data.models and data.retries and not data.complete
+    assert evaluate(data, Bars.parse("0.01")).passed is False
+
+
+KILLED = """
+import os
+import signal
+
+
+def test_killed():
+    if os.environ.get("KILL_THE_SESSION"):
+        os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_killed_session_leaves_no_earlier_data_file_to_pass(pytester, monkeypatch):
+    """A session SIGKILLed (the out-of-memory killer, a CI runner lost) left the earlier
+    run's complete data file, which a `report` step then passed. The tests begin by
+    replacing it with one that says the session did not finish."""
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_one=FEW, test_two=KILLED)
+    assert pytester.runpytest_subprocess("--rnn-data=d.json", "-p", "no:xdist").ret == 0
+    assert cli("report", "d.json", "--rnn-coverage=0", cwd=pytester.path).returncode == 0
+    monkeypatch.setenv("KILL_THE_SESSION", "1")
+    killed = pytester.runpytest_subprocess("--rnn-data=d.json", "-p", "no:xdist")
+    assert killed.ret == -signal.SIGKILL
+    data = CoverageData.load(pytester.path / "d.json")
+    assert not data.models and data.stopped == [UNFINISHED]
+    gated = cli("report", "d.json", "--rnn-coverage=0", cwd=pytester.path)
+    assert gated.returncode == 1
+    assert f"FAIL RNN coverage gate not applied: {UNFINISHED}." in gated.stdout
+
+
+def test_the_unfinished_mark_yields_to_another_writer(tmp_path):
+    """The mark written as the tests begin replaces only the file seen when the session
+    started: another process's file stays, and the session's own write keeps its data
+    beside it (OutputConflict), as before."""
+    from pytest_rnncov.files import Output, OutputConflict
+
+    path = tmp_path / "d.json"
+    path.write_text(CoverageData().dumps())
+    output = Output(path, "pytest-rnncov-data", "--rnn-data")
+    assert output.claim(CoverageData(stopped=[UNFINISHED]).dumps())
+    assert CoverageData.load(path).stopped == [UNFINISHED]
+    other = CoverageData(stopped=["another session"]).dumps()
+    path.write_text(other + " ")  # another writer, after the mark
+    assert not output.claim(CoverageData(stopped=[UNFINISHED]).dumps())
+    assert path.read_text() == other + " "
+    with pytest.raises(OutputConflict):
+        output.write(CoverageData().dumps())
+    assert path.read_text() == other + " "
 
 
 def test_profile_fit_on_a_full_disk_exits_1_as_combine_does(tmp_path):

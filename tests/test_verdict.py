@@ -64,14 +64,18 @@ def test_collect_only_does_not_apply_an_ini_gate(project):
     )
 
 
-def test_a_session_that_ran_nothing_keeps_the_data_file(project):
-    """--collect-only or every test deselected: an earlier run's data file is not emptied."""
+def test_collect_only_keeps_the_data_file_and_deselecting_every_test_replaces_it(project):
+    """--collect-only runs no test: an earlier run's data file stays. Every test
+    deselected (a shard that selects none, exit 5) left it too, and a `report` step
+    passed on the earlier run's coverage; the file now holds this run's: no model."""
     assert project.runpytest("--rnn-data=d.json").ret == 0
     before = (project.path / "d.json").read_text()
-    for args in (["--collect-only"], ["-k", "no_such_test"]):
-        result = project.runpytest("--rnn-data=d.json", *args)
-        result.stdout.fnmatch_lines(["RNN coverage data not written to d.json: *"])
-        assert (project.path / "d.json").read_text() == before
+    listed = project.runpytest("--rnn-data=d.json", "--collect-only")
+    listed.stdout.fnmatch_lines(["RNN coverage data not written to d.json: only collecting*"])
+    assert (project.path / "d.json").read_text() == before
+    none = project.runpytest("--rnn-data=d.json", "-k", "no_such_test")
+    none.stdout.fnmatch_lines(["RNN coverage data (no test was selected) written to d.json"])
+    assert json.loads((project.path / "d.json").read_text())["models"] == {}
 
 
 def test_a_baseline_regression_fails_everywhere(project):
@@ -406,18 +410,28 @@ def test_nothing(rnncov):
 """
 
 
-def test_a_session_that_tracked_nothing_keeps_baseline_and_data(project):
+def test_a_session_that_tracked_nothing_keeps_the_baseline_and_says_so_in_the_data(project):
+    """The baseline stays (nothing to save); the data file said the earlier run's
+    coverage, which a `report` step then gated as this run's (a model fixture that skips
+    on a runner without the model file): it now holds no model, and that gate fails."""
+    from pytest_rnncov.config.bars import Bars
+    from pytest_rnncov.reporting.data import CoverageData
+    from pytest_rnncov.reporting.results import evaluate
+
     assert project.runpytest("--rnn-save=b.json", "--rnn-data=d.json").ret == 0
-    saved = {name: (project.path / name).read_text() for name in ("b.json", "d.json")}
+    baseline = (project.path / "b.json").read_text()
     project.makepyfile(test_feed=NOTHING_TRACKED)
     result = project.runpytest("--rnn-save=b.json", "--rnn-data=d.json")
     result.stdout.fnmatch_lines(
         [
             "RNN coverage baseline *b.json kept: no model was tracked",
-            "RNN coverage data not written to d.json: no model was tracked",
+            "RNN coverage data (no model was tracked) written to d.json",
         ]
     )
-    assert {name: (project.path / name).read_text() for name in saved} == saved
+    assert (project.path / "b.json").read_text() == baseline
+    data = CoverageData.load(project.path / "d.json")
+    assert not data.models and data.complete
+    assert evaluate(data, Bars.parse("0.1")).passed is False
 
 
 def test_an_empty_baseline_is_refused(project):

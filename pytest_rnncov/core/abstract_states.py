@@ -132,16 +132,18 @@ class StateModel:
                 "data; use fewer state components or more varied training inputs"
             )
         projections = kept if kept is not None else (model.project(h) for h in states())
-        cells, pairs = [], []
+        # the cells and transitions seen so far, merged batch by batch: what a fit holds
+        # follows the abstract states reached, not the number of training inputs
+        cells = transitions = counts = np.zeros(0, np.int64)
         for z in projections:
             c = model.cells_of_projection(z)
-            cells.append(np.unique(c[c >= 0]))
+            cells = np.union1d(cells, c[c >= 0])
             p = model.transitions_of(c)
-            pairs.append(p[p >= 0])
-        model.cells = np.unique(np.concatenate(cells)) if cells else np.zeros(0, np.int64)
-        model.transitions, model.transition_counts = np.unique(
-            np.concatenate(pairs) if pairs else np.zeros(0, np.int64), return_counts=True
-        )
+            ids, n = np.unique(p[p >= 0], return_counts=True)
+            transitions, at = np.unique(np.concatenate([transitions, ids]), return_inverse=True)
+            counts = np.bincount(at, np.concatenate([counts, n]), len(transitions)).astype(np.int64)
+        model.cells = cells
+        model.transitions, model.transition_counts = transitions, counts
         return model
 
     @property

@@ -55,6 +55,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER)
     if config.getoption("no_rnn"):
         seed_setting(config)  # rnncov.seed still reads it: a wrong one is refused here, once
+        asked = _asked_for(config)
+        if asked:
+            config.pluginmanager.register(SwitchedOff(asked), "_rnncov_off")
         return
     settings = read_settings(config)
     outputs = check_outputs(settings)
@@ -67,6 +70,47 @@ def pytest_configure(config: pytest.Config) -> None:
         except MissingResource as exc:
             raise pytest.UsageError(f"{settings.report_label('html')} {exc}") from None
     config.pluginmanager.register(RNNCovPlugin(config, settings, outputs), "_rnncov")
+
+
+#: (option dest, ini key, as the warning names it) of what ``--no-rnn`` leaves undone
+GATE_AND_FILES = (
+    ("rnn_coverage", "rnn_coverage", "the gate (--rnn-coverage)"),
+    ("rnn_compare", None, "the baseline comparison (--rnn-compare)"),
+    ("rnn_save", None, "the baseline (--rnn-save)"),
+    ("rnn_data", "rnn_data", "the data file (--rnn-data)"),
+    ("rnn_report", "rnn_report", "the reports (--rnn-report)"),
+)
+
+
+def _asked_for(config: pytest.Config) -> list[str]:
+    """What the options and ini keys ask of the plugin that ``--no-rnn`` switches off."""
+    asked = []
+    for dest, ini, said in GATE_AND_FILES:
+        value = config.getoption(dest, None)
+        if not value and ini is not None:
+            try:
+                value = config.getini(ini)
+            except (ValueError, TypeError):  # a wrong value: asked for all the same
+                value = True
+        if value:
+            asked.append(said)
+    return asked
+
+
+class SwitchedOff:
+    """Says at the end of a ``--no-rnn`` session what it left undone, as pytest-cov says
+    "Coverage disabled via --no-cov switch!": a stray ``--no-rnn`` in PYTEST_ADDOPTS or a
+    CI template must not turn a gate off without a trace in the log."""
+
+    def __init__(self, asked: list[str]) -> None:
+        self.asked = asked
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        terminalreporter.write_line(
+            f"WARNING pytest-rnncov is off (--no-rnn): {', '.join(self.asked)} asked for "
+            "but not applied",
+            yellow=True,
+        )
 
 
 class RNNCovPlugin:
@@ -256,6 +300,11 @@ class RNNCovPlugin:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, Any, Any]:
+        if self._role is not None and self._role.controller:
+            listing = _running_no_test(session.config)
+            self._role.listing = listing  # type: ignore[union-attr]
+            if listing is None:
+                self._role.mark_unfinished()  # type: ignore[union-attr]
         try:
             result = yield
         except BaseException as exc:  # Ctrl-C, -x / --maxfail: decide on what ran, say so
@@ -288,7 +337,8 @@ class RNNCovPlugin:
             ran, collected = self._ran(session)
             if stopped is not None and 0 < collected == ran:
                 stopped = None  # -x failing the last test: every test ran
-            if (running_none := _running_no_test(session.config)) is not None:
+            running_none = role.listing = _running_no_test(session.config)  # type: ignore[union-attr]
+            if running_none is not None:
                 applied, reason = False, running_none  # stopped or not, no test ran
             elif stopped is not None:
                 why = self._stopped_reason(session, stopped)
@@ -409,6 +459,7 @@ class RNNCovPlugin:
         if listing is not None and role.controller and getattr(role, "verdict", None) is None:
             # --fixtures has no test loop, and pytest.exit() while collecting ends the others
             # before it: either way no test was to run, so no gate was to be applied
+            role.listing = listing  # type: ignore[union-attr]
             role.decide(False, listing)  # type: ignore[union-attr]
         # the test loop never ended (pytest.exit() while collecting, say): stopped early
         stopped = getattr(role, "stopped", None) is not None or (

@@ -28,6 +28,9 @@ from .checkpoints import CheckpointFolder
 from .options import SessionOutputs, Settings
 from .session import RNNCovSession
 
+#: what the data file says while its session runs (``Central.mark_unfinished``)
+UNFINISHED = "the session did not finish (it was killed before it wrote its data, or still runs)"
+
 
 class DistWorker:
     """An xdist worker: its data travels to the controller; it reports nothing itself."""
@@ -64,6 +67,8 @@ class Central:
         self.stopped: str | None = None
         #: whether it ran only some tests by design (--lf, --sw): partial as any other stop
         self.retry = False
+        #: why the session runs no test by design (--collect-only, ...; None: it runs them)
+        self.listing: str | None = None
         #: whether a Ctrl-C stopped the reports from rendering (pytest's exit code says so)
         self.interrupted = False
         #: how many tests failed (a baseline is saved only from a run without failures)
@@ -132,6 +137,20 @@ class Central:
         )
         return self.verdict
 
+    def mark_unfinished(self) -> None:
+        """As the tests begin, replace an earlier data file with one that says this session
+        did not finish (no model, marked stopped), so that the earlier file does not pass
+        for this run if the session is killed (SIGKILL, out of memory) before it writes its
+        own. Where the file cannot be written now, the data's own write says why."""
+        output = self.outputs.data
+        if output is None:
+            return
+        data = CoverageData(stopped=[UNFINISHED], runs=[self.engine.run_id])
+        try:
+            output.claim(data.dumps() + "\n")
+        except (RNNCovError, OSError):
+            pass
+
     def _existing_baseline(self) -> Baseline | None:
         """The baseline the save would replace (None: none, or one too broken to keep)."""
         if self.settings.ratchet:
@@ -154,10 +173,10 @@ class Central:
             self.stopped = "the session stopped before the tests ran"
         data = self.data()
         verdict = self.verdict or self.decide(True, None)
-        # a session that measured nothing leaves an earlier baseline or data file as it was
-        # (but one whose track() failed writes that, so the earlier file does not stand in
-        # for it); one that stopped early writes what it measured to the data file, marked
-        # partial, even nothing (a retried job's earlier file must not pass for this run)
+        # a session that measured nothing leaves an earlier baseline as it was (but one whose
+        # track() failed writes that, so the earlier file does not stand in for it); the
+        # data file is written by every session that ran its test loop, even with no model
+        # (marked partial if it stopped early): an earlier run's file must not pass for it
         unwritten = (
             verdict.skipped_reason
             if not verdict.applied and not verdict.undecided  # collect-only, none selected
@@ -187,13 +206,14 @@ class Central:
                 self.written.append(f"RNN coverage baseline {path} kept: {reason}")
             else:
                 self.written.append(f"RNN coverage baseline not saved to {path}: {reason}")
-        cut_short = self.stopped is not None and not self.retry  # not --lf's by design
-        if outputs.data is not None and (unwritten is None or cut_short):
+        if outputs.data is not None and self.listing is None:
             done = "written to" if data.complete else "(partial: marked so) written to"
+            if unwritten is not None and data.complete:  # no model, no track() that failed
+                done = f"({unwritten}) {done}"
             pending.append((outputs.data, data.dumps() + "\n", f"RNN coverage data {done}"))
         elif outputs.data is not None:
             self.written.append(
-                f"RNN coverage data not written to {outputs.data.path}: {unwritten}"
+                f"RNN coverage data not written to {outputs.data.path}: {self.listing}"
             )
         self.problems.extend(  # a full disk cost these samples, not the campaigns
             f"adversarial samples of a campaign on {c.get('model', '?')} not saved: "

@@ -509,12 +509,13 @@ class RNNCovSession:
                 )
             return Profile(window=window).fit(rnn, x_train)
         path = as_path(profile, "profile")
+        # read or written, a profile is no output's file: the output would replace it
+        check_distinct([*self.outputs, ("track(profile=...)", path)])
         if not path.exists():
             if x_train is None:
                 raise ProfileError(
                     f"no profile file at {str(path)!r}; pass x_train=... to fit and save it there"
                 )
-            check_distinct([*self.outputs, ("track(profile=...)", path)])
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
