@@ -621,8 +621,10 @@ class Output:
         with folder_lock(Path(os.path.realpath(self.path)).parent):
             if self.append or _snapshot(self.path) != self._seen:
                 return False
-            write_atomic(self.path, content, self.what, self.error)
-            self._seen = _snapshot(self.path)
+            try:
+                write_atomic(self.path, content, self.what, self.error)
+            finally:  # a Ctrl-C just after the rename: the file is this run's, not another's
+                self._seen = _snapshot(self.path)
         return True
 
 

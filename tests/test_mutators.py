@@ -419,6 +419,9 @@ def test_smiles_with_a_name_or_spaces_is_refused():
         with pytest.raises(InvalidInput, match="has whitespace in it"):
             SmilesMutator().check_seeds([smiles])
     assert SmilesMutator().check_seeds(["CCO"]) == ["CCO"]
+    with pytest.raises(InvalidInput) as error:  # a whole .smi file as one string
+        SmilesMutator().check_seeds(["\n".join(["CCO c1ccccc1O"] * 20000)])
+    assert len(str(error.value)) < 300
 
 
 def test_smiles_of_a_stereo_molecule_stay_that_stereoisomer():

@@ -2276,6 +2276,38 @@ def test_a_killed_session_leaves_no_earlier_data_file_to_pass(pytester, monkeypa
     assert f"FAIL RNN coverage gate not applied: {UNFINISHED}." in gated.stdout
 
 
+CTRL_C_AFTER_THE_MARK = """
+import pytest_rnncov.files as files
+
+_write = files.write_atomic
+
+
+def _then_ctrl_c(path, content, *args, **kwargs):
+    _write(path, content, *args, **kwargs)
+    if "did not finish" in str(content):  # after the rename, before the session noted it
+        raise KeyboardInterrupt
+
+
+files.write_atomic = _then_ctrl_c
+"""
+
+
+def test_a_ctrl_c_right_after_the_mark_is_no_conflict(pytester):
+    """The session took its own mark for another process's file: its data went to a
+    conflict file (with the mark's run id, so `combine` refused the two) and an error
+    blamed another writer."""
+    pytester.makeconftest(CONFTEST + CTRL_C_AFTER_THE_MARK)
+    pytester.makepyfile(test_one=FEW)
+    result = pytester.runpytest_subprocess("--rnn-data=d.json", "-p", "no:xdist")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["RNN coverage data (partial: marked so) written to d.json"])
+    assert "another process" not in result.stdout.str()
+    assert not list(pytester.path.glob("d.conflict-*"))
+    assert CoverageData.load(pytester.path / "d.json").stopped == [
+        "the session stopped before the tests ran"
+    ]
+
+
 def test_the_unfinished_mark_yields_to_another_writer(tmp_path):
     """The mark written as the tests begin replaces only the file seen when the session
     started: another process's file stays, and the session's own write keeps its data

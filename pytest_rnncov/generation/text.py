@@ -9,7 +9,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..errors import InvalidArgument, InvalidInput, MissingResource
-from ..validation import check_float, check_int, check_str
+from ..validation import check_float, check_int, check_str, shown
 from .encoders import string_list
 from .mutators import Cases, Mutator, check_rng
 
@@ -301,8 +301,8 @@ class SmilesMutator(StringMutator):
 
             if any(c.isspace() for c in smiles):
                 raise InvalidInput(
-                    f"{smiles!r} has whitespace in it; pass one SMILES string per molecule, "
-                    "without spaces or line breaks"
+                    f"{shown(smiles)} has whitespace in it; pass one SMILES string per "
+                    "molecule, without spaces or line breaks"
                 )
 
             RDLogger.DisableLog("rdApp.*")  # type: ignore[attr-defined]
@@ -314,7 +314,7 @@ class SmilesMutator(StringMutator):
                 RDLogger.EnableLog("rdApp.*")  # type: ignore[attr-defined]
             if mol is None or mol.GetNumAtoms() == 0:
                 raise InvalidInput(
-                    f"{smiles!r} is not a valid SMILES string of a molecule "
+                    f"{shown(smiles)} is not a valid SMILES string of a molecule "
                     "(RDKit cannot parse it, or it has no atoms)"
                 )
             canonical = Chem.MolToSmiles(mol)
