@@ -59,10 +59,12 @@ def run(folder: Path, checkpoints: bool) -> float:
         TF_CPP_MIN_LOG_LEVEL="3",
     )
     start = time.perf_counter()
-    subprocess.run(
-        [*command, "--rnn-coverage=0.01", "test_many.py"],
-        cwd=folder, env=env, check=True, stdout=subprocess.DEVNULL,
+    done = subprocess.run(
+        [*command, "--rnn-coverage=0", "test_many.py"],
+        cwd=folder, env=env, capture_output=True, text=True,
     )  # fmt: skip
+    if done.returncode != 0:  # the session's own words, not only its exit status
+        sys.exit(f"the timed session failed (exit {done.returncode}):\n{done.stdout[-3000:]}")
     return time.perf_counter() - start
 
 

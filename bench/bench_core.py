@@ -159,7 +159,7 @@ def main() -> None:
 
     import numpy as np
 
-    from pytest_rnncov import Coverage, Profile, RNNModel
+    from pytest_rnncov import Coverage, ModelError, Profile, RNNModel
     from pytest_rnncov.core.arrays import to_host
     from pytest_rnncov.core.threads import numpy_work
     from pytest_rnncov.core.trace import Trace
@@ -181,7 +181,10 @@ def main() -> None:
         model = torch_model(args.cell)
         layer = "rnn.l1"
         label = f"PyTorch {torch.__version__} on {next(model.parameters()).device}"
-    rnn = RNNModel(model, layer, **options)
+    try:
+        rnn = RNNModel(model, layer, **options)
+    except ModelError as exc:  # e.g. --trace-on device where the framework has no device path
+        parser.exit(1, f"bench_core.py: {exc}\n")
     if args.h_states:
         rnn.gives_sums = lambda components: False
     if args.no_overlap:

@@ -9,6 +9,7 @@ alternated, median of ``--runs`` per round.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import statistics
 import subprocess
 import sys
@@ -28,6 +29,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=21)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
+    if importlib.util.find_spec("msgspec") is None:
+        parser.exit(1, "bench_import.py needs msgspec: pip install msgspec\n")
     for _ in range(args.rounds):
         base = median_ms("import json", args.runs)
         msgspec = median_ms("import json, msgspec", args.runs) - base

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -76,7 +77,8 @@ def main() -> None:
     rnn = RNNModel(balanced_model(features=args.features))
     x = np.random.default_rng(0).random((500, 20, args.features), np.float32)
     profile = Profile().fit(rnn, x)
-    listeners = [SampleWriter(tempfile.mkdtemp(prefix="bench-long-"))] if args.writer else []
+    folder = tempfile.mkdtemp(prefix="bench-long-") if args.writer else None
+    listeners = [SampleWriter(folder)] if folder else []
     campaign = Campaign(
         rnn,
         x[:50],
@@ -119,6 +121,8 @@ def main() -> None:
         f"after the loop {after_loop[0]:.0f} MB anonymous, {after_loop[1]:.0f} MB of mapped "
         "files (the page cache's, which the system reclaims under pressure)"
     )
+    if folder is not None:  # the samples were written only to be timed
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 if __name__ == "__main__":

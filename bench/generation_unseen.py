@@ -12,8 +12,8 @@ the training inputs. The last six models were added after the settings were last
 plaid-torchgru, acsf1-lstm and cancer-gru on 2026-11-29, chosen and first run by a helper
 that had not seen the schedule's tuning).
 
-    python bench/generation_unseen.py [--models gunpoint,basicmotions,...] [--seeds 0,...,9]
-        [--budget 5000] [--out docs/generation-unseen.md]
+    python bench/generation_unseen.py [--models gunpoint,basicmotions,...]
+        [--seeds 0,1,2,3,4,5,6,7,8,9] [--budget 5000] [--out docs/generation-unseen.md]
 """
 
 from __future__ import annotations
