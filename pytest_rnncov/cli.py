@@ -44,6 +44,12 @@ class _Parser(argparse.ArgumentParser):
         self.print_usage(sys.stderr)
         self.exit(USAGE_ERROR, f"{self.prog}: error: {message}\n")
 
+    def _print_message(self, message: str, file: Any = None) -> None:
+        try:
+            super()._print_message(message, file)
+        except OSError:  # `--help | head`: Python 3.10 lets the closed pipe's error out
+            _to_nowhere(file or sys.stderr)
+
 
 def _metrics(value: str) -> tuple[str, ...]:
     """``--rnn-metrics``, parsed with the arguments (a bad list is a usage error)."""

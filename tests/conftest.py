@@ -9,9 +9,18 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 # and OPENBLAS_THREAD_TIMEOUT=4 before this file loads (pytest_rnncov/config/idle_threads.py),
 # so PyTorch's idle OpenMP threads and numpy's idle OpenBLAS threads sleep instead of spinning
 
+import importlib.util
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
+
+# PyPI's CUDA build of torch (what pip installs off the project's machines) brings triton,
+# whose library crashed the process (SIGSEGV in libtriton.so) when TensorFlow had loaded
+# first and a torch optimizer then loaded it (torch._dynamo looks for triton); loaded
+# before TensorFlow, it does not
+if importlib.util.find_spec("triton") is not None:
+    import triton  # noqa: F401
 
 # Model calls are slow: no deadline; under CI keep Hypothesis's derandomised "ci" profile.
 settings.register_profile(
