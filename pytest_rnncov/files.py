@@ -588,17 +588,11 @@ class Output:
         self._seen = _snapshot(path)
 
     def write(self, content: str | bytes) -> Path:
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise self.error(
-                f"cannot write {self.what} to {str(self.path)!r}: {exc.strerror or exc}"
-            ) from None
-        with folder_lock(Path(os.path.realpath(self.path)).parent):
+        with self._locked_folder():
             if self.append:  # what the step's other commands wrote stays, before this
                 append_whole(self.path, content, self.what, self.error)
                 return self.path
-            if _snapshot(self.path) != self._seen:
+            if not self._write_if_unchanged(content):
                 kept = self.path.with_name(
                     f"{self.path.stem}.conflict-{os.getpid()}-"
                     f"{secrets.token_hex(3)}{self.path.suffix}"
@@ -609,22 +603,36 @@ class Output:
                     f"that file while this run went on; this run's {self.what} is in "
                     f"{str(kept)!r}"
                 )
-            write_atomic(self.path, content, self.what, self.error)  # the file checked at start
-            self._seen = _snapshot(self.path)
         return self.path
 
     def claim(self, content: str | bytes) -> bool:
         """Write ``content`` now, as :meth:`write` does, where no other process changed the
         file since it was checked (else leave the file be, and return False: :meth:`write`
         then keeps this run's content beside it)."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._locked_folder():
+            return not self.append and self._write_if_unchanged(content)
+
+    @contextlib.contextmanager
+    def _locked_folder(self) -> Iterator[None]:
+        """The output's folder, made if missing, locked against other writers."""
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise self.error(
+                f"cannot write {self.what} to {str(self.path)!r}: {exc.strerror or exc}"
+            ) from None
         with folder_lock(Path(os.path.realpath(self.path)).parent):
-            if self.append or _snapshot(self.path) != self._seen:
-                return False
-            try:
-                write_atomic(self.path, content, self.what, self.error)
-            finally:  # a Ctrl-C just after the rename: the file is this run's, not another's
-                self._seen = _snapshot(self.path)
+            yield
+
+    def _write_if_unchanged(self, content: str | bytes) -> bool:
+        """Under the folder's lock: write ``content`` where the file is as this run last
+        saw it (False, and nothing written, where another process changed it)."""
+        if _snapshot(self.path) != self._seen:
+            return False
+        try:
+            write_atomic(self.path, content, self.what, self.error)
+        finally:  # a Ctrl-C just after the rename: the file is this run's, not another's
+            self._seen = _snapshot(self.path)
         return True
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from .checkpoints import CHECKPOINT_KEY, RUNNING, CheckpointFolder, CheckpointWriter
 from .draws import draws_at_random
-from .options import addoption, check_outputs, read_settings, seed_setting
+from .options import addoption, check_outputs, read_settings, running_no_test, seed_setting
 
 if TYPE_CHECKING:
     from .options import SessionOutputs, Settings
@@ -300,11 +300,9 @@ class RNNCovPlugin:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, Any, Any]:
-        if self._role is not None and self._role.controller:
-            listing = _running_no_test(session.config)
-            self._role.listing = listing  # type: ignore[union-attr]
-            if listing is None:
-                self._role.mark_unfinished()  # type: ignore[union-attr]
+        role = self._role
+        if role is not None and role.controller and running_no_test(session.config) is None:
+            role.mark_unfinished()  # type: ignore[union-attr]
         try:
             result = yield
         except BaseException as exc:  # Ctrl-C, -x / --maxfail: decide on what ran, say so
@@ -337,8 +335,7 @@ class RNNCovPlugin:
             ran, collected = self._ran(session)
             if stopped is not None and 0 < collected == ran:
                 stopped = None  # -x failing the last test: every test ran
-            running_none = role.listing = _running_no_test(session.config)  # type: ignore[union-attr]
-            if running_none is not None:
+            if (running_none := running_no_test(session.config)) is not None:
                 applied, reason = False, running_none  # stopped or not, no test ran
             elif stopped is not None:
                 why = self._stopped_reason(session, stopped)
@@ -455,11 +452,10 @@ class RNNCovPlugin:
             return
         role = self.role
         interrupted = False
-        listing = _running_no_test(self.config)
+        listing = running_no_test(self.config)
         if listing is not None and role.controller and getattr(role, "verdict", None) is None:
             # --fixtures has no test loop, and pytest.exit() while collecting ends the others
             # before it: either way no test was to run, so no gate was to be applied
-            role.listing = listing  # type: ignore[union-attr]
             role.decide(False, listing)  # type: ignore[union-attr]
         # the test loop never ended (pytest.exit() while collecting, say): stopped early
         stopped = getattr(role, "stopped", None) is not None or (
@@ -562,25 +558,6 @@ def _stepwise_skipped(report_status: Any) -> int:
         if skipped:
             return int(skipped.group(1))
     return 0
-
-
-#: pytest's options that run no test, and what the gate says of them
-RUNNING_NO_TEST = (
-    ("collectonly", "only collecting (--collect-only)"),
-    ("setupplan", "only planning the fixtures' setup (--setup-plan)"),
-    ("setuponly", "only setting up fixtures (--setup-only)"),
-    ("showfixtures", "only listing fixtures (--fixtures)"),
-    ("show_fixtures_per_test", "only listing each test's fixtures (--fixtures-per-test)"),
-    ("cacheshow", "only showing the cache (--cache-show)"),
-)
-
-
-def _running_no_test(config: pytest.Config) -> str | None:
-    """Why this session runs no test by design (None: it runs them)."""
-    for option, reason in RUNNING_NO_TEST:
-        if config.getoption(option, False):
-            return reason
-    return None
 
 
 def _uncollected_reason(nodeids: list[str]) -> str:

@@ -189,6 +189,25 @@ def _scalar(number: type) -> Any:
     return str | number if pytest.version_tuple[:2] >= (9, 2) else None
 
 
+#: pytest's options that run no test, and what the gate says of them
+RUNNING_NO_TEST = (
+    ("collectonly", "only collecting (--collect-only)"),
+    ("setupplan", "only planning the fixtures' setup (--setup-plan)"),
+    ("setuponly", "only setting up fixtures (--setup-only)"),
+    ("showfixtures", "only listing fixtures (--fixtures)"),
+    ("show_fixtures_per_test", "only listing each test's fixtures (--fixtures-per-test)"),
+    ("cacheshow", "only showing the cache (--cache-show)"),
+)
+
+
+def running_no_test(config: pytest.Config) -> str | None:
+    """Why this session runs no test by design (None: it runs them)."""
+    for option, reason in RUNNING_NO_TEST:
+        if config.getoption(option, False):
+            return reason
+    return None
+
+
 def option_label(option: str, from_ini: Collection[str]) -> str:
     """How messages name ``option`` (``"data"``): ``--rnn-data``, or ``ini option
     rnn_data`` when the ini file gave it."""

@@ -25,7 +25,7 @@ from ..reporting.data import CoverageData
 from ..reporting.outputs import Pending, render_reports, write_all
 from ..reporting.results import Verdict, evaluate
 from .checkpoints import CheckpointFolder
-from .options import SessionOutputs, Settings
+from .options import SessionOutputs, Settings, running_no_test
 from .session import RNNCovSession
 
 #: what the data file says while its session runs (``Central.mark_unfinished``)
@@ -67,8 +67,6 @@ class Central:
         self.stopped: str | None = None
         #: whether it ran only some tests by design (--lf, --sw): partial as any other stop
         self.retry = False
-        #: why the session runs no test by design (--collect-only, ...; None: it runs them)
-        self.listing: str | None = None
         #: whether a Ctrl-C stopped the reports from rendering (pytest's exit code says so)
         self.interrupted = False
         #: how many tests failed (a baseline is saved only from a run without failures)
@@ -206,15 +204,14 @@ class Central:
                 self.written.append(f"RNN coverage baseline {path} kept: {reason}")
             else:
                 self.written.append(f"RNN coverage baseline not saved to {path}: {reason}")
-        if outputs.data is not None and self.listing is None:
+        listing = running_no_test(config)  # --collect-only, ...: no test ran by design
+        if outputs.data is not None and listing is None:
             done = "written to" if data.complete else "(partial: marked so) written to"
             if unwritten is not None and data.complete:  # no model, no track() that failed
                 done = f"({unwritten}) {done}"
             pending.append((outputs.data, data.dumps() + "\n", f"RNN coverage data {done}"))
         elif outputs.data is not None:
-            self.written.append(
-                f"RNN coverage data not written to {outputs.data.path}: {self.listing}"
-            )
+            self.written.append(f"RNN coverage data not written to {outputs.data.path}: {listing}")
         self.problems.extend(  # a full disk cost these samples, not the campaigns
             f"adversarial samples of a campaign on {c.get('model', '?')} not saved: "
             f"{c['samples_error']}"
