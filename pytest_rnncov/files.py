@@ -27,7 +27,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, BinaryIO, Callable, Iterable, Iterator, Sequence
 
 from .errors import DataFileError, InvalidArgument, OutputConflict, RNNCovError
 from .validation import physical_memory, shown
@@ -380,7 +380,7 @@ def _alive(pid: int) -> bool:
 
 def write_atomic(
     path: Path,
-    content: str | bytes,
+    content: str | bytes | Callable[[BinaryIO], None],
     what: str,
     error: type[RNNCovError] = DataFileError,
     durable: bool = True,
@@ -393,7 +393,9 @@ def write_atomic(
     the data is not forced to the disk (fsync) before the rename: the write is as atomic
     for a process that dies, but a machine that loses power may keep the old file or an
     empty one (for many small files, such as a campaign's images, where fsync costs 10-20
-    times the write). Without ``make_folder`` a missing folder is an error, not made."""
+    times the write). Without ``make_folder`` a missing folder is an error, not made.
+    ``content`` may be a function that writes the file's bytes into the stream it is given
+    (a large file written part by part, never held in memory whole)."""
     data = content.encode("utf-8") if isinstance(content, str) else content
     temporary: str | None = None
     target = Path(os.path.realpath(path))  # through a symbolic link: the file it names
@@ -409,7 +411,10 @@ def write_atomic(
             dir=target.parent, prefix=f"{_temporary_stem(target)}{os.getpid()}.", suffix=".tmp"
         )
         with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
+            if callable(data):
+                data(stream)
+            else:
+                stream.write(data)
             stream.flush()
             if durable:
                 os.fsync(stream.fileno())

@@ -41,13 +41,14 @@ def shown(value: Any) -> str:
 #: look the same
 _CONTROLS = re.compile(
     "[\x00-\x1f\x7f-\x9f\xad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff"
-    "\U000e0000-\U000e007f]"
+    "\ud800-\udfff\U000e0000-\U000e007f]"
 )
 
 
 def printable(text: str, *, newlines: bool = False) -> str:
     """``text`` with every control character escaped as Python writes it (``\\x1b``), so
-    a name read from a file cannot move the cursor, recolour or forge terminal lines;
+    a name read from a file cannot move the cursor, recolour or forge terminal lines (and
+    a lone surrogate, which no file can encode, the same way: ``\\udc80``);
     ``newlines``: keep line breaks (text of several lines)."""
 
     def escape(match: re.Match[str]) -> str:

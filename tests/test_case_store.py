@@ -9,7 +9,7 @@ import pytest
 
 import pytest_rnncov.generation.cases as cases_module
 from pytest_rnncov import RNNCovWarning
-from pytest_rnncov.generation.cases import CaseStore
+from pytest_rnncov.generation.cases import CaseStore, KeySet
 
 REAL_TEMPORARY_FILE = tempfile.TemporaryFile
 ROW = (2, 3)  # 6 float32 values: 24 bytes a row
@@ -166,3 +166,25 @@ def test_rows_are_read_without_a_mapping_when_none_can_be_made(three_rows, monke
 
     monkeypatch.setattr(cases_module.np, "memmap", no_mapping)
     np.testing.assert_array_equal(store.take([7, 3, 0, 5])[:, 0, 0], [7, 3, 0, 5])
+
+
+def test_a_key_set_says_which_keys_are_new_as_a_python_set_would():
+    """Batches of keys with repeats within and across batches, checked against a set; the
+    levels stay sorted, each at least twice the next, so a lookup is a few searches."""
+    rng = np.random.default_rng(0)
+    keys, seen = KeySet(), set()
+    for size in rng.integers(0, 60, 200).tolist():
+        batch = rng.integers(0, 3_000, size).astype(np.uint64)
+        if size:
+            batch[-1] = np.uint64(2**64 - 1)  # the largest key, past every level's end
+        expected = []
+        for key in batch.tolist():
+            expected.append(key not in seen)
+            seen.add(key)
+        np.testing.assert_array_equal(keys.add_new(batch), np.array(expected, bool))
+        assert keys.size == len(seen)
+        for level in keys._levels:
+            assert (np.diff(level.astype(np.float64)) > 0).all()
+        sizes = [len(level) for level in keys._levels]
+        assert all(a > 2 * b for a, b in zip(sizes, sizes[1:]))
+    assert len(keys._levels) <= 12 and sum(map(len, keys._levels)) == len(seen)

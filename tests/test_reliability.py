@@ -903,7 +903,8 @@ def test_an_interrupt_while_shrinking_keeps_the_samples_unshrunk(flipping, tmp_p
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt  # the second Ctrl-C, during shrinking
 
-    monkeypatch.setattr(module, "shrink", interrupted)
+    monkeypatch.setattr(module, "shrink", interrupted)  # strings
+    monkeypatch.setattr(module.ArrayShrinking, "run", interrupted)  # arrays, by parts
     campaign = _campaign(flipping, tmp_path / "out")
     with pytest.raises(KeyboardInterrupt):
         campaign.run()

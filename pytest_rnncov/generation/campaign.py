@@ -24,10 +24,13 @@ test session lives outside the search; ``iterate()`` yields after every model ca
 shrinking or notifying still sets ``result`` and reaches every listener (samples unshrunk,
 and the result says so), then is raised.
 
-Memory is bounded by the budget: the cases the search picks parents from, and
-per-case seed index and distance; coverage statistics are kept incrementally. A campaign
-with ``budget=None`` runs until its ``goal`` is reached, however long that takes: give both
-to bound it.
+Memory is bounded by the budget: the cases the search picks parents from (array cases past
+``cases.CASE_MEMORY`` in a temporary file), per-case seed index, and per adversarial sample
+its id, outputs, distance and a hash; coverage statistics are kept incrementally. Finishing
+shrinks the samples a part at a time and hands them on as :class:`AdversarialSamples`,
+made from those arrays as they are read, never all at once. A campaign with
+``budget=None`` runs until its ``goal`` is reached, however long that takes: give both to
+bound it.
 """
 
 from __future__ import annotations
@@ -46,12 +49,12 @@ from ..core.metrics import BC, DEFAULT_METRICS, Metric, Signals
 from ..core.profile import Profile
 from ..errors import InvalidArgument, InvalidInput, RNNCovWarning
 from ..validation import check_bool, check_choice, check_fraction, check_int, check_str
-from .cases import CaseStore
+from .cases import CaseStore, KeySet
 from .ga import MAX_GENERATION, GAConfig, evolve
 from .mutators import Mutator, checked_distance, checked_mutate, mean_distance
 from .oracle import Oracle
-from .results import AdversarialSample, CampaignResult, Step
-from .shrinking import can_shrink, shrink
+from .results import SAMPLE_PART, AdversarialSample, AdversarialSamples, CampaignResult, Step
+from .shrinking import ArrayShrinking, array_plan, can_shrink, in_parts, shrink
 from .statistics import DiversityAccumulator, MinimalSuite
 
 #: How many adversarial samples a result keeps in memory for reports (listeners see all).
@@ -125,6 +128,49 @@ Pull = tuple[np.ndarray, int, int]
 
 
 @dataclass
+class _ShrunkRows:
+    """What shrinking changed: the adversarial samples it reached (their positions in the
+    order found, ascending) with their cases, outputs and distances after shrinking, and
+    the model calls it took."""
+
+    positions: np.ndarray
+    cases: CaseStore
+    outputs: np.ndarray
+    distances: np.ndarray
+    calls: int
+
+    def apply(
+        self,
+        positions: np.ndarray,
+        outputs: np.ndarray,
+        distances: np.ndarray | None = None,
+        cases: Any = None,
+    ) -> Any:
+        """Put the shrunk output, distance and case in place of the found ones for the
+        samples at ``positions`` (ascending) that shrinking reached: ``outputs`` and
+        ``distances`` in place; returns the cases (None when none were given)."""
+        where = np.searchsorted(self.positions, positions)
+        hit = where < len(self.positions)
+        hit[hit] = self.positions[where[hit]] == positions[hit]
+        if not hit.any():
+            return cases
+        rows = where[hit]
+        outputs[hit] = self.outputs[rows]
+        if distances is not None:
+            distances[hit] = self.distances[rows]
+        if cases is None:
+            return None
+        shrunk = self.cases.take(rows)
+        if isinstance(cases, np.ndarray):
+            cases[hit] = shrunk
+            return cases
+        cases = list(cases)
+        for k, case in zip(np.flatnonzero(hit).tolist(), shrunk):
+            cases[k] = case
+        return cases
+
+
+@dataclass
 class _Batch:
     """One evaluated batch: its signals, case ids, failure fitness and step."""
 
@@ -139,7 +185,7 @@ class CampaignListener(Protocol):
 
     def on_adversarial(self, campaign: "Campaign", sample: AdversarialSample) -> None: ...
 
-    def on_shrunk(self, campaign: "Campaign", samples: list[AdversarialSample]) -> None: ...
+    def on_shrunk(self, campaign: "Campaign", samples: Sequence[AdversarialSample]) -> None: ...
 
     def on_finish(self, campaign: "Campaign", result: "CampaignResult") -> None: ...
 
@@ -356,9 +402,9 @@ class Campaign:
         #: the case ids of the adversarial samples, in the order found (grown in place)
         self._adversarial_store = CaseStore(True)
         #: (seed, case) of every adversarial sample, so that a repeated case counts once
-        self._adversarial_keys: set[tuple[int, Any]] = set()
+        self._adversarial_keys = KeySet()
         #: each adversarial case's model outputs and distance to its seed, as found
-        self._adversarial_outputs = CaseStore(True)
+        self._adversarial_outputs = CaseStore(True, spill=True)  # large outputs: a file
         self._adversarial_distances = CaseStore(True)
         #: the adversarial ids grouped by seed (ids ascending within a seed), and their
         #: seeds: the variants arm's parents, kept up to date as samples are found
@@ -477,23 +523,28 @@ class Campaign:
 
     def _new_adversarial(self, cases: Any, seed_index: np.ndarray, found: np.ndarray) -> np.ndarray:
         """The failing rows ``found`` whose case is not an adversarial sample of the same seed
-        already (a mutant can repeat one: a word swapped back, a SMILES string written again)."""
+        already (a mutant can repeat one: a word swapped back, a SMILES string written again),
+        by a 64-bit hash of seed and case (two samples share one with a chance of about
+        n**2 / 2**65: 3e-6 for ten million)."""
         if len(found) == 0:
             return found
         taken = self.mutator.take(cases, found)
         if self.mutator.array_cases:
             rows = np.ascontiguousarray(taken).reshape(len(found), -1)
-            keys: list[Any] = [
-                hashlib.blake2b(row.tobytes(), digest_size=16).digest() for row in rows
-            ]
-        else:  # strings; another kind of case by its repr, which need not be hashable
-            keys = [c if isinstance(c, (str, bytes)) else repr(c) for c in taken]
-        fresh = []
-        for row, seed, key in zip(found.tolist(), seed_index[found].tolist(), keys):
-            if (seed, key) not in self._adversarial_keys:
-                self._adversarial_keys.add((seed, key))
-                fresh.append(row)
-        return np.asarray(fresh, np.int64)
+            data: list[bytes] = [row.tobytes() for row in rows]
+        else:  # strings; another kind of case by its repr
+            data = [_key_bytes(c) for c in taken]
+        keys = np.array(
+            [
+                int.from_bytes(
+                    hashlib.blake2b(row, digest_size=8, key=seed.to_bytes(8, "little")).digest(),
+                    "little",
+                )
+                for row, seed in zip(data, seed_index[found].tolist())
+            ],
+            np.uint64,
+        )
+        return found[self._adversarial_keys.add_new(keys)]
 
     def _failure_fitness(
         self, seed_index: np.ndarray, outputs: np.ndarray, distances: np.ndarray
@@ -1085,9 +1136,9 @@ class Campaign:
     ) -> list[AdversarialSample]:
         """Adversarial samples of the cases ``ids``: ``found`` their distances as found,
         ``distances`` as reported (after shrinking; default: as found)."""
-        assert self._seed_outputs is not None
         if not len(ids):
             return []
+        assert self._seed_outputs is not None
         seed_outputs = self._seed_outputs[seed_index]
         distances = found if distances is None else distances
         # per batch, not per sample: the rows, the decisions' texts, the numbers
@@ -1117,43 +1168,75 @@ class Campaign:
         the campaign took of its cases for these samples alone)."""
         return list(np.asarray(cases)) if self.mutator.array_cases else list(cases)
 
-    def _found_samples(self) -> list[AdversarialSample]:
-        """Every adversarial sample as found, in the order found."""
-        if not len(self._adversarial):
-            return []
+    def _final_samples(self, shrunk: _ShrunkRows | None) -> AdversarialSamples:
+        """Every adversarial sample in the order found: as found, or as ``shrunk``
+        left them; made from the campaign's arrays as they are read."""
         ids = self._adversarial.copy()
-        return self._samples(
-            ids,
-            self._cases.take(ids),
-            self._seed_of[ids],
-            self._adversarial_outputs.view(np.float64).copy(),
-            self._adversarial_distances.view(np.float64).copy(),
-        )
+        outputs = self._adversarial_outputs
+        found = self._adversarial_distances.view(np.float64)
 
-    def _shrunk(self) -> tuple[list[AdversarialSample], int]:
+        def make(positions: np.ndarray) -> list[AdversarialSample]:
+            picked = ids[positions]
+            cases, out = self._cases.take(picked), outputs.take(positions)
+            distances = found[positions]
+            if shrunk is not None:
+                cases = shrunk.apply(positions, out, distances, cases)
+            return self._samples(
+                picked, cases, self._seed_of[picked], out, found[positions], distances
+            )
+
+        return AdversarialSamples(len(ids), make)
+
+    def _shrunk(self) -> _ShrunkRows:
         """The adversarial samples shrunk toward their seeds in batched model calls, taking
         at most SHRINK_SHARE x the campaign's model inputs: each failing seed's first sample
-        first, then each one's second, and so on (see ``shrinking.shrink``)."""
+        first, then each one's second, and so on (see ``shrinking.shrink``). Array cases are
+        read and shrunk a part at a time, and the shrunk ones kept in a store that spills
+        to a temporary file as the campaign's cases do: memory stays bounded."""
         assert self._seed_outputs is not None
         ids = self._adversarial.copy()
         seed_index = self._seed_of[ids]
-        seeds = self.mutator.take(self.seeds, seed_index)
-        found = self._adversarial_distances.view(np.float64).copy()
-        shrunk = shrink(
-            self.mutator,
-            self.oracle,
-            self.rnn.predict,
-            seeds,
-            self._seed_outputs[seed_index],
-            self._cases.take(ids),
-            self._adversarial_outputs.view(np.float64),
-            order=_round_robin(seed_index),
-            max_inputs=int(SHRINK_SHARE * self.generated),
-        )
-        del seeds  # _samples takes the seeds' rows of its own
-        return (
-            self._samples(ids, shrunk.cases, seed_index, shrunk.outputs, found, shrunk.distances),
-            shrunk.model_calls,
+        outputs = self._adversarial_outputs
+        budget = int(SHRINK_SHARE * self.generated)
+        order = _round_robin(seed_index)
+        store = CaseStore(self.mutator.array_cases, spill=True)
+        if not self.mutator.array_cases:  # strings, all in memory as the campaign's are
+            done = shrink(
+                self.mutator,
+                self.oracle,
+                self.rnn.predict,
+                self.mutator.take(self.seeds, seed_index),
+                self._seed_outputs[seed_index],
+                self._cases.take(ids),
+                outputs.take(np.arange(len(ids))),
+                order=order,
+                max_inputs=budget,
+            )
+            store.extend(done.cases)
+            positions = np.arange(len(ids))
+            return _ShrunkRows(positions, store, done.outputs, done.distances, done.model_calls)
+        reached, revert = array_plan(order, budget, self._cases.take(ids[:1]).shape[1:])
+        shrunk_outputs, distances, calls, start = [], [], 0, 0
+        for part in in_parts(reached):
+            done = ArrayShrinking(
+                self.mutator,
+                self.oracle,
+                self.rnn.predict,
+                self.mutator.take(self.seeds, seed_index[part]),
+                self._seed_outputs[seed_index[part]],
+                self._cases.take(ids[part]),
+                outputs.take(part),
+            ).run(revert[start : start + len(part)])
+            store.extend(done.cases)
+            shrunk_outputs.append(done.outputs)
+            distances.append(np.asarray(done.distances, np.float64))
+            calls, start = calls + done.model_calls, start + len(part)
+        return _ShrunkRows(
+            reached,
+            store,
+            np.concatenate(shrunk_outputs) if shrunk_outputs else outputs.take(ids[:0]),
+            np.concatenate(distances) if distances else np.zeros(0),
+            calls,
         )
 
     def finish(self) -> CampaignResult:
@@ -1176,17 +1259,15 @@ class Campaign:
             # its body or in the campaign's own step
             self.interrupted = True
         pending: BaseException | None = None
-        samples: list[AdversarialSample] | None = None
-        calls, shrunk = 0, None
+        shrunk_rows: _ShrunkRows | None = None
+        shrunk: bool | None = None
         if len(self._adversarial) and self.shrink and can_shrink(self.mutator):
             try:
-                samples, calls = self._shrunk()
-                shrunk = True
+                shrunk_rows, shrunk = self._shrunk(), True
             except BaseException as exc:  # a second Ctrl-C too: what was found is kept
                 pending, shrunk = exc, False
-        if samples is None:  # as found (made only now: shrinking needs no copy of them)
-            samples = self._found_samples()
-        result = self._result(samples, calls, shrunk)
+        samples = self._final_samples(shrunk_rows)
+        result = self._result(samples, shrunk_rows, shrunk)
         self.result = result
         for method, args in (("on_shrunk", (samples,)), ("on_finish", (result,))):
             if method == "on_shrunk" and not shrunk:
@@ -1197,21 +1278,20 @@ class Campaign:
         return result
 
     def _result(
-        self, samples: list[AdversarialSample], calls: int, shrunk: bool | None
+        self, samples: AdversarialSamples, shrunk_rows: _ShrunkRows | None, shrunk: bool | None
     ) -> CampaignResult:
         adversarial = self._adversarial.copy()
-        pairs: dict[str, int] = {}
-        per_seed: dict[int, int] = {}
-        for sample in samples:
-            per_seed[sample.seed_index] = per_seed.get(sample.seed_index, 0) + 1
-            if self.oracle.task == "classification":
-                pair = f"{sample.seed_decision}->{sample.case_decision}"
-                pairs[pair] = pairs.get(pair, 0) + 1
+        seed_index = self._seed_of[adversarial]
+        found = self._adversarial_distances.view(np.float64)
+        distances = found.copy()
+        if shrunk_rows is not None:
+            distances[shrunk_rows.positions] = shrunk_rows.distances
+        owners, counts = np.unique(seed_index, return_counts=True)
         return CampaignResult(
             test_cases=self.generated,
             adversarial=len(adversarial),
-            unique=len(per_seed),
-            average_perturbation=mean_distance([s.distance for s in samples]) if samples else None,
+            unique=len(owners),
+            average_perturbation=mean_distance(distances) if len(distances) else None,
             distance=self.mutator.distance_name,
             rates=self.coverage.rates(),
             covered={k: m.covered for k, m in self.coverage.metrics.items()},
@@ -1226,16 +1306,34 @@ class Campaign:
             samples=samples[:KEEP_SAMPLES],
             oracle=self.oracle.describe(),
             mutator=self.mutator.describe(),
-            average_found_perturbation=(
-                mean_distance([s.found_distance for s in samples]) if samples else None
-            ),
-            failures_per_seed=dict(sorted(per_seed.items())),
-            failures_per_class_pair=dict(sorted(pairs.items(), key=lambda kv: (-kv[1], kv[0]))),
-            shrink_calls=calls,
+            average_found_perturbation=mean_distance(found) if len(found) else None,
+            failures_per_seed=dict(zip(owners.tolist(), counts.tolist(), strict=True)),
+            failures_per_class_pair=self._class_pairs(seed_index, shrunk_rows),
+            shrink_calls=0 if shrunk_rows is None else shrunk_rows.calls,
             schedule=self.schedule,
             objective=self.objective,
             shrunk=shrunk,
         )
+
+    def _class_pairs(
+        self, seed_index: np.ndarray, shrunk_rows: _ShrunkRows | None
+    ) -> dict[str, int]:
+        """How many adversarial samples moved the decision from each class to each other
+        ("3->5"; classification oracles only), most first; counted SAMPLE_PART at a time."""
+        if self.oracle.task != "classification" or not len(seed_index):
+            return {}
+        assert self._seed_outputs is not None
+        outputs = self._adversarial_outputs
+        pairs: dict[str, int] = {}
+        for start in range(0, len(seed_index), SAMPLE_PART):
+            positions = np.arange(start, min(start + SAMPLE_PART, len(seed_index)))
+            out = outputs.take(positions)
+            if shrunk_rows is not None:
+                shrunk_rows.apply(positions, out)
+            seeds = self.oracle.decision_texts(self._seed_outputs[seed_index[positions]])
+            for pair in map("{}->{}".format, seeds, self.oracle.decision_texts(out)):
+                pairs[pair] = pairs.get(pair, 0) + 1
+        return dict(sorted(pairs.items(), key=lambda kv: (-kv[1], kv[0])))
 
     def adversarial_cases(self) -> list[tuple[Any, Any, int]]:
         """(case, its seed, seed index) for every adversarial sample found so far."""
@@ -1256,6 +1354,15 @@ class Campaign:
     def seed_indices(self) -> np.ndarray:
         """The seed index of every case, aligned with ``cases()``."""
         return self._seed_of.copy()
+
+
+def _key_bytes(case: Any) -> bytes:
+    """A case that is not an array as bytes to hash: text, bytes, or another kind by its
+    repr (each kind marked, so that none reads as another)."""
+    if isinstance(case, bytes):
+        return b"b" + case
+    text = case if isinstance(case, str) else repr(case)
+    return (b"s" if isinstance(case, str) else b"r") + text.encode("utf-8", "surrogatepass")
 
 
 def _round_robin(owners: np.ndarray) -> np.ndarray:

@@ -199,3 +199,32 @@ class CaseStore:
         """Rows in the array in memory (the first ones)."""
         tail = 0 if self._tail is None else self._tail.size
         return self.size - self._spilled - tail
+
+
+class KeySet:
+    """A set of 64-bit keys (the hashes of a campaign's adversarial samples), 8 bytes a
+    key: sorted arrays of doubling sizes, the smaller merged into the larger as they fill
+    (a log-structured merge), so that a batch's lookups and inserts are a few vectorised
+    searches, never a Python object per key."""
+
+    def __init__(self) -> None:
+        self._levels: list[np.ndarray] = []  # sorted, each at least twice the next one
+        self.size = 0
+
+    def add_new(self, keys: np.ndarray) -> np.ndarray:
+        """Add ``keys`` (uint64); returns which of them were new: not in the set, and
+        not an earlier one of ``keys``."""
+        keys = np.asarray(keys, np.uint64)
+        _, first = np.unique(keys, return_index=True)
+        new = np.zeros(len(keys), bool)
+        new[first] = True
+        for level in self._levels:
+            at = np.minimum(np.searchsorted(level, keys), len(level) - 1)
+            new &= level[at] != keys
+        fresh = np.sort(keys[new])
+        while self._levels and len(self._levels[-1]) <= 2 * len(fresh):
+            fresh = np.sort(np.concatenate([self._levels.pop(), fresh]), kind="stable")
+        if len(fresh):
+            self._levels.append(fresh)
+        self.size += int(new.sum())
+        return new

@@ -399,7 +399,7 @@ def checked_distance(mutator: Mutator, seeds: Cases, cases: Cases) -> np.ndarray
     return as_distances(mutator.distance(seeds, cases), len(cases), what)
 
 
-def mean_distance(distances: Sequence[float]) -> float:
+def mean_distance(distances: Sequence[float] | np.ndarray) -> float:
     """The mean of finite distances, finite however large they are (each is divided
     before the sum: a plain mean of two 1e308 overflows)."""
     values = np.asarray(distances, np.float64)

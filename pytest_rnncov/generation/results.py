@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, fields
-from typing import Any, Sequence
+from typing import Any, Callable, Iterator, Sequence, overload
 
 import numpy as np
 
@@ -38,6 +38,50 @@ class AdversarialSample:
     case_decision: str
     distance: float
     found_distance: float = 0.0  # before shrinking (``distance`` is after)
+
+
+#: the adversarial samples an AdversarialSamples makes at a time when iterated
+SAMPLE_PART = 1024
+
+
+class AdversarialSamples(Sequence[AdversarialSample]):
+    """A finished campaign's adversarial samples, in the order found, made from the
+    campaign's arrays as they are read, SAMPLE_PART at a time when iterated: a campaign that
+    found millions never holds them all as objects (``list(samples)`` does).
+
+    Supports ``len()``, iteration, indexing and slicing (a slice is a list); an index makes
+    its one sample each time (iterate, or slice, to read many); pickled, it is a list."""
+
+    def __init__(self, size: int, make: Callable[[np.ndarray], list[AdversarialSample]]) -> None:
+        self._size = size
+        self._make = make
+
+    def __len__(self) -> int:
+        return self._size
+
+    @overload
+    def __getitem__(self, index: int) -> AdversarialSample: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[AdversarialSample]: ...
+
+    def __getitem__(self, index: int | slice) -> AdversarialSample | list[AdversarialSample]:
+        if isinstance(index, slice):
+            return self._make(np.arange(self._size)[index])
+        position = range(self._size)[index]  # IndexError, TypeError as a list's
+        return self._make(np.array([position]))[0]
+
+    def __iter__(self) -> Iterator[AdversarialSample]:
+        for start in range(0, self._size, SAMPLE_PART):
+            yield from self._make(np.arange(start, min(start + SAMPLE_PART, self._size)))
+
+    def __repr__(self) -> str:
+        return f"<{self._size} adversarial samples>"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as the list of every sample (made now): another process has no access
+        to the campaign's arrays."""
+        return (list, (list(self),))
 
 
 @dataclass

@@ -72,14 +72,46 @@ def shrink(
     rows = np.arange(len(outputs)) if order is None else np.asarray(order, np.int64)
     budget = math.inf if max_inputs is None else check_int("max_inputs", max_inputs, minimum=0)
     if mutator.array_cases:
-        return _ArrayShrinking(
-            mutator, oracle, predict, np.asarray(seeds), seed_outputs, np.asarray(cases), outputs
-        ).run(rows, budget)
+        cases = np.asarray(cases)
+        seeds = np.asarray(seeds)
+        reached, revert = array_plan(rows, budget, cases.shape[1:])
+        current, current_out = cases.copy(), np.array(outputs, copy=True)
+        calls = 0
+        for part in in_parts(reached):
+            done = ArrayShrinking(
+                mutator,
+                oracle,
+                predict,
+                seeds[part],
+                seed_outputs[part],
+                cases[part],
+                current_out[part],
+            ).run(revert[np.searchsorted(reached, part)])
+            current[part], current_out[part] = done.cases, done.outputs
+            calls += done.model_calls
+        distances = checked_distance(mutator, seeds, current)
+        return Shrunk(current, distances, current_out, calls)
     if isinstance(mutator, EDAMutator):
         return _shrink_words(
             mutator, oracle, predict, list(seeds), seed_outputs, list(cases), outputs, rows, budget
         )
     return Shrunk(cases, checked_distance(mutator, seeds, cases), outputs, 0)
+
+
+def array_plan(
+    order: np.ndarray, budget: float, case_shape: tuple[int, ...]
+) -> tuple[np.ndarray, np.ndarray]:
+    """What ``budget`` (model inputs) lets shrinking do to array cases of ``case_shape``,
+    the rows taken in ``order``: the rows bisection reaches (ascending; one input per
+    step), and which of them also get the time-step phase (at most one input per step),
+    for as many as the budget still allows."""
+    order = np.asarray(order, np.int64)
+    steps = case_shape[0] if case_shape else 0
+    bisected = order[: int(min(len(order), budget // BISECTION_STEPS))]
+    left = budget - BISECTION_STEPS * len(bisected)
+    reverted = bisected[: int(min(len(bisected), left // max(steps, 1)))]
+    reached = np.sort(bisected)
+    return reached, np.isin(reached, reverted)
 
 
 def _still_fails(
@@ -95,14 +127,16 @@ def _still_fails(
     return oracle.fails(seed_outputs, outputs, distances), outputs
 
 
-def _parts(rows: np.ndarray) -> list[np.ndarray]:
+def in_parts(rows: np.ndarray) -> list[np.ndarray]:
     """``rows`` in parts of at most SHRINK_ROWS."""
     return [rows[start : start + SHRINK_ROWS] for start in range(0, len(rows), SHRINK_ROWS)]
 
 
-class _ArrayShrinking:
-    """The shrinking of array cases: the closest failing case of each row so far
-    (``current``, its outputs ``current_out``) and the model calls made."""
+class ArrayShrinking:
+    """The shrinking of one part of array cases (at most SHRINK_ROWS rows, for bounded
+    work arrays; ``shrink`` and a campaign cut their rows into such parts): the closest
+    failing case of each row so far (``current``, its outputs ``current_out``) and the
+    model calls made."""
 
     def __init__(
         self,
@@ -119,18 +153,11 @@ class _ArrayShrinking:
         self.current, self.current_out = cases.copy(), np.array(outputs, copy=True)
         self.calls = 0
 
-    def run(self, order: np.ndarray, budget: float) -> Shrunk:
-        """Shrink the rows in ``order`` as far as ``budget`` (model inputs) allows: bisection
-        for every row it reaches (one input per step), then the time steps (at most one input
-        per step) for as many as it still can."""
-        steps = self.cases.shape[1] if self.cases.ndim > 1 else 0
-        bisected = order[: int(min(len(order), budget // BISECTION_STEPS))]
-        left = budget - BISECTION_STEPS * len(bisected)
-        reverted = np.sort(bisected[: int(min(len(bisected), left // max(steps, 1)))])
-        for part in _parts(np.sort(bisected)):
-            self.bisect(part)
-        for part in _parts(reverted):
-            self.revert_steps(part)
+    def run(self, revert: np.ndarray) -> Shrunk:
+        """Bisect every row toward its seed, then revert the time steps of the rows
+        ``revert`` marks."""
+        self.bisect(np.arange(len(self.cases)))
+        self.revert_steps(np.flatnonzero(revert))
         distances = checked_distance(self.mutator, self.seeds, self.current)
         return Shrunk(self.current, distances, self.current_out, self.calls)
 
@@ -163,6 +190,8 @@ class _ArrayShrinking:
         """Put back the seed's values of each time step (the first axis of a case) in the
         rows ``reverted`` where the case still fails."""
         seeds, current, current_out = self.seeds, self.current, self.current_out
+        if not len(reverted):
+            return
         for step in range(current.shape[1] if current.ndim > 1 else 0):
             differs = (
                 (current[reverted, step] != seeds[reverted, step])

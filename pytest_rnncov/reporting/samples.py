@@ -7,12 +7,15 @@ from __future__ import annotations
 import contextlib
 import gc
 import hashlib
-import io
+import itertools
 import json
 import os
+import shutil
+import tempfile
 import weakref
+import zipfile
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import IO, Any, BinaryIO, Callable, Sequence
 
 import numpy as np
 
@@ -20,7 +23,7 @@ from ..config.paths import check_output_dir
 from ..errors import DataFileError
 from ..files import as_path, check_replaceable, write_atomic
 from ..generation.campaign import Campaign
-from ..generation.results import AdversarialSample, CampaignResult
+from ..generation.results import SAMPLE_PART, AdversarialSample, CampaignResult
 from ..validation import check_bool, path_text, printable
 from .images import png_bytes, side_by_side
 
@@ -34,6 +37,17 @@ ASIDE = ".removed"
 SUMMARY, ARRAYS, TEXT, IMAGE_PREFIX = "summary.json", "adversarial.npz", "adversarial.txt", "adv_"
 #: How many samples get a PNG (the first found; adversarial.npz holds every one)
 MAX_IMAGES = 1000
+#: The arrays of adversarial.npz, and the field of a sample each stacks
+COLUMNS = {
+    "cases": "case",
+    "seeds": "seed",
+    "seed_index": "seed_index",
+    "case_outputs": "case_output",
+    "seed_outputs": "seed_output",
+    "distances": "distance",
+}
+#: bytes copied at a time from a spool into a file
+COPY_BYTES = 16 * 2**20
 
 
 def gallery_entries(
@@ -73,7 +87,11 @@ class SampleWriter:
     cases, every sample, and ``summary.json`` (which says whether the samples were shrunk).
     Every file is written atomically, so an interrupt at any point leaves whole files: the
     samples found so far (an interrupted ``run()`` finishes and writes them all), shrunk or
-    as found.
+    as found. The writer holds at most SAMPLE_PART samples in memory: what the files need
+    of each (its arrays, or its line of text) goes to unlinked temporary files (in
+    ``TMPDIR``) SAMPLE_PART samples at a time, all or none, so a campaign that finds
+    millions of samples saves them in bounded memory; the files are released once the
+    summary is written, or once a write failed for good.
 
     A write that fails (a full disk) raises DataFileError, which stops the campaign; with
     ``keep_going=True`` it is kept in ``error`` instead, the writer writes nothing more for
@@ -96,7 +114,12 @@ class SampleWriter:
         #: why a write failed (``keep_going``): this campaign's samples are not all saved
         self.error: str | None = None
         self._check_replaceable()
-        self._samples: list[AdversarialSample] = []
+        #: what the files need of the samples received so far
+        self._spool = _Spool(arrays=True)
+        #: the samples after shrinking, as ``on_shrunk`` got them (read when the arrays
+        #: are written)
+        self._shrunk: Sequence[AdversarialSample] | None = None
+        #: the PNG of each of the first MAX_IMAGES samples (None: none was written)
         self._names: list[str | None] = []
         #: how many samples adversarial.txt holds
         self._in_text = 0
@@ -124,7 +147,9 @@ class SampleWriter:
         self._aside = []  # an earlier campaign's: left aside, never put back over another's
         self._restores_fallback = False
         self._campaign = weakref.ref(campaign)
-        self._samples, self._names, self._started, self.saved = [], [], False, False
+        self._spool.close()
+        self._spool, self._shrunk = _Spool(campaign.mutator.array_cases), None
+        self._names, self._started, self.saved = [], False, False
         self._in_text, self.error, self._wrote = 0, None, False
 
     def _release(self) -> None:
@@ -132,7 +157,13 @@ class SampleWriter:
             self._lock()
             self._lock = None
 
-    def _write(self, path: Path, content: str | bytes, what: str, durable: bool = True) -> None:
+    def _write(
+        self,
+        path: Path,
+        content: str | bytes | Callable[[BinaryIO], None],
+        what: str,
+        durable: bool = True,
+    ) -> None:
         write_atomic(path, content, what, durable=durable)
         self._wrote = True
 
@@ -148,6 +179,7 @@ class SampleWriter:
             if not self.keep_going:
                 raise DataFileError(message) from None
             self.error = message
+            self._spool.close()  # nothing more is written: its temporary files go now
 
     def _after_failure(self) -> str:
         """After a failed write: the earlier campaign's files put back when this one wrote
@@ -191,7 +223,8 @@ class SampleWriter:
 
     @property
     def count(self) -> int:
-        return len(self._samples)
+        """The samples received: found so far, or after shrinking."""
+        return self._spool.count if self._shrunk is None else len(self._shrunk)
 
     def _ready(self) -> Path:
         """The folder, created, marked and locked; at this writer's first file, an earlier
@@ -246,45 +279,62 @@ class SampleWriter:
         return name
 
     def _text(self) -> None:
-        lines = ["# seed_index\tdistance\tseed_decision\tcase_decision\tseed\tcase\n"]
-        lines.extend(
-            f"{s.seed_index}\t{s.distance:.4g}\t{_field(s.seed_decision)}\t"
-            f"{_field(s.case_decision)}\t{_field(s.seed)}\t{_field(s.case)}\n"
-            for s in self._samples
-        )
-        self._write(self._ready() / TEXT, "".join(lines), "the adversarial cases")
-        self._in_text = len(self._samples)
+        header = b"# seed_index\tdistance\tseed_decision\tcase_decision\tseed\tcase\n"
+        spool = self._spool
+
+        def write(stream: BinaryIO) -> None:
+            stream.write(header)
+            spool.copy_lines(stream)
+
+        self._write(self._ready() / TEXT, write, "the adversarial cases")
+        self._in_text = spool.count
 
     def on_adversarial(self, campaign: Campaign, sample: AdversarialSample) -> None:
         self._for(campaign)
-        self._samples.append(sample)
+        self._kept(lambda: self._spool.add(sample))
         if campaign.mutator.array_cases:
-            self._names.append(None)
             self._kept(lambda: self._first_image(campaign, sample))
-        elif len(self._samples) >= 2 * self._in_text:  # the samples doubled since
+        elif self._spool.count >= 2 * self._in_text:  # the samples doubled since
             self._kept(self._text)
 
     def _first_image(self, campaign: Campaign, sample: AdversarialSample) -> None:
         """The PNG of the sample just found, named in ``_names``."""
-        index = len(self._samples) - 1
-        self._names[index] = self._image(campaign, index, sample)
+        index = self._spool.count - 1
+        if index < MAX_IMAGES:
+            self._names.extend([None] * (index + 1 - len(self._names)))
+            self._names[index] = self._image(campaign, index, sample)
 
-    def on_shrunk(self, campaign: Campaign, samples: list[AdversarialSample]) -> None:
+    def on_shrunk(self, campaign: Campaign, samples: Sequence[AdversarialSample]) -> None:
         self._for(campaign)
-        self._samples = list(samples)
+        self._shrunk = samples
         self._kept(lambda: self._write_shrunk(campaign, samples))
 
-    def _write_shrunk(self, campaign: Campaign, samples: list[AdversarialSample]) -> None:
+    def _write_shrunk(self, campaign: Campaign, samples: Sequence[AdversarialSample]) -> None:
         if not campaign.mutator.array_cases:
+            self._replace_spool(samples)
             self._text()
             return
-        names = self._names + [None] * (len(samples) - len(self._names))
-        for index, sample in enumerate(samples[:MAX_IMAGES]):
+        names = self._names + [None] * (min(len(samples), MAX_IMAGES) - len(self._names))
+        for index, sample in enumerate(itertools.islice(samples, MAX_IMAGES)):  # in parts
             name = self._image(campaign, index, sample)
             if names[index] is not None and names[index] != name:  # the decision moved
                 _remove_all([self.directory / str(names[index])])
             names[index] = name
         self._names = names
+
+    def _replace_spool(self, samples: Sequence[AdversarialSample]) -> None:
+        """Spool ``samples`` in place of the samples as found, once all are spooled (an
+        interrupt while they are read keeps the found ones)."""
+        spool = _Spool(self._spool.arrays)
+        try:
+            for sample in samples:
+                spool.add(sample)
+            spool.flush()
+        except BaseException:
+            spool.close()
+            raise
+        self._spool.close()
+        self._spool = spool
 
     def on_finish(self, campaign: Campaign, result: CampaignResult) -> None:
         self._for(campaign)
@@ -292,24 +342,17 @@ class SampleWriter:
         try:
             self._kept(lambda: self._write_final(campaign, result))
         finally:
+            self._spool.close()
             self._release()
 
     def _write_final(self, campaign: Campaign, result: CampaignResult) -> None:
         folder = self._ready()
-        if not campaign.mutator.array_cases and self._in_text < len(self._samples):
+        if not campaign.mutator.array_cases and self._in_text < self._spool.count:
             self._text()  # not shrunk: the samples found since it doubled last
-        if campaign.mutator.array_cases and self._samples:
-            arrays: dict[str, Any] = {
-                "cases": np.stack([np.asarray(s.case) for s in self._samples]),
-                "seeds": np.stack([np.asarray(s.seed) for s in self._samples]),
-                "seed_index": np.array([s.seed_index for s in self._samples]),
-                "case_outputs": np.stack([np.asarray(s.case_output) for s in self._samples]),
-                "seed_outputs": np.stack([np.asarray(s.seed_output) for s in self._samples]),
-                "distances": np.array([s.distance for s in self._samples]),
-            }
-            buffer = io.BytesIO()
-            np.savez_compressed(buffer, **arrays)
-            self._write(folder / ARRAYS, buffer.getvalue(), "the adversarial samples")
+        if campaign.mutator.array_cases and self.count:
+            if self._shrunk is not None:  # the arrays of the samples as shrinking left them
+                self._replace_spool(self._shrunk)
+            self._write(folder / ARRAYS, self._spool.write_npz, "the adversarial samples")
         summary = {
             "format": "pytest-rnncov-campaign",
             **result.summary(campaign.name, saved_to=path_text(folder)).to_json(),
@@ -319,6 +362,160 @@ class SampleWriter:
         # the folder holds this campaign whole: what earlier ones left aside goes
         _discard([(p, p) for p in folder.iterdir() if _set_aside_here(p.name)])
         self._aside = []
+
+
+class _Spool:
+    """What a SampleWriter's files need of the samples it received, in unlinked temporary
+    files: the arrays of adversarial.npz (a file each) or the lines of adversarial.txt.
+    Samples are added to the files SAMPLE_PART at a time (one at a time cost a campaign
+    that found many more than the writing)."""
+
+    def __init__(self, arrays: bool) -> None:
+        self.arrays = arrays
+        self.count = 0
+        #: whether a failed write could not be undone (the files hold part of a flush)
+        self.broken = False
+        self._pending: list[AdversarialSample] = []
+        self._files: dict[str, IO[bytes]] = {}
+        #: each array's dtype and the shape of one sample's part
+        self._layout: dict[str, tuple[np.dtype[Any], tuple[int, ...]]] = {}
+
+    def add(self, sample: AdversarialSample) -> None:
+        """Add ``sample``; every SAMPLE_PART samples, the added ones go to the files."""
+        self._pending.append(sample)
+        self.count += 1
+        if len(self._pending) >= SAMPLE_PART:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the samples added since the last flush into the temporary files, all or
+        none: a flush that fails or is interrupted cuts the files back to their earlier
+        end and keeps the samples pending. DataFileError when a sample's arrays differ in
+        shape or kind from the first sample's, or a temporary file cannot be written."""
+        part = self._pending
+        if not part:
+            return
+        ends = {name: file.seek(0, os.SEEK_END) for name, file in self._files.items()}
+        try:
+            if self.arrays:
+                for column, field in COLUMNS.items():
+                    self._write_column(column, field, part, self.count - len(part) + 1)
+            else:
+                lines = "".join(map(_line, part))
+                self._file("text").write(lines.encode("utf-8", "backslashreplace"))
+            for file in self._files.values():
+                file.flush()
+        except BaseException as exc:
+            self._roll_back(ends)
+            if isinstance(exc, OSError):
+                raise DataFileError(
+                    f"cannot keep the adversarial samples in a temporary file: {exc.strerror}; "
+                    "give the temporary folder room, or point TMPDIR at a folder that has it"
+                ) from None
+            raise
+        self._pending = []
+
+    def _roll_back(self, ends: dict[str, int]) -> None:
+        """Cut every file back to its end in ``ends`` (a file made since: to nothing)."""
+        for name, file in self._files.items():
+            try:
+                file.truncate(ends.get(name, 0))
+                file.seek(0, os.SEEK_END)
+            except OSError:  # the file cannot be trusted: it is dropped, and said so
+                self.broken = True
+
+    def _write_column(
+        self, column: str, field: str, part: list[AdversarialSample], first: int
+    ) -> None:
+        values = [np.asarray(getattr(s, field)) for s in part]
+        dtype, shape = self._layout.setdefault(column, (values[0].dtype, values[0].shape))
+        try:
+            array = np.ascontiguousarray(np.stack(values), dtype)
+            if array.shape[1:] != shape:
+                raise ValueError
+        except (TypeError, ValueError):  # which one: an error's path, a loop is fine
+            other = next(
+                (k for k, v in enumerate(values) if v.shape != shape or not _fits(v, dtype)), 0
+            )
+            raise DataFileError(
+                f"adversarial sample {first + other}'s {field} is {values[other].dtype}"
+                f"{list(values[other].shape)}, the first sample's {dtype}{list(shape)}: one "
+                "campaign's samples are of one shape and kind; save others with another "
+                "SampleWriter"
+            ) from None
+        self._file(column).write(array.tobytes())
+
+    def _file(self, name: str) -> IO[bytes]:
+        if name not in self._files:
+            self._files[name] = tempfile.TemporaryFile(prefix="rnncov-samples-")
+        return self._files[name]
+
+    def copy_lines(self, stream: BinaryIO) -> None:
+        """Copy the lines of text into ``stream``."""
+        self.flush()
+        self._check()
+        if "text" in self._files:
+            _copy(self._files["text"], stream)
+
+    def write_npz(self, stream: BinaryIO) -> None:
+        """Write adversarial.npz into ``stream``: what ``np.savez_compressed`` writes for
+        the arrays, written an array at a time from the temporary files."""
+        self.flush()
+        self._check()
+        with zipfile.ZipFile(stream, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+            for column in COLUMNS:
+                dtype, shape = self._layout[column]
+                header = {
+                    "descr": np.lib.format.dtype_to_descr(dtype),
+                    "fortran_order": False,
+                    "shape": (self.count, *shape),
+                }
+                with archive.open(f"{column}.npy", "w", force_zip64=True) as entry:
+                    np.lib.format.write_array_header_1_0(entry, header)
+                    _copy(self._files[column], entry)
+
+    def _check(self) -> None:
+        if self.broken:
+            raise DataFileError(
+                "the adversarial samples kept in a temporary file were cut short by a "
+                "write that failed and could not be undone; give the temporary folder "
+                "room, or point TMPDIR at a folder that has it, and run the campaign again"
+            )
+
+    def close(self) -> None:
+        """Release the temporary files (their samples are gone)."""
+        for file in self._files.values():
+            file.close()
+        self._files, self._pending = {}, []
+
+
+def _copy(source: IO[bytes], stream: Any) -> None:
+    """Copy all of the temporary file ``source`` into ``stream`` (whose position is back
+    at its end afterwards, even after an interrupt: the next flush appends)."""
+    source.flush()
+    source.seek(0)
+    try:
+        shutil.copyfileobj(source, stream, COPY_BYTES)
+    finally:
+        source.seek(0, os.SEEK_END)
+
+
+def _fits(value: np.ndarray, dtype: np.dtype[Any]) -> bool:
+    """Whether ``value`` converts to ``dtype``."""
+    try:
+        np.asarray(value, dtype)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _line(sample: AdversarialSample) -> str:
+    """``sample``'s line of adversarial.txt."""
+    s = sample
+    return (
+        f"{s.seed_index}\t{s.distance:.4g}\t{_field(s.seed_decision)}\t"
+        f"{_field(s.case_decision)}\t{_field(s.seed)}\t{_field(s.case)}\n"
+    )
 
 
 def _field(value: Any) -> str:
