@@ -328,24 +328,31 @@ def test_statistics_and_saved_samples(stacked_model, seq_inputs, tmp_path):
 
 
 class InterruptAfter(Mutator):
-    def __init__(self, calls):
+    def __init__(self, calls, error=KeyboardInterrupt):
         self.inner, self.calls = GaussianMutator(variance=(0.05, 0.1)), calls
+        self.error = error
 
     def mutate(self, cases, rng):
         self.calls -= 1
         if self.calls < 0:
-            raise KeyboardInterrupt
+            raise self.error
         return self.inner.mutate(cases, rng)
 
 
-def test_interrupted_campaign_keeps_its_samples(stacked_model, seq_inputs, tmp_path):
+@pytest.mark.parametrize("error", [KeyboardInterrupt, RuntimeError])
+def test_interrupted_campaign_keeps_its_samples(
+    stacked_model, seq_inputs, tmp_path, error, monkeypatch
+):
+    """Ctrl-C reports the samples as found at once: shrinking them took up to as many
+    model inputs as the search (minutes after a long campaign, while a cancelled CI job
+    sends SIGKILL seconds after SIGTERM); an error still shrinks them first."""
     rnn = RNNModel(stacked_model, "lstm_b")
     profile = Profile().fit(rnn, seq_inputs)
     seeds = (seq_inputs[:6] - seq_inputs.min()) / (seq_inputs.max() - seq_inputs.min())
     campaign = Campaign(
         rnn,
         seeds,
-        InterruptAfter(3),
+        InterruptAfter(3, error),
         Oracle(),
         profile=profile,
         budget=10_000,
@@ -353,13 +360,21 @@ def test_interrupted_campaign_keeps_its_samples(stacked_model, seq_inputs, tmp_p
         listeners=[SampleWriter(tmp_path / "out")],
         schedule="stall",  # three random batches of 40, then the interrupt
     )
-    with pytest.raises(KeyboardInterrupt):
+    calls, predict = [], rnn.predict
+    monkeypatch.setattr(rnn, "predict", lambda x: calls.append(len(x)) or predict(x))
+    with pytest.raises(error):
         campaign.run()
     result = campaign.result
     assert result is not None and result.interrupted and result.test_cases == 120
+    assert result.adversarial > 0
     saved = np.load(tmp_path / "out" / "adversarial.npz")
     assert len(saved["cases"]) == result.adversarial
-    assert json.loads((tmp_path / "out" / "summary.json").read_text())["interrupted"] is True
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["interrupted"] is True
+    assert summary["shrunk"] is result.shrunk is (error is RuntimeError)
+    assert (len(calls) > 0) is (error is RuntimeError)  # shrinking's model calls
+    if error is KeyboardInterrupt:
+        assert result.average_perturbation == result.average_found_perturbation
 
 
 def test_a_loop_over_iterate_that_ends_early_marks_the_campaign_interrupted(ramp):

@@ -428,6 +428,8 @@ class Campaign:
         #: whether the schedule ran to its end (not stopped by its caller)
         self._schedule_ended = False
         self._started = False
+        #: whether finish() reports the samples as found (run() stopped by Ctrl-C)
+        self._skip_shrinking = False
         self.result: CampaignResult | None = None
 
     # -- bookkeeping -----------------------------------------------------------------------
@@ -1075,13 +1077,16 @@ class Campaign:
     # -- results ---------------------------------------------------------------------------------
     def run(self) -> CampaignResult:
         """Run to the end; on an interrupt or error, keep and report what was found, then
-        re-raise."""
+        re-raise. After an error the samples are shrunk as usual; after Ctrl-C (or a
+        SIGTERM a pytest session raises as one) they are reported as found: shrinking can
+        take as many model inputs as the search did, and whoever interrupts wants out."""
         steps = self.iterate()
         try:
             for _ in steps:
                 pass
         except BaseException as exc:
             self.interrupted = True
+            self._skip_shrinking = isinstance(exc, KeyboardInterrupt)
             try:
                 self.finish()
             except BaseException as late:  # a listener's or a second Ctrl-C: the first wins
@@ -1243,9 +1248,10 @@ class Campaign:
         """Shrink the adversarial samples, compute the statistics, hand them to the listeners,
         once: a later call returns the same result (run() calls it).
 
-        An interrupt or error while shrinking keeps the samples as found (``shrunk`` False);
-        one raised by a listener does not keep the others from their call. ``result`` is set
-        before any listener is called; the first such exception is raised at the end.
+        An interrupt or error while shrinking keeps the samples as found (``shrunk`` False),
+        as does a Ctrl-C that stopped ``run()`` (no shrinking then); one raised by a
+        listener does not keep the others from their call. ``result`` is set before any
+        listener is called; the first such exception is raised at the end.
         """
         if self.result is not None:  # finished already: once reported is enough
             return self.result
@@ -1262,10 +1268,12 @@ class Campaign:
         shrunk_rows: _ShrunkRows | None = None
         shrunk: bool | None = None
         if len(self._adversarial) and self.shrink and can_shrink(self.mutator):
-            try:
-                shrunk_rows, shrunk = self._shrunk(), True
-            except BaseException as exc:  # a second Ctrl-C too: what was found is kept
-                pending, shrunk = exc, False
+            shrunk = False  # until shrinking finished: the samples as found, and said so
+            if not self._skip_shrinking:
+                try:
+                    shrunk_rows, shrunk = self._shrunk(), True
+                except BaseException as exc:  # a second Ctrl-C too: what was found is kept
+                    pending = exc
         samples = self._final_samples(shrunk_rows)
         result = self._result(samples, shrunk_rows, shrunk)
         self.result = result

@@ -121,6 +121,8 @@ class SampleWriter:
         self._shrunk: Sequence[AdversarialSample] | None = None
         #: the PNG of each of the first MAX_IMAGES samples (None: none was written)
         self._names: list[str | None] = []
+        #: samples whose PNG was interrupted, by index: written at the end
+        self._unwritten: dict[int, AdversarialSample] = {}
         #: how many samples adversarial.txt holds
         self._in_text = 0
         self._started = False
@@ -149,7 +151,7 @@ class SampleWriter:
         self._campaign = weakref.ref(campaign)
         self._spool.close()
         self._spool, self._shrunk = _Spool(campaign.mutator.array_cases), None
-        self._names, self._started, self.saved = [], False, False
+        self._names, self._unwritten, self._started, self.saved = [], {}, False, False
         self._in_text, self.error, self._wrote = 0, None, False
 
     def _release(self) -> None:
@@ -298,11 +300,14 @@ class SampleWriter:
             self._kept(self._text)
 
     def _first_image(self, campaign: Campaign, sample: AdversarialSample) -> None:
-        """The PNG of the sample just found, named in ``_names``."""
+        """The PNG of the sample just found, named in ``_names`` (one a Ctrl-C stops is
+        written at the end)."""
         index = self._spool.count - 1
         if index < MAX_IMAGES:
             self._names.extend([None] * (index + 1 - len(self._names)))
+            self._unwritten[index] = sample
             self._names[index] = self._image(campaign, index, sample)
+            del self._unwritten[index]
 
     def on_shrunk(self, campaign: Campaign, samples: Sequence[AdversarialSample]) -> None:
         self._for(campaign)
@@ -320,6 +325,7 @@ class SampleWriter:
             if names[index] is not None and names[index] != name:  # the decision moved
                 _remove_all([self.directory / str(names[index])])
             names[index] = name
+            self._unwritten.pop(index, None)
         self._names = names
 
     def _replace_spool(self, samples: Sequence[AdversarialSample]) -> None:
@@ -347,6 +353,9 @@ class SampleWriter:
 
     def _write_final(self, campaign: Campaign, result: CampaignResult) -> None:
         folder = self._ready()
+        for index, sample in sorted(self._unwritten.items()):  # PNGs an interrupt stopped
+            self._names[index] = self._image(campaign, index, sample)
+            del self._unwritten[index]
         if not campaign.mutator.array_cases and self._in_text < self._spool.count:
             self._text()  # not shrunk: the samples found since it doubled last
         if campaign.mutator.array_cases and self.count:
