@@ -1981,6 +1981,7 @@ def test_a_writer_interrupted_while_spooling_keeps_its_files_whole(tmp_path, mon
     alone. A flush is now all or none (the samples stay pending), the copy always ends at
     the file's end, and the shrunk samples replace the found ones once all were read; a
     lone surrogate in a text case is escaped, not an encoding error."""
+    import dataclasses
     import errno
     import shutil as shutil_module
     import tempfile
@@ -2030,19 +2031,26 @@ def test_a_writer_interrupted_while_spooling_keeps_its_files_whole(tmp_path, mon
     for sample in lines[1:]:
         writer.on_adversarial(text, sample)
 
-    def interrupted_read():
-        yield lines[0]
-        raise KeyboardInterrupt
+    shrunk = [dataclasses.replace(s, case=f"small {s.case_id}") for s in lines]
 
     class Interrupting(list):
+        """Interrupted while read the first time (Ctrl-C in on_shrunk)."""
+
+        reads = 0
+
         def __iter__(self):
-            return interrupted_read()
+            Interrupting.reads += 1
+            if Interrupting.reads == 1:
+                yield self[0]
+                raise KeyboardInterrupt
+            yield from super().__iter__()
 
     with pytest.raises(KeyboardInterrupt):
-        writer.on_shrunk(text, Interrupting(lines))
+        writer.on_shrunk(text, Interrupting(shrunk))
+    assert len(_text_lines(tmp_path / "text")) in (4, 7)  # as found, whole: rewritten at 4
     writer.on_finish(text, _result_of(7))
     assert _text_lines(tmp_path / "text") == [
-        f"{n}\t0.1\t1\t0\tcase {n} \\udc80\tcase {n} \\udc80" for n in range(7)
+        f"{n}\t0.1\t1\t0\tcase {n} \\udc80\tsmall {n}" for n in range(7)
     ]
     assert writer._spool._files == {}  # the temporary files released with the summary
 
@@ -2066,3 +2074,97 @@ def test_adversarial_samples_pickle_as_the_list_of_them(threshold):
     assert type(restored) is list and len(restored) == len(samples) > 0
     assert [s.case_id for s in restored] == [s.case_id for s in samples]
     np.testing.assert_array_equal(restored[-1].case, samples[-1].case)
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # ZipFile.__del__
+def test_a_writer_saves_the_samples_an_interrupt_kept_from_it(threshold, tmp_path, monkeypatch):
+    """Review, 2026-11-30: a Ctrl-C after the campaign recorded a batch's samples and
+    before the writer received them (a listener ahead of it, or the making of the
+    samples) left adversarial.npz and the PNGs short of the samples summary.json counted,
+    once a Ctrl-C no longer shrank (which handed the writer every sample again). The
+    writer now reads the campaign's own samples at the end."""
+    import zipfile
+
+    campaign = failure_campaign(
+        threshold,
+        budget=600,
+        schedule="adaptive",
+        listeners=[SampleWriter(tmp_path / "adv", keep_going=True)],
+    )
+    made, real = [], campaign._samples
+
+    def interrupted(*args, **kwargs):
+        made.append(1)
+        if len(made) == 2 and not campaign.interrupted:  # the second batch with samples
+            raise KeyboardInterrupt  # never reaches the writer
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(campaign, "_samples", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        campaign.run()
+    result = campaign.result
+    assert result.shrunk is False and len(campaign.samples) == result.adversarial
+    summary = json.loads((tmp_path / "adv" / "summary.json").read_text())
+    assert summary["adversarial"] == result.adversarial > 0
+    with np.load(tmp_path / "adv" / "adversarial.npz") as saved:
+        np.testing.assert_array_equal(saved["cases"], campaign.cases()[campaign._adversarial])
+    assert len(list((tmp_path / "adv").glob("adv_*.png"))) == result.adversarial
+
+    # a Ctrl-C in the archive's last close is raised as it is, not as a DataFileError
+    campaign = failure_campaign(threshold, budget=600, schedule="adaptive", shrink=False)
+    writer = SampleWriter(tmp_path / "zip", keep_going=True)
+    campaign.listeners.append(writer)
+    close = zipfile._ZipWriteFile.close
+
+    def interrupted_close(self):
+        if self._zinfo.filename == "distances.npy":
+            raise KeyboardInterrupt
+        return close(self)
+
+    monkeypatch.setattr(zipfile._ZipWriteFile, "close", interrupted_close)
+    with pytest.raises(KeyboardInterrupt):
+        campaign.run()
+    assert writer.error is None and campaign.result.adversarial > 0
+    assert not (tmp_path / "zip" / "adversarial.npz").exists()
+
+
+def test_finish_after_a_ctrl_c_in_a_loop_over_iterate_does_not_shrink(threshold, monkeypatch):
+    """finish() in the finally of a loop a Ctrl-C stopped reports the samples as found,
+    as run() does; after a break it shrinks them."""
+    for stop in (KeyboardInterrupt, StopIteration):
+        campaign = failure_campaign(threshold, budget=2_000, schedule="adaptive")
+        rnn = campaign.rnn
+        calls = []
+        monkeypatch.setattr(
+            rnn, "predict", lambda x, calls=calls, p=rnn.predict: calls.append(len(x)) or p(x)
+        )
+
+        def loop():
+            try:
+                for _ in campaign.iterate():
+                    if len(campaign._adversarial) >= 5:
+                        if stop is KeyboardInterrupt:
+                            raise KeyboardInterrupt
+                        break
+            finally:
+                campaign.finish()
+
+        if stop is KeyboardInterrupt:
+            with pytest.raises(KeyboardInterrupt):
+                loop()
+        else:
+            loop()
+        result = campaign.result
+        assert result.interrupted and result.adversarial > 0
+        assert result.shrunk is (stop is StopIteration) and bool(calls) is result.shrunk
+
+
+def test_a_writer_refuses_arrays_of_python_objects(tmp_path):
+    """Their bytes would have been saved: the objects' addresses (np.savez_compressed
+    pickled them, which loading with allow_pickle=False refuses anyway)."""
+    writer = SampleWriter(tmp_path / "adv")
+    images = _Writing(array_cases=True)
+    case = np.array([1, "a", None], dtype=object)
+    writer.on_adversarial(images, _sample(0, case))
+    with pytest.raises(DataFileError, match="sample 1's case is an array of Python objects"):
+        writer.on_finish(images, _result_of(1))

@@ -285,8 +285,8 @@ def test_a_campaign_that_stopped_early_says_so_on_the_page(tmp_path):
     data = CoverageData(campaigns=[campaign])
     page = HtmlReport().render(data, evaluate(data, None))
     assert (
-        "distance L2; interrupted after 30 test cases; shrinking cut short (samples as "
-        "found); oracle classification, radius 0.5</p>" in page
+        "distance L2; interrupted after 30 test cases; samples as found (not shrunk); "
+        "oracle classification, radius 0.5</p>" in page
     )
 
 

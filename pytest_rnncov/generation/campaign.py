@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import sys
 import warnings
 from dataclasses import dataclass
 from typing import Any, Iterator, Protocol, Sequence, runtime_checkable
@@ -431,6 +432,9 @@ class Campaign:
         #: whether finish() reports the samples as found (run() stopped by Ctrl-C)
         self._skip_shrinking = False
         self.result: CampaignResult | None = None
+        #: every adversarial sample once the campaign finished, in the order found (shrunk
+        #: when ``result.shrunk``), made from the campaign's arrays as it is read
+        self.samples: AdversarialSamples | None = None
 
     # -- bookkeeping -----------------------------------------------------------------------
     @property
@@ -1249,9 +1253,11 @@ class Campaign:
         once: a later call returns the same result (run() calls it).
 
         An interrupt or error while shrinking keeps the samples as found (``shrunk`` False),
-        as does a Ctrl-C that stopped ``run()`` (no shrinking then); one raised by a
-        listener does not keep the others from their call. ``result`` is set before any
-        listener is called; the first such exception is raised at the end.
+        as does a Ctrl-C that stopped ``run()``, or that is being handled where
+        ``finish()`` is called (a ``finally`` or ``except`` around a loop over
+        ``iterate()``): no shrinking then. One raised by a listener does not keep the
+        others from their call. ``result`` and ``samples`` are set before any listener is
+        called; the first such exception is raised at the end.
         """
         if self.result is not None:  # finished already: once reported is enough
             return self.result
@@ -1264,6 +1270,8 @@ class Campaign:
             # a loop over iterate() that stopped early: a break, or Ctrl-C or an error in
             # its body or in the campaign's own step
             self.interrupted = True
+        if isinstance(sys.exc_info()[1], KeyboardInterrupt):  # called while Ctrl-C unwinds
+            self._skip_shrinking = True
         pending: BaseException | None = None
         shrunk_rows: _ShrunkRows | None = None
         shrunk: bool | None = None
@@ -1276,7 +1284,7 @@ class Campaign:
                     pending = exc
         samples = self._final_samples(shrunk_rows)
         result = self._result(samples, shrunk_rows, shrunk)
-        self.result = result
+        self.result, self.samples = result, samples
         for method, args in (("on_shrunk", (samples,)), ("on_finish", (result,))):
             if method == "on_shrunk" and not shrunk:
                 continue

@@ -112,8 +112,9 @@ class CampaignResult:
     shrink_calls: int = 0
     schedule: str = "adaptive"
     objective: str = "both"
-    #: True when every sample was shrunk; False when shrinking was cut short (the samples
-    #: are as found); None when there was nothing to shrink or shrinking was off
+    #: True when every sample was shrunk; False when shrinking was cut short or skipped
+    #: after a Ctrl-C (the samples are as found); None when there was nothing to shrink or
+    #: shrinking was off
     shrunk: bool | None = None
 
     @property

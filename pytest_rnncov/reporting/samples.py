@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import hashlib
-import itertools
 import json
 import os
 import shutil
@@ -116,13 +115,17 @@ class SampleWriter:
         self._check_replaceable()
         #: what the files need of the samples received so far
         self._spool = _Spool(arrays=True)
-        #: the samples after shrinking, as ``on_shrunk`` got them (read when the arrays
-        #: are written)
-        self._shrunk: Sequence[AdversarialSample] | None = None
+        #: every sample the files are to hold at the end: after shrinking (``on_shrunk``),
+        #: or as found (the campaign's ``samples``, read when it finishes); None until then
+        self._final: Sequence[AdversarialSample] | None = None
+        #: whether ``_final`` holds shrunk samples (which replace the ones found), and
+        #: whether the spool holds ``_final`` already
+        self._final_shrunk = self._spooled_final = False
         #: the PNG of each of the first MAX_IMAGES samples (None: none was written)
         self._names: list[str | None] = []
-        #: samples whose PNG was interrupted, by index: written at the end
-        self._unwritten: dict[int, AdversarialSample] = {}
+        #: how many first PNGs show the samples the files hold (an interrupted one and the
+        #: ones after it are written again at the end)
+        self._png_ok = 0
         #: how many samples adversarial.txt holds
         self._in_text = 0
         self._started = False
@@ -150,8 +153,9 @@ class SampleWriter:
         self._restores_fallback = False
         self._campaign = weakref.ref(campaign)
         self._spool.close()
-        self._spool, self._shrunk = _Spool(campaign.mutator.array_cases), None
-        self._names, self._unwritten, self._started, self.saved = [], {}, False, False
+        self._spool = _Spool(campaign.mutator.array_cases)
+        self._final, self._final_shrunk, self._spooled_final = None, False, False
+        self._names, self._png_ok, self._started, self.saved = [], 0, False, False
         self._in_text, self.error, self._wrote = 0, None, False
 
     def _release(self) -> None:
@@ -226,7 +230,7 @@ class SampleWriter:
     @property
     def count(self) -> int:
         """The samples received: found so far, or after shrinking."""
-        return self._spool.count if self._shrunk is None else len(self._shrunk)
+        return self._spool.count if self._final is None else len(self._final)
 
     def _ready(self) -> Path:
         """The folder, created, marked and locked; at this writer's first file, an earlier
@@ -264,6 +268,8 @@ class SampleWriter:
         image, seed_image = np.squeeze(np.asarray(sample.case)), np.squeeze(np.asarray(sample.seed))
         if image.ndim != 2 or seed_image.shape != image.shape:
             return None
+        if image.dtype.kind not in "biuf" or seed_image.dtype.kind not in "biuf":
+            return None  # no picture of text or objects
         clip = getattr(campaign.mutator, "clip", None) or (
             float(min(image.min(), seed_image.min())),
             float(max(image.max(), seed_image.max())) + 1e-9,
@@ -293,54 +299,75 @@ class SampleWriter:
 
     def on_adversarial(self, campaign: Campaign, sample: AdversarialSample) -> None:
         self._for(campaign)
+        index = self._spool.count
         self._kept(lambda: self._spool.add(sample))
         if campaign.mutator.array_cases:
-            self._kept(lambda: self._first_image(campaign, sample))
+            self._kept(lambda: self._first_image(campaign, index, sample))
         elif self._spool.count >= 2 * self._in_text:  # the samples doubled since
             self._kept(self._text)
 
-    def _first_image(self, campaign: Campaign, sample: AdversarialSample) -> None:
-        """The PNG of the sample just found, named in ``_names`` (one a Ctrl-C stops is
-        written at the end)."""
-        index = self._spool.count - 1
+    def _first_image(self, campaign: Campaign, index: int, sample: AdversarialSample) -> None:
+        """The PNG of the sample just found, named in ``_names``."""
         if index < MAX_IMAGES:
             self._names.extend([None] * (index + 1 - len(self._names)))
-            self._unwritten[index] = sample
             self._names[index] = self._image(campaign, index, sample)
-            del self._unwritten[index]
+            if index == self._png_ok:
+                self._png_ok += 1
 
     def on_shrunk(self, campaign: Campaign, samples: Sequence[AdversarialSample]) -> None:
         self._for(campaign)
-        self._shrunk = samples
-        self._kept(lambda: self._write_shrunk(campaign, samples))
+        self._final, self._final_shrunk, self._spooled_final = samples, True, False
+        self._png_ok = 0  # every PNG shows a sample as found
+        self._kept(lambda: self._catch_up(campaign))
 
-    def _write_shrunk(self, campaign: Campaign, samples: Sequence[AdversarialSample]) -> None:
-        if not campaign.mutator.array_cases:
-            self._replace_spool(samples)
+    def _catch_up(self, campaign: Campaign) -> None:
+        """Bring the files in line with ``_final``: its PNGs (those not written yet), its
+        text; the spool holds it (its arrays are written at the end)."""
+        assert self._final is not None
+        if campaign.mutator.array_cases:
+            self._render(campaign, self._final)
+        self._spool_final()
+        if not campaign.mutator.array_cases and self._in_text < self._spool.count:
             self._text()
-            return
-        names = self._names + [None] * (min(len(samples), MAX_IMAGES) - len(self._names))
-        for index, sample in enumerate(itertools.islice(samples, MAX_IMAGES)):  # in parts
-            name = self._image(campaign, index, sample)
-            if names[index] is not None and names[index] != name:  # the decision moved
-                _remove_all([self.directory / str(names[index])])
-            names[index] = name
-            self._unwritten.pop(index, None)
-        self._names = names
 
-    def _replace_spool(self, samples: Sequence[AdversarialSample]) -> None:
-        """Spool ``samples`` in place of the samples as found, once all are spooled (an
-        interrupt while they are read keeps the found ones)."""
-        spool = _Spool(self._spool.arrays)
-        try:
-            for sample in samples:
-                spool.add(sample)
-            spool.flush()
-        except BaseException:
-            spool.close()
-            raise
-        self._spool.close()
-        self._spool = spool
+    def _render(self, campaign: Campaign, samples: Sequence[AdversarialSample]) -> None:
+        """The PNGs of ``samples`` from the first one not known to show it, a part at a
+        time (a file whose name changed, the decision having moved, goes)."""
+        stop = min(len(samples), MAX_IMAGES)
+        self._names.extend([None] * (stop - len(self._names)))
+        for start in range(self._png_ok, stop, SAMPLE_PART):
+            for index, sample in enumerate(samples[start : min(start + SAMPLE_PART, stop)], start):
+                name, old = self._image(campaign, index, sample), self._names[index]
+                if old is not None and old != name:
+                    _remove_all([self.directory / old])
+                self._names[index] = name
+                self._png_ok = index + 1
+
+    def _spool_final(self) -> None:
+        """Spool ``_final``: the shrunk samples in place of the found ones (once all are
+        spooled: an interrupt while they are read keeps the found ones); the found ones
+        that never reached this writer (an interrupt between the campaign and it) after
+        the others."""
+        final = self._final
+        if final is None or self._spooled_final:
+            return
+        if self._final_shrunk:
+            spool = _Spool(self._spool.arrays)
+            try:
+                for sample in final:
+                    spool.add(sample)
+                spool.flush()
+            except BaseException:
+                spool.close()
+                raise
+            old, self._spool, self._in_text = self._spool, spool, 0
+            old.close()
+        else:  # the samples as found: the ones received are the first ones
+            for start in range(self._spool.count, len(final), SAMPLE_PART):
+                for sample in final[start : start + SAMPLE_PART]:
+                    self._spool.add(sample)
+            self._spool.flush()
+        self._spooled_final = True
 
     def on_finish(self, campaign: Campaign, result: CampaignResult) -> None:
         self._for(campaign)
@@ -349,18 +376,18 @@ class SampleWriter:
             self._kept(lambda: self._write_final(campaign, result))
         finally:
             self._spool.close()
+            self._final = None  # the campaign's samples: not kept alive by the writer
             self._release()
 
     def _write_final(self, campaign: Campaign, result: CampaignResult) -> None:
         folder = self._ready()
-        for index, sample in sorted(self._unwritten.items()):  # PNGs an interrupt stopped
-            self._names[index] = self._image(campaign, index, sample)
-            del self._unwritten[index]
+        if self._final is None:  # not shrunk: the samples as the campaign keeps them
+            self._final = getattr(campaign, "samples", None)
+        if self._final is not None:
+            self._catch_up(campaign)
         if not campaign.mutator.array_cases and self._in_text < self._spool.count:
-            self._text()  # not shrunk: the samples found since it doubled last
-        if campaign.mutator.array_cases and self.count:
-            if self._shrunk is not None:  # the arrays of the samples as shrinking left them
-                self._replace_spool(self._shrunk)
+            self._text()  # the samples found since it doubled last
+        if campaign.mutator.array_cases and self._spool.count:
             self._write(folder / ARRAYS, self._spool.write_npz, "the adversarial samples")
         summary = {
             "format": "pytest-rnncov-campaign",
@@ -381,7 +408,8 @@ class _Spool:
 
     def __init__(self, arrays: bool) -> None:
         self.arrays = arrays
-        self.count = 0
+        #: the samples in the files
+        self._written = 0
         #: whether a failed write could not be undone (the files hold part of a flush)
         self.broken = False
         self._pending: list[AdversarialSample] = []
@@ -389,10 +417,14 @@ class _Spool:
         #: each array's dtype and the shape of one sample's part
         self._layout: dict[str, tuple[np.dtype[Any], tuple[int, ...]]] = {}
 
+    @property
+    def count(self) -> int:
+        """The samples added."""
+        return self._written + len(self._pending)
+
     def add(self, sample: AdversarialSample) -> None:
         """Add ``sample``; every SAMPLE_PART samples, the added ones go to the files."""
         self._pending.append(sample)
-        self.count += 1
         if len(self._pending) >= SAMPLE_PART:
             self.flush()
 
@@ -422,7 +454,7 @@ class _Spool:
                     "give the temporary folder room, or point TMPDIR at a folder that has it"
                 ) from None
             raise
-        self._pending = []
+        self._written, self._pending = self._written + len(part), []
 
     def _roll_back(self, ends: dict[str, int]) -> None:
         """Cut every file back to its end in ``ends`` (a file made since: to nothing)."""
@@ -438,6 +470,12 @@ class _Spool:
     ) -> None:
         values = [np.asarray(getattr(s, field)) for s in part]
         dtype, shape = self._layout.setdefault(column, (values[0].dtype, values[0].shape))
+        if dtype.hasobject:  # their bytes would be the objects' addresses
+            raise DataFileError(
+                f"adversarial sample {first}'s {field} is an array of Python objects "
+                f"({values[0].dtype}): adversarial.npz holds numbers; give the campaign "
+                "cases of a numeric dtype, or a mutator whose cases are strings"
+            )
         try:
             array = np.ascontiguousarray(np.stack(values), dtype)
             if array.shape[1:] != shape:
@@ -471,17 +509,23 @@ class _Spool:
         the arrays, written an array at a time from the temporary files."""
         self.flush()
         self._check()
-        with zipfile.ZipFile(stream, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-            for column in COLUMNS:
-                dtype, shape = self._layout[column]
-                header = {
-                    "descr": np.lib.format.dtype_to_descr(dtype),
-                    "fortran_order": False,
-                    "shape": (self.count, *shape),
-                }
-                with archive.open(f"{column}.npy", "w", force_zip64=True) as entry:
-                    np.lib.format.write_array_header_1_0(entry, header)
-                    _copy(self._files[column], entry)
+        try:
+            with zipfile.ZipFile(stream, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+                for column in COLUMNS:
+                    dtype, shape = self._layout[column]
+                    header = {
+                        "descr": np.lib.format.dtype_to_descr(dtype),
+                        "fortran_order": False,
+                        "shape": (self.count, *shape),
+                    }
+                    with archive.open(f"{column}.npy", "w", force_zip64=True) as entry:
+                        np.lib.format.write_array_header_1_0(entry, header)
+                        _copy(self._files[column], entry)
+        except ValueError as exc:  # the archive, closed by an interrupt in an entry's close
+            interrupt = exc.__context__
+            if isinstance(interrupt, BaseException) and not isinstance(interrupt, Exception):
+                raise interrupt from None  # the Ctrl-C, not the archive's complaint
+            raise
 
     def _check(self) -> None:
         if self.broken:
@@ -493,9 +537,9 @@ class _Spool:
 
     def close(self) -> None:
         """Release the temporary files (their samples are gone)."""
-        for file in self._files.values():
+        files, self._files, self._pending = self._files, {}, []
+        for file in files.values():
             file.close()
-        self._files, self._pending = {}, []
 
 
 def _copy(source: IO[bytes], stream: Any) -> None:

@@ -210,7 +210,7 @@ def campaign_note(campaign: dict[str, Any]) -> str:
     if campaign.get("interrupted"):
         notes.append(f"interrupted after {campaign['test_cases']} test cases")
     if campaign.get("shrunk") is False:
-        notes.append("shrinking cut short (samples as found)")
+        notes.append("samples as found (not shrunk)")
     notes += [f"{key} {campaign[key]}" for key in ("oracle", "mutator") if campaign.get(key)]
     if campaign.get("discarded"):
         notes.append(f"{campaign['discarded']} unchanged mutants discarded")
