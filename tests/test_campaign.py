@@ -2076,7 +2076,6 @@ def test_adversarial_samples_pickle_as_the_list_of_them(threshold):
     np.testing.assert_array_equal(restored[-1].case, samples[-1].case)
 
 
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # ZipFile.__del__
 def test_a_writer_saves_the_samples_an_interrupt_kept_from_it(threshold, tmp_path, monkeypatch):
     """Review, 2026-11-30: a Ctrl-C after the campaign recorded a batch's samples and
     before the writer received them (a listener ahead of it, or the making of the

@@ -509,23 +509,25 @@ class _Spool:
         the arrays, written an array at a time from the temporary files."""
         self.flush()
         self._check()
+        archive = zipfile.ZipFile(stream, "w", compression=zipfile.ZIP_DEFLATED)
         try:
-            with zipfile.ZipFile(stream, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-                for column in COLUMNS:
-                    dtype, shape = self._layout[column]
-                    header = {
-                        "descr": np.lib.format.dtype_to_descr(dtype),
-                        "fortran_order": False,
-                        "shape": (self.count, *shape),
-                    }
-                    with archive.open(f"{column}.npy", "w", force_zip64=True) as entry:
-                        np.lib.format.write_array_header_1_0(entry, header)
-                        _copy(self._files[column], entry)
-        except ValueError as exc:  # the archive, closed by an interrupt in an entry's close
-            interrupt = exc.__context__
-            if isinstance(interrupt, BaseException) and not isinstance(interrupt, Exception):
-                raise interrupt from None  # the Ctrl-C, not the archive's complaint
+            for column in COLUMNS:
+                dtype, shape = self._layout[column]
+                header = {
+                    "descr": np.lib.format.dtype_to_descr(dtype),
+                    "fortran_order": False,
+                    "shape": (self.count, *shape),
+                }
+                with archive.open(f"{column}.npy", "w", force_zip64=True) as entry:
+                    np.lib.format.write_array_header_1_0(entry, header)
+                    _copy(self._files[column], entry)
+        except BaseException:
+            # the temporary file is discarded: nothing to finish, and closing an archive an
+            # interrupt left an entry open in raises over the interrupt (and again when the
+            # archive is collected)
+            archive.fp = None
             raise
+        archive.close()
 
     def _check(self) -> None:
         if self.broken:
