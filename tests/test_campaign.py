@@ -656,13 +656,15 @@ def test_shrinking_takes_no_more_model_inputs_than_the_search(threshold, monkeyp
         pass
     monkeypatch.setattr(campaign_module, "SHRINK_SHARE", 0.05)
     calls, inputs = [], []
-    real_plan, real_predict = campaign_module.array_plan, rnn.predict
+    from pytest_rnncov.generation import shrinking
+
+    real_plan, real_predict = shrinking.array_plan, rnn.predict
 
     def spy(order, budget, case_shape):
         calls.append({"order": order, "max_inputs": budget})
         return real_plan(order, budget, case_shape)
 
-    monkeypatch.setattr(campaign_module, "array_plan", spy)
+    monkeypatch.setattr(shrinking, "array_plan", spy)
     monkeypatch.setattr(rnn, "predict", lambda x: inputs.append(len(x)) or real_predict(x))
     reported = []
     campaign.listeners.append(type("L", (), {"on_shrunk": lambda _, c, s: reported.extend(s)})())

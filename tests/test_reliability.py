@@ -904,7 +904,9 @@ def test_an_interrupt_while_shrinking_keeps_the_samples_unshrunk(flipping, tmp_p
         raise KeyboardInterrupt  # the second Ctrl-C, during shrinking
 
     monkeypatch.setattr(module, "shrink", interrupted)  # strings
-    monkeypatch.setattr(module.ArrayShrinking, "run", interrupted)  # arrays, by parts
+    from pytest_rnncov.generation.shrinking import ArrayShrinking
+
+    monkeypatch.setattr(ArrayShrinking, "run", interrupted)  # arrays, by parts
     campaign = _campaign(flipping, tmp_path / "out")
     with pytest.raises(KeyboardInterrupt):
         campaign.run()

@@ -55,7 +55,7 @@ from .ga import MAX_GENERATION, GAConfig, evolve
 from .mutators import Mutator, checked_distance, checked_mutate, mean_distance
 from .oracle import Oracle
 from .results import SAMPLE_PART, AdversarialSample, AdversarialSamples, CampaignResult, Step
-from .shrinking import ArrayShrinking, array_plan, can_shrink, in_parts, shrink
+from .shrinking import can_shrink, shrink, shrink_arrays
 from .statistics import DiversityAccumulator, MinimalSuite
 
 #: How many adversarial samples a result keeps in memory for reports (listeners see all).
@@ -402,7 +402,7 @@ class Campaign:
         self._diversity = DiversityAccumulator(len(self.seeds)) if mutator.array_cases else None
         #: the case ids of the adversarial samples, in the order found (grown in place)
         self._adversarial_store = CaseStore(True)
-        #: (seed, case) of every adversarial sample, so that a repeated case counts once
+        #: a hash of (seed, case) of every adversarial sample, so a repeated case counts once
         self._adversarial_keys = KeySet()
         #: each adversarial case's model outputs and distance to its seed, as found
         self._adversarial_outputs = CaseStore(True, spill=True)  # large outputs: a file
@@ -429,8 +429,6 @@ class Campaign:
         #: whether the schedule ran to its end (not stopped by its caller)
         self._schedule_ended = False
         self._started = False
-        #: whether finish() reports the samples as found (run() stopped by Ctrl-C)
-        self._skip_shrinking = False
         self.result: CampaignResult | None = None
         #: every adversarial sample once the campaign finished, in the order found (shrunk
         #: when ``result.shrunk``), made from the campaign's arrays as it is read
@@ -1090,8 +1088,7 @@ class Campaign:
                 pass
         except BaseException as exc:
             self.interrupted = True
-            self._skip_shrinking = isinstance(exc, KeyboardInterrupt)
-            try:
+            try:  # finish() sees the Ctrl-C being handled here, and does not shrink
                 self.finish()
             except BaseException as late:  # a listener's or a second Ctrl-C: the first wins
                 if isinstance(exc, Exception) and not isinstance(late, Exception):
@@ -1224,22 +1221,29 @@ class Campaign:
             store.extend(done.cases)
             positions = np.arange(len(ids))
             return _ShrunkRows(positions, store, done.outputs, done.distances, done.model_calls)
-        reached, revert = array_plan(order, budget, self._cases.take(ids[:1]).shape[1:])
-        shrunk_outputs, distances, calls, start = [], [], 0, 0
-        for part in in_parts(reached):
-            done = ArrayShrinking(
-                self.mutator,
-                self.oracle,
-                self.rnn.predict,
-                self.mutator.take(self.seeds, seed_index[part]),
-                self._seed_outputs[seed_index[part]],
-                self._cases.take(ids[part]),
-                outputs.take(part),
-            ).run(revert[start : start + len(part)])
+        assert self._seed_outputs is not None
+        seed_outputs = self._seed_outputs
+
+        def load(part: np.ndarray) -> tuple[Any, np.ndarray, Any, np.ndarray]:
+            owners = seed_index[part]
+            seeds = self.mutator.take(self.seeds, owners)
+            return seeds, seed_outputs[owners], self._cases.take(ids[part]), outputs.take(part)
+
+        reached = np.zeros(0, np.int64)
+        shrunk_outputs, distances, calls = [], [], 0
+        for reached, part, done in shrink_arrays(
+            self.mutator,
+            self.oracle,
+            self.rnn.predict,
+            load,
+            order,
+            budget,
+            self._cases.take(ids[:1]).shape[1:],
+        ):
             store.extend(done.cases)
             shrunk_outputs.append(done.outputs)
             distances.append(np.asarray(done.distances, np.float64))
-            calls, start = calls + done.model_calls, start + len(part)
+            calls += done.model_calls
         return _ShrunkRows(
             reached,
             store,
@@ -1270,14 +1274,12 @@ class Campaign:
             # a loop over iterate() that stopped early: a break, or Ctrl-C or an error in
             # its body or in the campaign's own step
             self.interrupted = True
-        if isinstance(sys.exc_info()[1], KeyboardInterrupt):  # called while Ctrl-C unwinds
-            self._skip_shrinking = True
         pending: BaseException | None = None
         shrunk_rows: _ShrunkRows | None = None
         shrunk: bool | None = None
         if len(self._adversarial) and self.shrink and can_shrink(self.mutator):
             shrunk = False  # until shrinking finished: the samples as found, and said so
-            if not self._skip_shrinking:
+            if not isinstance(sys.exc_info()[1], KeyboardInterrupt):  # not as Ctrl-C unwinds
                 try:
                     shrunk_rows, shrunk = self._shrunk(), True
                 except BaseException as exc:  # a second Ctrl-C too: what was found is kept

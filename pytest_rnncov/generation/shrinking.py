@@ -22,7 +22,7 @@ from __future__ import annotations
 import difflib
 import math
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -72,21 +72,18 @@ def shrink(
     rows = np.arange(len(outputs)) if order is None else np.asarray(order, np.int64)
     budget = math.inf if max_inputs is None else check_int("max_inputs", max_inputs, minimum=0)
     if mutator.array_cases:
-        cases = np.asarray(cases)
-        seeds = np.asarray(seeds)
-        reached, revert = array_plan(rows, budget, cases.shape[1:])
+        cases, seeds = np.asarray(cases), np.asarray(seeds)
         current, current_out = cases.copy(), np.array(outputs, copy=True)
         calls = 0
-        for part in in_parts(reached):
-            done = ArrayShrinking(
-                mutator,
-                oracle,
-                predict,
-                seeds[part],
-                seed_outputs[part],
-                cases[part],
-                current_out[part],
-            ).run(revert[np.searchsorted(reached, part)])
+        for _, part, done in shrink_arrays(
+            mutator,
+            oracle,
+            predict,
+            lambda part: (seeds[part], seed_outputs[part], cases[part], current_out[part]),
+            rows,
+            budget,
+            cases.shape[1:],
+        ):
             current[part], current_out[part] = done.cases, done.outputs
             calls += done.model_calls
         distances = checked_distance(mutator, seeds, current)
@@ -96,6 +93,29 @@ def shrink(
             mutator, oracle, predict, list(seeds), seed_outputs, list(cases), outputs, rows, budget
         )
     return Shrunk(cases, checked_distance(mutator, seeds, cases), outputs, 0)
+
+
+def shrink_arrays(
+    mutator: Mutator,
+    oracle: Oracle,
+    predict: Callable[[Any], np.ndarray],
+    load: Callable[[np.ndarray], tuple[Any, np.ndarray, Any, np.ndarray]],
+    order: np.ndarray,
+    budget: float,
+    case_shape: tuple[int, ...],
+) -> Iterator[tuple[np.ndarray, np.ndarray, Shrunk]]:
+    """Shrink array cases as far as ``budget`` allows (``array_plan``), SHRINK_ROWS rows at
+    a time: ``load(rows)`` gives those rows' seeds, seed outputs, cases and outputs.
+    Yields (every row reached, this part's rows, the part shrunk), part by part."""
+    reached, revert = array_plan(order, budget, case_shape)
+    start = 0
+    for part in in_parts(reached):
+        seeds, seed_outputs, cases, outputs = load(part)
+        shrinking = ArrayShrinking(
+            mutator, oracle, predict, np.asarray(seeds), seed_outputs, np.asarray(cases), outputs
+        )
+        yield reached, part, shrinking.run(revert[start : start + len(part)])
+        start += len(part)
 
 
 def array_plan(
