@@ -7,7 +7,9 @@ the host, for the paper's MNIST shape (a PyTorch GRU of 128 units, window [4, 24
 metric, the median over ``--repeats`` of ``evaluate`` + ``absorb`` on signals already
 computed, without and with the best-fitness tracking a campaign needs (ms per 1,000
 inputs); then ``Coverage.observe`` of the testrnn metrics (BC h/net, SC h/delta_net, TC
-h/net) together, and the signals themselves from the trace.
+h/net) together, the signals themselves from the trace, and the testrnn metrics again from
+float32 per-step sums, as the device path of Keras on JAX brings them to the host (the
+signals derived from those sums, then the update).
 
     python bench/bench_update.py [--inputs 10000] [--repeats 15] [--metrics BC,SC,TC,...]
 
@@ -43,6 +45,7 @@ def main() -> None:
 
     import pytest_rnncov
     from pytest_rnncov import Coverage, Profile, RNNModel
+    from pytest_rnncov.core.abstractions import step_positive, step_total
     from pytest_rnncov.core.metrics import BC, SC, TC
 
     rnn = RNNModel(torch_model("gru"), "rnn.l1", trace_on="numpy")
@@ -77,6 +80,21 @@ def main() -> None:
     print(f"  {'BC, SC, TC (testrnn)':<24} {total:7.2f}")
     fresh = median_ms(lambda: testrnn.signals(trace).get("h", "net"), args.repeats) * per_1000
     print(f"  {'signals from the trace':<24} {fresh:7.2f}")
+    # as on the device path of Keras on JAX: h's per-step sums come to the host in float32,
+    # and the signals are derived from them there, then the metrics update
+    window = signals.window
+    sums32 = {
+        ("h", "total"): step_total(trace.h, window).astype(np.float32),
+        ("h", "positive"): step_positive(trace.h, window).astype(np.float32),
+    }
+
+    def from_float32_sums() -> None:
+        given = testrnn.signals(trace)
+        given._sums.update(sums32)
+        testrnn.observe(given)
+
+    jax_like = median_ms(from_float32_sums, args.repeats) * per_1000
+    print(f"  {'the same, float32 sums':<24} {jax_like:7.2f}")
 
 
 if __name__ == "__main__":

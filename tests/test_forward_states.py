@@ -695,6 +695,17 @@ def test_streams_in_two_threads_restore_every_thread_setting():
     assert main.n_inputs_ == other.n_inputs_ == len(x)
 
 
+def random_lstm_cell(rng: np.random.Generator) -> LSTMCell:
+    """An LSTM cell of 3 inputs and 4 units with normal random weights."""
+    return LSTMCell(
+        rng.normal(size=(3, 16)).astype(np.float32),
+        rng.normal(size=(4, 16)).astype(np.float32),
+        rng.normal(size=16).astype(np.float32),
+        Activation.named("tanh"),
+        Activation.named("sigmoid"),
+    )
+
+
 def test_jax_arrays_give_the_same_trace_and_signals():
     """JAX arrays (the device path of Keras on JAX): the cell state's recurrence runs as one
     compiled function, each signal is compiled and comes to the host once, and all of it
@@ -702,13 +713,7 @@ def test_jax_arrays_give_the_same_trace_and_signals():
     import jax.numpy as jnp
 
     rng = np.random.default_rng(4)
-    cell = LSTMCell(
-        rng.normal(size=(3, 16)).astype(np.float32),
-        rng.normal(size=(4, 16)).astype(np.float32),
-        rng.normal(size=16).astype(np.float32),
-        Activation.named("tanh"),
-        Activation.named("sigmoid"),
-    )
+    cell = random_lstm_cell(rng)
     x = rng.normal(size=(6, 8, 3)).astype(np.float32)
     h = np.tanh(rng.normal(size=(6, 8, 4))).astype(np.float32)
     mask = rng.random((6, 8)) > 0.3
@@ -930,3 +935,34 @@ def test_small_torch_cpu_calls_run_on_one_thread_and_set_it_back(monkeypatch):
         assert torch.get_num_threads() == 3
     finally:
         torch.set_num_threads(own)
+
+
+def test_jax_h_alone_is_not_cut_to_the_steps_a_window_needs():
+    """Under JAX a cut of ``h`` to ``until`` steps is an operation and a copy of its own
+    (about 0.5 ms per call on an H200, docs/performance.md): where nothing is computed
+    from it and nothing is masked, the trace keeps the array as it came. The cut stays
+    for numpy (a view), for a masked layer and where gates are computed from ``h``; every
+    signal of the window is the same either way."""
+    import jax.numpy as jnp
+
+    from pytest_rnncov import Trace
+
+    rng = np.random.default_rng(5)
+    cell = random_lstm_cell(rng)
+    x = rng.normal(size=(5, 9, 3)).astype(np.float32)
+    h = np.tanh(rng.normal(size=(5, 9, 4))).astype(np.float32)
+    device_h = jnp.asarray(h)
+    kept = cell.from_states(None, device_h, until=6, components=("h",))
+    assert kept.h is device_h and kept.length == 9
+    assert cell.from_states(None, h, until=6, components=("h",)).n_steps == 6
+    masked = cell.from_states(None, device_h, jnp.ones((5, 9), bool), until=6, components=("h",))
+    assert masked.n_steps == 6
+    gates = cell.from_states(jnp.asarray(x), device_h, until=6, components=("f", "h"))
+    assert gates.n_steps == 6
+    cut = Trace({"h": device_h[:, :6]}, cell="lstm", length=9)  # as the trace was
+    for abstraction in ABSTRACTIONS:
+        np.testing.assert_array_equal(
+            Signals(kept, (2, 5)).get("h", abstraction),
+            Signals(cut, (2, 5)).get("h", abstraction),
+            err_msg=abstraction,
+        )

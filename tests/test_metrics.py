@@ -437,6 +437,114 @@ def test_step_metric_bounds_split_covering_values_exactly(low, width, alpha, val
         np.testing.assert_array_equal(metric._hits(v), metric._block(v) <= 0)
 
 
+def test_step_metric_float32_bounds_by_hand():
+    """Float32 signals (Keras on JAX, the device path) are normalised in float32; their
+    bounds are float32 values found the same way. Over min 0, max 2 they are those of
+    float64 (halving is exact in either type). Over min 0.2, max 1.1 they are not: for
+    alpha_max 0.5 the float32 0.65 (0.64999998 in float64) is covered in float32, where
+    (0.65 - 0.2) / 0.9 rounds to 0.45 / 0.9 = 0.5, but lies below the float64 bound (in
+    float64 0.65 - 0.2 = 0.45 and 1.1 - 0.2 = 0.9000000000000001 give 0.49999999999999994
+    at 0.65 itself, so coverage starts one float64 later)."""
+    from pytest_rnncov.core.profile import SignalStats
+
+    profile = fit_profile(make_trace(f=[[[0.0, 0.0]] * 3, [[2.0, 2.0]] * 3]))
+    bc = BC(alpha_max=0.5, alpha_min=0.25).bind(profile, track_fitness=False)
+    half_up = np.nextafter(np.float32(0.5), np.float32(np.inf))
+    assert bc.bounds32_ == [np.float32(1.0), half_up]
+    assert all(type(b) is np.float32 for b in bc.bounds32_)
+    profile.signals_["f/avg"] = SignalStats(0.2, 1.1, 0.5, 1.0)
+    bc = BC(alpha_max=0.5).bind(profile, track_fitness=False)
+    assert bc.bounds_ == [np.nextafter(0.65, 1.0)] and bc.bounds32_ == [np.float32(0.65)]
+    v = np.array([[0.65], [np.nextafter(np.float32(0.65), np.float32(0))]], np.float32)
+    np.testing.assert_array_equal(bc._block(v) <= 0, [[True], [False]])
+    np.testing.assert_array_equal(bc._hits(v), [[True], [False]])
+    assert not (v.astype(np.float64) >= bc.bounds_[0]).any()  # float64's bound misses 0.65
+
+
+@given(
+    st.floats(-1e30, 1e30),
+    st.floats(1e-300, 1e300),
+    st.floats(0.0, 1.0),
+    st.lists(st.floats(width=32, allow_nan=False, allow_infinity=False), min_size=1, max_size=20),
+)
+@example(low=0.0, span=1e-50, alpha=0.5, values=[0.0])  # the range is 0 in float32
+@example(low=0.0, span=1e39, alpha=0.5, values=[1e38])  # and inf
+def test_step_metric_float32_bounds_split_covering_values_exactly(low, span, alpha, values):
+    """Float32 values at, just below and just above each float32 bound are covered
+    exactly as their float32 fitness says, for any profile range; where that range is
+    not a positive finite float32 there are no float32 bounds (the fitness path counts)."""
+    from pytest_rnncov.core.profile import SignalStats
+
+    assume(low + span > low)
+    profile = fit_profile(make_trace(f=[[[0.0, 0.0]], [[1.0, 1.0]]]))
+    profile.signals_["f/avg"] = SignalStats(low, low + span, 0.0, 1.0)
+    metrics = [
+        BC("f", "avg", alpha_max=max(alpha, 1e-9)).bind(profile, track_fitness=False),
+        BC("f", "avg", alpha_max=1.0, alpha_min=min(alpha, 0.99)).bind(
+            profile, track_fitness=False
+        ),
+        SC("f", "avg", alpha_sc=alpha).bind(profile, track_fitness=False),
+    ]
+    with np.errstate(over="ignore"):
+        range32 = np.float32(low + span - low)
+    for metric in metrics:
+        if metric.bounds32_ is None:
+            assert not (np.isfinite(range32) and range32 > 0)
+            continue
+        near = [
+            np.nextafter(b, np.float32(d))
+            for b in metric.bounds32_
+            if np.isfinite(b)
+            for d in (-np.inf, np.inf)
+        ]
+        near += [b for b in metric.bounds32_ if np.isfinite(b)]
+        v = np.array([*values, *near], np.float32)[:, None]
+        with np.errstate(over="ignore", invalid="ignore"):
+            np.testing.assert_array_equal(metric._hits(v), metric._block(v) <= 0)
+
+
+def test_float32_signals_count_by_their_bounds_as_the_fitness_says():
+    """The signals of a JAX trace come to the host in float32: BC and SC count them with
+    one comparison per bound (the fitness is not computed), as the dense fitness counts."""
+    import jax.numpy as jnp
+
+    from pytest_rnncov import Trace
+
+    rng = np.random.default_rng(6)
+    train = make_trace(cell="simple_rnn", h=np.tanh(rng.normal(size=(40, 6, 8))))
+    profile = fit_profile(train, window=(1, 4))
+    tests = np.tanh(rng.normal(size=(300, 6, 8)) * 1.5).astype(np.float32)
+    signals = Signals(Trace({"h": jnp.asarray(tests)}, cell="simple_rnn"), profile.window_)
+    assert signals.get("h", "net").dtype == np.float32
+    for spec in (BC("h", "net", alpha_min=0.2), SC("h", "delta_net", alpha_sc=0.4)):
+        metric = spec.bind(profile, track_fitness=False)
+        assert metric.bounds32_ is not None
+        assert_evaluate_equals_dense(metric, signals)
+        fitness_blocks = []
+        block = metric._block
+        metric._block = lambda values: fitness_blocks.append(1) or block(values)
+        counts = metric.evaluate(signals, fitness=False).counts
+        assert fitness_blocks == [] and counts.sum() > 0
+
+
+@given(
+    hnp.arrays(
+        bool,
+        st.tuples(st.integers(0, 1100), st.integers(1, 12)),
+        elements=st.booleans(),
+    ),
+    st.booleans(),
+)
+@example(np.ones((765, 3), bool), False)  # three whole blocks of 255 rows, every row true
+def test_column_counts_equal_count_nonzero(hit, transposed):
+    from pytest_rnncov.core.metrics.base import column_counts
+
+    hit = np.ascontiguousarray(hit.T).T if transposed else hit  # a strided view
+    counts = column_counts(hit)
+    assert counts.dtype == np.int64
+    np.testing.assert_array_equal(counts, np.count_nonzero(hit, axis=0))
+
+
 def test_kmnc_evaluation_on_section_boundaries_equals_the_dense_fitness():
     profile = fit_profile(make_trace(h=[[[0.0, 0.0]], [[1.0, 2.0]]]))
     values = [0.0, 0.25, 0.5, 0.75, 1.0, -0.5, 1.5, 0.3, 0.25, 2.0]

@@ -194,7 +194,8 @@ class Cell:
         ``[x_t, h_{t-1}]``; an LSTM's cell state by its elementwise recurrence. At masked
         steps every component repeats the step before (zeros before the first real step),
         as in ``forward``. Arrays stay in their own namespace (numpy, or a framework's on
-        its device)."""
+        its device). ``until`` cuts the trace to its first steps, except a JAX ``h`` that
+        nothing is computed from, unmasked: there a cut would be a copy of its own."""
         names = select_components(self.kind, components)
         if until is not None:
             check_int("until", until, minimum=1)
@@ -203,6 +204,9 @@ class Cell:
         xp = array_namespace(given["h"])
         length = int(given["h"].shape[1])
         steps = length if until is None else min(int(until), length)
+        missing = tuple(n for n in names if n not in given)
+        if is_jax_array(given["h"]) and mask is None and not missing:
+            steps = length  # nothing to compute: under JAX a cut is a dispatch and a copy
         if mask is not None:
             mask = xp.flip(mask, axis=1) if self.go_backwards else mask
             mask = xp.astype(mask[:, :steps], xp.bool)
@@ -210,7 +214,6 @@ class Cell:
         out = {
             n: held(_first_steps(xp, v, steps)) for n, v in given.items() if n in names or n == "h"
         }
-        missing = tuple(n for n in names if n not in out)
         if missing:
             if x is None:
                 raise InvalidArgument(

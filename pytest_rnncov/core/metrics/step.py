@@ -47,14 +47,22 @@ class _StepMetric(Metric):
         #: per fitness column block, the least signal value that covers it, or for a
         #: lower bound (BC's alpha_min) the least that does not (``_hits``); None where
         #: the profile's range overflows (its fitness is then not monotone: NaN at +-inf)
-        self.bounds_ = (
-            [
-                least_value(functools.partial(self._covers_not, column=j, lower=lower))
-                for j, lower in enumerate(self._lower_bounds())
-            ]
-            if np.isfinite(self.max_ - self.min_)
-            else None
-        )
+        self.bounds_ = self._bounds(np.float64)
+        #: the same for float32 signals (JAX's without 64-bit mode), whose fitness is
+        #: computed in float32: the least float32 value that covers each block
+        self.bounds32_ = self._bounds(np.float32)
+
+    def _bounds(self, dtype: type[np.floating[Any]]) -> list[Any] | None:
+        """``bounds_`` for signals of ``dtype``; None where the profile's range, in that
+        type, is not a positive finite number (the fitness is then not monotone)."""
+        with np.errstate(over="ignore"):
+            low, span = dtype(self.min_), dtype(self.max_ - self.min_)
+        if not (np.isfinite(low) and np.isfinite(span) and span > 0):
+            return None
+        return [
+            least_value(functools.partial(self._covers_not, column=j, lower=lower), dtype)
+            for j, lower in enumerate(self._lower_bounds())
+        ]
 
     @property
     def reads(self) -> tuple[str, ...] | None:
@@ -93,17 +101,19 @@ class _StepMetric(Metric):
         fitness is monotone in the signal value (a subtraction and a division by a
         positive range, each rounded monotonically), so the values that cover a condition
         are those from (or, for a lower bound, below) one float64 value, found once."""
-        assert self.bounds_ is not None
+        bounds = self.bounds32_ if values.dtype == np.float32 else self.bounds_
+        assert bounds is not None
         parts = [
             values < bound if lower else values >= bound
-            for bound, lower in zip(self.bounds_, self._lower_bounds())
+            for bound, lower in zip(bounds, self._lower_bounds())
         ]
         return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
 
     def evaluate(self, signals: Signals, *, fitness: bool = True) -> BatchResult:
         self._check_bound()
         values = self._values(signals)
-        fast = self.bounds_ is not None and is_host(values) and values.dtype == np.float64
+        bounds = {np.float64: self.bounds_, np.float32: self.bounds32_}
+        fast = is_host(values) and bounds.get(values.dtype.type) is not None
         if fast and not fitness:  # counts alone
             return BatchResult.from_dense(self._hits(values))
         block = self._block(values)
@@ -226,32 +236,44 @@ class SC(_StepMetric):
         return f"SC({self.component}/{self.abstraction}, alpha_sc={self.alpha_sc:g})"
 
 
-def least_value(true_from: Callable[[np.ndarray], Any]) -> float:
-    """The least float64 ``v`` (from -inf to +inf) with ``true_from(v)`` true, for a
-    predicate false below some value and true from it on (+inf where it is never true
-    for a finite value): a bisection over the floats in their order, 64 steps at most.
-    ``true_from`` takes a (1, 1) array and returns a one-element array."""
+def least_value(
+    true_from: Callable[[np.ndarray], Any], dtype: type[np.floating[Any]] = np.float64
+) -> Any:
+    """The least ``v`` of ``dtype`` (float64 or float32, from -inf to +inf) with
+    ``true_from(v)`` true, for a predicate false below some value and true from it on
+    (+inf where it is never true for a finite value): a bisection over the floats in their
+    order, 64 steps at most (32 for float32). ``true_from`` takes a (1, 1) array of
+    ``dtype`` and returns a one-element array. A float64 comes back as a Python float, a
+    float32 as a numpy float32 (compared with float32 values in their own type)."""
 
     def holds(key: int) -> bool:
-        return bool(np.asarray(true_from(np.array([[_from_key(key)]])), bool).ravel()[0])
+        value = np.array([[_from_key(key, dtype)]], dtype)
+        return bool(np.asarray(true_from(value), bool).ravel()[0])
 
-    low, high = _to_key(-np.inf), _to_key(np.inf)
+    low, high = _to_key(-np.inf, dtype), _to_key(np.inf, dtype)
     if holds(low):
-        return -np.inf
+        return _from_key(low, dtype)
     if not holds(high):
-        return np.inf
+        return _from_key(high, dtype)
     while high - low > 1:  # holds(high) and not holds(low)
         middle = (low + high) // 2
         low, high = (low, middle) if holds(middle) else (middle, high)
-    return _from_key(high)
+    return _from_key(high, dtype)
 
 
-def _to_key(value: float) -> int:
-    """An integer that orders float64 values as they compare (-0.0 just below +0.0)."""
-    bits = int(np.array(value, np.float64).view(np.int64))
-    return bits if bits >= 0 else -(bits & 0x7FFF_FFFF_FFFF_FFFF) - 1
+#: per float type, the integer type of its bits and its sign bit
+_BITS = {np.float64: (np.int64, 1 << 63), np.float32: (np.int32, 1 << 31)}
 
 
-def _from_key(key: int) -> float:
-    bits = key if key >= 0 else -(key + 1) | -0x8000_0000_0000_0000
-    return float(np.array(bits, np.int64).view(np.float64))
+def _to_key(value: float, dtype: type[np.floating[Any]] = np.float64) -> int:
+    """An integer that orders ``dtype`` values as they compare (-0.0 just below +0.0)."""
+    integer, sign = _BITS[dtype]
+    bits = int(np.array(value, dtype).view(integer))
+    return bits if bits >= 0 else -(bits & (sign - 1)) - 1
+
+
+def _from_key(key: int, dtype: type[np.floating[Any]] = np.float64) -> Any:
+    integer, sign = _BITS[dtype]
+    bits = key if key >= 0 else -(key + 1) | -sign
+    value = np.array(bits, integer).view(dtype)[()]
+    return float(value) if dtype is np.float64 else value
