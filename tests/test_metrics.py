@@ -469,6 +469,7 @@ def test_step_metric_float32_bounds_by_hand():
 )
 @example(low=0.0, span=1e-50, alpha=0.5, values=[0.0])  # the range is 0 in float32
 @example(low=0.0, span=1e39, alpha=0.5, values=[1e38])  # and inf
+@example(low=-1e38, span=3e38, alpha=0.9, values=[3e38])  # v - low overflows float32
 def test_step_metric_float32_bounds_split_covering_values_exactly(low, span, alpha, values):
     """Float32 values at, just below and just above each float32 bound are covered
     exactly as their float32 fitness says, for any profile range; where that range is

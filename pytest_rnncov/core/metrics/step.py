@@ -55,14 +55,16 @@ class _StepMetric(Metric):
     def _bounds(self, dtype: type[np.floating[Any]]) -> list[Any] | None:
         """``bounds_`` for signals of ``dtype``; None where the profile's range, in that
         type, is not a positive finite number (the fitness is then not monotone)."""
+        # the search tries values up to the type's largest, whose distance to the profile's
+        # minimum may round to inf: monotone all the same, and no warning of the user's
         with np.errstate(over="ignore"):
             low, span = dtype(self.min_), dtype(self.max_ - self.min_)
-        if not (np.isfinite(low) and np.isfinite(span) and span > 0):
-            return None
-        return [
-            least_value(functools.partial(self._covers_not, column=j, lower=lower), dtype)
-            for j, lower in enumerate(self._lower_bounds())
-        ]
+            if not (np.isfinite(low) and np.isfinite(span) and span > 0):
+                return None
+            return [
+                least_value(functools.partial(self._covers_not, column=j, lower=lower), dtype)
+                for j, lower in enumerate(self._lower_bounds())
+            ]
 
     @property
     def reads(self) -> tuple[str, ...] | None:
