@@ -941,8 +941,9 @@ def test_jax_h_alone_is_not_cut_to_the_steps_a_window_needs():
     """Under JAX a cut of ``h`` to ``until`` steps is an operation and a copy of its own
     (about 0.5 ms per call on an H200, docs/performance.md): where nothing is computed
     from it and nothing is masked, the trace keeps the array as it came. The cut stays
-    for numpy (a view), for a masked layer and where gates are computed from ``h``; every
-    signal of the window is the same either way."""
+    for numpy (a view), for a masked layer and where gates are computed from ``h``. On the
+    CPU every signal of the window is the same either way (on a GPU XLA may sum the other
+    shape in another order: docs/performance.md)."""
     import jax.numpy as jnp
 
     from pytest_rnncov import Trace

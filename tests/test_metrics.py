@@ -492,6 +492,9 @@ def test_step_metric_float32_bounds_split_covering_values_exactly(low, span, alp
         if metric.bounds32_ is None:
             assert not (np.isfinite(range32) and range32 > 0)
             continue
+        swapped = np.array(values, ">f4")[:, None]  # float32 of the other byte order
+        with np.errstate(over="ignore", invalid="ignore"):
+            np.testing.assert_array_equal(metric._hits(swapped), metric._block(swapped) <= 0)
         near = [
             np.nextafter(b, np.float32(d))
             for b in metric.bounds32_
@@ -531,12 +534,13 @@ def test_float32_signals_count_by_their_bounds_as_the_fitness_says():
 @given(
     hnp.arrays(
         bool,
-        st.tuples(st.integers(0, 1100), st.integers(1, 12)),
+        st.tuples(st.integers(0, 1100), st.integers(0, 12)),
         elements=st.booleans(),
     ),
     st.booleans(),
 )
 @example(np.ones((765, 3), bool), False)  # three whole blocks of 255 rows, every row true
+@example(np.ones((300, 0), bool), False)  # no column
 def test_column_counts_equal_count_nonzero(hit, transposed):
     from pytest_rnncov.core.metrics.base import column_counts
 

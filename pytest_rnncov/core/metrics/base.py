@@ -156,13 +156,14 @@ COUNT_BLOCK = 255
 
 def column_counts(hit: np.ndarray) -> np.ndarray:
     """int64 count of true values in each column of a (rows, columns) numpy boolean
-    matrix: the rows added as uint8 vectors a block of ``COUNT_BLOCK`` at a time, then the
-    blocks' counts as int64 (``count_nonzero(axis=0)`` walks each short column on its own,
-    slower for the few columns of BC and SC: ``bench/bench_update.py``)."""
+    matrix (of 0 and 1 bytes, as comparisons give): the rows added as uint8 vectors a
+    block of ``COUNT_BLOCK`` at a time, then the blocks' counts as int64
+    (``count_nonzero(axis=0)`` walks each short column on its own, slower for the few
+    columns of BC and SC: ``bench/bench_update.py``)."""
     flags = hit.view(np.uint8)
     whole = len(flags) - len(flags) % COUNT_BLOCK
     counts = flags[whole:].sum(axis=0, dtype=np.int64)
-    if whole:
+    if whole and flags.shape[1]:
         blocks = flags[:whole].reshape(-1, COUNT_BLOCK, flags.shape[1])
         counts += blocks.sum(axis=1, dtype=np.uint8).sum(axis=0, dtype=np.int64)
     return counts

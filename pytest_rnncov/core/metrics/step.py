@@ -103,7 +103,7 @@ class _StepMetric(Metric):
         fitness is monotone in the signal value (a subtraction and a division by a
         positive range, each rounded monotonically), so the values that cover a condition
         are those from (or, for a lower bound, below) one float64 value, found once."""
-        bounds = self.bounds32_ if values.dtype == np.float32 else self.bounds_
+        bounds = self._bounds_of(values)
         assert bounds is not None
         parts = [
             values < bound if lower else values >= bound
@@ -111,11 +111,15 @@ class _StepMetric(Metric):
         ]
         return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
 
+    def _bounds_of(self, values: np.ndarray) -> list[Any] | None:
+        """The bounds for host ``values`` of their float type (of either byte order), None
+        for another type or where the profile's range gives none."""
+        return {np.float64: self.bounds_, np.float32: self.bounds32_}.get(values.dtype.type)
+
     def evaluate(self, signals: Signals, *, fitness: bool = True) -> BatchResult:
         self._check_bound()
         values = self._values(signals)
-        bounds = {np.float64: self.bounds_, np.float32: self.bounds32_}
-        fast = is_host(values) and bounds.get(values.dtype.type) is not None
+        fast = is_host(values) and self._bounds_of(values) is not None
         if fast and not fitness:  # counts alone
             return BatchResult.from_dense(self._hits(values))
         block = self._block(values)
