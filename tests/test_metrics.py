@@ -585,6 +585,10 @@ def test_an_infinite_state_is_refused_by_name_under_warnings_as_errors():
 )
 @example(threshold=float("inf"), values=[float("inf")])  # nothing is above +inf, not even inf
 @example(threshold=float("-inf"), values=[float("-inf"), 0.0])
+# within float32's range, rounding to its largest (lowest) value, whose neighbour beyond
+# overflowed: numpy's RuntimeWarning, an error under -W error
+@example(threshold=3.402823364973241e38, values=[0.0])
+@example(threshold=-3.402823364973241e38, values=[0.0])
 def test_float32_thresholds_compare_exactly_like_float64(threshold, values):
     from pytest_rnncov.core.metrics.neuron import float32_at_least, float32_at_most
 

@@ -27,9 +27,9 @@ def float32_at_most(threshold: np.ndarray | float) -> np.ndarray:
     above it: for a threshold of 0 that is a subnormal, which XLA on the CPU flushes to 0,
     so JAX read every 0 as above 0.)"""
     t = np.asarray(threshold, np.float64)
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore"):  # beyond float32's range: +-inf; below its lowest: -inf
         low = t.astype(np.float32)
-    below = np.nextafter(low, np.float32(-np.inf))
+        below = np.nextafter(low, np.float32(-np.inf))
     return np.where(low.astype(np.float64) > t, below, low).astype(np.float32)
 
 
@@ -37,11 +37,10 @@ def float32_at_least(threshold: np.ndarray | float) -> np.ndarray:
     """The smallest float32 not below ``threshold``: for float32 ``v``, ``v < threshold``
     exactly when ``v < float32_at_least(threshold)``."""
     t = np.asarray(threshold, np.float64)
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore"):  # beyond float32's range: +-inf; above its largest: inf
         high = t.astype(np.float32)
-    return np.where(
-        high.astype(np.float64) < t, np.nextafter(high, np.float32(np.inf)), high
-    ).astype(np.float32)
+        above = np.nextafter(high, np.float32(np.inf))
+    return np.where(high.astype(np.float64) < t, above, high).astype(np.float32)
 
 
 def _float32_or_wide(v: Any) -> tuple[Any, bool]:
