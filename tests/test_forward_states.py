@@ -960,6 +960,12 @@ def test_jax_h_alone_is_not_cut_to_the_steps_a_window_needs():
     assert masked.n_steps == 6
     gates = cell.from_states(jnp.asarray(x), device_h, until=6, components=("f", "h"))
     assert gates.n_steps == 6
+    on_host = Signals(kept, (2, 5)).host().trace  # neuron metrics: the window's steps cross
+    assert on_host.on_host and on_host.n_steps == 6 and on_host.length == 9
+    np.testing.assert_array_equal(on_host.h, h[:, :6])
+    for steps in (0, -1, 2.5, True, "6"):
+        with pytest.raises(InvalidArgument, match="steps"):
+            kept.to_host(steps)
     cut = Trace({"h": device_h[:, :6]}, cell="lstm", length=9)  # as the trace was
     for abstraction in ABSTRACTIONS:
         np.testing.assert_array_equal(

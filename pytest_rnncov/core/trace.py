@@ -211,15 +211,24 @@ class Trace:
         """Whether the arrays are numpy arrays (else a framework's, on its device)."""
         return is_host(self._first)
 
-    def to_host(self) -> "Trace":
-        """This trace with numpy arrays (itself when it is on the host already)."""
+    def to_host(self, steps: int | None = None) -> "Trace":
+        """This trace with numpy arrays (itself when it is on the host already); with
+        ``steps``, only its first ``steps`` steps cross (a JAX trace may hold every step of
+        the layer where its metrics read fewer)."""
+        if steps is not None:
+            check_int("steps", steps, minimum=1)
         if self.on_host:
             return self
+        whole = steps is None or steps >= self.n_steps
+
+        def first(array: Any) -> np.ndarray:
+            return to_host(array if whole else array[:, :steps])
+
         return _rebuilt(
             self,
-            {n: to_host(a) for n, a in self.components.items()},
-            {n: to_host(a) for n, a in self.sums.items()},
-            None if self.mask is None else to_host(self.mask),
+            {n: first(a) for n, a in self.components.items()},
+            {n: first(a) for n, a in self.sums.items()},
+            None if self.mask is None else first(self.mask),
         )
 
     def __getitem__(self, rows: slice | np.ndarray) -> "Trace":

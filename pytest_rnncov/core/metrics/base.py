@@ -73,11 +73,12 @@ class Signals:
         return self.trace.batch_size
 
     def host(self) -> "Signals":
-        """These signals with the trace on the host (itself when it is there already)."""
+        """These signals with the trace's steps up to the window's end on the host (itself
+        when the trace is there already)."""
         if self.trace.on_host:
             return self
         if self._host is None:
-            self._host = Signals(self.trace.to_host(), self.window)
+            self._host = Signals(self.trace.to_host(self.window[1] + 1), self.window)
         return self._host
 
     @staticmethod
