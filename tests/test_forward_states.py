@@ -963,6 +963,7 @@ def test_jax_h_alone_is_not_cut_to_the_steps_a_window_needs():
     on_host = Signals(kept, (2, 5)).host().trace  # neuron metrics: the window's steps cross
     assert on_host.on_host and on_host.n_steps == 6 and on_host.length == 9
     np.testing.assert_array_equal(on_host.h, h[:, :6])
+    assert cell.from_states(None, h, components=("h",)).to_host(6).n_steps == 6  # numpy too
     for steps in (0, -1, 2.5, True, "6"):
         with pytest.raises(InvalidArgument, match="steps"):
             kept.to_host(steps)

@@ -550,6 +550,36 @@ def test_column_counts_equal_count_nonzero(hit, transposed):
     np.testing.assert_array_equal(counts, np.count_nonzero(hit, axis=0))
 
 
+@pytest.mark.filterwarnings("error")
+def test_neuron_bounds_at_the_float_limits_count_without_warnings():
+    """Thresholds at float64's largest value, or beyond float32's range for a JAX trace's
+    float32 states: the neighbour or the cast overflows to inf, which no value reaches, and
+    numpy's overflow warning (an error under -W error) is not raised. h of 0.5 and 2.0
+    exceeds none of these bounds: nothing is covered."""
+    import jax.numpy as jnp
+
+    from pytest_rnncov import Trace
+
+    largest = float(np.finfo(np.float64).max)
+    profile = fit_profile(make_trace(h=[[[0.0]], [[1.0]]]))
+    host = make_trace(h=[[[0.5]], [[2.0]]])
+    device = Trace({n: jnp.asarray(v) for n, v in host.components.items()}, cell="lstm")
+    metrics = [
+        NC(threshold=largest),
+        SNAC(upper=largest),
+        NBC(lower=-largest, upper=largest),
+        SNAC(upper=1e39),
+        SNAC(upper=3.4028235677973362e38),  # its neighbour above rounds to float32's inf
+        NBC(lower=-1e39, upper=1e39),
+    ]
+    for spec in metrics:
+        for trace in (host, device):
+            metric = spec.bind(profile)
+            metric.update(Signals(trace, profile.window_), np.arange(2))
+            assert list(metric.covered_ids()) == [], spec.describe()
+            assert (metric.best_fitness_ > 0).all()
+
+
 def test_kmnc_evaluation_on_section_boundaries_equals_the_dense_fitness():
     profile = fit_profile(make_trace(h=[[[0.0, 0.0]], [[1.0, 2.0]]]))
     values = [0.0, 0.25, 0.5, 0.75, 1.0, -0.5, 1.5, 0.3, 0.25, 2.0]

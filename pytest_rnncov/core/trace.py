@@ -213,13 +213,13 @@ class Trace:
 
     def to_host(self, steps: int | None = None) -> "Trace":
         """This trace with numpy arrays (itself when it is on the host already); with
-        ``steps``, only its first ``steps`` steps cross (a JAX trace may hold every step of
-        the layer where its metrics read fewer)."""
+        ``steps``, its first ``steps`` steps only (a JAX trace may hold every step of the
+        layer where its metrics read fewer: only those cross)."""
         if steps is not None:
             check_int("steps", steps, minimum=1)
-        if self.on_host:
-            return self
         whole = steps is None or steps >= self.n_steps
+        if whole and self.on_host:
+            return self
 
         def first(array: Any) -> np.ndarray:
             return to_host(array if whole else array[:, :steps])

@@ -91,7 +91,8 @@ class NC(_NeuronMetric):
         return self.neurons_
 
     def _above(self) -> float:
-        return float(np.nextafter(self.threshold, np.inf))
+        with np.errstate(over="ignore"):  # float64's largest threshold: inf, never reached
+            return float(np.nextafter(self.threshold, np.inf))
 
     def fitness(self, signals: Signals, rows: slice = slice(None)) -> np.ndarray:
         return self._above() - self._values(signals, rows)
@@ -311,8 +312,9 @@ class NBC(_NeuronMetric):
         else:
             self.lb_ = np.full(self.neurons_, self.lower)
             self.ub_ = np.full(self.neurons_, self.upper)
-        self.below_ = np.nextafter(self.lb_, -np.inf)  # v <= below_ exactly when v < LB
-        self.above_ = np.nextafter(self.ub_, np.inf)  # v >= above_ exactly when v > UB
+        with np.errstate(over="ignore"):  # at float64's limits: +-inf, never reached
+            self.below_ = np.nextafter(self.lb_, -np.inf)  # v <= below_ exactly when v < LB
+            self.above_ = np.nextafter(self.ub_, np.inf)  # v >= above_ exactly when v > UB
         self.lower32_ = float32_at_least(self.lb_)  # float32 v < LB exactly when v < this
         self.upper32_ = float32_at_most(self.ub_)  # float32 v > UB exactly when v > this
 
@@ -321,9 +323,10 @@ class NBC(_NeuronMetric):
         return self.neurons_ * len(self.sides)
 
     def _side_fitness(self, side: str, v: Any) -> Any:
-        if side == "lower":
-            return v - like(self.below_, v, dtype=v.dtype)
-        return like(self.above_, v, dtype=v.dtype) - v
+        with np.errstate(over="ignore"):  # a bound beyond float32's range, for float32 v: inf
+            if side == "lower":
+                return v - like(self.below_, v, dtype=v.dtype)
+            return like(self.above_, v, dtype=v.dtype) - v
 
     def fitness(self, signals: Signals, rows: slice = slice(None)) -> Any:
         v = self._values(signals, rows)
