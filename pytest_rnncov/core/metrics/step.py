@@ -99,10 +99,11 @@ class _StepMetric(Metric):
         return (self._block(values)[:, column] <= 0) != lower  # type: ignore[no-any-return]
 
     def _hits(self, values: np.ndarray) -> np.ndarray:
-        """``_block(values) <= 0`` from one comparison per block with ``bounds_``: the
-        fitness is monotone in the signal value (a subtraction and a division by a
-        positive range, each rounded monotonically), so the values that cover a condition
-        are those from (or, for a lower bound, below) one float64 value, found once."""
+        """``_block(values) <= 0`` from one comparison per block with ``bounds_`` (float32
+        values: ``bounds32_``): the fitness is monotone in the signal value (a subtraction
+        and a division by a positive range, each rounded monotonically), so the values that
+        cover a condition are those from (or, for a lower bound, below) one value of their
+        type, found once."""
         bounds = self._bounds_of(values)
         assert bounds is not None
         parts = [
