@@ -242,7 +242,9 @@ def main() -> None:
                         batch_x = x[start : start + size]
                         t0 = time.perf_counter()
                         if summed:  # the pass sums h: nothing is computed after it
-                            _, sums = rnn._forward_sums(batch_x, True, names)
+                            _, sums = rnn._forward_sums(
+                                batch_x, True, names, coverage.positive_parts_
+                            )
                             trace = Trace(
                                 {},
                                 cell=rnn.cell_kind,

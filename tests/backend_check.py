@@ -177,6 +177,21 @@ for cell in ("LSTM", "GRU", "SimpleRNN"):
             failed.append(f"{cell} {name}: times_ differ between the pass's sums and the states")
         close(summed[name].best_fitness_, reference[name].best_fitness_, 1e-5, f"{cell} {name}")
     checked.append(f"{cell} sums from the pass")
+    # metrics that read no sums of positive parts (the testrnn preset): the pass sums h
+    # over units alone (under JAX without 64-bit mode, one row of pairwise sums)
+    alone = Coverage(rnn, profile, preset="testrnn")
+    (chunk,) = alone.stream(x)
+    h = states.h[:, : chunk.trace.n_steps].astype(np.float64)
+    if chunk.trace.step_sums("h") is None or chunk.trace.step_sums("h").shape[2] != 1:
+        failed.append(f"{cell}: the testrnn preset's pass did not sum h alone: {chunk.trace}")
+        continue
+    close(chunk.trace.step_sums("h")[..., 0], h.sum(-1), 1e-6, f"{cell} sums of h alone")
+    reference = Coverage(RNNModel(model, recompute=True), profile, preset="testrnn")
+    reference.update(x)
+    for name in ("BC", "SC", "TC"):
+        if not np.array_equal(alone[name].times_, reference[name].times_):
+            failed.append(f"{cell} {name}: times_ differ between the sums of h alone and states")
+    checked.append(f"{cell} sums of h alone from the pass")
 # the device path: traces and coverage computed on the backend's own arrays (on the CPU
 # here) equal the numpy path's to 1e-6; on an accelerator the framework's own float32
 # kernels order their sums differently, and the project's bound is 1e-5

@@ -99,10 +99,42 @@ def test_a_trace_of_sums_is_a_trace():
     assert trace.to_host() is trace
 
 
+def sums_alone() -> Trace:
+    """The trace of H_SUMS holding the sums over units alone: (B, T, 1)."""
+    return Trace({}, cell="lstm", sums={"h": np.array(H_SUMS)[..., :1]}, sum_units=2)
+
+
+def test_a_trace_of_sums_alone_gives_the_signals_that_read_no_positive_parts():
+    """h's per-step sums over units alone (no metric reads the positive parts) give avg,
+    net and delta_net as the full sums do; pos, neg and delta, which derive from the
+    positive parts, are refused by name."""
+    alone, full, window = sums_alone(), summed_trace(sum_units=2), (1, 2)
+    assert "summed=h (no positive parts)" in repr(alone)
+    signals = Signals(alone, window)
+    for abstraction in ("avg", "net", "delta_net"):
+        expected = signal(full, "h", abstraction, window)
+        np.testing.assert_array_equal(signals.get("h", abstraction), expected)
+        np.testing.assert_array_equal(signal(alone, "h", abstraction, window), expected)
+    # hand-checked from H_SUMS: sums 0.25 at step 1 and 0.0 at step 2, over 2 units
+    np.testing.assert_array_equal(signals.get("h", "net"), [[0.25, 0.0]])
+    np.testing.assert_array_equal(signals.get("h", "avg"), [[0.125, 0.0]])
+    np.testing.assert_array_equal(signals.get("h", "delta_net"), [[0.0, 0.25]])
+    for abstraction in ("pos", "neg", "delta"):
+        message = rf"not the sums of its positive parts that h/{abstraction} derives from"
+        with pytest.raises(InvalidArgument, match=message):
+            signals.get("h", abstraction)
+        with pytest.raises(InvalidArgument, match=message):
+            signal(alone, "h", abstraction, window)
+    both = concat_traces([alone, alone[0:1]])
+    np.testing.assert_array_equal(both.step_sums("h")[..., 0], [[0.25, 0.25, 0.0]] * 2)
+
+
 @pytest.mark.parametrize(
     ("make", "message"),
     [
         (lambda: summed_trace(sum_units=0), "sum_units=0"),
+        (lambda: Trace({}, sums={"h": np.zeros((1, 3, 0))}, sum_units=2), r"\(1, 3, 0\)"),
+        (lambda: concat_traces([summed_trace(sum_units=2), sums_alone()]), "cannot join"),
         (lambda: summed_trace(sum_units=True), "sum_units=True"),
         (
             lambda: Trace({}, sums={"h": np.zeros((1, 3, 2), np.float32)}, sum_units=2),

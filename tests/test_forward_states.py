@@ -163,6 +163,95 @@ def test_keras_pass_gives_the_sums_of_h(keras, seq_inputs, cell, options, backwa
         np.testing.assert_allclose(a[name].best_fitness_, b[name].best_fitness_, atol=1e-5)
 
 
+@pytest.mark.parametrize(("cell", "options"), KERAS_CELLS)
+def test_keras_pass_gives_the_sums_alone_where_no_metric_reads_positive_parts(
+    keras, seq_inputs, cell, options
+):
+    """The testrnn preset's signals (h/net, h/delta_net) and h/avg derive from the sums
+    over units alone: the pass gives only those, (B, T, 1), equal to float64 sums of the
+    reference kernel's h, and the same coverage. A stream that also feeds a coverage
+    reading h/delta gives the sums of the positive parts too, and its coverage is the
+    reference path's."""
+    from pytest_rnncov.core.metrics import SC, TC
+
+    keras.utils.set_random_seed(8)
+    layer = getattr(keras.layers, cell)(5, name="traced", **options)
+    model = keras.Sequential([keras.Input((7, 3)), layer, keras.layers.Dense(2)])
+    fast, reference = both_paths(model, "traced")
+    profile = Profile(window=(1, 5)).fit(reference, seq_inputs)
+    metrics = (BC("h", "net"), SC("h", "delta_net"), TC("h", "avg", w=3))
+    a, b = Coverage(fast, profile, metrics), Coverage(reference, profile, metrics)
+    assert a.sums_only_ and not a.positive_parts_
+    (chunk,) = a.stream(seq_inputs)
+    sums = chunk.trace.step_sums("h")
+    assert sums.dtype == np.float64 and sums.shape == (12, 6, 1)
+    h = reference.trace(seq_inputs).h[:, :6].astype(np.float64)
+    np.testing.assert_allclose(sums[..., 0], h.sum(-1), atol=TOL, rtol=0)
+    np.testing.assert_allclose(chunk.outputs, model.predict_on_batch(seq_inputs), atol=1e-6)
+    b.update(seq_inputs)
+    for name in ("BC", "SC", "TC"):
+        np.testing.assert_array_equal(a[name].covered_, b[name].covered_)
+        np.testing.assert_allclose(a[name].best_fitness_, b[name].best_fitness_, atol=1e-5)
+    with pytest.raises(InvalidArgument, match="not the sums of its positive parts"):
+        chunk.signals.get("h", "delta")
+    fed, expected = (Coverage(m, profile, (SC("h", "delta"),)) for m in (fast, reference))
+    assert fed.positive_parts_
+    (chunk,) = a.stream(seq_inputs, feeds=fed)
+    assert chunk.trace.step_sums("h").shape == (12, 6, 2)
+    fed.update_signals(chunk.signals)
+    expected.update(seq_inputs)
+    np.testing.assert_array_equal(fed["SC"].covered_, expected["SC"].covered_)
+
+
+def test_a_source_without_the_positive_option_gives_both_sums(keras, seq_inputs):
+    """A trace source whose ``iter_traces`` predates ``positive=`` (it takes ``summed``
+    only) is not passed it: it gives both sums, under either preset."""
+    model = keras.Sequential(
+        [keras.Input((7, 3)), keras.layers.GRU(5, name="traced"), keras.layers.Dense(2)]
+    )
+
+    class Source:
+        def __init__(self, inner):
+            self.inner = inner
+
+        def __getattr__(self, name):
+            return getattr(self.inner, name)
+
+        def iter_traces(self, x, *, outputs=True, until=None, components=None, summed=False):
+            return self.inner.iter_traces(
+                x, outputs=outputs, until=until, components=components, summed=summed
+            )
+
+    rnn = RNNModel(model)
+    profile = Profile(window=(1, 5)).fit(rnn, seq_inputs)
+    for preset in ("paper", "testrnn"):
+        a, b = Coverage(Source(rnn), profile, preset=preset), Coverage(rnn, profile, preset=preset)
+        (chunk,) = a.stream(seq_inputs)
+        assert chunk.trace.step_sums("h").shape == (12, 6, 2)
+        b.update(seq_inputs)
+        for name in ("BC", "SC", "TC"):
+            np.testing.assert_array_equal(a[name].times_, b[name].times_)
+
+
+@pytest.mark.parametrize("abstraction", ABSTRACTIONS)
+def test_a_coverage_reads_positive_parts_only_for_pos_neg_and_delta(keras, seq_inputs, abstraction):
+    """SPEC section 2: pos sums the positive parts, neg is the sum less them, delta adds
+    the changes of both; avg, net and delta_net derive from the sum alone. The paper
+    preset's SC reads h/delta, the testrnn preset's nothing but sums over units."""
+    from pytest_rnncov.core.metrics import SC, TC
+
+    model = keras.Sequential(
+        [keras.Input((7, 3)), keras.layers.GRU(5, name="traced"), keras.layers.Dense(2)]
+    )
+    rnn = RNNModel(model)
+    profile = Profile(window=(1, 5)).fit(rnn, seq_inputs)
+    reads = abstraction in ("pos", "neg", "delta")
+    for metric in (BC("h", abstraction), SC("h", abstraction), TC("h", abstraction, w=3)):
+        assert Coverage(rnn, profile, (metric,)).positive_parts_ is reads, metric
+    assert Coverage(rnn, profile).positive_parts_
+    assert not Coverage(rnn, profile, preset="testrnn").positive_parts_
+
+
 @pytest.mark.parametrize(
     ("cell", "options", "gates"),
     [
@@ -228,10 +317,13 @@ def test_keras_pass_sums_are_float64_sums_of_its_own_h(keras, seq_inputs):
     )
     rnn = RNNModel(model, "traced")
     x = (seq_inputs * 3).astype(np.float32)
-    sums = rnn._forward_sums(x, False, ("h",))[1]["h"]
+    sums = rnn._forward_sums(x, False, ("h",), True)[1]["h"]
     h = rnn.trace(x).h.astype(np.float64)
     np.testing.assert_allclose(sums[..., 0], h.sum(-1), atol=1e-12, rtol=0)
     np.testing.assert_allclose(sums[..., 1], np.maximum(h, 0).sum(-1), atol=1e-12, rtol=0)
+    totals = rnn._forward_sums(x, False, ("h",), False)[1]["h"]  # no positive parts read
+    assert totals.shape == (*h.shape[:2], 1)
+    np.testing.assert_array_equal(totals[..., 0], sums[..., 0])
 
 
 def test_pairwise_two_sum_keeps_what_float32_rounds_away(keras):

@@ -1063,6 +1063,47 @@ def test_signal_figures_are_computed_only_for_an_html_report_or_a_data_file(
             assert len(figure["h_net_z"]) == 4 and len(figure["steps"]) == 7
 
 
+@pytest.mark.parametrize("first", ["predict", "campaign", "signals"])
+def test_the_signal_figure_plots_h_delta_where_the_metrics_read_sums_over_units_alone(
+    seq_inputs, first
+):
+    """Under the testrnn preset the pass gives h's sums over units alone, which the
+    figure's h/delta cannot derive from: the first inputs fed (by a test or a campaign)
+    are traced again for it, and the figure is the one their states give (the LSTM's
+    f/avg too). Signals fed
+    without their inputs leave h/delta out, with a warning."""
+    from pytest_rnncov import Campaign, GaussianMutator, Oracle, Profile, RNNCovWarning, RNNModel
+    from pytest_rnncov.plugin.session import RNNCovSession
+    from pytest_rnncov.reporting.signals import sample_signals
+
+    keras.utils.set_random_seed(3)
+    model = keras.Sequential([keras.Input((7, 3)), keras.layers.LSTM(5), keras.layers.Dense(2)])
+    session = RNNCovSession(signal_figures=True)
+    profile = Profile(window=(1, 5)).fit(RNNModel(model), seq_inputs)
+    tracked = session.track(model, profile=profile, name="m", preset="testrnn")
+    assert tracked.coverage.sums_only_ and not tracked.coverage.positive_parts_
+    mutator = GaussianMutator(variance=0.1, clip=None)
+    if first == "predict":
+        tracked.predict(seq_inputs)
+        plotted = seq_inputs[:4]
+    elif first == "campaign":
+        campaign = Campaign(tracked, seq_inputs[:5], mutator, Oracle(radius=1.0), budget=5)
+        campaign.run()
+        plotted = seq_inputs[:4]  # the first batch: the seeds
+    else:
+        (chunk,) = tracked.coverage.stream(seq_inputs)
+        assert chunk.trace.step_sums("h").shape[2] == 1
+        with pytest.warns(RNNCovWarning, match="leaves out h/delta"):
+            tracked.feed(chunk.signals, chunk.observation)
+            figure = session.data().signals["m"]
+        assert "h_delta_minmax" not in figure and len(figure["h_net_z"]) == 4
+        return
+    figure = session.data().signals["m"]
+    expected = sample_signals(tracked.rnn.trace(plotted), tracked.profile)
+    assert set(figure) == {"steps", "h_net_z", "f_avg_minmax", "h_delta_minmax"}
+    assert figure == expected
+
+
 NAMED_STRATEGY = """
 import numpy as np
 from hypothesis import given, settings

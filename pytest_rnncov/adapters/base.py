@@ -24,7 +24,7 @@ from ..core.source import CheckedInputs, flagged_rows
 from ..core.threads import blas_threads, numpy_work
 from ..core.trace import Trace, concat_traces, select_components
 from ..errors import InvalidArgument, InvalidInput, ModelError
-from ..validation import check_choice, check_int, cut
+from ..validation import check_bool, check_choice, check_int, cut
 
 DIRECTIONS = ("forward", "backward")
 
@@ -211,11 +211,12 @@ class Adapter:
         raise NotImplementedError
 
     def _forward_sums(
-        self, x: np.ndarray, outputs: bool, components: tuple[str, ...]
+        self, x: np.ndarray, outputs: bool, components: tuple[str, ...], positive: bool
     ) -> tuple[Any, dict[str, np.ndarray]]:
         """One framework call where ``gives_sums(components)``: (model outputs or None, the
-        (B, T, 2) float64 per-step sums over units of each of ``components``, in processing
-        order)."""
+        (B, T, 2) float64 per-step sums over units and of the positive parts of each of
+        ``components``, in processing order; without ``positive`` they may be (B, T, 1),
+        the sums over units alone)."""
         raise NotImplementedError
 
     def _framework_threads(self) -> AbstractContextManager[None]:
@@ -441,16 +442,19 @@ class Adapter:
         until: int | None = None,
         components: tuple[str, ...] | None = None,
         summed: bool = False,
+        positive: bool = True,
     ) -> Iterator[tuple[np.ndarray | None, Trace]]:
         """(outputs or None, trace) per batch (``chunk_size``) of validated inputs ``x``;
         ``until`` stops each trace after that many steps (what a window needs),
         ``components`` keeps only those (None: all); ``summed`` (where ``gives_sums``)
-        keeps only their per-step sums over units (``Trace.step_sums``)."""
+        keeps only their per-step sums over units (``Trace.step_sums``), and of their
+        positive parts unless ``positive`` is False."""
         if summed and self.gives_sums(components):
             if until is not None:
                 check_int("until", until, minimum=1)
+            positive = check_bool("positive", positive)
             names = select_components(self.cell.kind, components)
-            yield from self._summed_traces(x, outputs, until, names)
+            yield from self._summed_traces(x, outputs, until, names, positive)
             return
         names, states, layer_input = self._plan(components)
         size = self.chunk_size(x, len(names), layer_input)
@@ -543,7 +547,12 @@ class Adapter:
             worker.shutdown(wait=True)
 
     def _summed_traces(
-        self, x: np.ndarray, outputs: bool, until: int | None, names: tuple[str, ...]
+        self,
+        x: np.ndarray,
+        outputs: bool,
+        until: int | None,
+        names: tuple[str, ...],
+        positive: bool,
     ) -> Iterator[tuple[np.ndarray | None, Trace]]:
         """``iter_traces`` of the per-step sums of ``names`` the forward pass gives."""
         size = self._summed_chunk_size(x, names)
@@ -551,7 +560,7 @@ class Adapter:
             raise not_finite(x)  # several calls: refused before the first batch is yielded
         for start in range(0, len(x), size):
             batch = x[start : start + size]
-            out, sums = self._forward_sums(batch, outputs, names)
+            out, sums = self._forward_sums(batch, outputs, names, positive)
             trace = Trace(
                 {},
                 cell=self.cell.kind,

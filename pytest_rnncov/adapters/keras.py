@@ -304,18 +304,21 @@ def _gate_tap(layer: Any, emit: tuple[str, ...]) -> Any:
 
 
 #: ``emit[0]`` of the twin whose traced layer gives the per-step sums of the components
-#: ``emit[1:]`` (``_sums_tap``)
+#: ``emit[1:]`` (``_sums_tap``): the sums over units and of the positive parts ...
 SUMS = "sums of"
+#: ... or the sums over units alone (where no metric reads the positive parts)
+TOTALS = "totals of"
 
 
-def _sums_tap(layer: Any, components: tuple[str, ...]) -> Any:
+def _sums_tap(layer: Any, components: tuple[str, ...], positive: bool) -> Any:
     """Like :func:`_sequence_tap`, but ``layer`` runs as a Keras RNN of a cell that emits, at
-    every step and for each of ``components`` in turn, the sum over units and the sum of
-    the positive parts instead of the states: its last output is (B, T, 4 x components),
-    the sums rounded to float32, then what the rounding lost, which the host adds up to
-    the float64 sums. For ``h`` alone the cell is the layer's own; for gates or the cell
-    state, the layer's cell by its formula (as :func:`_gate_tap`). The sums run in
-    float64, or (JAX without 64-bit mode) as error-free pairwise float32 sums."""
+    every step and for each of ``components`` in turn, the sum over units and (with
+    ``positive``) the sum of the positive parts instead of the states: its last output is
+    (B, T, 2 x sums x components), the sums rounded to float32, then what the rounding
+    lost, which the host adds up to the float64 sums. For ``h`` alone the cell is the
+    layer's own; for gates or the cell state, the layer's cell by its formula (as
+    :func:`_gate_tap`). The sums run in float64, or (JAX without 64-bit mode) as
+    error-free pairwise float32 sums."""
     import keras
     from keras import ops
 
@@ -328,7 +331,7 @@ def _sums_tap(layer: Any, components: tuple[str, ...]) -> Any:
         def __init__(self, **kwargs: Any) -> None:
             super().__init__(**kwargs)
             self.state_size = cell.state_size if own else [units, units] if lstm else [units]
-            self.output_size = 4 * len(components)
+            self.output_size = (4 if positive else 2) * len(components)
 
         def build(self, input_shape: Any) -> None:
             self.built = True
@@ -341,7 +344,7 @@ def _sums_tap(layer: Any, components: tuple[str, ...]) -> Any:
                 h, parts = step(inputs, states[0], states[1] if lstm else None)
                 parts["h"] = h
                 new_states = [h, parts["c"]] if lstm else [h]
-            split = [_split_sums(ops.cast(parts[name], "float32")) for name in components]
+            split = [_split_sums(ops.cast(parts[name], "float32"), positive) for name in components]
             return ops.concatenate([p[0] for p in split] + [p[1] for p in split], -1), new_states
 
     class SumsTap(_cell_tap_base(layer, SummingCell)):  # type: ignore[misc]
@@ -353,22 +356,24 @@ def _sums_tap(layer: Any, components: tuple[str, ...]) -> Any:
     return SumsTap(name=f"{layer.name}_sums_tap")
 
 
-def _split_sums(values: Any) -> tuple[Any, Any]:
-    """float32 (..., U) -> (..., 2) sums over units (the total, the positive parts'),
-    rounded to float32, and (..., 2) what the rounding lost: the two add up to the
-    float64 sums. In float64 where the backend has it, else (JAX without 64-bit mode) as
-    error-free pairwise float32 sums."""
+def _split_sums(values: Any, positive: bool) -> tuple[Any, Any]:
+    """float32 (..., U) -> (..., 2) sums over units (the total, the positive parts'; without
+    ``positive``, (..., 1): the total), rounded to float32, and as many of what the
+    rounding lost: the two add up to the float64 sums. In float64 where the backend has
+    it, else (JAX without 64-bit mode) as error-free pairwise float32 sums."""
     import keras
     from keras import ops
 
     if keras.backend.backend() != "jax" or _jax_x64():
         values = ops.cast(values, "float64")
-        exact = ops.stack(  # relu, not maximum: Keras-on-torch's gives float32
-            [ops.sum(values, axis=-1), ops.sum(ops.relu(values), axis=-1)], axis=-1
-        )
+        sums = [ops.sum(values, axis=-1)]
+        if positive:  # relu, not maximum: Keras-on-torch's gives float32
+            sums.append(ops.sum(ops.relu(values), axis=-1))
+        exact = ops.stack(sums, axis=-1)
         high = ops.cast(exact, "float32")
         return high, ops.cast(exact - ops.cast(high, "float64"), "float32")
-    return _pairwise_two_sum(ops.stack([values, ops.relu(values)], axis=-2))
+    summed = [values, ops.relu(values)] if positive else [values]
+    return _pairwise_two_sum(ops.stack(summed, axis=-2))
 
 
 def _jax_x64() -> bool:
@@ -777,25 +782,30 @@ class KerasModel(Adapter):
         )
 
     def _forward_sums(
-        self, x: np.ndarray, outputs: bool, components: tuple[str, ...]
+        self, x: np.ndarray, outputs: bool, components: tuple[str, ...], positive: bool
     ) -> tuple[Any, dict[str, np.ndarray]]:
         rows, k = len(x), len(components)
         on_device = self.trace_on == "device"
         padded = _padded(x, self.batch_size if on_device else self.chunk_size(x, summed=True))
-        out, _, _, found, finite = self._call(padded, outputs, False, (SUMS, *components))
+        positive = positive or on_device  # the device path sums both (``_unit_sums``)
+        emit = (SUMS if positive else TOTALS, *components)
+        out, _, _, found, finite = self._call(padded, outputs, False, emit)
         if finite is not None and not bool(finite):
             raise not_finite(x)
         found = _rows(found, rows)
+        width = 2 if positive else 1  # sums per component and step
         if on_device:  # summed as the device path sums states (``_unit_sums``)
             sums = found.astype(np.float64)
         else:  # the sums rounded to float32, then what the rounding lost
-            sums = found[..., : 2 * k].astype(np.float64) + found[..., 2 * k :]
-        return _rows(out, rows), {n: sums[..., 2 * j : 2 * j + 2] for j, n in enumerate(components)}
+            sums = found[..., : width * k].astype(np.float64) + found[..., width * k :]
+        return _rows(out, rows), {
+            n: sums[..., width * j : width * (j + 1)] for j, n in enumerate(components)
+        }
 
     def _twin_tensors(self, emit: tuple[str, ...]) -> tuple[Any, Any, Any, Any]:
         """The twin graph: every layer of the model called again (shared, weights and all),
         the traced one through a sequence tap (or, to ``emit`` components, a gate tap; for
-        ``(SUMS, *components)``, a sums tap); its (layer input, mask, states, output)."""
+        ``(SUMS or TOTALS, *components)``, a sums tap); its (layer input, mask, states, output)."""
         import keras
 
         graph = getattr(self.model, "_functional", None) or self.model
@@ -807,8 +817,8 @@ class KerasModel(Adapter):
                     continue
                 args, kwargs = node.arguments.fill_in(tensors)
                 if node.operation is self.wrapper:
-                    if emit and emit[0] == SUMS:
-                        tap = _sums_tap(self.layer, emit[1:])
+                    if emit and emit[0] in (SUMS, TOTALS):
+                        tap = _sums_tap(self.layer, emit[1:], positive=emit[0] == SUMS)
                     elif emit:
                         tap = _gate_tap(self.layer, emit)
                     else:

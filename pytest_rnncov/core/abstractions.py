@@ -66,6 +66,7 @@ def signal(trace: Trace, component: str, abstraction: str, window: Window) -> An
     check_signal(component, abstraction)
     given = given_sums(trace, component, window)
     if given is not None:
+        check_positive_given(given[1], component, abstraction)
         return from_sums(*given, abstraction, window, trace.sum_units)
     values = trace.component(component)
     positive = step_positive(values, window) if abstraction in NEEDS_POSITIVE else None
@@ -75,14 +76,27 @@ def signal(trace: Trace, component: str, abstraction: str, window: Window) -> An
 
 def given_sums(
     trace: Trace, component: str, window: Window
-) -> tuple[np.ndarray, np.ndarray] | None:
+) -> tuple[np.ndarray, np.ndarray | None] | None:
     """``step_total`` and ``step_positive`` of ``component`` when ``trace`` holds only its
-    per-step sums (``Trace.step_sums``: the forward pass summed it), else None."""
+    per-step sums (``Trace.step_sums``: the forward pass summed it), else None; the second
+    is None where the trace holds the sums alone (the metrics read no positive parts)."""
     summed = trace.step_sums(component)
     if summed is None:
         return None
     steps = summed[:, _steps(window)]
-    return steps[..., 0], steps[..., 1]
+    return steps[..., 0], (steps[..., 1] if steps.shape[2] == 2 else None)
+
+
+def check_positive_given(positive: Any, component: str, abstraction: str) -> None:
+    """InvalidArgument when ``abstraction`` derives from the positive parts' sums of
+    ``component`` and the trace gave its sums over units alone (``positive`` None)."""
+    if positive is None and abstraction in NEEDS_POSITIVE:
+        raise InvalidArgument(
+            f"this trace holds only the per-step sums of {component!r} over units (what the "
+            f"configured metrics read), not the sums of its positive parts that "
+            f"{component}/{abstraction} derives from; trace with model.trace(x) for every "
+            "component"
+        )
 
 
 def sums_on_host(values: Any, window: Window) -> tuple[np.ndarray, np.ndarray]:

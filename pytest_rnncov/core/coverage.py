@@ -9,6 +9,7 @@ build on.
 from __future__ import annotations
 
 import copy
+import inspect
 import secrets
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
@@ -81,6 +82,20 @@ def _gives_sums(model: Any, components: tuple[str, ...] | None) -> bool:
     return callable(gives) and bool(gives(components))
 
 
+def _sums_options(model: Any, positive: bool) -> dict[str, Any]:
+    """``iter_traces`` options for a trace of sums: ``positive=False`` where the metrics read
+    no sums of positive parts and ``model``'s ``iter_traces`` takes that option (a source
+    written before it gives both sums, as it did)."""
+    if positive:
+        return {"summed": True}
+    try:
+        parameters = inspect.signature(model.iter_traces).parameters.values()
+    except (TypeError, ValueError):  # no signature to read: the option is not passed
+        return {"summed": True}
+    takes = any(p.name == "positive" or p.kind is p.VAR_KEYWORD for p in parameters)
+    return {"summed": True, "positive": False} if takes else {"summed": True}
+
+
 @dataclass
 class Chunk:
     """One batch of :meth:`Coverage.stream`, already added to the coverage."""
@@ -142,6 +157,9 @@ class Coverage:
         self.sums_only_ = self.components_ is not None and all(
             m.reads_sums_only for m in self.metrics.values()
         )
+        #: whether some metric reads the sums of positive parts (pos, neg, delta): else a
+        #: trace of sums may hold the sums over units alone
+        self.positive_parts_ = any(m.reads_positive_parts for m in self.metrics.values())
         self.track_fitness = track_fitness
         self.n_inputs_ = 0
         #: a token for each Coverage whose inputs this one holds (its own, those merged in;
@@ -205,11 +223,13 @@ class Coverage:
                 f"feeds={feeds!r}; pass a Coverage of this model measured against the same "
                 "profile (the chunks' signals are over this profile's window)"
             )
+        positive = self.positive_parts_
         if feeds is not None and not full_trace:  # same profile: the same window and until
             components = _union(components, feeds.components_)
             summed = summed and feeds.sums_only_
+            positive = positive or feeds.positive_parts_
         summed = not full_trace and summed and _gives_sums(self.model, components)
-        options: dict[str, Any] = {"summed": True} if summed else {}
+        options: dict[str, Any] = _sums_options(self.model, positive) if summed else {}
 
         def batches() -> Iterator[tuple[np.ndarray, np.ndarray | None, Trace]]:
             """(the batch's checked inputs, outputs, trace) in order, part by part."""

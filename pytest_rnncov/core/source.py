@@ -51,11 +51,13 @@ class TraceSource(Protocol):
     """A model whose recurrent layer can be traced (every adapter's ``RNNModel``).
 
     A source may also have ``gives_sums(components) -> bool``: where it returns True,
-    ``Coverage`` calls ``iter_traces(..., summed=True)`` for metrics that read only signals,
-    and the traces may hold only the per-step sums of those components
-    (``Trace.step_sums``). And ``earlier_fingerprints() -> tuple[str, ...]``: what earlier
-    releases took as its fingerprint, so that a stale profile says why; and
-    ``fingerprint_covers``, the text saying what the fingerprint covers."""
+    ``Coverage`` calls ``iter_traces(..., summed=True, positive=...)`` for metrics that read
+    only signals, and the traces may hold only the per-step sums of those components
+    (``Trace.step_sums``; with ``positive=False`` the metrics read no sums of positive
+    parts, so the sums over units may come alone). And ``earlier_fingerprints() ->
+    tuple[str, ...]``: what earlier releases took as its fingerprint, so that a stale
+    profile says why; and ``fingerprint_covers``, the text saying what the fingerprint
+    covers."""
 
     name: str
     layer_name: str

@@ -78,7 +78,8 @@ class Trace:
 
     ``sums`` maps components given only by their per-step sums over units (what the signals
     of SPEC section 2 derive from, when the metrics read nothing else) to (B, T, 2) float64
-    arrays: the sum at each step, then the sum of the positive parts; ``sum_units`` is the
+    arrays: the sum at each step, then the sum of the positive parts; or (B, T, 1), the sum
+    alone, where no metric reads the positive parts (pos, neg, delta); ``sum_units`` is the
     number of units they summed.
     """
 
@@ -103,7 +104,8 @@ class Trace:
         names = cell_components(cell)
         if sums is not None and not isinstance(sums, Mapping):
             raise InvalidArgument(
-                f"sums={sums!r}; give a mapping of component names to (batch, steps, 2) sums"
+                f"sums={sums!r}; give a mapping of component names to (batch, steps, 2) sums "
+                "(or (batch, steps, 1): the sums over units alone)"
             )
         sums = dict(sums or {})
         given = [*components, *sums]
@@ -120,7 +122,7 @@ class Trace:
             if tuple(array.shape[:2]) != shape:
                 raise InvalidArgument(
                     f"the sums of trace component {name!r} have shape {array.shape}; they must "
-                    f"be (batch, steps, 2) with the trace's batch and steps {shape}"
+                    f"be (batch, steps, 2 or 1) with the trace's batch and steps {shape}"
                 )
         for name, array in arrays.items():  # units may differ (an LSTM's projected h)
             if array.ndim != 3 or tuple(array.shape[:2]) != shape[:2]:
@@ -202,8 +204,9 @@ class Trace:
         return self.components[name]
 
     def step_sums(self, name: str) -> np.ndarray | None:
-        """The (B, T, 2) per-step sums of component ``name`` when the trace holds only
-        those (the sum over units, then the sum of the positive parts), else None."""
+        """The per-step sums of component ``name`` when the trace holds only those, else
+        None: (B, T, 2), the sum over units, then the sum of the positive parts; or
+        (B, T, 1), the sum over units alone, where the metrics read no positive parts."""
         return self.sums.get(name)
 
     @property
@@ -249,6 +252,7 @@ class Trace:
             + (f" of {self.length}" if self.length != self.n_steps else "")
             + f", units={self.units}, masked={self.mask is not None}"
             + (f", summed={', '.join(self.sums)}" if self.sums else "")
+            + (" (no positive parts)" if any(w == 1 for _, w in _widths(self)) else "")
             + ")"
         )
 
@@ -259,15 +263,16 @@ def concat_traces(parts: list[Trace]) -> Trace:
         return parts[0]
     first = parts[0]
     for part in parts[1:]:
-        if (tuple(part.components), tuple(part.sums), part.sum_units, part.cell) != (
+        if (tuple(part.components), _widths(part), part.sum_units, part.cell) != (
             tuple(first.components),
-            tuple(first.sums),
+            _widths(first),
             first.sum_units,
             first.cell,
         ):
             raise InvalidArgument(
                 f"cannot join {part!r} to {first!r}: traces joined must hold the same "
-                "components, the same way (states or per-step sums), of the same cell"
+                "components, the same way (states, or per-step sums with or without the sums "
+                "of positive parts), of the same cell"
             )
     xp = array_namespace(next(iter((first.components or first.sums).values())))
     arrays = {n: xp.concat([p.components[n] for p in parts]) for n in first.components}
@@ -281,6 +286,12 @@ def concat_traces(parts: list[Trace]) -> Trace:
             ]
         )
     return _rebuilt(first, arrays, sums, mask)
+
+
+def _widths(trace: Trace) -> tuple[tuple[str, int], ...]:
+    """Each summed component with how many sums per step it holds (2, or 1: no positive
+    parts)."""
+    return tuple((name, int(array.shape[2])) for name, array in trace.sums.items())
 
 
 def _rebuilt(like: Trace, arrays: dict[str, Any], sums: dict[str, Any], mask: Any) -> Trace:
@@ -298,14 +309,14 @@ def _only_sums(name: str) -> str:
 
 
 def _sums(name: str, value: Any, units: int) -> np.ndarray:
-    """Per-step sums of component ``name`` checked: a (B, T, 2) float64 array, from a layer
-    of ``units`` >= 1 units."""
+    """Per-step sums of component ``name`` checked: a (B, T, 2) or (B, T, 1) float64 array,
+    from a layer of ``units`` >= 1 units."""
     array = np.asarray(value)
-    if array.ndim != 3 or array.shape[2] != 2 or array.dtype != np.float64:
+    if array.ndim != 3 or array.shape[2] not in (1, 2) or array.dtype != np.float64:
         raise InvalidArgument(
             f"the sums of trace component {name!r} have shape {array.shape} and dtype "
             f"{array.dtype}; give (batch, steps, 2) float64 sums (over units, of the positive "
-            "parts)"
+            "parts) or (batch, steps, 1) (over units)"
         )
     check_int("sum_units", units, minimum=1)
     return array

@@ -239,7 +239,9 @@ class TrackedLike(Protocol):
     @property
     def seed(self) -> int: ...
 
-    def feed(self, signals: Signals, observation: Observation | None = None) -> Any: ...
+    def feed(
+        self, signals: Signals, observation: Observation | None = None, inputs: Any = None
+    ) -> Any: ...
 
     def signals_of(self, x: Any) -> Signals: ...
 
@@ -447,8 +449,9 @@ class Campaign:
         self, cases: Any, seed_index: np.ndarray, phase: str, target: str | None = None
     ) -> "_Batch":
         feeds = None if self.tracked is None else self.tracked.coverage
+        x = self.mutator.encode(cases)
         try:
-            chunk = next(self.coverage.stream(self.mutator.encode(cases), whole=True, feeds=feeds))
+            chunk = next(self.coverage.stream(x, whole=True, feeds=feeds))
         except InvalidInput as exc:  # the model overflowed on some of the cases
             flagged = [r for r in exc.rows if r < len(seed_index)]
             if phase == "seeds" or not flagged:
@@ -467,7 +470,7 @@ class Campaign:
         )
         assert outputs is not None
         if self.tracked is not None:
-            self.tracked.feed(signals, observation)
+            self.tracked.feed(signals, observation, x)
         ids = np.arange(self.n_cases, self.n_cases + len(seed_index))
         rows, conditions = self._global_hits(observation)
         self._suite.add(ids, rows, conditions)

@@ -185,18 +185,22 @@ class TrackedModel:
         return self.session.seed
 
     # -- feeding -----------------------------------------------------------------------
-    def feed(self, signals: Signals, observation: Observation | None = None) -> dict[str, int]:
+    def feed(
+        self, signals: Signals, observation: Observation | None = None, inputs: Any = None
+    ) -> dict[str, int]:
         """Add one batch of signals to the session (and the running test's) coverage;
-        ``observation`` from another Coverage of this profile is reused, not recomputed."""
+        ``observation`` from another Coverage of this profile is reused, not recomputed;
+        ``inputs``, the batch's model inputs, may give the HTML report's signal figure."""
         gained, own = self.coverage.update_signals(signals, None, reuse=observation)
-        self._fed(signals, own)
+        self._fed(signals, own, inputs)
         return gained
 
-    def _fed(self, signals: Signals, observation: Observation) -> None:
+    def _fed(self, signals: Signals, observation: Observation, inputs: Any = None) -> None:
         """What else one batch added to this model's coverage feeds: the running test's
-        coverage, and the first inputs the HTML report may plot."""
+        coverage, and the first inputs the HTML report may plot (``inputs``: the batch's,
+        where at hand)."""
         if self._plotted is None:
-            self._plotted = signals.trace[:SIGNAL_SAMPLES].to_host()
+            self._plotted = self._plot_trace(signals.trace, inputs)
         test = self.session.test_coverage
         if test is not None:
             test.add(self, observation, len(signals))
@@ -210,7 +214,8 @@ class TrackedModel:
         for chunk in self.coverage.stream(x, full_trace=keep_trace, keep_inputs=False):
             assert chunk.outputs is not None
             outputs.append(chunk.outputs)
-            self._fed(chunk.signals, chunk.observation)  # its states were finite: it counts
+            # its states were finite: it counts
+            self._fed(chunk.signals, chunk.observation, x if chunk.start == 0 else None)
             with rows_from(chunk.start):  # rows of x, not of this batch
                 refuse_overflow(chunk.outputs)
             for key, value in chunk.gained.items():
@@ -239,6 +244,22 @@ class TrackedModel:
     def signals_of(self, x: Any) -> Signals:
         """The signals of ``x`` (fed to coverage) for scoring conditions."""
         return self.coverage.signals(self.run(x)[1])
+
+    def _plot_trace(self, trace: Trace, inputs: Any) -> Trace:
+        """The first inputs' trace for the signal figure: the fed trace's, or where that
+        holds the sums of h without their positive parts (no metric reads them; the
+        figure's h/delta does) and a figure is wanted, the first ``inputs`` traced again
+        (they do not feed coverage again)."""
+        rows = trace[:SIGNAL_SAMPLES]
+        summed = rows.step_sums("h")
+        if (
+            self.session.signal_figures
+            and inputs is not None
+            and summed is not None
+            and summed.shape[2] == 1
+        ):
+            return self.rnn.trace(self.rnn.check_input(inputs[:SIGNAL_SAMPLES])).to_host()
+        return rows.to_host()
 
     # -- beyond coverage ---------------------------------------------------------------
     def plot_signals(self, x: Any) -> None:

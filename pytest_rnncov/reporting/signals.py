@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core.abstractions import signal
+from ..core.abstractions import NEEDS_POSITIVE, signal
 from ..core.profile import Profile
 from ..core.trace import Trace
 from ..errors import DegenerateProfile, RNNCovWarning
@@ -31,6 +31,16 @@ def sample_signals(trace: Trace, profile: Profile) -> dict[str, Any]:
     out: dict[str, Any] = {"steps": list(range(window[0], window[1] + 1))}
     for key, component, abstraction, kind in _PANELS:
         if component not in trace.names:
+            continue
+        summed = rows.step_sums(component)
+        if abstraction in NEEDS_POSITIVE and summed is not None and summed.shape[2] == 1:
+            warnings.warn(
+                f"the HTML signal figure leaves out {component}/{abstraction}: the plotted "
+                f"inputs' trace holds the sums of {component} over units alone (what the "
+                "metrics read); tracked.plot_signals(x) plots the signals of inputs x",
+                RNNCovWarning,
+                stacklevel=2,
+            )
             continue
         try:
             values = signal(rows, component, abstraction, window)

@@ -20,6 +20,7 @@ from ...errors import InvalidArgument, InvalidInput, ProfileError
 from ..abstractions import (
     NEEDS_POSITIVE,
     Window,
+    check_positive_given,
     check_signal,
     from_sums,
     given_sums,
@@ -117,6 +118,7 @@ class Signals:
         given = given_sums(self.trace, component, self.window)  # views: nothing computed
         if given is not None:
             units = self.trace.sum_units
+            check_positive_given(given[1], component, abstraction)
             sums[(component, "total")], sums[(component, "positive")] = given
         else:
             states = self.trace.component(component)
@@ -273,6 +275,13 @@ class Metric:
         """The trace components this bound metric reads (None: any of them), so that a
         trace computes no more than the metrics read."""
         return None
+
+    @property
+    def reads_positive_parts(self) -> bool:
+        """Whether this bound metric may read a signal derived from the per-step sums of
+        positive parts (pos, neg, delta), so that a trace of sums (``reads_sums_only``)
+        must hold those beside the sums over units."""
+        return True
 
     # -- evaluation (override for speed; these defaults use the dense fitness) -------------
     def evaluate(self, signals: Signals, *, fitness: bool = True) -> BatchResult:

@@ -13,7 +13,7 @@ import numpy as np
 
 from ...errors import InvalidArgument
 from ...validation import check_fraction
-from ..abstractions import check_signal
+from ..abstractions import NEEDS_POSITIVE, check_signal
 from ..arrays import array_namespace, is_host, to_host
 from .base import BatchResult, Metric, Signals, best_of, check_cell_component
 
@@ -69,6 +69,10 @@ class _StepMetric(Metric):
     @property
     def reads(self) -> tuple[str, ...] | None:
         return None if self.component is None else (self.component,)
+
+    @property
+    def reads_positive_parts(self) -> bool:
+        return self.abstraction is None or self.abstraction in NEEDS_POSITIVE
 
     def normalised(self, signals: Signals, rows: slice = slice(None)) -> np.ndarray:
         """N_m of the signal at each window step: (rows, |window|)."""

@@ -16,7 +16,7 @@ import numpy as np
 from ...errors import InvalidArgument, RNNCovWarning, user_stacklevel
 from ...validation import check_int
 from .. import sax
-from ..abstractions import check_signal
+from ..abstractions import NEEDS_POSITIVE, check_signal
 from ..arrays import array_namespace, is_host, like, to_host, wide_int
 from .base import BLOCK, MAX_CONDITIONS, BatchResult, Metric, Signals, best_of, check_cell_component
 
@@ -52,6 +52,10 @@ class TC(Metric):
     @property
     def reads(self) -> tuple[str, ...]:
         return (self.component,)
+
+    @property
+    def reads_positive_parts(self) -> bool:
+        return self.abstraction in NEEDS_POSITIVE
 
     def prepare(self, profile: "Profile") -> None:
         check_cell_component(self, profile, self.component)
