@@ -5,17 +5,20 @@ k=4 n=8 gamma=20, the example's budget) with timers around its parts, and prints
 part's seconds and share of the campaign:
 
   framework call  the adapter's one framework call per batch (outputs and the layer's states)
+  shrinking calls the model calls that shrink the adversarial samples (outputs only, through
+                  the adapter's predict; at most as many inputs as the search generated)
   trace           the trace from those states (gates, masks: the Cell)
   metrics         the coverage update (Coverage.update_signals)
   mutation        mutator.mutate
   distances       mutator.distance (the oracle's radius)
   oracle          the oracle's decisions and failure fitness
   statistics      the test-suite statistics (diversity, the minimal suite)
-  rest            scheduling, GA selection, shrinking's own work
+  rest            scheduling, GA selection, shrinking's own work (its model calls apart)
 
 Beside it: the model's own predictions per second at a batch of 1,000 (the speed column's
-reference), and the model alone called on batches of the sizes the campaign called it with
-(no project code, on PyTorch's own threads: a tracked model runs its small calls on one).
+reference), and the model alone called on batches of the sizes the campaign called it with,
+the search's and shrinking's (no project code, on PyTorch's own threads: a tracked model
+runs its small calls on one).
 
 OpenMP reads ``OMP_WAIT_POLICY`` when PyTorch loads, so ``--policies default,PASSIVE`` runs
 the measurement in fresh processes, alternating the policies (``default``: the variable
@@ -69,14 +72,14 @@ class Timers:
 
     def __init__(self) -> None:
         self.spent: dict[str, float] = defaultdict(float)
-        self.sizes: list[int] = []
+        self.sizes: dict[str, list[int]] = defaultdict(list)
 
     def wrap(self, owner: Any, name: str, label: str, sizes: bool = False) -> None:
         original: Callable[..., Any] = getattr(owner, name)
 
         def timed(*args: Any, **kwargs: Any) -> Any:
             if sizes:
-                self.sizes.append(len(args[1] if isinstance(owner, type) else args[0]))
+                self.sizes[label].append(len(args[1] if isinstance(owner, type) else args[0]))
             start = time.perf_counter()
             try:
                 return original(*args, **kwargs)
@@ -198,6 +201,7 @@ def measure(args: argparse.Namespace) -> None:
 
     timers = Timers()
     timers.wrap(rnn, "_forward", "framework call", sizes=True)
+    timers.wrap(rnn, "_predict", "shrinking calls", sizes=True)
     timers.wrap(type(rnn.cell), "from_states", "trace")
     timers.wrap(Coverage, "update_signals", "metrics")
     timers.wrap(mutator, "mutate", "mutation")
@@ -213,7 +217,10 @@ def measure(args: argparse.Namespace) -> None:
     start = time.perf_counter()
     result = campaign.run()
     total = time.perf_counter() - start
-    alone = model_alone(rnn, encoded, timers.sizes)
+    search = timers.sizes["framework call"]
+    shrinking = timers.sizes["shrinking calls"]
+    alone = model_alone(rnn, encoded, search)
+    alone_shrinking = model_alone(rnn, encoded, shrinking) if shrinking else 0.0
 
     cases = result.test_cases
     print(
@@ -221,19 +228,23 @@ def measure(args: argparse.Namespace) -> None:
         f"({cases / total:.0f}/s; the model's predict: {predictions:.0f}/s at a batch of "
         f"1,000; ratio {cases / total / predictions:.2f})"
     )
-    sizes = np.array(timers.sizes)
-    print(
-        f"model calls: {len(sizes)} (median batch {np.median(sizes):.0f}, "
-        f"{(sizes < 50).sum()} of fewer than 50 inputs)"
-    )
+    for label, calls in (("search", search), ("shrinking", shrinking)):
+        if calls:
+            sizes = np.array(calls)
+            print(
+                f"{label}'s model calls: {len(sizes)}, {sizes.sum()} inputs (median batch "
+                f"{np.median(sizes):.0f}, {(sizes < 50).sum()} of fewer than 50 inputs)"
+            )
     parts = dict(timers.spent)
     parts["rest"] = total - sum(parts.values())
     for label, seconds in sorted(parts.items(), key=lambda item: -item[1]):
         print(f"  {label:<16}{seconds * 1e3:9.0f} ms  {seconds / total:6.1%}")
+    both = alone + alone_shrinking
     print(
-        f"the model alone at those batch sizes: {alone * 1e3:.0f} ms "
-        f"({alone / total:.1%} of the campaign); the ratio if nothing else took time: "
-        f"{cases / alone / predictions:.2f}"
+        f"the model alone at those batch sizes: {alone * 1e3:.0f} ms for the search's, "
+        f"{alone_shrinking * 1e3:.0f} ms for shrinking's ({both / total:.1%} of the "
+        f"campaign); the ratio if nothing else took time: {cases / both / predictions:.2f} "
+        f"({cases / alone / predictions:.2f} without shrinking)"
     )
 
 
