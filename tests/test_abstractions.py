@@ -110,6 +110,7 @@ def test_a_trace_of_sums_alone_gives_the_signals_that_read_no_positive_parts():
     positive parts, are refused by name."""
     alone, full, window = sums_alone(), summed_trace(sum_units=2), (1, 2)
     assert "summed=h (no positive parts)" in repr(alone)
+    assert alone.sums_alone("h") and not full.sums_alone("h") and not alone.sums_alone("c")
     signals = Signals(alone, window)
     for abstraction in ("avg", "net", "delta_net"):
         expected = signal(full, "h", abstraction, window)

@@ -209,6 +209,12 @@ class Trace:
         (B, T, 1), the sum over units alone, where the metrics read no positive parts."""
         return self.sums.get(name)
 
+    def sums_alone(self, name: str) -> bool:
+        """Whether the trace holds component ``name`` as its per-step sums over units
+        alone, without the sums of its positive parts (which pos, neg and delta read)."""
+        summed = self.sums.get(name)
+        return summed is not None and summed.shape[2] == 1
+
     @property
     def on_host(self) -> bool:
         """Whether the arrays are numpy arrays (else a framework's, on its device)."""

@@ -251,13 +251,7 @@ class TrackedModel:
         figure's h/delta does) and a figure is wanted, the first ``inputs`` traced again
         (they do not feed coverage again)."""
         rows = trace[:SIGNAL_SAMPLES]
-        summed = rows.step_sums("h")
-        if (
-            self.session.signal_figures
-            and inputs is not None
-            and summed is not None
-            and summed.shape[2] == 1
-        ):
+        if self.session.signal_figures and inputs is not None and rows.sums_alone("h"):
             return self.rnn.trace(self.rnn.check_input(inputs[:SIGNAL_SAMPLES])).to_host()
         return rows.to_host()
 

@@ -32,8 +32,7 @@ def sample_signals(trace: Trace, profile: Profile) -> dict[str, Any]:
     for key, component, abstraction, kind in _PANELS:
         if component not in trace.names:
             continue
-        summed = rows.step_sums(component)
-        if abstraction in NEEDS_POSITIVE and summed is not None and summed.shape[2] == 1:
+        if abstraction in NEEDS_POSITIVE and rows.sums_alone(component):
             warnings.warn(
                 f"the HTML signal figure leaves out {component}/{abstraction}: the plotted "
                 f"inputs' trace holds the sums of {component} over units alone (what the "
