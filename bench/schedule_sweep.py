@@ -1,0 +1,177 @@
+"""The adaptive schedule alone, under other settings, against the generation tables' bars.
+
+A retuning round without rerunning every method: the other methods' medians do not change
+when the adaptive schedule's constants do, so this runs only the default (Adaptive) over the
+seeds, once as it is and once per ``--variant`` (constants of
+``pytest_rnncov.generation.campaign`` set for that run), and checks its medians against the
+best method of a table that ``bench/generation_unseen.py`` or ``bench/generation_table.py``
+wrote (its "vs the best method" rows, as printed there: 3 decimals). Run it on the machine
+that wrote the unseen table: its models are trained where it runs.
+
+    python bench/schedule_sweep.py --models basicmotions,mnist-gru [--seeds 0,...,9]
+        [--table docs/generation-unseen.md] --variant "FAILING_SEED_WORTH=0.4"
+        --variant "TURN_METRICS=BC,SC FAILING_SEED_WORTH=0.4"
+    python bench/schedule_sweep.py --models mnist,molecules --table docs/generation.md ...
+
+A variant is NAME=VALUE pairs: NAME one of SETTINGS, VALUE a number, or for TURN_METRICS
+metric class names joined by commas.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+from pytest_rnncov.config.idle_threads import sleeping_idle_threads
+
+sleeping_idle_threads()  # idle threads sleep, as the plugin sets them (before numpy loads)
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parent.parent))
+
+import generation_table  # noqa: E402
+import generation_unseen  # noqa: E402
+
+import pytest_rnncov.generation.campaign as campaign  # noqa: E402
+from pytest_rnncov import Profile  # noqa: E402
+from pytest_rnncov.core import metrics  # noqa: E402
+
+#: the constants a variant may set
+SETTINGS = (
+    "ADAPTIVE_EXPLORE",
+    "ADAPTIVE_FLOOR",
+    "ADAPTIVE_HALF_LIFE",
+    "ADAPTIVE_SHARPNESS",
+    "ADAPTIVE_TURN_STALL",
+    "ADAPTIVE_WINDOW",
+    "ADVERSARIAL_WORTH",
+    "FAILING_SEED_WORTH",
+    "TURN_METRIC_WORTH",
+    "TURN_SHARE",
+    "VARIANTS_PER_SEED",
+    "TURN_METRICS",
+)
+EXAMPLES = ("mnist", "sentiment", "molecules", "vowels")
+
+
+def parse_variant(text: str) -> dict[str, object]:
+    """``"NAME=VALUE NAME=VALUE"`` -> the constants' new values (SystemExit naming a bad pair)."""
+    values: dict[str, object] = {}
+    for pair in text.split():
+        name, _, value = pair.partition("=")
+        if name not in SETTINGS or not value:
+            raise SystemExit(f"--variant {pair!r}: write NAME=VALUE, NAME one of {SETTINGS}")
+        if name == "TURN_METRICS":
+            classes = [getattr(metrics, n, None) for n in value.split(",")]
+            if not all(isinstance(c, type) and issubclass(c, metrics.Metric) for c in classes):
+                raise SystemExit(f"--variant {pair!r}: metric class names, e.g. BC,SC")
+            values[name] = tuple(classes)
+            continue
+        try:
+            number = float(value)
+        except ValueError:
+            raise SystemExit(f"--variant {pair!r}: the value must be a number") from None
+        if isinstance(getattr(campaign, name), int) and not number.is_integer():
+            raise SystemExit(f"--variant {pair!r}: {name} is a whole number")
+        values[name] = type(getattr(campaign, name))(number)
+    return values
+
+
+def best_methods(table: Path) -> dict[str, dict[str, float]]:
+    """model -> measure -> the best method's median, from a table's "vs the best" rows."""
+    best: dict[str, dict[str, float]] = {}
+    model = ""
+    for line in table.read_text().splitlines():
+        if heading := re.match(r"## (\S+)$", line):
+            model = heading.group(1)
+        elif row := re.match(r"\| (\w+) \| [\d.]+ \| ([\d.]+) \(\w+\) \|", line):
+            best.setdefault(model, {})[row.group(1)] = float(row.group(2))
+    return best
+
+
+def setup(name: str):
+    """(rnn, seeds, mutator, oracle, profile, budget) for an example or an unseen model."""
+    if name in EXAMPLES:
+        rnn, seeds, mutator, oracle, budget, _ = generation_table.example(name)
+        profile = Profile.load(
+            generation_table.ROOT / "examples" / name / "artifacts" / "profile.json"
+        )
+        return rnn, seeds, mutator, oracle, profile, budget
+    return (*generation_unseen.model_for(name), 5000)
+
+
+def medians(subject: tuple, seeds: list[int], settings: dict[str, object]) -> dict[str, float]:
+    """Adaptive's medians over ``seeds`` on ``subject`` (``setup``'s) with the campaign
+    module's constants set."""
+    rnn, case_seeds, mutator, oracle, profile, budget = subject
+    saved = {key: getattr(campaign, key) for key in settings}
+    try:
+        for key, value in settings.items():
+            setattr(campaign, key, value)
+        runs = []
+        for seed in seeds:
+            result = generation_table.table_campaign(
+                rnn, case_seeds, mutator, oracle, profile, budget, seed, schedule="adaptive"
+            ).run()
+            runs.append(
+                [result.adversarial, result.unique, *(result.rates[k] for k in "BC SC TC".split())]
+            )
+    finally:
+        for key, value in saved.items():
+            setattr(campaign, key, value)
+    return dict(zip(generation_table.MEASURES, np.median(np.array(runs, float), axis=0)))
+
+
+def misses(found: dict[str, float], best: dict[str, float]) -> list[str]:
+    """The bars ``found`` misses: failures under 0.8x the best, coverage under it - 0.02."""
+    out = []
+    for measure, value in found.items():
+        counts = measure in ("adversarial", "unique")
+        bar = 0.8 * best[measure] if counts else best[measure] - 0.02 - 1e-9
+        if value < bar:
+            out.append(f"{measure} {value:.3f} (bar {bar:.3f})")
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--models", required=True)
+    parser.add_argument("--seeds", default="0,1,2,3,4,5,6,7,8,9")
+    parser.add_argument(
+        "--table", default=str(generation_table.ROOT / "docs" / "generation-unseen.md")
+    )
+    parser.add_argument("--variant", action="append", default=[])
+    args = parser.parse_args()
+    seeds = [int(s) for s in args.seeds.split(",")]
+    variants = {"default": {}, **{text: parse_variant(text) for text in args.variant}}
+    best = best_methods(Path(args.table))
+    names = args.models.split(",")
+    if unknown := [name for name in names if name not in best]:
+        raise SystemExit(f"--models {unknown}: not in {args.table} (it has {sorted(best)})")
+    met = dict.fromkeys(variants, 0)
+    for name in names:
+        subject = setup(name)
+        for label, settings in variants.items():
+            found = medians(subject, seeds, settings)
+            missed = misses(found, best[name])
+            met[label] += len(found) - len(missed)
+            shown = ", ".join(f"{k} {v:g}" for k, v in found.items())
+            print(
+                f"{name} [{label}]: {shown}; " + (f"misses {missed}" if missed else "all met"),
+                flush=True,
+            )
+    for label, count in met.items():
+        print(f"{label}: {count} of {5 * len(names)} bars met")
+
+
+if __name__ == "__main__":
+    main()
