@@ -63,7 +63,7 @@ if os.environ.get(UNSET_POLICY):
 import generation_table  # noqa: E402
 import numpy as np  # noqa: E402
 
-from pytest_rnncov import Coverage, Oracle, Profile  # noqa: E402
+from pytest_rnncov import Coverage, Oracle  # noqa: E402
 from pytest_rnncov.generation import statistics as suite_statistics  # noqa: E402
 
 
@@ -193,9 +193,7 @@ def measure(args: argparse.Namespace) -> None:
         + (", every call on PyTorch's threads" if args.own_threads else "")
     )
     rnn, seeds, mutator, oracle, budget, _ = generation_table.example(args.example)
-    profile = Profile.load(
-        generation_table.ROOT / "examples" / args.example / "artifacts" / "profile.json"
-    )
+    profile = generation_table.example_profile(args.example)
     encoded = mutator.encode(seeds)
     predictions = generation_table.predictions_per_second(rnn, encoded)
 

@@ -290,13 +290,7 @@ def main() -> None:
                 result = generation_table.table_campaign(
                     rnn, case_seeds, mutator, oracle, profile, args.budget, seed, **options
                 ).run()
-                runs[method].append(
-                    {
-                        "adversarial": result.adversarial,
-                        "unique": result.unique,
-                        **{k: result.rates[k] for k in ("BC", "SC", "TC")},
-                    }
-                )
+                runs[method].append(generation_table.measures(result))
                 print(
                     f"  {method} seed {seed}: {runs[method][-1]} "
                     f"({time.perf_counter() - start:.1f} s)",

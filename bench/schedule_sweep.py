@@ -40,7 +40,6 @@ import generation_table  # noqa: E402
 import generation_unseen  # noqa: E402
 
 import pytest_rnncov.generation.campaign as campaign  # noqa: E402
-from pytest_rnncov import Profile  # noqa: E402
 from pytest_rnncov.core import metrics  # noqa: E402
 
 #: the constants a variant may set
@@ -100,10 +99,7 @@ def setup(name: str):
     """(rnn, seeds, mutator, oracle, profile, budget) for an example or an unseen model."""
     if name in EXAMPLES:
         rnn, seeds, mutator, oracle, budget, _ = generation_table.example(name)
-        profile = Profile.load(
-            generation_table.ROOT / "examples" / name / "artifacts" / "profile.json"
-        )
-        return rnn, seeds, mutator, oracle, profile, budget
+        return rnn, seeds, mutator, oracle, generation_table.example_profile(name), budget
     return (*generation_unseen.model_for(name), 5000)
 
 
@@ -120,24 +116,20 @@ def medians(subject: tuple, seeds: list[int], settings: dict[str, object]) -> di
             result = generation_table.table_campaign(
                 rnn, case_seeds, mutator, oracle, profile, budget, seed, schedule="adaptive"
             ).run()
-            runs.append(
-                [result.adversarial, result.unique, *(result.rates[k] for k in "BC SC TC".split())]
-            )
+            runs.append(generation_table.measures(result))
     finally:
         for key, value in saved.items():
             setattr(campaign, key, value)
-    return dict(zip(generation_table.MEASURES, np.median(np.array(runs, float), axis=0)))
+    return {m: float(np.median([run[m] for run in runs])) for m in generation_table.MEASURES}
 
 
 def misses(found: dict[str, float], best: dict[str, float]) -> list[str]:
-    """The bars ``found`` misses: failures under 0.8x the best, coverage under it - 0.02."""
-    out = []
-    for measure, value in found.items():
-        counts = measure in ("adversarial", "unique")
-        bar = 0.8 * best[measure] if counts else best[measure] - 0.02 - 1e-9
-        if value < bar:
-            out.append(f"{measure} {value:.3f} (bar {bar:.3f})")
-    return out
+    """The bars (``generation_table.meets_bar``) that ``found`` misses."""
+    return [
+        f"{measure} {value:.3f} (best {best[measure]:.3f})"
+        for measure, value in found.items()
+        if not generation_table.meets_bar(measure, value, best[measure])
+    ]
 
 
 def main() -> None:
@@ -151,8 +143,13 @@ def main() -> None:
     )
     parser.add_argument("--variant", action="append", default=[])
     args = parser.parse_args()
-    seeds = [int(s) for s in args.seeds.split(",")]
+    try:
+        seeds = [int(s) for s in args.seeds.split(",")]
+    except ValueError:
+        raise SystemExit(f"--seeds {args.seeds!r}: whole numbers joined by commas") from None
     variants = {"default": {}, **{text: parse_variant(text) for text in args.variant}}
+    if not Path(args.table).is_file():
+        raise SystemExit(f"--table {args.table!r}: no such file; give a generated table")
     best = best_methods(Path(args.table))
     names = args.models.split(",")
     if unknown := [name for name in names if name not in best]:
@@ -170,7 +167,7 @@ def main() -> None:
                 flush=True,
             )
     for label, count in met.items():
-        print(f"{label}: {count} of {5 * len(names)} bars met")
+        print(f"{label}: {count} of {len(generation_table.MEASURES) * len(names)} bars met")
 
 
 if __name__ == "__main__":
