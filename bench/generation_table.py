@@ -5,7 +5,7 @@ For each example, with the same budget, seeds and random seed: Seeds (200 seeds)
 coverage stalls), and the GA given a turn after every random batch from the start, aimed at
 coverage (Mixed), at failures (Failure) or at both in turn (Both), and Adaptive (the
 default: one pull at a time shared among random mutation, the failure sweep, variants
-of the adversarial samples and a coverage arm per metric, a sweep or for BC a GA turn, by
+of the adversarial samples and a coverage arm per metric, a sweep or for BC and SC a GA turn, by
 their recent yield).
 Columns: test cases,
 adversarial samples, average perturbation as found and after shrinking toward the seed,
@@ -364,8 +364,8 @@ def main() -> None:
         "the start, aimed at coverage, failures, or both in turn. Adaptive (the default, "
         '`schedule="adaptive"`): one pull at a time shared among random mutation of the '
         "seeds and each condition's best case, the failure sweep, variants of the "
-        "adversarial samples found and a coverage arm per metric (a sweep; for BC a GA "
-        "turn at the closest condition) by their recent yield (see "
+        "adversarial samples found and a coverage arm per metric (a sweep; for BC and SC "
+        "a GA turn at the closest condition) by their recent yield (see "
         "docs/test-generation.md). Every GA turn is "
         "bounded (a quarter of the budget; it ends after 3 generations that get no "
         "closer, 5 in the adaptive schedule). Adversarial: failing cases, a case "

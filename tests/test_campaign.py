@@ -17,6 +17,7 @@ import pytest_rnncov.generation.cases as cases_module
 from pytest_rnncov import (
     BC,
     SC,
+    TC,
     Campaign,
     Coverage,
     DataFileError,
@@ -782,10 +783,10 @@ def test_every_adaptive_pull_is_one_batch_or_one_ga_turn_from_the_arm_it_names(t
     assert campaign.generated == 1200
 
 
-def test_the_adaptive_schedule_turns_on_bc_and_sweeps_the_other_metrics(threshold):
-    """BC's boundaries are reached by climbing toward one condition: its arm runs a GA turn
-    at the closest uncovered condition; SC's arm sweeps the best cases of its uncovered
-    conditions in one batch."""
+def test_the_adaptive_schedule_turns_on_bc_and_sc_and_sweeps_tc(threshold):
+    """Boundaries and symbolic intervals are reached by climbing toward one condition: BC's
+    and SC's arms run GA turns at the closest uncovered condition; TC's arm sweeps the best
+    cases of its uncovered conditions in one batch."""
     rnn, profile = threshold
     campaign = Campaign(
         rnn,
@@ -793,13 +794,15 @@ def test_the_adaptive_schedule_turns_on_bc_and_sweeps_the_other_metrics(threshol
         SMALL_NOISE,
         Oracle(radius=10.0),
         profile=profile,
-        metrics=[*BC_ONLY, SC("h", "delta")],
+        metrics=[*BC_ONLY, SC("h", "delta"), TC("h", "net", w=3)],
         budget=1200,
         seed=1,
     )
     labels = {(step.target or "").split(" ")[0] for step in campaign.iterate()}
-    assert "SC:sweep" in labels and "BC:sweep" not in labels
+    assert "TC:sweep" in labels
+    assert not {"BC:sweep", "SC:sweep"} & labels
     assert any(label.startswith("BC:t=") for label in labels)
+    assert any(label.startswith("SC:") for label in labels), labels
 
 
 def test_the_adaptive_schedule_takes_no_objective(threshold):
