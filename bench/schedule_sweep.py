@@ -10,7 +10,7 @@ that wrote the unseen table: its models are trained where it runs.
 
     python bench/schedule_sweep.py --models basicmotions,mnist-gru [--seeds 0,...,9]
         [--table docs/generation-unseen.md] --variant "FAILING_SEED_WORTH=0.4"
-        --variant "TURN_METRICS=BC,SC FAILING_SEED_WORTH=0.4"
+        --variant "TURN_METRICS=BC FAILING_SEED_WORTH=0.4"
     python bench/schedule_sweep.py --models mnist,molecules --table docs/generation.md ...
 
 A variant is NAME=VALUE pairs: NAME one of SETTINGS, VALUE a number, or for TURN_METRICS

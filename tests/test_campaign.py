@@ -784,7 +784,7 @@ def test_every_adaptive_pull_is_one_batch_or_one_ga_turn_from_the_arm_it_names(t
 
 
 def test_the_adaptive_schedule_turns_on_bc_and_sc_and_sweeps_tc(threshold):
-    """Boundaries and symbolic intervals are reached by climbing toward one condition: BC's
+    """BC's boundaries and SC's steps are reached by climbing toward one condition: BC's
     and SC's arms run GA turns at the closest uncovered condition; TC's arm sweeps the best
     cases of its uncovered conditions in one batch."""
     rnn, profile = threshold
@@ -802,7 +802,32 @@ def test_the_adaptive_schedule_turns_on_bc_and_sc_and_sweeps_tc(threshold):
     assert "TC:sweep" in labels
     assert not {"BC:sweep", "SC:sweep"} & labels
     assert any(label.startswith("BC:t=") for label in labels)
-    assert any(label.startswith("SC:") for label in labels), labels
+    assert any(label.startswith("SC:t=") for label in labels), labels
+
+
+def test_sc_growth_weighs_1_though_its_arm_runs_ga_turns(threshold):
+    """BC's growth weighs 3 (BC_WORTH), SC's 1: with one pull each of 100 cases, BC gaining
+    0.1 and SC 0.3 in log(1 + covered), the yields per case are 3 * 0.1/100 = 1 * 0.3/100, so
+    the shares are equal (105.5 of 211 cases each) and BC, 5.5 below it, goes next; SC at 3
+    would have yielded 0.009 and taken 0.1/2 + 0.9 * 27/28 = 0.918 of the cases."""
+    rnn, profile = threshold
+    campaign = Campaign(
+        rnn,
+        SEEDS,
+        SMALL_NOISE,
+        Oracle(radius=10.0),
+        profile=profile,
+        metrics=[*BC_ONLY, SC("h", "delta")],
+        budget=1200,
+        seed=1,
+    )
+    assert campaign.targets == ("BC", "SC")
+    now = campaign.generated
+    recent = {
+        "SC": [(np.array([0.0, 0.3, 0.0, 0.0]), 100, now)],
+        "BC": [(np.array([0.1, 0.0, 0.0, 0.0]), 100, now)],
+    }
+    assert campaign._choose(["SC", "BC"], recent, {"SC": 110, "BC": 100}) == "BC"
 
 
 def test_the_adaptive_schedule_takes_no_objective(threshold):
@@ -946,7 +971,7 @@ def test_a_repeated_adversarial_case_counts_once_per_seed(threshold):
 def test_the_adaptive_yield_and_choice_by_hand(threshold):
     """_progress: log(1 + measure) for covered BC conditions, failing seeds and the sum over
     seeds of log(1 + samples), 8 samples per seed at most. _choose: an arm never pulled goes
-    first; then with yields per case (worth 3 for BC, a GA-turn metric, 0.3, 0.05) random
+    first; then with yields per case (worth 3 for BC, BC_WORTH; 0.3, 0.05) random
     3 * 0.1/100, failure 0.3 * 0.2/100, BC 3 * 0.05/50, the shares are 0.1/3 + 0.9 *
     yield**3 / sum(yield**3): 0.4815, 0.0369, 0.4815; after 300, 10 and 100 cases of 411
     the deficits are -102.1, 5.2 and 97.9: BC. An arm below half its exploration share

@@ -68,11 +68,11 @@ SCHEDULES = ("adaptive", "stall", "mixed")
 
 #: "stall" and "mixed": a GA turn ends after this many generations that got no closer
 GA_STALL = 3
-#: "adaptive": BC's and SC's GA turns end after this many (its arm's yield already bounds what turns
-#: that do not pay may take; 5 instead of 3: MNIST BC .81 -> .86 over 10 seeds, measured in
-#: docs/test-generation.md)
+#: "adaptive": BC's and SC's GA turns end after this many (each arm's yield already bounds
+#: what turns that do not pay may take; 5 instead of 3: MNIST BC .81 -> .86 over 10 seeds,
+#: measured in docs/test-generation.md)
 ADAPTIVE_TURN_STALL = 5
-#: every schedule: a GA turn's share of the budget at most (the adaptive one's BC turns too)
+#: every schedule: a GA turn's share of the budget at most (the adaptive one's BC and SC turns too)
 TURN_SHARE = 0.25
 #: "adaptive": the pulls of each arm its recent yield is measured over
 ADAPTIVE_WINDOW = 8
