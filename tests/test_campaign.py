@@ -596,8 +596,10 @@ def threshold(keras):
 BC_ONLY = [BC("h", "net", alpha_max=0.9)]
 
 
-def failure_campaign(threshold, budget=600, patience=1, mutator=SMALL_NOISE, seed=1, **options):
-    """A campaign on the threshold model (BC only, oracle radius 10)."""
+def failure_campaign(
+    threshold, budget=600, patience=1, mutator=SMALL_NOISE, seed=1, metrics=BC_ONLY, **options
+):
+    """A campaign on the threshold model (BC only unless ``metrics`` says, oracle radius 10)."""
     rnn, profile = threshold
     return Campaign(
         rnn,
@@ -605,7 +607,7 @@ def failure_campaign(threshold, budget=600, patience=1, mutator=SMALL_NOISE, see
         mutator,
         Oracle(radius=10.0),
         profile=profile,
-        metrics=BC_ONLY,
+        metrics=metrics,
         budget=budget,
         patience=patience,
         seed=seed,
@@ -787,17 +789,8 @@ def test_the_adaptive_schedule_turns_on_bc_and_sc_and_sweeps_tc(threshold):
     """BC's boundaries and SC's steps are reached by climbing toward one condition: BC's
     and SC's arms run GA turns at the closest uncovered condition; TC's arm sweeps the best
     cases of its uncovered conditions in one batch."""
-    rnn, profile = threshold
-    campaign = Campaign(
-        rnn,
-        SEEDS,
-        SMALL_NOISE,
-        Oracle(radius=10.0),
-        profile=profile,
-        metrics=[*BC_ONLY, SC("h", "delta"), TC("h", "net", w=3)],
-        budget=1200,
-        seed=1,
-    )
+    metrics = [*BC_ONLY, SC("h", "delta"), TC("h", "net", w=3)]
+    campaign = failure_campaign(threshold, budget=1200, metrics=metrics)
     labels = {(step.target or "").split(" ")[0] for step in campaign.iterate()}
     assert "TC:sweep" in labels
     assert not {"BC:sweep", "SC:sweep"} & labels
@@ -810,17 +803,7 @@ def test_sc_growth_weighs_1_though_its_arm_runs_ga_turns(threshold):
     0.1 and SC 0.3 in log(1 + covered), the yields per case are 3 * 0.1/100 = 1 * 0.3/100, so
     the shares are equal (105.5 of 211 cases each) and BC, 5.5 below it, goes next; SC at 3
     would have yielded 0.009 and taken 0.1/2 + 0.9 * 27/28 = 0.918 of the cases."""
-    rnn, profile = threshold
-    campaign = Campaign(
-        rnn,
-        SEEDS,
-        SMALL_NOISE,
-        Oracle(radius=10.0),
-        profile=profile,
-        metrics=[*BC_ONLY, SC("h", "delta")],
-        budget=1200,
-        seed=1,
-    )
+    campaign = failure_campaign(threshold, budget=1200, metrics=[*BC_ONLY, SC("h", "delta")])
     assert campaign.targets == ("BC", "SC")
     now = campaign.generated
     recent = {
