@@ -450,6 +450,43 @@ def test_smiles_mutator_keeps_a_bounded_number_of_molecules():
     assert len(mutator._mols) == MOLECULE_CACHE
 
 
+def test_mutating_a_mutant_parses_no_molecule(monkeypatch):
+    """A mutant is its parent's molecule: mutating it again (the GA's children, the
+    campaign's random parents) reads the parent's parsed molecule, not the new spelling."""
+    from rdkit import Chem
+
+    parsed = []
+    parse = Chem.MolFromSmiles
+    monkeypatch.setattr(Chem, "MolFromSmiles", lambda s, *a: parsed.append(s) or parse(s, *a))
+    mutator = SmilesMutator()
+    rng = np.random.default_rng(0)
+    seeds = mutator.check_seeds(SMILES)
+    assert parsed == SMILES
+    cases = seeds
+    for _ in range(4):  # mutants of mutants of mutants
+        cases = mutator.mutate(cases, rng)
+    assert parsed == SMILES and len(set(cases) - set(SMILES)) == 3
+    assert [Chem.CanonSmiles(c) for c in cases] == [Chem.CanonSmiles(s) for s in SMILES]
+
+
+def test_smiles_mutator_keeps_a_bounded_number_of_spellings(monkeypatch):
+    """The mutants' spellings noted for their parent's molecule are the latest
+    SPELLING_CACHE; a mutant forgotten is parsed again, as the same molecule."""
+    from rdkit import Chem
+
+    from pytest_rnncov.generation import text
+
+    monkeypatch.setattr(text, "SPELLING_CACHE", 5)
+    mutator = SmilesMutator()
+    seed = "CCN(CC)CCOC(=O)c1ccc(N)cc1"
+    mutants = mutator.mutate([seed] * 40, np.random.default_rng(0))
+    assert len(mutator._spellings) == 5 and len(mutator._mols) == 1
+    forgotten = next(m for m in mutants if m not in mutator._spellings)
+    again = mutator.mutate([forgotten], np.random.default_rng(1))
+    assert len(mutator._mols) == 2  # the forgotten spelling parsed, under its own key
+    assert Chem.CanonSmiles(again[0]) == Chem.CanonSmiles(seed)
+
+
 def test_eda_redraws_what_the_encoder_cannot_encode():
     """An insertion lengthens the longest seed past a CharEncoder's length: the campaign
     died on its first batch. Such mutants are redrawn (another operation) and counted."""

@@ -832,8 +832,11 @@ class _Holder:
         if self.mask is None:
             return values
         xp, mask = self.xp, self.mask
-        if self.source is not None:  # numpy: one gather
-            held = np.take_along_axis(values, np.maximum(self.source, 0)[..., None], axis=1)
+        if self.source is not None:  # numpy: one gather of whole rows of units
+            batch, steps = self.source.shape
+            rows = np.arange(batch)[:, None] * steps + np.maximum(self.source, 0)
+            flat = values.reshape(batch * steps, *values.shape[2:])
+            held = np.take(flat, rows.ravel(), axis=0).reshape(values.shape)
             held[self.source < 0] = 0
             return held
         state = xp.zeros_like(values[:, 0])

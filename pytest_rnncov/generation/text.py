@@ -248,12 +248,16 @@ class EDAMutator(StringMutator):
         return edit_shares([s.split() for s in seeds], [c.split() for c in cases])
 
 
-#: molecules a SmilesMutator keeps parsed (the most recently used)
+#: molecules a SmilesMutator keeps parsed (the most recently used; about 45 KiB each)
 MOLECULE_CACHE = 1024
+#: mutants' spellings a SmilesMutator maps to their parent's molecule (the latest; a string
+#: each), so that mutating a mutant again parses nothing
+SPELLING_CACHE = 16384
 
 
 class SmilesMutator(StringMutator):
-    """SMILES re-enumeration: the same molecule written with a random atom order (RDKit).
+    """SMILES re-enumeration: the same molecule written from a random atom, its branches in
+    a random order (RDKit's random SMILES, each draw seeded from the campaign's generator).
 
     Every output parses to the seed's canonical molecule: RDKit can read some spellings of
     a molecule with stereo centres or stereo bonds back as another stereoisomer (ring
@@ -274,6 +278,8 @@ class SmilesMutator(StringMutator):
         self.tries = check_int("tries", tries, minimum=1, example="10")
         #: SMILES -> (molecule, its canonical SMILES where it has stereo, else None)
         self._mols: OrderedDict[str, tuple[Any, str | None]] = OrderedDict()
+        #: a mutant's SMILES -> the key in ``_mols`` of its parent's molecule
+        self._spellings: OrderedDict[str, str] = OrderedDict()
         #: re-enumerations the encoder could not encode, and those RDKit read back as
         #: another stereoisomer (both redrawn), since the counts were last reset (a
         #: campaign's start), for its report
@@ -291,43 +297,53 @@ class SmilesMutator(StringMutator):
         said = " and ".join(r for r in redrawn if r)
         return f"SMILES re-enumeration (random atom orders{f', {said} redrawn' if said else ''})"
 
-    def _mol(self, smiles: str) -> tuple[Any, str | None]:
-        """The parsed molecule of ``smiles`` and, where it has stereo, its canonical SMILES
-        (kept for the MOLECULE_CACHE most recently used)."""
-        if smiles in self._mols:
-            self._mols.move_to_end(smiles)
-        else:
-            from rdkit import Chem, RDLogger
+    def _key(self, smiles: str) -> str:
+        """The spelling under which the molecule of ``smiles`` is kept parsed: its own,
+        or for a mutant its parent's (same molecule) while that is kept; parsed now when
+        neither is. Keeps the MOLECULE_CACHE molecules most recently used."""
+        for key in (self._spellings.get(smiles), smiles):
+            if key is not None and key in self._mols:
+                self._mols.move_to_end(key)
+                return key
+        from rdkit import Chem, RDLogger
 
-            if any(c.isspace() for c in smiles):
-                raise InvalidInput(
-                    f"{shown(smiles)} has whitespace in it; pass one SMILES string per "
-                    "molecule, without spaces or line breaks"
-                )
+        if any(c.isspace() for c in smiles):
+            raise InvalidInput(
+                f"{shown(smiles)} has whitespace in it; pass one SMILES string per "
+                "molecule, without spaces or line breaks"
+            )
 
-            RDLogger.DisableLog("rdApp.*")  # type: ignore[attr-defined]
-            params = Chem.SmilesParserParams()
-            params.parseName = False  # type: ignore[assignment]  # "C C": refused, not methane
-            try:
-                mol = Chem.MolFromSmiles(smiles, params)
-            finally:
-                RDLogger.EnableLog("rdApp.*")  # type: ignore[attr-defined]
-            if mol is None or mol.GetNumAtoms() == 0:
-                raise InvalidInput(
-                    f"{shown(smiles)} is not a valid SMILES string of a molecule "
-                    "(RDKit cannot parse it, or it has no atoms)"
-                )
-            canonical = Chem.MolToSmiles(mol)
-            stereo = any(c in canonical for c in "@/\\")
-            self._mols[smiles] = (mol, canonical if stereo else None)
-            if len(self._mols) > MOLECULE_CACHE:
-                self._mols.popitem(last=False)
-        return self._mols[smiles]
+        RDLogger.DisableLog("rdApp.*")  # type: ignore[attr-defined]
+        params = Chem.SmilesParserParams()
+        params.parseName = False  # type: ignore[assignment]  # "C C": refused, not methane
+        try:
+            mol = Chem.MolFromSmiles(smiles, params)
+        finally:
+            RDLogger.EnableLog("rdApp.*")  # type: ignore[attr-defined]
+        if mol is None or mol.GetNumAtoms() == 0:
+            raise InvalidInput(
+                f"{shown(smiles)} is not a valid SMILES string of a molecule "
+                "(RDKit cannot parse it, or it has no atoms)"
+            )
+        canonical = Chem.MolToSmiles(mol)
+        stereo = any(c in canonical for c in "@/\\")
+        self._mols[smiles] = (mol, canonical if stereo else None)
+        if len(self._mols) > MOLECULE_CACHE:
+            self._mols.popitem(last=False)
+        return smiles
+
+    def _spelled(self, mutant: str, key: str) -> None:
+        """Note that ``mutant`` spells the molecule kept under ``key`` (the SPELLING_CACHE
+        spellings noted last), so that mutating it parses nothing."""
+        self._spellings[mutant] = key
+        self._spellings.move_to_end(mutant)
+        if len(self._spellings) > SPELLING_CACHE:
+            self._spellings.popitem(last=False)
 
     def check_seeds(self, seeds: Any) -> list[str]:
         seeds = super().check_seeds(seeds)
         for s in seeds:
-            self._mol(s)
+            self._key(s)
         if self.encoder is not None:
             self.encoder(seeds)  # unknown characters raise here, before any model call
         return seeds
@@ -338,13 +354,16 @@ class SmilesMutator(StringMutator):
         from rdkit import Chem
 
         can_encode = getattr(self.encoder, "can_encode", None)
+        # one RDKit seed per draw, from ``rng``: a random start atom and branch order (never
+        # 0, for which RDKit seeds itself from the clock, so the spelling would not repeat)
+        seeds = rng.integers(1, 2**31 - 1, size=(len(cases), self.tries)).tolist()
         out = []
-        for smiles in cases:
-            mol, canonical = self._mol(smiles)
+        for smiles, draws in zip(cases, seeds):
+            key = self._key(smiles)
+            mol, canonical = self._mols[key]
             result = smiles
-            for _ in range(self.tries):
-                order = rng.permutation(mol.GetNumAtoms()).tolist()
-                candidate = Chem.MolToSmiles(Chem.RenumberAtoms(mol, order), canonical=False)
+            for seed in draws:
+                (candidate,) = Chem.MolToRandomSmilesVect(mol, 1, randomSeed=seed)
                 if can_encode is not None and not can_encode(candidate):
                     self.discarded += 1
                 elif canonical is not None and Chem.CanonSmiles(candidate) != canonical:
@@ -352,6 +371,8 @@ class SmilesMutator(StringMutator):
                 else:
                     result = candidate
                     break
+            if result != smiles:
+                self._spelled(result, key)
             out.append(result)
         return out
 
