@@ -888,6 +888,8 @@ def test_masked_steps_repeat_the_step_before():
     assert trace.h[0, :, 0].tolist() == [0.0, 0.5, 0.5, 0.25]
     assert trace.f[0, 0, 0] == 0 and trace.f[0, 2, 0] == trace.f[0, 1, 0]
     assert trace.c[0, 0, 0] == 0 and trace.c[0, 2, 0] == trace.c[0, 1, 0]
+    with pytest.raises(InvalidArgument, match=r"mask has shape \(1, 3\) for states of 1 inputs"):
+        cell.from_states(x, h, mask[:, :3])
 
 
 @pytest.mark.parametrize("backwards", [False, True])

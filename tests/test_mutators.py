@@ -444,7 +444,7 @@ def test_smiles_mutator_keeps_a_bounded_number_of_molecules():
     from pytest_rnncov.generation.text import MOLECULE_CACHE
 
     mutator = SmilesMutator()
-    cases = ["C" * a + "N" + "C" * b for a in range(40) for b in range(40)]
+    cases = ["C" * a + "N" + "C" * b + "O" for a in range(40) for b in range(40)]  # 1,600
     assert len(cases) > MOLECULE_CACHE
     mutator.mutate(mutator.check_seeds(cases), np.random.default_rng(0))
     assert len(mutator._mols) == MOLECULE_CACHE
@@ -455,23 +455,50 @@ def test_mutating_a_mutant_parses_no_molecule(monkeypatch):
     campaign's random parents) reads the parent's parsed molecule, not the new spelling."""
     from rdkit import Chem
 
+    canonical = [Chem.CanonSmiles(s) for s in SMILES]
     parsed = []
     parse = Chem.MolFromSmiles
     monkeypatch.setattr(Chem, "MolFromSmiles", lambda s, *a: parsed.append(s) or parse(s, *a))
     mutator = SmilesMutator()
     rng = np.random.default_rng(0)
     seeds = mutator.check_seeds(SMILES)
-    assert parsed == SMILES
+    read = list(parsed)  # each seed, then its canonical spelling (where that differs)
+    assert set(read) == set(SMILES) | set(canonical)
     cases = seeds
     for _ in range(4):  # mutants of mutants of mutants
         cases = mutator.mutate(cases, rng)
-    assert parsed == SMILES and len(set(cases) - set(SMILES)) == 3
-    assert [Chem.CanonSmiles(c) for c in cases] == [Chem.CanonSmiles(s) for s in SMILES]
+    assert parsed == read and cases != seeds
+    monkeypatch.undo()
+    assert [Chem.CanonSmiles(c) for c in cases] == canonical
+
+
+def test_a_spellings_mutants_do_not_depend_on_what_the_mutator_saw_before(monkeypatch):
+    """The same case and generator give the same mutants from a fresh mutator, from one
+    that bred the case, from one whose molecules were since evicted, and for another
+    spelling of the molecule as the case."""
+    from pytest_rnncov.generation import text
+
+    seed = "CCN(CC)CCOC(=O)c1ccc(N)cc1"
+    bred = SmilesMutator()
+    mutant = bred.mutate([seed], np.random.default_rng(0))[0]
+    assert mutant != seed
+
+    def mutants(mutator, case):
+        return mutator.mutate([case] * 5, np.random.default_rng(1))
+
+    expected = mutants(SmilesMutator(), mutant)
+    assert mutants(bred, mutant) == expected
+    assert mutants(SmilesMutator(), seed) == expected  # another spelling, the same molecule
+    monkeypatch.setattr(text, "MOLECULE_CACHE", 1)
+    evicting = SmilesMutator()
+    evicting.mutate([seed], np.random.default_rng(0))
+    evicting.check_seeds(["c1ccccc1O"])  # the seed's molecule evicted
+    assert mutants(evicting, mutant) == expected
 
 
 def test_smiles_mutator_keeps_a_bounded_number_of_spellings(monkeypatch):
-    """The mutants' spellings noted for their parent's molecule are the latest
-    SPELLING_CACHE; a mutant forgotten is parsed again, as the same molecule."""
+    """The spellings noted for their molecule are the latest SPELLING_CACHE; a mutant
+    forgotten is read again and found to be the same molecule, kept as it was."""
     from rdkit import Chem
 
     from pytest_rnncov.generation import text
@@ -482,8 +509,12 @@ def test_smiles_mutator_keeps_a_bounded_number_of_spellings(monkeypatch):
     mutants = mutator.mutate([seed] * 40, np.random.default_rng(0))
     assert len(mutator._spellings) == 5 and len(mutator._mols) == 1
     forgotten = next(m for m in mutants if m not in mutator._spellings)
+    parsed = []
+    parse = Chem.MolFromSmiles
+    monkeypatch.setattr(Chem, "MolFromSmiles", lambda s, *a: parsed.append(s) or parse(s, *a))
     again = mutator.mutate([forgotten], np.random.default_rng(1))
-    assert len(mutator._mols) == 2  # the forgotten spelling parsed, under its own key
+    assert parsed == [forgotten] and len(mutator._mols) == 1  # read again, the same molecule
+    assert forgotten in mutator._spellings and len(mutator._spellings) == 5
     assert Chem.CanonSmiles(again[0]) == Chem.CanonSmiles(seed)
 
 

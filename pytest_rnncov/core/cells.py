@@ -210,6 +210,12 @@ class Cell:
         if mask is not None:
             mask = xp.flip(mask, axis=1) if self.go_backwards else mask
             mask = xp.astype(mask[:, :steps], xp.bool)
+            rows = int(given["h"].shape[0])
+            if tuple(int(n) for n in mask.shape) != (rows, steps):
+                raise InvalidArgument(
+                    f"mask has shape {tuple(mask.shape)} for states of {rows} inputs and "
+                    f"{length} steps; pass one boolean per input and step"
+                )
         held = _Holder(xp, mask)
         out = {
             n: held(_first_steps(xp, v, steps)) for n, v in given.items() if n in names or n == "h"

@@ -250,20 +250,49 @@ class EDAMutator(StringMutator):
 
 #: molecules a SmilesMutator keeps parsed (the most recently used; about 45 KiB each)
 MOLECULE_CACHE = 1024
-#: mutants' spellings a SmilesMutator maps to their parent's molecule (the latest; a string
-#: each), so that mutating a mutant again parses nothing
+#: spellings a SmilesMutator maps to their molecule's canonical SMILES (the latest; a string
+#: each), so that mutating a mutant, or a seed, again parses nothing
 SPELLING_CACHE = 16384
+
+
+def _read_smiles(smiles: str, strict: bool = True) -> Any:
+    """The molecule RDKit reads from ``smiles``; one it cannot read (or without atoms)
+    raises InvalidInput, or with ``strict=False`` gives None."""
+    from rdkit import Chem, RDLogger
+
+    if strict and any(c.isspace() for c in smiles):
+        raise InvalidInput(
+            f"{shown(smiles)} has whitespace in it; pass one SMILES string per "
+            "molecule, without spaces or line breaks"
+        )
+    RDLogger.DisableLog("rdApp.*")  # type: ignore[attr-defined]
+    params = Chem.SmilesParserParams()
+    params.parseName = False  # type: ignore[assignment]  # "C C": refused, not methane
+    try:
+        mol = Chem.MolFromSmiles(smiles, params)
+    finally:
+        RDLogger.EnableLog("rdApp.*")  # type: ignore[attr-defined]
+    if mol is not None and mol.GetNumAtoms() > 0:
+        return mol
+    if not strict:
+        return None
+    raise InvalidInput(
+        f"{shown(smiles)} is not a valid SMILES string of a molecule "
+        "(RDKit cannot parse it, or it has no atoms)"
+    )
 
 
 class SmilesMutator(StringMutator):
     """SMILES re-enumeration: the same molecule written from a random atom, its branches in
-    a random order (RDKit's random SMILES, each draw seeded from the campaign's generator).
+    a random order (RDKit's random SMILES, each draw seeded from the campaign's generator,
+    from the molecule read from its canonical SMILES: a case's mutants depend on its
+    molecule and the generator only, not on which spellings the mutator saw before).
 
     Every output parses to the seed's canonical molecule: RDKit can read some spellings of
     a molecule with stereo centres or stereo bonds back as another stereoisomer (ring
     stereo, such as an inositol's), so the spellings of such a molecule are read back and
     those that changed it are redrawn. When an ``encoder`` with ``can_encode`` is given,
-    orderings it cannot encode are redrawn as well (up to ``tries`` draws in all); if none
+    spellings it cannot encode are redrawn as well (up to ``tries`` draws in all); if none
     fits, the case is returned unchanged. A SMILES string with whitespace in it is refused
     (RDKit would read only up to a line break). Distance: share of characters changed
     (informational; re-enumeration preserves the molecule, so use ``Oracle(radius=None)``).
@@ -276,9 +305,9 @@ class SmilesMutator(StringMutator):
     ) -> None:
         super().__init__(encoder)
         self.tries = check_int("tries", tries, minimum=1, example="10")
-        #: SMILES -> (molecule, its canonical SMILES where it has stereo, else None)
+        #: canonical SMILES -> (molecule, that SMILES where it has stereo, else None)
         self._mols: OrderedDict[str, tuple[Any, str | None]] = OrderedDict()
-        #: a mutant's SMILES -> the key in ``_mols`` of its parent's molecule
+        #: a seed's or mutant's SMILES -> its molecule's canonical SMILES (its key in ``_mols``)
         self._spellings: OrderedDict[str, str] = OrderedDict()
         #: re-enumerations the encoder could not encode, and those RDKit read back as
         #: another stereoisomer (both redrawn), since the counts were last reset (a
@@ -295,48 +324,40 @@ class SmilesMutator(StringMutator):
             f"{self.misread} that read back as another stereoisomer" if self.misread else "",
         ]
         said = " and ".join(r for r in redrawn if r)
-        return f"SMILES re-enumeration (random atom orders{f', {said} redrawn' if said else ''})"
+        return f"SMILES re-enumeration (random spellings{f', {said} redrawn' if said else ''})"
 
     def _key(self, smiles: str) -> str:
-        """The spelling under which the molecule of ``smiles`` is kept parsed: its own,
-        or for a mutant its parent's (same molecule) while that is kept; parsed now when
-        neither is. Keeps the MOLECULE_CACHE molecules most recently used."""
-        for key in (self._spellings.get(smiles), smiles):
-            if key is not None and key in self._mols:
+        """The canonical SMILES of the molecule ``smiles`` spells: the key under which
+        that molecule is kept parsed, read from its canonical spelling, so that its atom
+        order (and the spellings drawn from it) does not depend on the spelling seen first.
+        Keeps the MOLECULE_CACHE molecules and SPELLING_CACHE spellings used last."""
+        from rdkit import Chem
+
+        key = self._spellings.get(smiles)
+        if key is not None:
+            self._spellings.move_to_end(smiles)
+            if key in self._mols:
                 self._mols.move_to_end(key)
                 return key
-        from rdkit import Chem, RDLogger
-
-        if any(c.isspace() for c in smiles):
-            raise InvalidInput(
-                f"{shown(smiles)} has whitespace in it; pass one SMILES string per "
-                "molecule, without spaces or line breaks"
-            )
-
-        RDLogger.DisableLog("rdApp.*")  # type: ignore[attr-defined]
-        params = Chem.SmilesParserParams()
-        params.parseName = False  # type: ignore[assignment]  # "C C": refused, not methane
-        try:
-            mol = Chem.MolFromSmiles(smiles, params)
-        finally:
-            RDLogger.EnableLog("rdApp.*")  # type: ignore[attr-defined]
-        if mol is None or mol.GetNumAtoms() == 0:
-            raise InvalidInput(
-                f"{shown(smiles)} is not a valid SMILES string of a molecule "
-                "(RDKit cannot parse it, or it has no atoms)"
-            )
+        mol = _read_smiles(smiles)
         canonical = Chem.MolToSmiles(mol)
-        stereo = any(c in canonical for c in "@/\\")
-        self._mols[smiles] = (mol, canonical if stereo else None)
-        if len(self._mols) > MOLECULE_CACHE:
-            self._mols.popitem(last=False)
-        return smiles
+        if canonical not in self._mols:
+            ordered = _read_smiles(canonical, strict=False)
+            if ordered is not None and Chem.MolToSmiles(ordered) == canonical:
+                mol = ordered  # else a spelling read back as another stereoisomer: as given
+            stereo = any(c in canonical for c in "@/\\")
+            self._mols[canonical] = (mol, canonical if stereo else None)
+            if len(self._mols) > MOLECULE_CACHE:
+                self._mols.popitem(last=False)
+        self._mols.move_to_end(canonical)
+        self._spelled(smiles, canonical)
+        return canonical
 
-    def _spelled(self, mutant: str, key: str) -> None:
-        """Note that ``mutant`` spells the molecule kept under ``key`` (the SPELLING_CACHE
-        spellings noted last), so that mutating it parses nothing."""
-        self._spellings[mutant] = key
-        self._spellings.move_to_end(mutant)
+    def _spelled(self, spelling: str, key: str) -> None:
+        """Note that ``spelling`` spells the molecule kept under ``key`` (the
+        SPELLING_CACHE spellings noted last), so that mutating it parses nothing again."""
+        self._spellings[spelling] = key
+        self._spellings.move_to_end(spelling)
         if len(self._spellings) > SPELLING_CACHE:
             self._spellings.popitem(last=False)
 
@@ -356,9 +377,9 @@ class SmilesMutator(StringMutator):
         can_encode = getattr(self.encoder, "can_encode", None)
         # one RDKit seed per draw, from ``rng``: a random start atom and branch order (never
         # 0, for which RDKit seeds itself from the clock, so the spelling would not repeat)
-        seeds = rng.integers(1, 2**31 - 1, size=(len(cases), self.tries)).tolist()
+        rdkit_seeds = rng.integers(1, 2**31 - 1, size=(len(cases), self.tries)).tolist()
         out = []
-        for smiles, draws in zip(cases, seeds):
+        for smiles, draws in zip(cases, rdkit_seeds):
             key = self._key(smiles)
             mol, canonical = self._mols[key]
             result = smiles
