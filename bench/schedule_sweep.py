@@ -55,6 +55,7 @@ SETTINGS = (
     "BC_WORTH",
     "TURN_SHARE",
     "VARIANTS_PER_SEED",
+    "VARIANTS_SHARPNESS",
     "TURN_METRICS",
 )
 EXAMPLES = ("mnist", "sentiment", "molecules", "vowels")

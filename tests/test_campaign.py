@@ -1756,6 +1756,31 @@ def test_the_variants_arm_keeps_its_parents_grouped_by_seed_as_samples_are_found
     assert checked >= 3 and len(np.unique(campaign.seed_indices()[campaign._adversarial])) > 1
 
 
+def test_the_variants_arm_draws_failing_seeds_by_their_failure_rate(threshold):
+    """Variants draw a failing seed with weight (samples + 1) / (mutants + 2). With two
+    failing seeds set to rates 1 and 1/2 and the others to about 1e-4, 2/3 of a batch
+    comes from the first: 133.3 of 200, binomial sd 6.7; drawing every failing seed
+    equally would give each 200 / failing (66.7 or 50)."""
+    campaign = failure_campaign(threshold, budget=5_000, batch_size=200, shrink=False)
+    for _ in campaign.iterate():
+        if np.count_nonzero(campaign._samples_per_seed) >= 3:
+            break
+    samples = campaign._samples_per_seed
+    failing = np.flatnonzero(samples)
+    assert len(failing) >= 3
+    first, second = failing[:2]
+    campaign._cases_per_seed[failing] = 10_000 * (samples[failing] + 1)
+    campaign._cases_per_seed[first] = samples[first] - 1  # (s + 1) / (s - 1 + 2) = 1
+    campaign._cases_per_seed[second] = 2 * samples[second]  # (s + 1) / (2s + 2) = 1/2
+    before = campaign.n_cases
+    step = campaign._variants()
+    assert step is not None and step.cases == 200
+    drawn = campaign.seed_indices()[before:]
+    assert set(drawn.tolist()) <= set(failing.tolist())
+    assert abs(int((drawn == first).sum()) - 133.3) <= 5 * 6.7
+    assert abs(int((drawn == second).sum()) - 66.7) <= 5 * 6.7
+
+
 def test_an_image_renamed_by_shrinking_leaves_the_fallback_of_its_name(tmp_path):
     """A sample whose decision moved in shrinking gets a new PNG name, and its old PNG was
     removed by renaming it to '.NAME.removed' first: that replaced the hidden file of the
