@@ -217,7 +217,9 @@ def model_for(name: str):
 
 
 def machine() -> str:
-    """The CPU's model name and the versions that training depends on."""
+    """The CPU's model name and widest vector extension (the floating-point kernels that
+    training runs on: an AVX2 and an AVX-512 machine of one model name train other weights),
+    and the versions that training depends on."""
     import platform
 
     import keras
@@ -226,8 +228,14 @@ def machine() -> str:
     cpu = platform.processor() or platform.machine()
     cpuinfo = Path("/proc/cpuinfo")
     if cpuinfo.exists():
-        names = [line for line in cpuinfo.read_text().splitlines() if line.startswith("model name")]
+        lines = cpuinfo.read_text().splitlines()
+        names = [line for line in lines if line.startswith("model name")]
         cpu = names[0].split(":", 1)[1].strip() if names else cpu
+        flags = next(
+            (line.split(":", 1)[1].split() for line in lines if line.startswith("flags")), []
+        )
+        vector = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else None
+        cpu += f" ({vector})" if vector else ""
     backend = keras.backend.backend()
     if backend == "tensorflow":
         import tensorflow
