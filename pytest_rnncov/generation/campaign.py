@@ -115,7 +115,7 @@ BC_WORTH = 3.0
 #: "adaptive": the adversarial samples of one seed that count toward that growth at most
 VARIANTS_PER_SEED = 8
 #: "adaptive": the variants arm draws its failing seeds in proportion to their failure rate
-#: (samples + 1) / (mutants + 2) ** this, as a fuzzer's power schedule gives more energy to
+#: ((samples + 1) / (mutants + 2)) ** this, as a fuzzer's power schedule gives more energy to
 #: the inputs that pay: a failing input's mutants fail more often where the model is least
 #: stable. 1 against every failing seed drawn equally, molecules, seeds 10-29 (not the
 #: table's): 610 adversarial samples (median) against 586, failing seeds the same; at 3,
