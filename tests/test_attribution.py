@@ -29,11 +29,14 @@ def test_the_minimal_set_is_the_greedy_cover_without_redundant_members():
     assert summary.minimal == ["b", "c"] and summary.adds_nothing == ["a"]
     assert summary.covered == {"a": {"TC": 2}, "b": {"TC": 2}, "c": {"TC": 2}}
     lines = summary_lines(state("abc", [[0, 1], [1], [2], [0, 2]], [2, 2, 2]))
-    assert lines[0] == "m: 3 tests recorded; 2 cover every condition they cover:"
+    assert lines[0] == "m: 3 tests recorded; 2 of them cover every condition all 3 cover:"
     assert "adding no coverage the others do not give:" in lines and "  a" in lines
     # one test covering what two cover: "1 covers" (it read "1 cover")
     one = summary_lines(state("ab", [[0, 1], [0], [0], []], [3, 1]))  # a covers all b does
-    assert one[0] == "m: 2 tests recorded; 1 covers every condition they cover:"
+    assert one[0] == "m: 2 tests recorded; 1 of them covers every condition both cover:"
+    # one test recorded: nothing to choose among
+    alone = summary_lines(state("a", [[0], [0], [], []], [2]))
+    assert alone[:2] == ["m: 1 test recorded:", "  a"]
 
 
 def test_the_minimal_set_does_not_depend_on_the_order_tests_were_recorded():
@@ -89,7 +92,9 @@ def test_the_html_report_shows_the_recorded_tests():
 
     data = CoverageData(models={"m": state("abc", [[0, 1], [1], [2], [0, 2]], [2, 2, 2])})
     page = HtmlReport().render(data, evaluate(data, None))
-    assert "<h3>Tests (3 recorded; 2 cover every condition they cover)</h3>" in page
+    assert "<h3>Tests (3 recorded; 2 of them cover every condition all 3 cover)</h3>" in page
+    single = CoverageData(models={"m": state("a", [[0], [0], [], []], [2])})
+    assert "<h3>Tests (1 recorded)</h3>" in HtmlReport().render(single, evaluate(single, None))
     assert "Adding no coverage the others do not give: a</p>" in page
     assert '<tr><td>b</td><td class="num">2</td><td>yes</td></tr>' in page
 

@@ -77,10 +77,14 @@ def summary_lines(state: ModelState) -> list[str]:
     if summary is None:
         return [f"{state.name}: no tests recorded (run pytest with --rnn-context=test)"]
     n, kept = len(summary.covered), len(summary.minimal)
-    lines = [
-        f"{state.name}: {n} test{'s' if n != 1 else ''} recorded; {kept} "
-        f"cover{'s' if kept == 1 else ''} every condition they cover:"
-    ]
+    if n == 1:
+        lines = [f"{state.name}: 1 test recorded:"]
+    else:
+        lines = [
+            f"{state.name}: {n} tests recorded; {kept} of them "
+            f"cover{'s' if kept == 1 else ''} every condition "
+            f"{'both' if n == 2 else f'all {n}'} cover:"
+        ]
     lines += [f"  {test}" for test in summary.minimal]
     if summary.unattributed:
         lines.append(
