@@ -63,7 +63,10 @@ def _metrics(value: str) -> tuple[str, ...]:
 
 def _whole(value: str) -> int:
     """A whole-number option in ASCII digits (``int()`` also reads ``'٣'`` and ``'1_0'``)."""
-    if not (value.strip().isascii() and value.strip().isdigit()):
+    text = value.strip()
+    if text.startswith("-") and text[1:].isascii() and text[1:].isdigit():
+        raise argparse.ArgumentTypeError(f"{shown(value)} is negative; give a whole number >= 0")
+    if not (text.isascii() and text.isdigit()):
         raise argparse.ArgumentTypeError(
             f"{shown(value)} is not a whole number; write it in ASCII digits, e.g. 10"
         )

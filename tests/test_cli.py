@@ -341,6 +341,11 @@ def test_show_says_what_data_is_partial_as_report_does(runs, tmp_path):
             )
             for option, value in [("--batch-size", "1_0"), ("--state-intervals", "\u0663")]
         ),
+        # it said "'-1' is not a whole number"
+        (
+            ["profile", "fit", "m:f", "--x-train", "a.json", "--out", "p", "--batch-size", "-1"],
+            "argument --batch-size: '-1' is negative; give a whole number >= 0",
+        ),
         # a name --rnn-save saved: "no coverage baseline at 'base'; create it with --rnn-save"
         (
             ["compare", "a.json", "--baseline", "base"],

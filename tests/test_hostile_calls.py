@@ -14,9 +14,12 @@ from torch import nn
 
 from pytest_rnncov import (
     BC,
+    DataFileError,
     GaussianMutator,
     InvalidArgument,
     InvalidInput,
+    MetricState,
+    ModelState,
     Oracle,
     Profile,
     ProfileError,
@@ -212,6 +215,23 @@ def test_a_metric_list_with_an_empty_entry_is_refused(text):
     assert parse_metrics(" bc, Sc ") == ("BC", "SC")
 
 
+def test_a_bar_written_where_a_metric_goes_is_named():
+    """``BC:0.5:0.4`` said "unknown metric '0.5'"."""
+    with pytest.raises(InvalidArgument, match=r"'0\.5' stands where a metric goes; write BAR"):
+        Bars.parse("BC:0.5:0.4")
+
+
+def test_a_metric_state_counting_an_input_zero_times_names_the_bound():
+    """It said "'times' holds values outside >= 1"."""
+    tc = MetricState.empty("TC", "TC(h/net, w=2, a=2)", 4, {"w": 2, "a": 2})
+    tc.times[1] = 3
+    raw = tc.to_json()
+    assert raw["times"] == [3]
+    raw["times"] = [0]
+    with pytest.raises(DataFileError, match=r"'times' holds a value below 1"):
+        MetricState.from_json(raw)
+
+
 def test_a_whole_number_bar_is_named_as_written():
     """Bars.parse(90) said "coverage bar '90.0'", a number the user never wrote."""
     with pytest.raises(InvalidArgument, match=r"coverage bar '90': 90 is not a fraction .*0\.9"):
@@ -224,23 +244,63 @@ def test_a_whole_number_bar_is_named_as_written():
     assert [b.value for b in Bars.parse(np.float64(0.5)).entries] == [0.5]
 
 
+class OneTensorGRU(nn.Module):
+    """A GRU whose model returns one tensor (its last step), not a tuple."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rnn = nn.GRU(3, 4, batch_first=True)
+
+    def forward(self, x):
+        return self.rnn(x)[0][:, -1]
+
+
 def test_an_output_index_on_a_model_of_one_tensor_is_refused():
     """output=7 on a module returning one tensor was accepted and ignored."""
-
-    class Net(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.rnn = nn.GRU(3, 4, batch_first=True)
-
-        def forward(self, x):
-            return self.rnn(x)[0][:, -1]
 
     x = np.random.default_rng(0).normal(size=(2, 5, 3)).astype(np.float32)
     with pytest.raises(
         InvalidArgument, match=r"output=7; model .* returns one tensor, not a tuple"
     ):
-        RNNModel(Net(), output=7).predict(x)
-    assert RNNModel(Net(), output=0).predict(x).shape == (2, 4)
+        RNNModel(OneTensorGRU(), output=7).predict(x)
+    assert RNNModel(OneTensorGRU(), output=0).predict(x).shape == (2, 4)
+
+
+def test_an_output_index_is_checked_when_a_profile_is_fitted():
+    """Fitting a profile stops the pass at the traced layer, so output=7 on a module
+    returning one tensor passed it (the CLI's ``profile fit --output 7`` wrote a profile and
+    exited 0) and failed only at the first predict."""
+
+    x = np.random.default_rng(0).normal(size=(20, 5, 3)).astype(np.float32)
+    with pytest.raises(
+        InvalidArgument, match=r"output=7; model .* returns one tensor, not a tuple"
+    ):
+        Profile().fit(RNNModel(OneTensorGRU(), output=7), x)
+    assert Profile().fit(RNNModel(OneTensorGRU(), output=0), x).window_ == (0, 4)
+
+
+def test_states_combine_only_with_states_of_their_kind():
+    """``ModelState.merge(None)`` and ``MetricState.merge(None)`` raised a bare
+    AttributeError ('NoneType' object has no attribute 'layer')."""
+    tc = MetricState.empty("TC", "TC(h/net, w=2, a=2)", 4, {"w": 2, "a": 2})
+    model = ModelState("m", "lstm", "lstm", (1, 5), "f", 1, {"TC": tc}, "p")
+    for other in (None, "x", {}, tc):
+        with pytest.raises(
+            InvalidArgument, match=r"a ModelState combines with another ModelState .*, got "
+        ):
+            model.merge(other)
+    for other in (None, model):
+        with pytest.raises(
+            InvalidArgument, match=r"a MetricState combines with another MetricState .*, got "
+        ):
+            tc.merge(other)
+
+
+def test_a_model_state_without_metrics_is_refused():
+    """A baseline whose model held ``"metrics": {}`` compared nothing and passed."""
+    raw = ModelState("m", "lstm", "lstm", (1, 5), "f", 1, {}, "p").to_json()
+    with pytest.raises(DataFileError, match=r"'metrics' is empty"):
+        ModelState.from_json(raw)
 
 
 def test_an_adapter_refuses_to_hand_back_what_its_model_overflowed_to():

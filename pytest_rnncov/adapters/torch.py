@@ -231,6 +231,9 @@ class TorchModel(Adapter):
                 "tuple the model returns"
             )
         self.output_index = output
+        #: whether output= was checked against what the model returns (a pass that stops
+        #: at the traced layer, as fitting a profile's, never sees the model's outputs)
+        self._output_checked = output is None
         self.cell = self._cell(self.module, self.depth, self.direction == "backward")
         #: the traced module's parameters' version counters when the cell copied them
         self._weights_version = self._parameter_versions()
@@ -862,6 +865,9 @@ class TorchModel(Adapter):
         import torch
 
         self._check_weights()
+        if not self._output_checked and len(x):
+            self._prediction(self._run_model(x[:1])[0])  # output=INDEX names a prediction
+            self._output_checked = True
 
         top = self.depth == self.module.num_layers - 1
         # a stacked module runs split at the traced layer when the pass must give more than
@@ -900,7 +906,9 @@ class TorchModel(Adapter):
 
     @_locked
     def _predict(self, x: np.ndarray) -> np.ndarray:
-        return self._prediction(self._run_model(x)[0])
+        out = self._prediction(self._run_model(x)[0])
+        self._output_checked = True
+        return out
 
     def _check_batch(self, captured: Any, n: int, probe: bool = False) -> None:
         """Refuse a pass whose traced module ran on another batch than the ``n`` inputs (a

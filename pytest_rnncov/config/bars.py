@@ -116,6 +116,11 @@ def parse_bars(text: Any) -> tuple[Bar, ...]:
                 f"coverage bar {entry!r}: '*' is not a model; for every model write {every}"
             )
         metric = parts[-2].upper() if len(parts) >= 2 else None
+        if metric is not None and _is_number(parts[-2]):
+            raise InvalidArgument(
+                f"coverage bar {entry!r}: {parts[-2]!r} stands where a metric goes; write "
+                "BAR, METRIC:BAR or MODEL:METRIC:BAR, e.g. 0.9 or BC:0.9,TC:0.4 or mnist:TC:0.4"
+            )
         if metric == "*":
             metric = None
         if metric is not None and metric not in METRIC_NAMES:
@@ -220,3 +225,12 @@ class Bars:
 
 def _metric_order(name: str) -> int:
     return METRIC_NAMES.index(name) if name in METRIC_NAMES else len(METRIC_NAMES)
+
+
+def _is_number(text: str) -> bool:
+    """Whether ``text`` reads as a number (a bar written where a metric goes)."""
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True

@@ -54,8 +54,9 @@ def _int_list(
     if length is not None and len(array) != length:
         raise fields.fail(f"{key!r} has {len(array)} entries, expected {length}")
     if len(array) and (array.min() < low or (high is not None and array.max() >= high)):
-        bound = f"[{low}, {high})" if high is not None else f">= {low}"
-        raise fields.fail(f"{key!r} holds values outside {bound}")
+        if high is None:
+            raise fields.fail(f"{key!r} holds a value below {low}")
+        raise fields.fail(f"{key!r} holds values outside [{low}, {high})")
     return array
 
 
@@ -195,6 +196,11 @@ class MetricState:
         return self.describe if self.describe != other.describe else str(self.config)
 
     def check_compatible(self, other: "MetricState") -> None:
+        if not isinstance(other, MetricState):
+            raise InvalidArgument(
+                f"a MetricState combines with another MetricState (a ModelState's "
+                f".metrics[name]), got {type(other).__name__}"
+            )
         if not self.same_configuration(other):
             theirs, ours = other.shown_beside(self), self.shown_beside(other)
             raise InvalidArgument(
@@ -279,7 +285,9 @@ class MetricState:
 
     @classmethod
     def from_json(cls, data: Any, where: str = "metric state") -> "MetricState":
-        """Read ``to_json`` output; anything malformed raises DataFileError naming it."""
+        """Read ``to_json`` output; anything malformed raises DataFileError naming it. The
+        fields of its ``config`` are checked by the file readers (``CoverageData.from_json``,
+        baselines), which know every metric's constructor."""
         f = _state_fields(data, where)
         f.exact_keys(
             (
@@ -409,6 +417,11 @@ class ModelState:
         return [f"{key} {a} vs {b}" for key, (a, b) in pairs.items() if a != b]
 
     def check_compatible(self, other: "ModelState") -> None:
+        if not isinstance(other, ModelState):
+            raise InvalidArgument(
+                f"a ModelState combines with another ModelState (coverage.state(), or "
+                f"ModelState.from_json of a data file's model), got {type(other).__name__}"
+            )
         differ = self.differences(other)
         if differ:
             hint = {
@@ -515,6 +528,8 @@ class ModelState:
         if not 0 <= n_inputs <= MAX_COUNT:
             raise f.fail(f"'inputs' is {n_inputs}, outside [0, 2**62)")
         raw = f.get("metrics", dict)
+        if not raw:  # pytest-rnncov never writes one: a model is tracked with a metric
+            raise f.fail("'metrics' is empty: a model's state holds at least one metric")
         metrics = {}
         for key, value in raw.items():
             state = MetricState.from_json(value, f"{where}, metric {key!r}")
