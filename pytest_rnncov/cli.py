@@ -536,7 +536,7 @@ _OPTION_WORDS = (
     (re.compile(r"\bstate_(components|intervals)="), r"--state-\1 "),
     (re.compile(r"RNNModel\(\.\.\., batch_size=([0-9]+)\)"), r"--batch-size \1"),
     (re.compile(r"\b(batch)_size="), r"--\1-size "),
-    (re.compile(r"\b(layer|output)="), r"--\1 "),
+    (re.compile(r"\b(layer|output)= ?"), r"--\1 "),  # "leave output= out": one space
     (re.compile(r"^, direction="), " --direction "),  # after a quoted layer=: one command
     (re.compile(r"(?<!has )\bdirection="), "--direction "),  # not an ONNX node's attribute
 )

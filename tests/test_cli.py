@@ -946,6 +946,21 @@ def test_profile_fit_from_a_pytorch_factory_and_its_state_dict(torch_files):
     assert Profile.load(path / "p.json").text() == expected.text()
 
 
+def test_profile_fit_checks_an_output_index_of_a_pytorch_model(torch_files):
+    """``--output 7`` on a model returning one tensor wrote a profile and exited 0 (the
+    pass fitting a profile stops at the traced layer, before the outputs)."""
+    path, _ = torch_files
+    args = ("profile", "fit", "mymodels:make", "--weights", "w.pt", "--x-train", "x.npy")
+    done = cli(*args, "--out", "p7.json", "--output", "7", cwd=path)
+    assert done.returncode == 4
+    assert (
+        "--output 7; model Net returns one tensor, not a tuple: leave --output out (or pass "
+        "--output 0)" in done.stderr
+    )
+    assert not (path / "p7.json").exists()
+    assert cli(*args, "--out", "p0.json", "--output", "0", cwd=path).returncode == 0
+
+
 @pytest.mark.parametrize(("given", "seen"), [(None, "PASSIVE 4"), ("ACTIVE", "ACTIVE 30")])
 def test_profile_fit_sets_idle_thread_waits_before_torch_loads(
     torch_files, monkeypatch, given, seen
