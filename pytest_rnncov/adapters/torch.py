@@ -231,8 +231,8 @@ class TorchModel(Adapter):
                 "tuple the model returns"
             )
         self.output_index = output
-        #: whether output= was checked against what the model returns (a pass that stops
-        #: at the traced layer, as fitting a profile's, never sees the model's outputs)
+        #: whether output= was checked against what the model returns (``_prediction``; a
+        #: pass that stops at the traced layer, as fitting a profile's, never sees them)
         self._output_checked = output is None
         self.cell = self._cell(self.module, self.depth, self.direction == "backward")
         #: the traced module's parameters' version counters when the cell copied them
@@ -774,6 +774,7 @@ class TorchModel(Adapter):
                 "prediction per input; wrap the model so that it returns that tensor (or a "
                 "tuple holding it: output=INDEX)"
             )
+        self._output_checked = True
         out = out.detach().cpu()
         half = out.is_floating_point() and out.element_size() < 4  # numpy lacks bfloat16
         return (out.float() if half else out).numpy()
@@ -865,9 +866,8 @@ class TorchModel(Adapter):
         import torch
 
         self._check_weights()
-        if not self._output_checked and len(x):
+        if not outputs and not self._output_checked and len(x):
             self._prediction(self._run_model(x[:1])[0])  # output=INDEX names a prediction
-            self._output_checked = True
 
         top = self.depth == self.module.num_layers - 1
         # a stacked module runs split at the traced layer when the pass must give more than
@@ -906,9 +906,7 @@ class TorchModel(Adapter):
 
     @_locked
     def _predict(self, x: np.ndarray) -> np.ndarray:
-        out = self._prediction(self._run_model(x)[0])
-        self._output_checked = True
-        return out
+        return self._prediction(self._run_model(x)[0])
 
     def _check_batch(self, captured: Any, n: int, probe: bool = False) -> None:
         """Refuse a pass whose traced module ran on another batch than the ``n`` inputs (a

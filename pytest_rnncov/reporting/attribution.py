@@ -71,20 +71,25 @@ def coverage_by_test(state: ModelState) -> CoverageByTest | None:
     )
 
 
+def minimal_set_text(summary: CoverageByTest) -> str:
+    """What follows "N tests recorded" in every report: how many of them the minimal set
+    keeps ("; 2 of them cover every condition all 3 cover"; nothing for one test)."""
+    n, kept = len(summary.covered), len(summary.minimal)
+    if n == 1:
+        return ""
+    return (
+        f"; {kept} of them cover{'s' if kept == 1 else ''} every condition "
+        f"{'both' if n == 2 else f'all {n}'} cover"
+    )
+
+
 def summary_lines(state: ModelState) -> list[str]:
     """The command line's and the terminal's lines on ``state``'s recorded tests."""
     summary = coverage_by_test(state)
     if summary is None:
         return [f"{state.name}: no tests recorded (run pytest with --rnn-context=test)"]
-    n, kept = len(summary.covered), len(summary.minimal)
-    if n == 1:
-        lines = [f"{state.name}: 1 test recorded:"]
-    else:
-        lines = [
-            f"{state.name}: {n} tests recorded; {kept} of them "
-            f"cover{'s' if kept == 1 else ''} every condition "
-            f"{'both' if n == 2 else f'all {n}'} cover:"
-        ]
+    n = len(summary.covered)
+    lines = [f"{state.name}: {n} test{'s' if n != 1 else ''} recorded{minimal_set_text(summary)}:"]
     lines += [f"  {test}" for test in summary.minimal]
     if summary.unattributed:
         lines.append(

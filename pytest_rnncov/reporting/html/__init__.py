@@ -24,7 +24,7 @@ from ...core import sax
 from ...core.state import MetricState, ModelState
 from ...errors import MissingResource
 from ...validation import cut, printable
-from ..attribution import coverage_by_test
+from ..attribution import coverage_by_test, minimal_set_text
 from ..data import CoverageData
 from ..images import png_bytes, side_by_side, to_gray8
 from ..results import Verdict
@@ -447,7 +447,7 @@ def _tests_section(state: ModelState) -> dict[str, Any] | None:
     ]
     return {
         "n": len(summary.covered),
-        "minimal": len(summary.minimal),
+        "minimal_text": minimal_set_text(summary),
         "adds_nothing": summary.adds_nothing[:TESTS_SHOWN],
         "more_adding_nothing": max(0, len(summary.adds_nothing) - TESTS_SHOWN),
         "metrics": list(next(iter(summary.covered.values()))) if summary.covered else [],
