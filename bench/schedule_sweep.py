@@ -6,7 +6,10 @@ seeds, once as it is and once per ``--variant`` (constants of
 ``pytest_rnncov.generation.campaign`` set for that run), and checks its medians against the
 best method of a table that ``bench/generation_unseen.py`` or ``bench/generation_table.py``
 wrote (its "vs the best method" rows, as printed there: 3 decimals). Run it on the machine
-that wrote the unseen table: its models are trained where it runs.
+that wrote the unseen table: its models are trained where it runs, and a model whose
+weights differ from the table's (the weight digest each section gives) is refused, as
+its bars belong to another model. An older table whose digests match serves as well
+(``git show <commit>:docs/generation-unseen.md > table.md``).
 
     python bench/schedule_sweep.py --models basicmotions,mnist-gru [--seeds 0,...,9]
         [--table docs/generation-unseen.md] --variant "FAILING_SEED_WORTH=0.4"
@@ -96,6 +99,32 @@ def best_methods(table: Path) -> dict[str, dict[str, float]]:
     return best
 
 
+def table_digests(table: Path) -> dict[str, str]:
+    """model -> the weight digest (12 hex digits) that a generation_unseen table gives."""
+    digests: dict[str, str] = {}
+    model = ""
+    for line in table.read_text().splitlines():
+        if heading := re.match(r"## (\S+)$", line):
+            model = heading.group(1)
+        elif found := re.search(r"Trained weights: sha256 ([0-9a-f]{12})", line):
+            digests[model] = found.group(1)
+    return digests
+
+
+def check_weights(name: str, rnn, digests: dict[str, str], table: str) -> None:
+    """SystemExit when ``name``'s weights trained here are not those of the table's model."""
+    if name not in digests:
+        return
+    here = generation_unseen.weights_digest(rnn)
+    if here != digests[name]:
+        raise SystemExit(
+            f"{name}: the weights trained here (sha256 {here}...) are not those of {table} "
+            f"({digests[name]}...), so its bars belong to another model; run on the machine "
+            "that wrote the table, or give --table one whose digests match (written here, "
+            "or an older one from git)"
+        )
+
+
 def setup(name: str):
     """(rnn, seeds, mutator, oracle, profile, budget) for an example or an unseen model."""
     if name in EXAMPLES:
@@ -155,9 +184,11 @@ def main() -> None:
     names = args.models.split(",")
     if unknown := [name for name in names if name not in best]:
         raise SystemExit(f"--models {unknown}: not in {args.table} (it has {sorted(best)})")
+    digests = table_digests(Path(args.table))
     met = dict.fromkeys(variants, 0)
     for name in names:
         subject = setup(name)
+        check_weights(name, subject[0], digests, args.table)
         for label, settings in variants.items():
             found = medians(subject, seeds, settings)
             missed = misses(found, best[name])
