@@ -87,28 +87,20 @@ def parse_variant(text: str) -> dict[str, object]:
     return values
 
 
-def best_methods(table: Path) -> dict[str, dict[str, float]]:
-    """model -> measure -> the best method's median, from a table's "vs the best" rows."""
+def read_table(table: Path) -> tuple[dict[str, dict[str, float]], dict[str, str]]:
+    """From a table: model -> measure -> the best method's median (its "vs the best" rows),
+    and model -> the weight digest (12 hex digits) a generation_unseen table gives."""
     best: dict[str, dict[str, float]] = {}
+    digests: dict[str, str] = {}
     model = ""
     for line in table.read_text().splitlines():
         if heading := re.match(r"## (\S+)$", line):
             model = heading.group(1)
         elif row := re.match(r"\| (\w+) \| [\d.]+ \| ([\d.]+) \(\w+\) \|", line):
             best.setdefault(model, {})[row.group(1)] = float(row.group(2))
-    return best
-
-
-def table_digests(table: Path) -> dict[str, str]:
-    """model -> the weight digest (12 hex digits) that a generation_unseen table gives."""
-    digests: dict[str, str] = {}
-    model = ""
-    for line in table.read_text().splitlines():
-        if heading := re.match(r"## (\S+)$", line):
-            model = heading.group(1)
         elif found := re.search(r"Trained weights: sha256 ([0-9a-f]{12})", line):
             digests[model] = found.group(1)
-    return digests
+    return best, digests
 
 
 def check_weights(name: str, rnn, digests: dict[str, str], table: str) -> None:
@@ -180,11 +172,10 @@ def main() -> None:
     variants = {"default": {}, **{text: parse_variant(text) for text in args.variant}}
     if not Path(args.table).is_file():
         raise SystemExit(f"--table {args.table!r}: no such file; give a generated table")
-    best = best_methods(Path(args.table))
+    best, digests = read_table(Path(args.table))
     names = args.models.split(",")
     if unknown := [name for name in names if name not in best]:
         raise SystemExit(f"--models {unknown}: not in {args.table} (it has {sorted(best)})")
-    digests = table_digests(Path(args.table))
     met = dict.fromkeys(variants, 0)
     for name in names:
         subject = setup(name)
