@@ -216,6 +216,10 @@ def model_for(name: str):
     return rnn, seeds, mutator, oracle, profile
 
 
+#: the cpuinfo flags beyond AVX-512 that oneDNN (TensorFlow's CPU kernels) dispatches on
+ONEDNN_FLAGS = (("avx512_vnni", "VNNI"), ("avx512_bf16", "BF16"), ("amx_tile", "AMX"))
+
+
 def machine() -> str:
     """The CPU's model name and widest vector extension (the floating-point kernels that
     training runs on: an AVX2 and an AVX-512 machine of one model name train other weights),
@@ -235,6 +239,8 @@ def machine() -> str:
             (line.split(":", 1)[1].split() for line in lines if line.startswith("flags")), []
         )
         vector = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else None
+        if vector == "AVX-512":  # oneDNN picks its kernels by these as well
+            vector += "".join(f", {name}" for flag, name in ONEDNN_FLAGS if flag in flags)
         cpu += f" ({vector})" if vector else ""
     backend = keras.backend.backend()
     if backend == "tensorflow":

@@ -813,6 +813,30 @@ def test_sc_growth_weighs_1_though_its_arm_runs_ga_turns(threshold):
     assert campaign._choose(["SC", "BC"], recent, {"SC": 110, "BC": 100}) == "BC"
 
 
+def test_a_coverage_sweep_not_pulled_for_5_batches_goes_next(threshold):
+    """Yields per case: BC's turns 3 * 0.1/100 (BC_WORTH 3), TC's sweep 0.01/100, the others
+    0, so the shares give the pull to BC. Once TC's latest pull ended more than
+    ADAPTIVE_REFRESH = 5 batches (500 cases of 100) ago, TC goes next whatever its yield;
+    SC's arm runs GA turns (up to a quarter of the budget each), and is not pulled for
+    being out of date."""
+    metrics = [*BC_ONLY, SC("h", "delta"), TC("h", "net", w=3)]
+    campaign = failure_campaign(threshold, budget=1200, metrics=metrics)
+    assert campaign.targets == ("BC", "SC", "TC") and campaign.batch_size == 100
+    assert campaign_module.ADAPTIVE_REFRESH == 5
+    arms, now, nothing = ["random", "failure", "BC", "SC", "TC"], campaign.generated, np.zeros(5)
+    recent = {
+        "random": [(nothing, 100, now)],
+        "failure": [(nothing, 100, now)],
+        "BC": [(np.array([0.1, 0.0, 0.0, 0.0, 0.0]), 100, now)],
+        "SC": [(nothing, 100, now - 5000)],
+        "TC": [(np.array([0.0, 0.0, 0.01, 0.0, 0.0]), 100, now - 500)],
+    }
+    spent = dict.fromkeys(arms, 100)
+    assert campaign._choose(arms, recent, spent) == "BC"
+    recent["TC"] = [(np.array([0.0, 0.0, 0.01, 0.0, 0.0]), 100, now - 501)]
+    assert campaign._choose(arms, recent, spent) == "TC"
+
+
 def test_the_adaptive_schedule_takes_no_objective(threshold):
     rnn, profile = threshold
     with pytest.raises(
