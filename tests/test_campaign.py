@@ -16,6 +16,7 @@ import pytest_rnncov.generation.campaign as campaign_module
 import pytest_rnncov.generation.cases as cases_module
 from pytest_rnncov import (
     BC,
+    NC,
     SC,
     TC,
     Campaign,
@@ -813,7 +814,7 @@ def test_sc_growth_weighs_1_though_its_arm_runs_ga_turns(threshold):
     assert campaign._choose(["SC", "BC"], recent, {"SC": 110, "BC": 100}) == "BC"
 
 
-def test_a_coverage_sweep_not_pulled_for_5_batches_goes_next(threshold):
+def test_a_coverage_sweep_not_pulled_for_more_than_5_batches_goes_next(threshold):
     """Yields per case: BC's turns 3 * 0.1/100 (BC_WORTH 3), TC's sweep 0.01/100, the others
     0, so the shares give the pull to BC. Once TC's latest pull ended more than
     ADAPTIVE_REFRESH = 5 batches (500 cases of 100) ago, TC goes next whatever its yield;
@@ -835,6 +836,30 @@ def test_a_coverage_sweep_not_pulled_for_5_batches_goes_next(threshold):
     assert campaign._choose(arms, recent, spent) == "BC"
     recent["TC"] = [(np.array([0.0, 0.0, 0.01, 0.0, 0.0]), 100, now - 501)]
     assert campaign._choose(arms, recent, spent) == "TC"
+
+
+def test_one_out_of_date_sweep_is_pulled_per_5_batches(threshold):
+    """With two metrics that sweep (TC and NC), both last pulled more than 500 cases ago, the
+    one pulled longer ago (TC) goes; the other waits until 5 batches passed since that
+    choice (the shares meanwhile give BC the pull), so sweeps that yield nothing cannot
+    take the schedule over however many metrics sweep."""
+    metrics = [*BC_ONLY, TC("h", "net", w=3), NC()]
+    campaign = failure_campaign(threshold, budget=1200, metrics=metrics)
+    assert campaign.targets == ("BC", "TC", "NC")
+    arms, now, nothing = ["random", "failure", "BC", "TC", "NC"], campaign.generated, np.zeros(5)
+    recent = {
+        "random": [(nothing, 100, now)],
+        "failure": [(nothing, 100, now)],
+        "BC": [(np.array([0.1, 0.0, 0.0, 0.0, 0.0]), 100, now)],
+        "TC": [(nothing, 100, now - 700)],
+        "NC": [(nothing, 100, now - 600)],
+    }
+    spent = dict.fromkeys(arms, 100)
+    assert campaign._choose(arms, recent, spent) == "TC"
+    recent["TC"] = [(nothing, 100, now)]
+    assert campaign._choose(arms, recent, spent) == "BC"  # NC is due, but a refresh just ran
+    campaign._refreshed = now - 501
+    assert campaign._choose(arms, recent, spent) == "NC"
 
 
 def test_the_adaptive_schedule_takes_no_objective(threshold):

@@ -97,13 +97,16 @@ ADAPTIVE_EXPLORE = 0.1
 #: MNIST's TC one word: .924, bar .927)
 ADAPTIVE_FLOOR = 0.5
 #: "adaptive": a coverage sweep not pulled for more than this many batches of cases is
-#: pulled next. Its parents are the best cases of the uncovered conditions, which every
-#: other arm's cases keep bringing closer, so a yield measured long ago understates it (the
-#: 8x8 digits SimpleRNN, seed 1: TC's sweep, pulled at case 680, was not pulled again until
-#: 3,592, and then covered more words per case than any arm). At 5 (the half-life), seeds
-#: 0-9: OSULeaf's TC .957 -> .967 and BasicMotions' failing seeds 9 -> 9.5 met their bars,
-#: PLAID's SC .052 -> .042 missed its; seeds 10-19: the same bars met, TC higher on three
-#: models; at 3, MNIST's BC .810 (bar .837) (docs/tuning.md)
+#: pulled next (one such pull per this many batches, however many metrics sweep). Its
+#: parents are the best cases of the uncovered conditions, which every other arm's cases
+#: keep bringing closer, so a yield measured long ago understates it (the 8x8 digits
+#: SimpleRNN, seed 1: TC's sweep, pulled at case 680, was not pulled again until 3,592, and
+#: then covered more words per case than any arm). At 5 (the half-life; 3 the only other
+#: value tried for sweeps alone), seeds 0-9: OSULeaf's TC .957 -> .967 and BasicMotions'
+#: failing seeds 9 -> 9.5 met their bars, PLAID's SC .052 -> .042 missed its; failing seeds
+#: fell a little (the MNIST GRU 77 -> 66, bar 64.4; MNIST 64.5 -> 62.5), MNIST's SC .762 ->
+#: .714 (bar .694); seeds 10-19: the same bars met, TC higher on three models; at 3,
+#: MNIST's BC .810 (bar .837) (docs/tuning.md)
 ADAPTIVE_REFRESH = 5
 #: "adaptive": the rest of the cases go to the arms in proportion to yield ** this (3: most
 #: to the best arm, some to the runners-up)
@@ -446,6 +449,8 @@ class Campaign:
         self._cover_stale: dict[str, np.ndarray] = {}
         #: the adaptive schedule's GA turn targets that got no closer since they were tried
         self._turn_tried: set[tuple[str, int]] = set()
+        #: cases generated when the adaptive schedule last pulled a sweep for being out of date
+        self._refreshed = -math.inf
         self.growth: list[dict[str, Any]] = []
         self.generated = 0
         self.discarded = 0
@@ -735,9 +740,11 @@ class Campaign:
         proportion to each arm's recent yield ** ADAPTIVE_SHARPNESS (the growth per case,
         over its last ADAPTIVE_WINDOW pulls, of sum(w * log(1 + measure)), see
         ``_progress``), a pull weighing half once ADAPTIVE_HALF_LIFE batches of cases
-        followed it; every open arm is pulled once first, then the next pull goes to a
-        coverage sweep not pulled for ADAPTIVE_REFRESH batches, else to an arm below
-        ADAPTIVE_FLOOR of its exploration share, else to the arm furthest below its share."""
+        followed it; every open arm is pulled once first, then the next pull goes to the
+        coverage sweep pulled longest ago if that was more than ADAPTIVE_REFRESH batches of
+        cases ago (one such pull per ADAPTIVE_REFRESH batches, however many metrics sweep),
+        else to an arm below ADAPTIVE_FLOOR of its exploration share, else to the arm
+        furthest below its share."""
         arms = ("random", "failure", "variants", *self.targets)
         recent: dict[str, list[Pull]] = {arm: [] for arm in arms}
         spent = dict.fromkeys(arms, 0)
@@ -817,13 +824,15 @@ class Campaign:
         recent: dict[str, list[Pull]],
         spent: dict[str, int],
     ) -> str:
-        """The open arm furthest below its share of the cases (see ``_adaptive``)."""
+        """The arm to pull next (see ``_adaptive``): one never pulled, a coverage sweep out
+        of date, an arm below its floor, else the open arm furthest below its share."""
         untried = [arm for arm in arms if not recent[arm]]
         if untried:
             return untried[0]
         stale = self.generated - ADAPTIVE_REFRESH * self.batch_size
         due = [arm for arm in arms if self._sweeps(arm) and recent[arm][-1][2] < stale]
-        if due:  # a coverage sweep whose yield is out of date
+        if due and self._refreshed < stale:  # one such pull per ADAPTIVE_REFRESH batches
+            self._refreshed = self.generated
             return min(due, key=lambda arm: (recent[arm][-1][2], arms.index(arm)))
         worth = np.array(
             [
