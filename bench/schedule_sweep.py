@@ -17,7 +17,7 @@ its bars belong to another model. An older table whose digests match serves as w
     python bench/schedule_sweep.py --models mnist,molecules --table docs/generation.md ...
 
 A variant is NAME=VALUE pairs: NAME one of SETTINGS, VALUE a number, or for TURN_METRICS
-metric class names joined by commas.
+and CREDIT_METRICS metric class names joined by commas (``none``: no metric).
 """
 
 from __future__ import annotations
@@ -61,7 +61,10 @@ SETTINGS = (
     "VARIANTS_PER_SEED",
     "VARIANTS_SHARPNESS",
     "TURN_METRICS",
+    "CREDIT_METRICS",
 )
+#: the settings whose value is a tuple of metric classes
+METRIC_SETTINGS = ("TURN_METRICS", "CREDIT_METRICS")
 EXAMPLES = ("mnist", "sentiment", "molecules", "vowels")
 
 
@@ -72,8 +75,9 @@ def parse_variant(text: str) -> dict[str, object]:
         name, _, value = pair.partition("=")
         if name not in SETTINGS or not value:
             raise SystemExit(f"--variant {pair!r}: write NAME=VALUE, NAME one of {SETTINGS}")
-        if name == "TURN_METRICS":
-            classes = [getattr(metrics, n, None) for n in value.split(",")]
+        if name in METRIC_SETTINGS:
+            names = [] if value == "none" else value.split(",")
+            classes = [getattr(metrics, n, None) for n in names]
             if not all(isinstance(c, type) and issubclass(c, metrics.Metric) for c in classes):
                 raise SystemExit(f"--variant {pair!r}: metric class names, e.g. BC,SC")
             values[name] = tuple(classes)

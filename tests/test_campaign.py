@@ -862,6 +862,35 @@ def test_one_out_of_date_sweep_is_pulled_per_5_batches(threshold):
     assert campaign._choose(arms, recent, spent) == "NC"
 
 
+def test_an_sc_turn_that_got_closer_earns_the_share_it_closed_of_one_condition(threshold):
+    """SC's turn at an uncovered step whose fitness went 0.08 -> 0.02 closed 3/4 of the way:
+    with c steps covered, one more would add log(2 + c) - log(1 + c) to SC's progress, so
+    the turn adds 0.75 of that (c = 0: 0.75 * log 2 = 0.5199). A turn that covered its
+    step (fitness <= 0), got no closer, or was BC's earns nothing beyond what it covered;
+    credits add up."""
+    metrics = [*BC_ONLY, SC("h", "delta")]
+    campaign = failure_campaign(threshold, budget=1200, metrics=metrics)
+    assert campaign.targets == ("BC", "SC")
+    sc = campaign.coverage["SC"]
+    assert sc.covered == 0  # nothing run yet
+    step = 0
+    before = campaign._progress()
+    sc.best_fitness_[step] = 0.02
+    campaign._credit_turn(("SC", step), 0.08)
+    assert campaign._progress() - before == pytest.approx([0.0, 0.5199, 0.0, 0.0], abs=1e-4)
+    for fitness, prior in [(0.0, 0.08), (0.02, 0.02), (0.03, 0.02)]:
+        sc.best_fitness_[step] = fitness
+        campaign._credit_turn(("SC", step), prior)
+    bc = campaign.coverage["BC"]
+    assert bc.covered == 0
+    bc.best_fitness_[0] = 0.01
+    campaign._credit_turn(("BC", 0), 0.5)
+    assert campaign._progress() - before == pytest.approx([0.0, 0.5199, 0.0, 0.0], abs=1e-4)
+    sc.best_fitness_[1] = 0.05  # half the way: 0.5 * log 2 = 0.3466 more
+    campaign._credit_turn(("SC", 1), 0.1)
+    assert campaign._progress() - before == pytest.approx([0.0, 0.8664, 0.0, 0.0], abs=1e-4)
+
+
 def test_the_adaptive_schedule_takes_no_objective(threshold):
     rnn, profile = threshold
     with pytest.raises(
