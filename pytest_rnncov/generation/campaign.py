@@ -147,8 +147,9 @@ TURN_METRICS: tuple[type[Metric], ...] = (BC, SC)
 #: alone is all or nothing, so an SC turn that closed most of the way to a step's change of
 #: state had earned nothing and its arm was not pulled again (PLAID's GRU, seed 11: one turn
 #: of 616 cases, .072 -> .025, then none in the last 3,400 cases). For SC, seeds 0-9: PLAID's
-#: SC .042 -> .062 (bar .0425); seeds 10-19: .042 -> .052; every other bar kept
-#: (docs/tuning.md). Not BC: its turns creep toward boundaries they never reach
+#: SC .042 -> .062 (bar .0425); seeds 10-19: .042 -> .052; every other bar as before (ACSF1's
+#: SC .336 -> .320, missed either way; MNIST's SC .714 -> .762, TC .953 -> .936, bar .927;
+#: docs/tuning.md). Not BC: its turns creep toward boundaries they never reach
 CREDIT_METRICS: tuple[type[Metric], ...] = (SC,)
 #: shrinking takes at most this many model inputs per input the campaign generated
 SHRINK_SHARE = 1.0
