@@ -79,7 +79,7 @@ def parse_variant(text: str) -> dict[str, object]:
             names = [] if value == "none" else value.split(",")
             classes = [getattr(metrics, n, None) for n in names]
             if not all(isinstance(c, type) and issubclass(c, metrics.Metric) for c in classes):
-                raise SystemExit(f"--variant {pair!r}: metric class names, e.g. BC,SC")
+                raise SystemExit(f"--variant {pair!r}: metric class names, e.g. BC,SC, or none")
             values[name] = tuple(classes)
             continue
         try:

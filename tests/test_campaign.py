@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import sys
 import warnings
@@ -889,6 +890,32 @@ def test_an_sc_turn_that_got_closer_earns_the_share_it_closed_of_one_condition(t
     sc.best_fitness_[1] = 0.05  # half the way: 0.5 * log 2 = 0.3466 more
     campaign._credit_turn(("SC", 1), 0.1)
     assert campaign._progress() - before == pytest.approx([0.0, 0.8664, 0.0, 0.0], abs=1e-4)
+
+
+def test_sc_turns_of_the_adaptive_schedule_are_credited_after_they_end(threshold):
+    """After 400 cases SC has c steps covered (1 here) and open ones. A pull of SC's arm
+    (``_climb``) aims a turn at the closest open step; a turn that takes its fitness to a
+    quarter without covering it raises SC's progress by 0.75 * (log(2 + c) - log(1 + c))
+    (c = 1: 0.75 * log 1.5 = 0.3041), counting c after the turn."""
+    metrics = [*BC_ONLY, SC("h", "delta")]
+    campaign = failure_campaign(threshold, budget=400, metrics=metrics)
+    campaign.run()
+    sc = campaign.coverage["SC"]
+    covered = sc.covered
+    assert 1 <= covered < sc.total
+    aimed = []
+
+    def closer(target):
+        aimed.append(target)
+        sc.best_fitness_[target[1]] /= 4
+        yield from ()
+
+    campaign._targeted = closer
+    before = campaign._progress()
+    assert list(campaign._climb("SC")) == []
+    assert len(aimed) == 1 and aimed[0][0] == "SC" and not sc.covered_[aimed[0][1]]
+    expected = 0.75 * (math.log(2 + covered) - math.log(1 + covered))
+    assert campaign._progress() - before == pytest.approx([0.0, expected, 0.0, 0.0])
 
 
 def test_the_adaptive_schedule_takes_no_objective(threshold):

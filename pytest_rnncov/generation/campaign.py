@@ -149,7 +149,9 @@ TURN_METRICS: tuple[type[Metric], ...] = (BC, SC)
 #: of 616 cases, .072 -> .025, then none in the last 3,400 cases). For SC, seeds 0-9: PLAID's
 #: SC .042 -> .062 (bar .0425); seeds 10-19: .042 -> .052; every other bar as before (ACSF1's
 #: SC .336 -> .320, missed either way; MNIST's SC .714 -> .762, TC .953 -> .936, bar .927;
-#: docs/tuning.md). Not BC: its turns creep toward boundaries they never reach
+#: docs/tuning.md). Not BC: its turns creep toward boundaries they never reach. A turn's
+#: credit counts from its own start, so turns that keep creeping toward one step each earn
+#: theirs (no cap per step: as measured). Only metrics in TURN_METRICS take turns.
 CREDIT_METRICS: tuple[type[Metric], ...] = (SC,)
 #: shrinking takes at most this many model inputs per input the campaign generated
 SHRINK_SHARE = 1.0
@@ -461,7 +463,8 @@ class Campaign:
         self._turn_tried: set[tuple[str, int]] = set()
         #: cases generated when the adaptive schedule last pulled a sweep for being out of date
         self._refreshed = -math.inf
-        #: the graded credit of the adaptive schedule's GA turns, per progress measure
+        #: the graded credit of the adaptive schedule's GA turns, per progress measure (as
+        #: ``_progress``: each target metric, then failing seeds and adversarial samples)
         self._credit = np.zeros(len(self.targets) + 2)
         self.growth: list[dict[str, Any]] = []
         self.generated = 0
