@@ -868,7 +868,7 @@ def test_an_sc_turn_that_got_closer_earns_the_share_it_closed_of_one_condition(t
     with c steps covered, one more would add log(2 + c) - log(1 + c) to SC's progress, so
     the turn adds 0.75 of that (c = 0: 0.75 * log 2 = 0.5199). A turn that covered its
     step (fitness <= 0), got no closer, or was BC's earns nothing beyond what it covered;
-    credits add up."""
+    credits add up, and the turns at one step share one step's worth at most."""
     metrics = [*BC_ONLY, SC("h", "delta")]
     campaign = failure_campaign(threshold, budget=1200, metrics=metrics)
     assert campaign.targets == ("BC", "SC")
@@ -890,13 +890,22 @@ def test_an_sc_turn_that_got_closer_earns_the_share_it_closed_of_one_condition(t
     sc.best_fitness_[1] = 0.05  # half the way: 0.5 * log 2 = 0.3466 more
     campaign._credit_turn(("SC", 1), 0.1)
     assert campaign._progress() - before == pytest.approx([0.0, 0.8664, 0.0, 0.0], abs=1e-4)
+    # turns creeping on toward step 1 share one step's worth, counted from 0.1, where the
+    # first began: 0.05 -> 0.025 closes a quarter of it (0.1733), 0.025 -> 0.0125 an eighth
+    sc.best_fitness_[1] = 0.025
+    campaign._credit_turn(("SC", 1), 0.05)
+    assert campaign._progress() - before == pytest.approx([0.0, 1.0397, 0.0, 0.0], abs=1e-4)
+    sc.best_fitness_[1] = 0.0125
+    campaign._credit_turn(("SC", 1), 0.025)
+    assert campaign._progress() - before == pytest.approx([0.0, 1.1263, 0.0, 0.0], abs=1e-4)
 
 
 def test_sc_turns_of_the_adaptive_schedule_are_credited_after_they_end(threshold):
     """After 400 cases SC has c steps covered (1 here) and open ones. A pull of SC's arm
-    (``_climb``) aims a turn at the closest open step; a turn that takes its fitness to a
-    quarter without covering it raises SC's progress by 0.75 * (log(2 + c) - log(1 + c))
-    (c = 1: 0.75 * log 1.5 = 0.3041), counting c after the turn."""
+    (``_climb``) aims a turn at the closest open step; a turn that takes its fitness f to a
+    quarter without covering it raises SC's progress by 0.75 * f / start * (log(2 + c) -
+    log(1 + c)), counting c after the turn, start the fitness when the campaign's first turn
+    at that step began (c = 1, f = start: 0.75 * log 1.5 = 0.3041)."""
     metrics = [*BC_ONLY, SC("h", "delta")]
     campaign = failure_campaign(threshold, budget=400, metrics=metrics)
     campaign.run()
@@ -906,15 +915,19 @@ def test_sc_turns_of_the_adaptive_schedule_are_credited_after_they_end(threshold
     aimed = []
 
     def closer(target):
-        aimed.append(target)
+        aimed.append((target, sc.best_fitness_[target[1]]))
         sc.best_fitness_[target[1]] /= 4
         yield from ()
 
     campaign._targeted = closer
     before = campaign._progress()
+    starts = dict(campaign._credit_start)
     assert list(campaign._climb("SC")) == []
-    assert len(aimed) == 1 and aimed[0][0] == "SC" and not sc.covered_[aimed[0][1]]
-    expected = 0.75 * (math.log(2 + covered) - math.log(1 + covered))
+    [(target, fitness)] = aimed
+    assert target[0] == "SC" and not sc.covered_[target[1]]
+    start = starts.get(target, fitness)
+    assert start >= fitness > 0
+    expected = 0.75 * fitness / start * (math.log(2 + covered) - math.log(1 + covered))
     assert campaign._progress() - before == pytest.approx([0.0, expected, 0.0, 0.0])
 
 
