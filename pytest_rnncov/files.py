@@ -40,14 +40,13 @@ def as_path(path: Any, what: str) -> Path:
     """``path`` (str or os.PathLike) as a Path; anything else is an InvalidArgument."""
     if isinstance(path, bool) or not isinstance(path, (str, os.PathLike)):
         raise InvalidArgument(
-            f"{what} must be a file path (str or pathlib.Path), not "
-            f"{path!r} ({type(path).__name__})"
+            f"{what} must be a path (str or pathlib.Path), not {path!r} ({type(path).__name__})"
         )
     text = os.fspath(path)
     if isinstance(text, bytes):
         raise InvalidArgument(f"{what} {text!r} is bytes; pass a str or pathlib.Path")
     if not text.strip():
-        raise InvalidArgument(f"{what} is an empty path; pass a file path")
+        raise InvalidArgument(f"{what} is an empty path; pass a real path")
     if "\x00" in text:
         raise InvalidArgument(f"{what} {text!r} contains a NUL character; pass a real path")
     return Path(text)

@@ -157,6 +157,19 @@ def test_a_sample_folder_is_reused_only_where_a_campaign_wrote(tmp_path):
     for bad in ("", None):  # "" once meant the current folder
         with pytest.raises(InvalidArgument, match="campaign output folder"):
             SampleWriter(bad)
+    too_long = tmp_path.joinpath(*["d" * 240] * 17)  # past Linux's 4,096-byte PATH_MAX
+    with pytest.raises(DataFileError, match="cannot be used: File name too long"):
+        SampleWriter(too_long)
+    unlistable = tmp_path / "unlistable"
+    unlistable.mkdir()
+
+    def refused(self):
+        raise PermissionError(13, "Permission denied", str(self))
+
+    with pytest.MonkeyPatch.context() as patch:  # as root, chmod would not stop the listing
+        patch.setattr(Path, "iterdir", refused)
+        with pytest.raises(DataFileError, match="cannot be used: Permission denied"):
+            SampleWriter(unlistable)
 
 
 def test_a_reused_sample_folder_holds_only_the_last_campaigns_files(ramp, tmp_path):
@@ -512,6 +525,11 @@ def test_bad_campaigns(ramp, tmp_path):
         make(SEEDS, profile=None)
     with pytest.raises(InvalidArgument, match="budget=0"):
         make(SEEDS, budget=0)
+    with pytest.raises(
+        InvalidArgument, match="budget=1000.* must be an integer <= 9223372036854775807"
+    ):
+        make(SEEDS, budget=10**309)  # a float's range: the GA's share of it would overflow
+    assert make(SEEDS, budget=2**63 - 1).budget == 2**63 - 1
     for name in (5, ""):  # a name is the campaign's row in every report
         with pytest.raises(InvalidArgument, match="name=.* must be a non-empty string"):
             make(SEEDS, name=name)
@@ -2323,3 +2341,64 @@ def test_a_writer_refuses_arrays_of_python_objects(tmp_path):
     writer.on_adversarial(images, _sample(0, case))
     with pytest.raises(DataFileError, match="sample 1's case is an array of Python objects"):
         writer.on_finish(images, _result_of(1))
+
+
+class _Levels(Mutator):
+    """A user's own string mutator, written as the docs say: each case is a number as
+    text, the model input every feature at that level; mutation moves the level."""
+
+    array_cases = False
+    distance_name = "level change"
+
+    def mutate(self, cases, rng):
+        return [f"{float(c) + rng.normal(0, 0.1):.4f}" for c in cases]
+
+    def encode(self, cases):
+        levels = np.array([float(c) for c in cases], np.float32)
+        return np.broadcast_to(levels[:, None, None], (len(cases), STEPS, FEATURES)).copy()
+
+    def distance(self, seeds, cases):
+        return np.abs(np.array([float(c) - float(s) for s, c in zip(seeds, cases)]))
+
+
+def test_a_users_own_string_mutator_runs_a_campaign(ramp):
+    """array_cases = False with encode and distance is all a string mutator needs: the
+    GA climbs the forget gate by mutating the text (a level of 1 puts f at sigmoid(4))."""
+    rnn, profile = ramp
+    campaign = Campaign(
+        rnn,
+        ["0.5", "0.5"],
+        _Levels(),
+        Oracle(radius=10.0),
+        profile=profile,
+        metrics=[BC(alpha_max=0.9)],
+        budget=300,
+        patience=1,
+        seed=1,
+    )
+    result = campaign.run()
+    assert result.test_cases == 300
+    assert all(isinstance(case, str) for case in campaign.cases())
+    assert result.covered["BC"] >= 1
+
+
+def test_a_string_mutator_without_a_distance_or_returning_numbers_is_named(ramp):
+    rnn, profile = ramp
+
+    class NoDistance(_Levels):
+        distance = Mutator.distance
+
+    with pytest.raises(InvalidArgument, match="NoDistance has string cases .* override distance"):
+        Campaign(rnn, ["0.5"], NoDistance(), Oracle(radius=1.0), profile=profile, metrics=[BC()])
+
+    class Numbers(_Levels):
+        def mutate(self, cases, rng):
+            return [0.5 for _ in cases]
+
+    campaign = Campaign(
+        rnn, ["0.5"], Numbers(), Oracle(radius=1.0), profile=profile, metrics=[BC()], budget=10
+    )
+    with pytest.raises(InvalidArgument, match=r"Numbers.mutate returned 0.5 \(float\)"):
+        campaign.run()
+    with pytest.raises(InvalidInput, match="seeds are empty"):
+        Campaign(rnn, [], _Levels(), Oracle(radius=1.0), profile=profile, metrics=[BC()])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import subprocess
 import sys
 
@@ -1274,6 +1275,12 @@ def test_samples_folder_keeps_every_campaigns_samples_for_ci(pytester):
     inside = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--rnn-samples=loop/sub")
     assert inside.ret == 4  # a loop above the folder too
     inside.stderr.fnmatch_lines(["*--rnn-samples*sub': '*loop' is a symbolic link to nothing*"])
+    pytester.makeini("[pytest]\nrnn_samples =\n")  # empty in the ini: unset, as every key
+    shutil.rmtree(pytester.path / "artifacts")
+    unset = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    assert unset.ret == 0, unset.stdout.str()[-2000:]
+    assert not (pytester.path / "artifacts").exists()
+    unset.stdout.no_fnmatch_line("*RNNCovWarning*")  # output_dir='mine' overrides nothing
 
 
 @pytest.mark.parametrize(

@@ -155,6 +155,8 @@ TURN_METRICS: tuple[type[Metric], ...] = (BC, SC)
 #: TC .953 -> .936, bar .927; docs/tuning.md). Not BC: its turns creep toward boundaries
 #: they never reach. Only metrics in TURN_METRICS take turns.
 CREDIT_METRICS: tuple[type[Metric], ...] = (SC,)
+#: the largest budget (test cases) a campaign takes: int64's largest
+MAX_BUDGET = 2**63 - 1
 #: shrinking takes at most this many model inputs per input the campaign generated
 SHRINK_SHARE = 1.0
 #: Added to the failure fitness of cases beyond the oracle's radius, so that they rank after
@@ -371,7 +373,9 @@ class Campaign:
         if budget is None and goal is None:
             raise InvalidArgument("give budget=... (test cases) and/or goal=... (coverage rate)")
         self.budget = (
-            None if budget is None else check_int("budget", budget, minimum=1, example="1000")
+            None
+            if budget is None  # at most int64's largest: the GA's share of it is a float
+            else check_int("budget", budget, minimum=1, maximum=MAX_BUDGET, example="1000")
         )
         self.goal = check_fraction("goal", goal, allow_none=True)
         self.batch_size = check_int(  # as a GA generation: cases bred for one model call

@@ -17,7 +17,8 @@ import numpy as np
 
 from ..core.arrays import all_finite, input_array, ragged_hint
 from ..errors import InvalidArgument, InvalidInput
-from ..validation import check_float, check_range
+from ..validation import check_float, check_range, shown
+from .encoders import string_list
 from .oracle import as_distances
 
 Cases = Any  # np.ndarray of inputs, or list[str]
@@ -60,6 +61,8 @@ class Mutator(ABC):
 
     def unchanged(self, before: Cases, after: Cases) -> np.ndarray:
         """Which mutants equal the case they came from (they are not new test cases)."""
+        if not self.array_cases:
+            return np.array([a == b for a, b in zip(before, after)], bool)
         return (_flat_rows(np.asarray(before)) == _flat_rows(np.asarray(after))).all(axis=1)
 
     def prepare(self) -> None:
@@ -72,7 +75,10 @@ class Mutator(ABC):
         default."""
 
     def check_seeds(self, seeds: Any) -> Cases:
-        """Validated seeds in this mutator's case form."""
+        """Validated seeds in this mutator's case form: a batch of numeric arrays, or for
+        string cases (``array_cases = False``) a non-empty list of strings."""
+        if not self.array_cases:
+            return self._check_string_seeds(seeds)
         array = numeric_array(seeds, "seeds")
         if array.ndim < 2 or len(array) == 0:
             raise not_a_batch(
@@ -81,6 +87,18 @@ class Mutator(ABC):
             )
         refuse_bool(array, "seeds", "pass seeds.astype(np.float32)")
         return array
+
+    def _check_string_seeds(self, seeds: Any) -> list[str]:
+        if type(self).distance is Mutator.distance:  # L2 has no meaning for strings
+            raise InvalidArgument(
+                f"{type(self).__name__} has string cases (array_cases = False) but no "
+                "distance; override distance(seeds, cases) to return one distance >= 0 per "
+                "case (e.g. the share of characters changed), and set distance_name"
+            )
+        strings = string_list(seeds, "seeds")
+        if not strings:
+            raise InvalidInput("seeds are empty; pass at least one string")
+        return strings
 
     # helpers for both case kinds
     def take(self, cases: Cases, index: Any) -> Cases:
@@ -439,9 +457,16 @@ def checked_mutate(mutator: Mutator, cases: Cases, rng: np.random.Generator) -> 
                 "smaller (GaussianMutator: a lower variance or clip=; TimeSeriesMutator: "
                 "a lower noise)"
             )
-    elif len(out) != len(cases) or not all(isinstance(c, str) for c in out):
+    elif len(out) != len(cases):
         raise InvalidArgument(
             f"{name}.mutate returned {len(out)} items for {len(cases)} cases; a string mutator "
             "must return one string per case"
         )
+    else:
+        wrong = next((c for c in out if not isinstance(c, str)), None)
+        if wrong is not None:
+            raise InvalidArgument(
+                f"{name}.mutate returned {shown(wrong)} ({type(wrong).__name__}) among its "
+                "mutants; a string mutator returns strings, one per case"
+            )
     return out

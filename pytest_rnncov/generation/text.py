@@ -41,9 +41,6 @@ def edit_shares(seeds: Sequence[Sequence[str]], cases: Sequence[Sequence[str]]) 
 class StringMutator(Mutator):
     array_cases = False
 
-    def unchanged(self, before: Cases, after: Cases) -> np.ndarray:
-        return np.array([a == b for a, b in zip(before, after)], bool)
-
     def __init__(self, encoder: Callable[[Sequence[str]], np.ndarray] | None) -> None:
         if encoder is not None and not callable(encoder):
             raise InvalidArgument(
@@ -57,12 +54,6 @@ class StringMutator(Mutator):
                 f"{type(self).__name__} needs encoder=... to turn strings into model inputs"
             )
         return np.asarray(self.encoder(list(cases)))
-
-    def check_seeds(self, seeds: Any) -> list[str]:
-        seeds = string_list(seeds, "seeds")
-        if not seeds:
-            raise InvalidInput("seeds are empty; pass at least one string")
-        return seeds
 
 
 EDA_OPERATIONS = ("synonym", "insert", "swap", "delete")

@@ -216,10 +216,18 @@ class SampleWriter:
         killed before it finished, its MARKER is there): they would be replaced."""
         summary = self.directory / SUMMARY
         check_replaceable(summary, "pytest-rnncov-campaign", "campaign summary")
-        if summary.exists() or (self.directory / MARKER).exists() or not self.directory.is_dir():
-            return
-        for path in sorted(self.directory.iterdir()):
-            name = path.name
+        try:  # a path too long for the system (ENAMETOOLONG) or a folder it cannot list
+            if summary.exists() or (self.directory / MARKER).exists():
+                return
+            names = (
+                sorted(p.name for p in self.directory.iterdir()) if self.directory.is_dir() else []
+            )
+        except OSError as exc:
+            raise DataFileError(
+                f"campaign output folder {str(self.directory)!r} cannot be used: "
+                f"{exc.strerror or exc}; give a shorter or readable folder"
+            ) from None
+        for name in names:
             if name != SUMMARY and _written_here(name):
                 raise DataFileError(
                     f"campaign output folder {str(self.directory)!r} holds {name!r} but no "
