@@ -1173,16 +1173,18 @@ class Campaign:
     # -- results ---------------------------------------------------------------------------------
     def run(self) -> CampaignResult:
         """Run to the end; on an interrupt or error, keep and report what was found, then
-        re-raise. After an error the samples are shrunk as usual; after Ctrl-C (or a
-        SIGTERM a pytest session raises as one) they are reported as found: shrinking can
-        take as many model inputs as the search did, and whoever interrupts wants out."""
+        re-raise. After an error (an ``Exception``) the samples are shrunk as usual; after
+        a request to stop (any other exception: Ctrl-C, a SIGTERM a pytest session raises as
+        one, ``sys.exit``, a pytest outcome such as pytest-timeout's ``pytest.fail``) they
+        are reported as found: shrinking can take as many model inputs as the search did,
+        and whoever stops the run wants out."""
         steps = self.iterate()
         try:
             for _ in steps:
                 pass
         except BaseException as exc:
             self.interrupted = True
-            try:  # finish() sees the Ctrl-C being handled here, and does not shrink
+            try:  # finish() sees a request to stop being handled here, and does not shrink
                 self.finish()
             except BaseException as late:  # a listener's or a second Ctrl-C: the first wins
                 if isinstance(exc, Exception) and not isinstance(late, Exception):
@@ -1211,7 +1213,8 @@ class Campaign:
         """Call every listener's ``method``; one that raises does not keep the others from
         their call (a SampleWriter after it still saves the sample). Returns the first
         exception raised (``pending``: one raised earlier), for the caller to raise once
-        every call was made; a Ctrl-C while one is pending stops the calls at once."""
+        every call was made; a request to stop (Ctrl-C, ``_stopping``) while one is pending
+        stops the calls at once."""
         for listener in self.listeners:
             call = getattr(listener, method, None)
             if not callable(call):
@@ -1219,7 +1222,7 @@ class Campaign:
             try:
                 call(self, *args)
             except BaseException as exc:
-                if isinstance(exc, KeyboardInterrupt) and pending is not None:
+                if _stopping(exc) and pending is not None:
                     exc.__context__ = pending  # the listener's error shows in the traceback
                     raise  # Ctrl-C after an error or another Ctrl-C: no more listener calls
                 pending = pending or exc
@@ -1351,7 +1354,8 @@ class Campaign:
         once: a later call returns the same result (run() calls it).
 
         An interrupt or error while shrinking keeps the samples as found (``shrunk`` False),
-        as does a Ctrl-C that stopped ``run()``, or that is being handled where
+        as does a request to stop (Ctrl-C, ``SystemExit``, a pytest outcome: an exception
+        that is not an ``Exception``) that stopped ``run()``, or that is being handled where
         ``finish()`` is called (a ``finally`` or ``except`` around a loop over
         ``iterate()``): no shrinking then. One raised by a listener does not keep the
         others from their call. ``result`` and ``samples`` are set before any listener is
@@ -1373,7 +1377,7 @@ class Campaign:
         shrunk: bool | None = None
         if len(self._adversarial) and self.shrink and can_shrink(self.mutator):
             shrunk = False  # until shrinking finished: the samples as found, and said so
-            if not isinstance(sys.exc_info()[1], KeyboardInterrupt):  # not as Ctrl-C unwinds
+            if not _stopping(sys.exc_info()[1]):  # not as Ctrl-C or a timeout unwinds
                 try:
                     shrunk_rows, shrunk = self._shrunk(), True
                 except BaseException as exc:  # a second Ctrl-C too: what was found is kept
@@ -1487,3 +1491,9 @@ def _round_robin(owners: np.ndarray) -> np.ndarray:
     rank = np.empty(len(by_owner), np.int64)
     rank[by_owner] = np.arange(len(by_owner)) - np.repeat(starts, counts)
     return np.argsort(rank, kind="stable")
+
+
+def _stopping(exc: BaseException | None) -> bool:
+    """Whether ``exc`` asks the run to stop now rather than reports an error: an exception
+    that is not an ``Exception`` (KeyboardInterrupt, SystemExit, pytest's outcomes)."""
+    return exc is not None and not isinstance(exc, Exception)
