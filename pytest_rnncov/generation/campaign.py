@@ -1187,7 +1187,7 @@ class Campaign:
             try:  # finish() sees a request to stop being handled here, and does not shrink
                 self.finish()
             except BaseException as late:  # a listener's or a second Ctrl-C: the first wins
-                if isinstance(exc, Exception) and not isinstance(late, Exception):
+                if _stopping(late) and not _stopping(exc):
                     raise late from exc  # a Ctrl-C while finishing after an error
                 add_note = getattr(exc, "add_note", None)  # Python 3.11+: in the traceback
                 if add_note is not None:

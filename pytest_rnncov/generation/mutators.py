@@ -462,11 +462,9 @@ def checked_mutate(mutator: Mutator, cases: Cases, rng: np.random.Generator) -> 
             f"{name}.mutate returned {len(out)} items for {len(cases)} cases; a string mutator "
             "must return one string per case"
         )
-    else:
-        wrong = next((c for c in out if not isinstance(c, str)), None)
-        if wrong is not None:
-            raise InvalidArgument(
-                f"{name}.mutate returned {shown(wrong)} ({type(wrong).__name__}) among its "
-                "mutants; a string mutator returns strings, one per case"
-            )
+    elif (wrong := next((c for c in out if not isinstance(c, str)), None)) is not None:
+        raise InvalidArgument(
+            f"{name}.mutate returned {shown(wrong)} ({type(wrong).__name__}) among its "
+            "mutants; a string mutator returns strings, one per case"
+        )
     return out
